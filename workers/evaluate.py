@@ -1,0 +1,49 @@
+"""Run a model on a frame of points and hold it to its contract.
+
+This is the one entry point the sweep runner calls on a worker. A model that
+raises does not lose the chunk: every row comes back with status "error" and
+the exception text in `reason`.
+"""
+
+from __future__ import annotations
+
+import traceback
+
+import polars as pl
+
+from .exceptions import ModelError
+from .model import STATUS_ERROR, STATUSES, Model
+from .profiles import Profile
+
+
+def evaluate(model: Model, points: pl.DataFrame, profile: Profile) -> pl.DataFrame:
+    """`points` with the model's status, reason and metric columns appended."""
+    try:
+        out = model.evaluate(points, profile)
+        _check_contract(model, points, out)
+    except Exception as e:  # noqa: BLE001 - any model failure becomes error rows
+        last = traceback.extract_tb(e.__traceback__)[-1:] or [None]
+        where = f" at {last[0].filename.rsplit('/', 1)[-1]}:{last[0].lineno}" if last[0] else ""
+        msg = f"{type(e).__name__}: {e}{where}"
+        out = pl.DataFrame(
+            {"status": [STATUS_ERROR] * points.height, "reason": [msg] * points.height},
+            schema={"status": pl.Utf8, "reason": pl.Utf8},
+        ).with_columns(pl.lit(None, dtype=dt).alias(c) for c, dt in model.metrics.items())
+    return pl.concat([points, out], how="horizontal")
+
+
+def _check_contract(model: Model, points: pl.DataFrame, out: pl.DataFrame) -> None:
+    if out.height != points.height:
+        raise ModelError(f"model {model.name!r} returned {out.height} rows for {points.height} points")
+    missing = {"status", "reason"} - set(out.columns)
+    if missing:
+        raise ModelError(f"model {model.name!r} did not return the columns {sorted(missing)}")
+    expected = ["status", "reason", *model.metrics]
+    if out.columns != expected:
+        raise ModelError(f"model {model.name!r} returned columns {out.columns}, declared {expected}")
+    wrong = {c: str(out.schema[c]) for c, dt in model.metrics.items() if out.schema[c] != dt}
+    if wrong:
+        raise ModelError(f"model {model.name!r} returned metric dtypes {wrong}, declared otherwise")
+    bad = set(out["status"].unique().to_list()) - set(STATUSES)
+    if bad:
+        raise ModelError(f"model {model.name!r} returned unknown statuses {sorted(bad)}")

@@ -1,0 +1,119 @@
+"""The model contract: a name, a version, axes, and one vectorized evaluate().
+
+A model turns a polars frame of points (one `param_<axis>` column per axis it
+declares) into a frame of the same height and order with `status`
+("ok" | "infeasible"), `reason` (null when ok) and `metric_<name>_<unit>`
+columns. No Ray, no I/O, nothing read from the environment: everything a model
+needs comes in the points and the profile.
+
+A model that can be calibrated also lists the published figures it must
+reproduce (`figures()`) and the profile entries calibration may move
+(`free_params`).
+"""
+
+from __future__ import annotations
+
+import abc
+
+from dataclasses import dataclass, field
+from typing import Mapping
+
+import polars as pl
+
+from .axes import Axis
+from .profiles import Profile
+
+STATUS_OK = "ok"
+STATUS_INFEASIBLE = "infeasible"
+STATUS_ERROR = "error"
+STATUSES = (STATUS_OK, STATUS_INFEASIBLE, STATUS_ERROR)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Figure:
+    """One published number a model must reproduce, and the point that produces it.
+
+    `id` is stable and starts with the model name ("memmap/fsdax/template").
+    `params` gives a value for every axis of the model (canonical values).
+    """
+
+    id: str
+    model: str
+    metric: str
+    published: float
+    unit: str
+    params: Mapping[str, object]
+    source: str
+    section: str = ""  # profile section the figure is calibrated into (default: the model name)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class FreeParam:
+    """A profile entry that calibration may move, within [lower, upper]."""
+
+    section: str
+    key: str
+    lower: float
+    upper: float
+
+
+class Model(abc.ABC):
+    """Base class of the models; subclasses set the class attributes and `evaluate`."""
+
+    name: str = ""
+    version: str = "1"
+    description: str = ""
+    axes: tuple[Axis, ...] = ()
+    # Every metric column the model returns and its dtype: the dataset schema.
+    metrics: Mapping[str, pl.DataType] = {}
+    # Rough points evaluated per second on one core, used only to size chunks.
+    points_per_second: float = 1e6
+    free_params: tuple[FreeParam, ...] = ()
+
+    @abc.abstractmethod
+    def evaluate(self, points: pl.DataFrame, profile: Profile) -> pl.DataFrame:
+        """Metrics for every row of `points`: same height, same order (see module doc)."""
+
+    def figures(self) -> tuple[Figure, ...]:
+        return ()
+
+    def axis(self, name: str) -> Axis:
+        for a in self.axes:
+            if a.name == name:
+                return a
+        raise KeyError(name)
+
+    @property
+    def axis_names(self) -> tuple[str, ...]:
+        return tuple(a.name for a in self.axes)
+
+
+def status_columns(infeasible_reason: pl.Expr) -> list[pl.Expr]:
+    """`status` and `reason` from one string expression that is null where the point is feasible."""
+    return [
+        pl.when(infeasible_reason.is_null())
+        .then(pl.lit(STATUS_OK))
+        .otherwise(pl.lit(STATUS_INFEASIBLE))
+        .alias("status"),
+        infeasible_reason.alias("reason"),
+    ]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Reasons:
+    """Builds the `reason` expression from (condition, message) pairs; first match wins."""
+
+    rules: list[tuple[pl.Expr, str]] = field(default_factory=list)
+
+    def add(self, condition: pl.Expr, message: str) -> Reasons:
+        self.rules.append((condition, message))
+        return self
+
+    def expr(self) -> pl.Expr:
+        if not self.rules:
+            return pl.lit(None, dtype=pl.Utf8)
+        cond, msg = self.rules[0]
+        out = pl.when(cond).then(pl.lit(msg))
+        for cond, msg in self.rules[1:]:
+            out = out.when(cond).then(pl.lit(msg))
+        return out.otherwise(pl.lit(None, dtype=pl.Utf8))

@@ -1,0 +1,1 @@
+"""The shipped models, one module each (see workers/registry.py)."""

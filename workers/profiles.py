@@ -1,0 +1,157 @@
+"""Machine profiles: per-operation costs and hardware sizes, each with unit and source.
+
+A profile is a TOML data file in `workers/profiles/`. Each model reads its own
+section (`[copy]`, `[memmap]`, `[pfnmap]`, `[young]`); an entry is
+
+    store_word_ns = { value = 0.31, unit = "ns", source = "calibrated", note = "..." }
+
+A section may also hold plain strings (e.g. `machine = "Ice Lake server guest"`).
+A profile may name a `base` profile: it then holds only what differs from it.
+Profiles are immutable; calibration makes a new one with `with_values`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .exceptions import ProfileError
+
+PROFILE_DIR = Path(__file__).parent / "profiles"
+SOURCES = ("published", "calibrated", "datasheet", "measured", "assumed")
+ENTRY_KEYS = {"value", "unit", "source", "note"}
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Quantity:
+    value: float | int | bool
+    unit: str
+    source: str
+    note: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Profile:
+    """A named machine profile; `sections[section][key]` is a Quantity or a str."""
+
+    name: str
+    description: str
+    sections: dict[str, dict[str, Quantity | str]] = field(default_factory=dict)
+
+    def value(self, section: str, key: str) -> float:
+        """The number at section.key; ProfileError naming the key if it is missing."""
+        entry = self.sections.get(section, {}).get(key)
+        if not isinstance(entry, Quantity):
+            raise ProfileError(
+                f"profile {self.name!r} has no value '{section}.{key}'; "
+                f"add it to {self.name}.toml with a value, unit and source."
+            )
+        return entry.value
+
+    def text(self, section: str, key: str, default: str = "") -> str:
+        entry = self.sections.get(section, {}).get(key, default)
+        return entry if isinstance(entry, str) else default
+
+    def with_values(self, updates: dict[tuple[str, str], float], *, source: str, note: str = "") -> Profile:
+        """A copy with the given (section, key) values replaced and their source set."""
+        sections = {s: dict(entries) for s, entries in self.sections.items()}
+        for (section, key), v in updates.items():
+            old = sections[section][key]
+            sections[section][key] = Quantity(value=float(v), unit=old.unit, source=source, note=note or old.note)
+        return Profile(name=self.name, description=self.description, sections=sections)
+
+    def to_dict(self) -> dict:
+        out: dict = {"name": self.name, "description": self.description}
+        for s, entries in self.sections.items():
+            out[s] = {
+                k: (e if isinstance(e, str) else {"value": e.value, "unit": e.unit, "source": e.source, "note": e.note})
+                for k, e in entries.items()
+            }
+        return out
+
+    def digest(self) -> str:
+        """A short content hash: changes whenever any value changes (part of chunk ids)."""
+        blob = json.dumps(self.to_dict(), sort_keys=True).encode()
+        return hashlib.blake2b(blob, digest_size=8).hexdigest()
+
+
+def available_profiles() -> list[str]:
+    return sorted(p.stem for p in PROFILE_DIR.glob("*.toml"))
+
+
+def load_profile(name_or_path: str) -> Profile:
+    """A shipped profile by name, or a profile file by path."""
+    path = Path(name_or_path)
+    if not path.suffix:
+        path = PROFILE_DIR / f"{name_or_path}.toml"
+    if not path.is_file():
+        raise ProfileError(
+            f"'profile' must be one of {available_profiles()} or a path to a profile file "
+            f"(got {name_or_path!r})."
+        )
+    try:
+        data = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as e:
+        raise ProfileError(f"profile file {path.name} is not valid TOML: {e}") from None
+    base = data.pop("base", None)
+    profile = profile_from_dict(data, origin=path.name)
+    if base is None:
+        return profile
+    if not isinstance(base, str) or base == profile.name:
+        raise ProfileError(f"{path.name}: 'base' must name another profile (got {base!r}).")
+    return _inherit(load_profile(base), profile)
+
+
+def _inherit(base: Profile, own: Profile) -> Profile:
+    """`own` with every entry it does not set taken from `base` (a profile's `base` key)."""
+    sections = {s: dict(entries) for s, entries in base.sections.items()}
+    for s, entries in own.sections.items():
+        sections.setdefault(s, {}).update(entries)
+    return Profile(name=own.name, description=own.description, sections=sections)
+
+
+def profile_from_dict(data: dict, *, origin: str = "<dict>") -> Profile:
+    name = data.get("name")
+    if not isinstance(name, str) or not name:
+        raise ProfileError(f"{origin}: 'name' must be a non-empty string (got {name!r}).")
+    sections: dict[str, dict[str, Quantity | str]] = {}
+    for section, entries in data.items():
+        if section in ("name", "description"):
+            continue
+        if not isinstance(entries, dict):
+            raise ProfileError(f"{origin}: '{section}' must be a table of entries (got {entries!r}).")
+        sections[section] = {k: _entry(origin, f"{section}.{k}", e) for k, e in entries.items()}
+    return Profile(name=name, description=str(data.get("description", "")), sections=sections)
+
+
+def _entry(origin: str, field_name: str, e: object) -> Quantity | str:
+    if isinstance(e, str):
+        return e
+    if not isinstance(e, dict) or not {"value", "unit", "source"} <= e.keys() or e.keys() - ENTRY_KEYS:
+        raise ProfileError(
+            f"{origin}: '{field_name}' must be a string or a table with value, unit, source "
+            f"and an optional note (got {e!r})."
+        )
+    if e["source"] not in SOURCES:
+        raise ProfileError(f"{origin}: '{field_name}.source' must be one of {SOURCES} (got {e['source']!r}).")
+    if not isinstance(e["value"], (int, float, bool)):
+        raise ProfileError(f"{origin}: '{field_name}.value' must be a number or boolean (got {e['value']!r}).")
+    return Quantity(value=e["value"], unit=str(e["unit"]), source=e["source"], note=str(e.get("note", "")))
+
+
+def dump_profile(profile: Profile) -> str:
+    """TOML text of a profile (what `memsweep calibrate --save` writes)."""
+    lines = [f'name = {json.dumps(profile.name)}', f'description = {json.dumps(profile.description)}']
+    for section, entries in profile.sections.items():
+        lines += ["", f"[{section}]"]
+        for key, e in entries.items():
+            if isinstance(e, str):
+                lines.append(f"{key} = {json.dumps(e)}")
+                continue
+            v = ("true" if e.value else "false") if isinstance(e.value, bool) else repr(e.value)
+            note = f", note = {json.dumps(e.note)}" if e.note else ""
+            lines.append(f'{key} = {{ value = {v}, unit = {json.dumps(e.unit)}, source = "{e.source}"{note} }}')
+    return "\n".join(lines) + "\n"

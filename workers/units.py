@@ -1,0 +1,42 @@
+"""Binary size units: "4KiB", "2MiB", "100GiB", "16TiB" <-> integers of bytes."""
+
+from __future__ import annotations
+
+import re
+
+KiB = 1 << 10
+MiB = 1 << 20
+GiB = 1 << 30
+TiB = 1 << 40
+PAGE_SIZE = 4 * KiB  # x86_64 and arm64 with a 4 KiB granule
+
+_UNITS = {"": 1, "B": 1, "KiB": KiB, "MiB": MiB, "GiB": GiB, "TiB": TiB, "PiB": 1 << 50}
+_SIZE_RE = re.compile(r"^\s*(\d+)\s*([KMGTP]iB|B)?\s*$")
+
+
+def parse_size(value: object) -> int:
+    """Bytes from an int or a string with a binary unit; ValueError names what is allowed."""
+    if isinstance(value, bool):
+        raise ValueError(f"expected a size, got a boolean {value!r}")
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str):
+        m = _SIZE_RE.match(value)
+        if m:
+            return int(m.group(1)) * _UNITS[m.group(2) or ""]
+    raise ValueError(
+        f"expected a size: an integer of bytes or a string such as '4KiB', '2MiB', '100GiB', "
+        f"'16TiB' (units B, KiB, MiB, GiB, TiB, PiB), got {value!r}"
+    )
+
+
+def format_size(n: int) -> str:
+    """The largest binary unit that divides n exactly: 2097152 -> '2MiB'."""
+    for unit in ("PiB", "TiB", "GiB", "MiB", "KiB"):
+        if n and n % _UNITS[unit] == 0:
+            return f"{n // _UNITS[unit]}{unit}"
+    return f"{n}B"
+
+
+def is_power_of_two(n: int) -> bool:
+    return n > 0 and n & (n - 1) == 0
