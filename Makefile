@@ -1,0 +1,29 @@
+# The README's two commands: `make report` (default sweep on an embedded Ray,
+# ending in a report) and `make test`. Both create .venv and install first.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-stamp
+
+.PHONY: report test browser clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+report: $(STAMP)
+	$(BIN)/memsweep run default
+
+# The report test opens report.html in Debian's headless Chromium.
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium >/dev/null; \
+	  else echo "make test needs chromium: sudo apt-get install chromium" >&2; exit 1; fi; }
+
+test: $(STAMP) browser
+	$(BIN)/python -m pytest
+
+clean:
+	rm -rf $(VENV) results test-artifacts .pytest_cache .hypothesis

@@ -1,0 +1,92 @@
+"""`memsweep status` and `memsweep verify`: what a dataset holds and whether it is whole."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from .exceptions import DatasetError
+from .store import MANIFEST, SPEC_FILE, Location, checksum, exists, list_parts, locate, read_manifest
+
+
+def _open(sweep_dir: str) -> tuple[Location, dict]:
+    loc = locate(sweep_dir)
+    if not exists(loc, loc.root):
+        raise DatasetError(f"'OUT/SWEEP' must be a sweep folder written by 'memsweep run' (got {sweep_dir!r}: no such folder).")
+    manifest = read_manifest(loc)
+    if manifest is None:
+        raise DatasetError(f"'OUT/SWEEP' must hold a {MANIFEST} (got {sweep_dir!r}: none there); run the sweep first.")
+    return loc, manifest
+
+
+def status(sweep_dir: str) -> str:
+    """A few lines: chunks done/total, rows by status, failures."""
+    _, m = _open(sweep_dir)
+    by_status: dict[str, int] = {}
+    for rec in m["parts"].values():
+        for s, n in rec["status"].items():
+            by_status[s] = by_status.get(s, 0) + n
+    lines = [
+        f"sweep {m['sweep']} (profile {m['profile']}, updated {m['updated']})",
+        f"chunks: {m['chunks_done']} of {m['chunks_expected']} done",
+        f"rows: {m['rows']} of {m['points_expected']} points",
+        "by status: " + ", ".join(f"{s} {n}" for s, n in sorted(by_status.items())) if by_status else "by status: none yet",
+    ]
+    for model, info in m["models"].items():
+        done = sum(r["rows"] for r in m["parts"].values() if r["model"] == model)
+        lines.append(f"  {model} v{info['version']}: {done} of {info['points']} points")
+    if m["chunks_done"] < m["chunks_expected"]:
+        lines.append("incomplete: rerun the same 'memsweep run' command to finish it.")
+    return "\n".join(lines)
+
+
+def verify(sweep_dir: str) -> tuple[list[str], str]:
+    """(problems, summary): every part readable and matching the manifest, no duplicate point_id."""
+    loc, m = _open(sweep_dir)
+    problems: list[str] = []
+    if not exists(loc, loc.path(SPEC_FILE)):
+        problems.append(f"{SPEC_FILE} is missing")
+    present = list_parts(loc)
+    listed = {cid for ids in present.values() for cid in ids}
+    ids = []
+    rows = 0
+    for cid, rec in sorted(m["parts"].items()):
+        path = loc.part_path(rec["model"], cid)
+        if cid not in listed:
+            problems.append(f"part {path} is in the manifest but missing")
+            continue
+        try:
+            with loc.fs.open_input_stream(path) as f:
+                data = f.read()
+            table = pq.read_table(pa.BufferReader(data), columns=["point_id"])
+        except (OSError, pa.ArrowException) as e:
+            problems.append(f"part {path} is unreadable: {e}")
+            continue
+        if checksum(data) != rec.get("checksum"):
+            problems.append(f"part {path} checksum differs from the manifest")
+        if table.num_rows != rec["rows"]:
+            problems.append(f"part {path} has {table.num_rows} rows, the manifest says {rec['rows']}")
+        rows += table.num_rows
+        ids.append(table.column("point_id").to_numpy())
+    for model, cids in sorted(present.items()):
+        for cid in sorted(cids - set(m["parts"])):
+            path = loc.part_path(model, cid)
+            problems.append(f"part {path} is not in the manifest (left by another spec or an interrupted run)")
+            try:
+                with loc.fs.open_input_file(path) as f:
+                    ids.append(pq.read_table(f, columns=["point_id"]).column("point_id").to_numpy())
+            except (OSError, pa.ArrowException, KeyError):
+                pass  # already reported as stray; its rows cannot be read
+    if m["chunks_done"] != m["chunks_expected"]:
+        problems.append(f"only {m['chunks_done']} of {m['chunks_expected']} chunks are done")
+    if rows != m["rows"]:
+        problems.append(f"the parts hold {rows} rows, the manifest says {m['rows']}")
+    if rows != m["points_expected"]:
+        problems.append(f"the parts hold {rows} rows for {m['points_expected']} points")
+    all_ids = np.concatenate(ids) if ids else np.array([], dtype=np.uint64)
+    dup = all_ids.size - np.unique(all_ids).size
+    if dup:
+        problems.append(f"{dup} duplicate point_id values")
+    summary = f"{m['sweep']}: {len(m['parts'])} parts, {rows} rows, {np.unique(all_ids).size} distinct points"
+    return problems, summary

@@ -1,0 +1,69 @@
+"""Planning: split each model's grid into chunks with content-addressed ids.
+
+A chunk is an index range [start, stop) of one model's grid, sized for about
+a quarter second of model work (Ray's per-task overhead is ~1 ms), so the
+driver holds a list of small records, never points. Its id hashes everything
+that determines its rows: model, model version, profile content, the model's
+axes and values, and the range; a changed model or profile never reuses a part.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+
+from workers import get_model
+
+from .grid import Grid, grid_for
+from .spec import SweepSpec
+
+TARGET_SECONDS = 0.25  # model work per chunk: >= ~100 ms so Ray overhead stays small
+MAX_CHUNK_POINTS = 1_000_000  # bounds a worker's memory for one chunk
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Chunk:
+    model: str
+    start: int
+    stop: int
+    chunk_id: str
+
+    @property
+    def points(self) -> int:
+        return self.stop - self.start
+
+
+def chunk_points(spec: SweepSpec, model: str) -> int:
+    """Points per chunk: the spec's `chunk_points`, else ~TARGET_SECONDS of the model's work."""
+    if spec.chunk_points:
+        return spec.chunk_points
+    rate = get_model(model).points_per_second
+    return max(1, min(MAX_CHUNK_POINTS, int(rate * TARGET_SECONDS)))
+
+
+def grid_digest(spec: SweepSpec, grid: Grid) -> str:
+    """Hash of what fixes a model's rows apart from the range."""
+    m = get_model(grid.model)
+    blob = json.dumps(
+        {
+            "model": m.name, "version": m.version, "profile": spec.profile.digest(),
+            "axes": [[a.name, [a.label(v) for v in vals]] for a, vals in zip(grid.axes, grid.values)],
+        },
+        sort_keys=True,
+    ).encode()
+    return hashlib.blake2b(blob, digest_size=16).hexdigest()
+
+
+def plan(spec: SweepSpec) -> list[Chunk]:
+    """Every chunk of every model in the spec, in model then index order."""
+    chunks = []
+    for model in spec.models:
+        grid = grid_for(spec, model)
+        digest = grid_digest(spec, grid)
+        step = chunk_points(spec, model)
+        for start in range(0, grid.size, step):
+            stop = min(start + step, grid.size)
+            cid = hashlib.blake2b(f"{digest}:{start}:{stop}".encode(), digest_size=8).hexdigest()
+            chunks.append(Chunk(model=model, start=start, stop=stop, chunk_id=cid))
+    return chunks

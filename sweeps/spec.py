@@ -1,0 +1,277 @@
+"""Sweep specs: TOML in, a validated, frozen SweepSpec out.
+
+    name = "default"
+    models = ["memmap", "copy"]
+    profile = "seed"                      # optional; a shipped profile name or a path
+    [axes]                                # shared axes, for every model that has them
+    namespace_size = { from = "1GiB", to = "1TiB", scale = "log2" }
+    struct_page_size = [64, 80, 96]
+    [axes.memmap]                         # a model's own axes (and overrides of shared ones)
+    strategy = ["slow", "template_nt_inline"]
+
+An axis the spec does not name takes the axis default. Every error names the
+field, the rule and the value (SpecError); nothing is written before a spec
+has loaded whole.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from workers import MODELS, load_plugins
+from workers.axes import SHARED_AXES, Axis
+from workers.exceptions import ProfileError
+from workers.profiles import Profile, load_profile
+
+from .exceptions import SpecError
+
+SPEC_DIR = Path(__file__).parent / "specs"
+TOP_KEYS = {"name", "description", "models", "profile", "plugins", "chunk_points", "axes"}
+RANGE_KEYS = {"from", "to", "scale", "step"}
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+MAX_VALUES_PER_AXIS = 100_000
+MAX_POINTS = 1 << 62
+
+
+@dataclass(frozen=True, kw_only=True)
+class SweepSpec:
+    """A validated sweep: for each model, the ordered values of each of its axes."""
+
+    name: str
+    description: str
+    models: tuple[str, ...]
+    profile: Profile
+    profile_name: str
+    plugins: tuple[str, ...]
+    chunk_points: int | None
+    axes: dict[str, tuple[tuple[str, tuple], ...]]  # model -> ((axis, values), ...) in model axis order
+    text: str = field(default="", repr=False)  # the TOML as given, written beside the dataset
+
+    def grid_axes(self, model: str) -> tuple[tuple[str, tuple], ...]:
+        return self.axes[model]
+
+    def points(self, model: str) -> int:
+        n = 1
+        for _, values in self.axes[model]:
+            n *= len(values)
+        return n
+
+    @property
+    def total_points(self) -> int:
+        return sum(self.points(m) for m in self.models)
+
+
+def shipped_specs() -> list[str]:
+    return sorted(p.stem for p in SPEC_DIR.glob("*.toml"))
+
+
+def resolve_spec_path(spec: str) -> Path:
+    """A path to a spec file, or the name of a shipped spec ('default', 'seed', 'large')."""
+    path = Path(spec)
+    if path.is_file():
+        return path
+    shipped = SPEC_DIR / f"{spec}.toml"
+    if not path.suffix and shipped.is_file():
+        return shipped
+    raise SpecError(
+        f"'SPEC' must be a spec file or one of the shipped specs {shipped_specs()} (got {spec!r})."
+    )
+
+
+def load_spec(spec: str) -> SweepSpec:
+    """Read and validate a spec file or shipped spec name."""
+    path = resolve_spec_path(spec)
+    try:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError) as e:
+        raise SpecError(f"'SPEC' must be a readable TOML file (got {str(path)!r}: {e}).") from None
+    return parse_spec(text)
+
+
+def parse_spec(text: str) -> SweepSpec:
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise SpecError(f"the spec must be valid TOML: {e}.") from None
+    unknown = sorted(set(data) - TOP_KEYS)
+    if unknown:
+        raise SpecError(f"'{unknown[0]}' is not a spec key; allowed keys are {sorted(TOP_KEYS)}.")
+    name = _name(data)
+    plugins = _plugins(data)
+    load_plugins(plugins)
+    models = _models(data)
+    profile_name, profile = _profile(data)
+    chunk_points = _chunk_points(data)
+    axes = _axes(data.get("axes", {}), models)
+    spec = SweepSpec(
+        name=name, description=_str(data, "description", ""), models=models, profile=profile,
+        profile_name=profile_name, plugins=plugins, chunk_points=chunk_points, axes=axes, text=text,
+    )
+    for m in models:
+        if spec.points(m) > MAX_POINTS:
+            raise SpecError(f"'axes' of model {m!r} make {spec.points(m)} points; at most {MAX_POINTS} are allowed.")
+    return spec
+
+
+def _str(data: dict, key: str, default: str | None = None) -> str:
+    v = data.get(key, default)
+    if not isinstance(v, str):
+        raise SpecError(f"'{key}' must be a string (got {v!r}).")
+    return v
+
+
+def _name(data: dict) -> str:
+    if "name" not in data:
+        raise SpecError("'name' must be given: the sweep's name, used as its folder under --out.")
+    name = _str(data, "name")
+    if not NAME_RE.match(name):
+        raise SpecError(
+            f"'name' must be 1-64 characters of letters, digits, '_', '.', '-', starting with a "
+            f"letter or digit (got {name!r})."
+        )
+    return name
+
+
+def _plugins(data: dict) -> tuple[str, ...]:
+    plugins = data.get("plugins", [])
+    if not isinstance(plugins, list) or not all(isinstance(p, str) and p for p in plugins):
+        raise SpecError(f"'plugins' must be a list of importable module names (got {plugins!r}).")
+    for p in plugins:
+        try:
+            load_plugins([p])
+        except ImportError as e:
+            raise SpecError(f"'plugins' must name importable modules (got {p!r}: {e}).") from None
+    return tuple(plugins)
+
+
+def _models(data: dict) -> tuple[str, ...]:
+    models = data.get("models", sorted(MODELS))
+    if not isinstance(models, list) or not models:
+        raise SpecError(f"'models' must be a non-empty list of model names from {sorted(MODELS)} (got {models!r}).")
+    for m in models:
+        if m not in MODELS:
+            raise SpecError(f"'models' must name models from {sorted(MODELS)} (got {m!r}).")
+    if len(set(models)) != len(models):
+        raise SpecError(f"'models' must not repeat a model (got {models!r}).")
+    return tuple(models)
+
+
+def _profile(data: dict) -> tuple[str, Profile]:
+    name = _str(data, "profile", "seed")
+    try:
+        return name, load_profile(name)
+    except ProfileError as e:
+        raise SpecError(str(e)) from None
+
+
+def _chunk_points(data: dict) -> int | None:
+    v = data.get("chunk_points")
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+        raise SpecError(f"'chunk_points' must be a positive integer (got {v!r}).")
+    return v
+
+
+def _axes(table: object, models: tuple[str, ...]) -> dict[str, tuple[tuple[str, tuple], ...]]:
+    if not isinstance(table, dict):
+        raise SpecError(f"'axes' must be a table of axes (got {table!r}).")
+    shared = {k: v for k, v in table.items() if not isinstance(v, dict) or _is_range(v)}
+    own = {k: v for k, v in table.items() if k not in shared}
+    shared_values = {}
+    for k, raw in shared.items():
+        if k not in SHARED_AXES:
+            hint = f"; a model's own axes go under [axes.<model>] for a model in 'models' {list(models)}"
+            raise SpecError(f"'axes.{k}' is not a shared axis; shared axes are {sorted(SHARED_AXES)}{hint}.")
+        shared_values[k] = _values(f"axes.{k}", SHARED_AXES[k], raw)
+    for m in own:
+        if m not in models:
+            raise SpecError(f"'axes.{m}' must be a model listed in 'models' {list(models)} (got {m!r}).")
+    out = {}
+    for m in models:
+        model = MODELS[m]
+        mine = own.get(m, {})
+        known = {a.name for a in model.axes}
+        for k in mine:
+            if k not in known:
+                raise SpecError(f"'axes.{m}.{k}' is not an axis of model {m!r}; its axes are {sorted(known)}.")
+        out[m] = tuple(
+            (a.name, _values(f"axes.{m}.{a.name}", a, mine[a.name]) if a.name in mine
+             else shared_values.get(a.name) or _values(f"axes.{m}.{a.name}", a, [a.default]))
+            for a in model.axes
+        )
+    return out
+
+
+def _is_range(v: dict) -> bool:
+    return "from" in v or "to" in v
+
+
+def _values(fieldname: str, axis: Axis, raw: object) -> tuple:
+    """The axis values a spec entry stands for: a list, a range table, or one scalar."""
+    if isinstance(raw, dict):
+        items = _expand_range(fieldname, axis, raw)
+    elif isinstance(raw, list):
+        items = raw
+    else:
+        items = [raw]
+    if not items:
+        raise SpecError(f"'{fieldname}' must not be empty: give at least one value ({axis.allowed}).")
+    if len(items) > MAX_VALUES_PER_AXIS:
+        raise SpecError(f"'{fieldname}' must have at most {MAX_VALUES_PER_AXIS} values (got {len(items)}).")
+    values = []
+    for item in items:
+        try:
+            values.append(axis.canonical(item))
+        except ValueError as e:
+            raise SpecError(f"'{fieldname}' {e}.") from None
+    if len(set(values)) != len(values):
+        raise SpecError(f"'{fieldname}' must not repeat a value (got {raw!r}).")
+    return tuple(values)
+
+
+def _expand_range(fieldname: str, axis: Axis, r: dict) -> list:
+    extra = sorted(set(r) - RANGE_KEYS)
+    if extra:
+        raise SpecError(f"'{fieldname}.{extra[0]}' is not a range key; a range has {sorted(RANGE_KEYS)}.")
+    if axis.kind not in ("size", "int", "float"):
+        raise SpecError(f"'{fieldname}' must be a list of values, not a range: it is {axis.allowed}.")
+    if "from" not in r or "to" not in r:
+        raise SpecError(f"'{fieldname}' range must give both 'from' and 'to' (got {r!r}).")
+    try:
+        lo, hi = axis.canonical(r["from"]), axis.canonical(r["to"])
+    except ValueError as e:
+        raise SpecError(f"'{fieldname}' range bound {e}.") from None
+    if lo > hi:
+        raise SpecError(f"'{fieldname}.from' must not exceed 'to' (got {r['from']!r} > {r['to']!r}).")
+    scale = r.get("scale", "linear")
+    if scale == "log2":
+        if "step" in r:
+            raise SpecError(f"'{fieldname}.step' goes with scale = 'linear'; a log2 range doubles each value.")
+        if lo <= 0:
+            raise SpecError(f"'{fieldname}.from' must be positive for a log2 range (got {r['from']!r}).")
+        out, v = [], lo
+        while v <= hi and len(out) <= MAX_VALUES_PER_AXIS:
+            out.append(v)
+            v = v * 2
+        return out
+    if scale != "linear":
+        raise SpecError(f"'{fieldname}.scale' must be 'log2' or 'linear' (got {scale!r}).")
+    if "step" not in r:
+        raise SpecError(f"'{fieldname}.step' must be given for a linear range (got {r!r}).")
+    step = r["step"]
+    try:
+        step = axis.canonical(step) if axis.kind != "float" else float(step)
+    except (ValueError, TypeError):
+        raise SpecError(f"'{fieldname}.step' must be a positive {axis.kind} (got {r['step']!r}).") from None
+    if not step or step <= 0:
+        raise SpecError(f"'{fieldname}.step' must be positive (got {r['step']!r}).")
+    n = int((hi - lo) / step + 1e-9) + 1
+    if n > MAX_VALUES_PER_AXIS:
+        raise SpecError(f"'{fieldname}' range must have at most {MAX_VALUES_PER_AXIS} values (got {n}).")
+    if axis.kind == "float":
+        return [round(lo + i * step, 12) for i in range(n)]
+    return [lo + i * step for i in range(n)]

@@ -1,0 +1,55 @@
+"""Shared fixtures: an embedded Ray for the session, spec files, a CLI runner."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+# Ray workers import test-only models (tests.support.probe) from the project root.
+os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
+os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+ARTIFACTS = ROOT / "test-artifacts"
+
+
+@pytest.fixture(scope="session")
+def ray_local():
+    """One small embedded Ray for all in-process sweeps (2 CPUs, 100 MB object store)."""
+    import ray
+
+    ray.init(num_cpus=2, include_dashboard=False, object_store_memory=100 * 1024 * 1024,
+             logging_level="WARNING")
+    yield ray
+    ray.shutdown()
+
+
+@pytest.fixture
+def spec_file(tmp_path):
+    """Write spec text to a file and return its path."""
+
+    def write(text: str, name: str = "spec.toml") -> Path:
+        path = tmp_path / name
+        path.write_text(text)
+        return path
+
+    return write
+
+
+def memsweep(*args: str, timeout: float = 300, **kw) -> subprocess.CompletedProcess:
+    """Run the memsweep CLI in a fresh interpreter (as a user would)."""
+    return subprocess.run(
+        [sys.executable, "-m", "sweeps.cli", *args], capture_output=True, text=True,
+        timeout=timeout, cwd=kw.pop("cwd", ROOT), **kw,
+    )
+
+
+def tree_state(path: Path) -> dict[str, tuple[int, int]]:
+    """Every file below path with its size and mtime: to show a command wrote nothing."""
+    return {
+        str(p.relative_to(path)): (p.stat().st_size, p.stat().st_mtime_ns)
+        for p in sorted(path.rglob("*")) if p.is_file()
+    }

@@ -1,0 +1,43 @@
+"""A test-only model, registered by importing this module (spec key `plugins`).
+
+It makes chunks as slow or as failing as a test needs; the shipped models are
+never stand-ins for it.
+"""
+
+from __future__ import annotations
+
+import time
+
+import polars as pl
+
+from workers.axes import Axis
+from workers.model import Model, Reasons, status_columns
+from workers.registry import register
+
+
+class ProbeModel(Model):
+    name = "probe"
+    version = "1"
+    description = "test-only: i squared, with an optional delay per chunk and an optional failure"
+    axes = (
+        Axis(name="i", kind="int", unit="", default=0, doc="an integer"),
+        Axis(name="delay_ms", kind="float", unit="ms", default=0.0, doc="sleep per chunk"),
+        Axis(name="explode", kind="bool", unit="", default=False, doc="raise when a chunk holds such a point"),
+    )
+    metrics = {"metric_i_squared": pl.Int64, "metric_half_i": pl.Float64}
+    points_per_second = 1e6
+
+    def evaluate(self, points: pl.DataFrame, profile) -> pl.DataFrame:
+        time.sleep(float(points["param_delay_ms"].max()) / 1000.0)
+        if points["param_explode"].any():
+            raise RuntimeError("the probe model was asked to explode")
+        i = pl.col("param_i")
+        reason = Reasons().add(i < 0, "i is negative: the probe has no square for it").expr()
+        return points.select(
+            *status_columns(reason),
+            pl.when(i >= 0).then(i * i).alias("metric_i_squared"),
+            (i / 2).alias("metric_half_i"),
+        )
+
+
+MODEL = register(ProbeModel())

@@ -1,0 +1,110 @@
+"""Spec -> Ray -> Parquet -> polars on an embedded Ray: rows, statuses, resume, provenance."""
+
+from __future__ import annotations
+
+import json
+
+import polars as pl
+import pyarrow.parquet as pq
+import pytest
+
+from sweeps.exceptions import DatasetError
+from sweeps.inspect import status, verify
+from sweeps.runner import run
+from sweeps.spec import parse_spec
+from sweeps.store import IDENTITY_COLUMNS, PROVENANCE_COLUMNS
+
+PROBE = 'name = "rt"\nmodels = ["probe"]\nplugins = ["tests.support.probe"]\nchunk_points = 7\n'
+
+
+def rows(out, name="rt") -> pl.DataFrame:
+    return pl.read_parquet(f"{out}/{name}/model=*/*.parquet", hive_partitioning=False)
+
+
+def test_round_trip_one_row_per_point_with_the_spec_values(ray_local, tmp_path):
+    """Every grid point comes back once, with the spec's parameter values and computed metrics."""
+    spec = parse_spec(PROBE + "[axes.probe]\ni = { from = -3, to = 40, step = 1 }\ndelay_ms = [0.0, 1.5]\n")
+    summary = run(spec, str(tmp_path), progress=False)
+    df = rows(tmp_path)
+    assert df.height == spec.total_points == 88
+    assert summary.computed == summary.chunks == 13 and summary.skipped == 0
+    assert sorted(df["param_i"].unique().to_list()) == list(range(-3, 41))
+    assert sorted(df["param_delay_ms"].unique().to_list()) == [0.0, 1.5]
+    assert df["point_id"].n_unique() == 88
+    ok = df.filter(pl.col("status") == "ok")
+    assert (ok["metric_i_squared"] == ok["param_i"] ** 2).all()
+    assert df.filter(pl.col("status") == "infeasible")["param_i"].unique().sort().to_list() == [-3, -2, -1]
+    assert df.filter(pl.col("status") == "infeasible")["reason"].str.contains("negative").all()
+    assert df.columns[: len(IDENTITY_COLUMNS)] == list(IDENTITY_COLUMNS)
+    assert df.columns[-len(PROVENANCE_COLUMNS):] == list(PROVENANCE_COLUMNS)
+    assert (df["sweep"] == "rt").all() and (df["profile"] == "seed").all()
+    assert df["env_ray_node_id"].str.len_chars().min() > 0
+    assert verify(str(tmp_path / "rt")) == ([], "rt: 13 parts, 88 rows, 88 distinct points")
+
+
+def test_parts_carry_schema_version_and_provenance_metadata(ray_local, tmp_path):
+    """Each part's Parquet key-value metadata names the schema version, chunk and provenance."""
+    run(parse_spec(PROBE + "[axes.probe]\ni = [1, 2, 3]\n"), str(tmp_path), progress=False)
+    part = next((tmp_path / "rt" / "model=probe").glob("part-*.parquet"))
+    kv = pq.read_metadata(part).metadata
+    assert kv[b"memsweep.schema_version"] == b"1"
+    assert part.name == f"part-{kv[b'memsweep.chunk_id'].decode()}.parquet"
+    assert set(json.loads(kv[b"memsweep.provenance"])) == set(PROVENANCE_COLUMNS)
+    manifest = json.loads((tmp_path / "rt" / "manifest.json").read_text())
+    assert manifest["chunks_done"] == manifest["chunks_expected"] == 1 and manifest["rows"] == 3
+    assert (tmp_path / "rt" / "spec.toml").read_text() == PROBE + "[axes.probe]\ni = [1, 2, 3]\n"
+
+
+def test_model_exception_becomes_error_rows_not_a_lost_chunk(ray_local, tmp_path):
+    """A chunk whose model raises is stored as status 'error' rows with the message."""
+    spec = parse_spec(PROBE.replace("chunk_points = 7", "chunk_points = 1") + "[axes.probe]\ni = [1, 2]\nexplode = [false, true]\n")
+    summary = run(spec, str(tmp_path), progress=False)
+    df = rows(tmp_path)
+    assert df.height == 4 and not summary.failed
+    errors = df.filter(pl.col("status") == "error")
+    assert errors.height == 2 and errors["param_explode"].all()
+    assert errors["reason"].str.contains("RuntimeError: the probe model was asked to explode").all()
+    assert errors["metric_i_squared"].is_null().all()
+    assert "error 2" in status(str(tmp_path / "rt"))
+
+
+def test_rerun_skips_finished_chunks_and_recomputes_a_deleted_one(ray_local, tmp_path):
+    """A rerun computes only the chunks whose parts are missing or invalid."""
+    spec = parse_spec(PROBE + "[axes.probe]\ni = { from = 0, to = 69, step = 1 }\n")
+    first = run(spec, str(tmp_path), progress=False)
+    assert (first.computed, first.skipped) == (10, 0)
+    parts = sorted((tmp_path / "rt" / "model=probe").glob("part-*.parquet"))
+    parts[3].unlink()
+    parts[5].write_bytes(b"truncated")
+    second = run(spec, str(tmp_path), progress=False)
+    assert (second.computed, second.skipped) == (2, 8)
+    third = run(spec, str(tmp_path), progress=False)
+    assert (third.computed, third.skipped) == (0, 10)
+    assert verify(str(tmp_path / "rt"))[0] == []
+    assert rows(tmp_path)["point_id"].n_unique() == 70
+
+
+def test_fresh_starts_over_and_a_changed_spec_is_refused(ray_local, tmp_path):
+    """A different spec under the same name is refused; --fresh replaces the old dataset."""
+    run(parse_spec(PROBE + "[axes.probe]\ni = [1, 2, 3]\n"), str(tmp_path), progress=False)
+    other = parse_spec(PROBE + "[axes.probe]\ni = [4, 5]\n")
+    with pytest.raises(DatasetError, match="different spec; rerun with --fresh"):
+        run(other, str(tmp_path), progress=False)
+    summary = run(other, str(tmp_path), fresh=True, progress=False)
+    assert summary.computed == 1
+    assert sorted(rows(tmp_path)["param_i"].to_list()) == [4, 5]
+
+
+def test_verify_reports_a_stray_and_a_corrupt_part(ray_local, tmp_path):
+    """verify lists a part the manifest does not know and a part whose bytes changed."""
+    run(parse_spec(PROBE + "[axes.probe]\ni = { from = 0, to = 13, step = 1 }\n"), str(tmp_path), progress=False)
+    folder = tmp_path / "rt" / "model=probe"
+    first = sorted(folder.glob("part-*.parquet"))[0]
+    (folder / "part-ffffffffffffffff.parquet").write_bytes(first.read_bytes())
+    data = bytearray(first.read_bytes())
+    data[10] ^= 0xFF
+    first.write_bytes(bytes(data))
+    problems, _ = verify(str(tmp_path / "rt"))
+    assert any("not in the manifest" in p for p in problems)
+    assert any(first.name in p and ("checksum" in p or "unreadable" in p) for p in problems)
+    assert any("duplicate point_id" in p for p in problems)
