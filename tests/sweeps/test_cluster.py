@@ -1,0 +1,98 @@
+"""A real two-node Ray cluster on loopback (`ray start`), a sweep sent with `memsweep submit`."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from tests.conftest import memsweep
+
+BIN = Path(sys.executable).parent
+SPEC = """name = "cluster"
+models = ["probe"]
+plugins = ["tests.support.probe"]
+chunk_points = 20
+[axes.probe]
+i = { from = 0, to = 399, step = 1 }
+delay_ms = [300.0]
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def cluster():
+    """Head (1 CPU, Jobs API on) plus a second node (1 CPU), token-authenticated, on 127.0.0.1."""
+    env = {
+        **os.environ,
+        "RAY_AUTH_MODE": "token",
+        "RAY_AUTH_TOKEN": secrets.token_hex(32),
+        "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}",
+        "RAY_USAGE_STATS_ENABLED": "0",
+    }
+    port, dash = free_port(), free_port()
+    common = ["--node-ip-address=127.0.0.1", "--num-cpus=1", f"--object-store-memory={80 * 1024 * 1024}",
+              "--disable-usage-stats"]
+    ray = str(BIN / "ray")
+    temp = tempfile.mkdtemp(prefix="ray-", dir="/tmp")  # short: Ray's unix socket paths are length-limited
+    try:
+        subprocess.run(
+            [ray, "start", "--head", f"--port={port}", "--include-dashboard=true", "--dashboard-host=127.0.0.1",
+             f"--dashboard-port={dash}", f"--temp-dir={temp}", *common],
+            env=env, check=True, capture_output=True, timeout=180,
+        )
+        subprocess.run(
+            [ray, "start", f"--address=127.0.0.1:{port}", "--resources", json.dumps({"second_node": 1}), *common],
+            env=env, check=True, capture_output=True, timeout=180,
+        )
+        yield env, f"http://127.0.0.1:{dash}"
+    finally:
+        subprocess.run([ray, "stop", "--force"], env=env, capture_output=True, timeout=120)
+        shutil.rmtree(temp, ignore_errors=True)
+
+
+def test_submitted_sweep_runs_on_both_nodes_and_verifies(cluster, spec_file, tmp_path):
+    """`memsweep submit --wait` runs the sweep as a Ray job; rows come from both nodes; verify passes."""
+    env, address = cluster
+    out = tmp_path / "out"
+    job = memsweep("submit", str(spec_file(SPEC)), "--address", address, "--out", str(out), "--wait",
+                   env=env, timeout=600)
+    assert job.returncode == 0, job.stdout + job.stderr
+    assert "SUCCEEDED" in job.stdout and "400 points in 20 chunks (20 computed" in job.stdout
+    check = memsweep("verify", str(out / "cluster"), env=env)
+    assert check.returncode == 0, check.stdout
+    df = pl.read_parquet(out / "cluster" / "model=probe" / "*.parquet")
+    assert df.height == 400 and df["point_id"].n_unique() == 400
+    assert df["env_ray_node_id"].n_unique() == 2
+
+
+def test_submit_rejects_a_bad_spec_before_contacting_the_cluster(spec_file, capsys):
+    """A bad spec is refused locally with exit 2, whatever the address."""
+    from sweeps.cli import main
+
+    bad = spec_file(SPEC.replace('models = ["probe"]', 'models = ["nope"]'))
+    assert main(["submit", str(bad), "--address", "http://127.0.0.1:1"]) == 2
+    assert "'models' must name models" in capsys.readouterr().err
+
+
+def test_submit_needs_a_jobs_http_address(spec_file, capsys):
+    """--address must be the Jobs API URL; a GCS address is explained, exit 2."""
+    from sweeps.cli import main
+
+    assert main(["submit", str(spec_file(SPEC)), "--address", "127.0.0.1:6379"]) == 2
+    assert "'--address' must be the cluster's Jobs address" in capsys.readouterr().err
+

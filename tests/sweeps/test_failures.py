@@ -1,0 +1,106 @@
+"""Failures mid-sweep: a killed driver resumes, a killed Ray worker is retried; every point once."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import polars as pl
+import psutil
+import pyarrow.parquet as pq
+
+from sweeps.inspect import verify
+from sweeps.runner import run
+from sweeps.spec import parse_spec
+from tests.conftest import ROOT, memsweep
+
+SLOW = """name = "slow"
+models = ["probe"]
+plugins = ["tests.support.probe"]
+chunk_points = 10
+[axes.probe]
+i = {{ from = 0, to = {last}, step = 1 }}
+delay_ms = [{delay}]
+"""
+
+
+def valid_parts(folder) -> int:
+    n = 0
+    for p in folder.glob("part-*.parquet"):
+        try:
+            pq.read_metadata(p)
+            n += 1
+        except Exception:  # noqa: BLE001 - an unreadable part is simply not valid
+            pass
+    return n
+
+
+def kill_tree(proc: psutil.Process) -> None:
+    for p in [proc, *proc.children(recursive=True)]:
+        try:
+            p.kill()
+        except psutil.NoSuchProcess:
+            pass
+
+
+def test_killed_driver_resumes_with_only_the_missing_chunks(spec_file, tmp_path):
+    """SIGKILL the driver mid-sweep; the rerun computes only missing chunks; every point once."""
+    spec = spec_file(SLOW.format(last=299, delay=400.0))
+    out = tmp_path / "out"
+    driver = subprocess.Popen(
+        [sys.executable, "-m", "sweeps.cli", "run", str(spec), "--out", str(out), "--no-report", "--quiet"],
+        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+    )
+    folder = out / "slow" / "model=probe"
+    deadline = time.monotonic() + 120
+    while valid_parts(folder) < 4 and driver.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert driver.poll() is None, "the driver finished before it could be interrupted"
+    tree = psutil.Process(driver.pid)
+    children = tree.children(recursive=True)
+    os.kill(driver.pid, signal.SIGKILL)  # the driver dies first, with no chance to clean up
+    driver.wait()
+    for p in children:  # then whatever of its embedded Ray is left
+        kill_tree(p)
+    time.sleep(1.0)
+    before = valid_parts(folder)
+    assert 4 <= before < 30
+
+    rerun = memsweep("run", str(spec), "--out", str(out), "--no-report", "--quiet")
+    assert rerun.returncode == 0, rerun.stderr
+    m = re.search(r"(\d+) computed, (\d+) skipped, 0 failed", rerun.stdout)
+    assert m and (int(m.group(1)), int(m.group(2))) == (30 - before, before)
+    check = memsweep("verify", str(out / "slow"))
+    assert check.returncode == 0, check.stdout
+    df = pl.read_parquet(folder / "*.parquet")
+    assert df.height == 300 and df["param_i"].sort().to_list() == list(range(300))
+
+
+def test_sigkilled_ray_worker_is_retried_and_no_point_is_lost(ray_local, spec_file, tmp_path):
+    """SIGKILL a Ray worker while it runs a chunk; the sweep still completes, every point once."""
+    killed: list[int] = []
+
+    def assassin() -> None:
+        deadline = time.monotonic() + 60
+        while not killed and time.monotonic() < deadline:
+            for p in psutil.process_iter(["cmdline"]):
+                if (p.info["cmdline"] or [""])[0].startswith("ray::_chunk_task"):
+                    p.send_signal(signal.SIGKILL)
+                    killed.append(p.pid)
+                    return
+            time.sleep(0.05)
+
+    thread = threading.Thread(target=assassin, daemon=True)
+    thread.start()
+    summary = run(parse_spec(SLOW.format(last=119, delay=700.0)), str(tmp_path), progress=False)
+    thread.join()
+    assert killed, "no Ray worker was found running a chunk"
+    assert not summary.failed and summary.computed == 12
+    assert verify(str(tmp_path / "slow"))[0] == []
+    df = pl.read_parquet(tmp_path / "slow" / "model=probe" / "*.parquet")
+    assert df["param_i"].sort().to_list() == list(range(120))
