@@ -16,6 +16,16 @@ from .exceptions import DatasetError, SpecError, UsageError
 EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
 
 
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer (got {text!r})")
+    return value
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="memsweep",
@@ -29,6 +39,7 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--out", default="results", help="output folder or URI (default: ./results)")
     r.add_argument("--address", help="join a Ray cluster (auto, HOST:PORT, ray://...); default: embedded Ray")
     r.add_argument("--fresh", action="store_true", help="delete OUT/<sweep> first and start over")
+    r.add_argument("--cpus", type=_positive_int, help="CPUs of the embedded Ray (default: all of this machine's)")
     r.add_argument("--no-report", action="store_true", help="do not write report/report.html at the end")
     r.add_argument("--quiet", action="store_true", help="no progress bar")
 
@@ -80,7 +91,9 @@ def cmd_run(args) -> int:
     from .spec import load_spec
 
     spec = load_spec(args.spec)
-    summary = run(spec, args.out, address=args.address, fresh=args.fresh, progress=not args.quiet)
+    if args.cpus and args.address:
+        raise UsageError("'--cpus' sizes the embedded Ray; it cannot be given with '--address'.")
+    summary = run(spec, args.out, address=args.address, fresh=args.fresh, progress=not args.quiet, cpus=args.cpus)
     rate = summary.points / summary.seconds if summary.seconds else 0.0
     print(
         f"{spec.name}: {summary.points} points in {summary.chunks} chunks "

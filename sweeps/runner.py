@@ -45,7 +45,10 @@ class RunSummary:
     failed: list[str] = field(default_factory=list)
     points: int = 0
     seconds: float = 0.0
-    compute_seconds: float = 0.0
+    compute_seconds: float = 0.0  # model evaluation, summed over tasks
+    task_seconds: float = 0.0  # whole tasks (decode, evaluate, write), summed
+    exec_seconds: float = 0.0  # wall time from the first task submitted to the last one done
+    cpus: int = 0
     status: dict[str, int] = field(default_factory=dict)
 
 
@@ -69,22 +72,22 @@ def prepare(spec: SweepSpec, out: str, fresh: bool) -> Location:
     return loc
 
 
-def init_ray(address: str | None) -> bool:
-    """Connect to `address`, or start an embedded Ray; True if we started it."""
+def init_ray(address: str | None, cpus: int | None = None) -> bool:
+    """Connect to `address`, or start an embedded Ray with `cpus` CPUs; True if we started it."""
     if ray.is_initialized():
         return False
     if address:
         ray.init(address=address, logging_level="WARNING", log_to_driver=True)
         return False
     ray.init(
-        num_cpus=os.cpu_count(), include_dashboard=False, object_store_memory=OBJECT_STORE_BYTES,
+        num_cpus=cpus or os.cpu_count(), include_dashboard=False, object_store_memory=OBJECT_STORE_BYTES,
         logging_level="WARNING", configure_logging=True,
     )
     return True
 
 
 def run(spec: SweepSpec, out: str, *, address: str | None = None, fresh: bool = False,
-        progress: bool = True) -> RunSummary:
+        progress: bool = True, cpus: int | None = None) -> RunSummary:
     """Evaluate every point of the spec into OUT/<sweep>; resume what exists."""
     loc = prepare(spec, out, fresh)
     chunks = plan(spec)
@@ -93,7 +96,7 @@ def run(spec: SweepSpec, out: str, *, address: str | None = None, fresh: bool = 
     todo = [c for c in chunks if c.chunk_id not in records]
     summary = RunSummary(location=loc, chunks=len(chunks), skipped=len(records), points=spec.total_points)
     t0 = time.perf_counter()
-    started = init_ray(address) if todo else False
+    started = init_ray(address, cpus) if todo else False
     try:
         if todo:
             _execute(spec, loc, chunks, todo, records, summary, progress)
@@ -139,7 +142,9 @@ def _execute(spec, loc, chunks, todo, records, summary, progress) -> None:
     )
     cfg_ref = ray.put(cfg)
     cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
+    summary.cpus = cpus
     max_in_flight = 2 * cpus
+    t_exec = time.perf_counter()
     pending = list(reversed(todo))
     in_flight: dict = {}
     last_manifest = time.monotonic()
@@ -161,12 +166,14 @@ def _execute(spec, loc, chunks, todo, records, summary, progress) -> None:
                 records[c.chunk_id] = rec
                 summary.computed += 1
                 summary.compute_seconds += rec.get("compute_s", 0.0)
+                summary.task_seconds += rec.get("total_s", 0.0)
                 bar.update(c.points)
             if time.monotonic() - last_manifest > MANIFEST_EVERY_S:
                 write_manifest(loc, _manifest(spec, loc, chunks, records))
                 last_manifest = time.monotonic()
     finally:
         bar.close()
+        summary.exec_seconds = time.perf_counter() - t_exec
 
 
 def _manifest(spec: SweepSpec, loc: Location, chunks: list[Chunk], records: dict) -> dict:

@@ -1,0 +1,55 @@
+"""The evaluate wrapper: models are held to their contract; a raising model yields error rows."""
+
+import polars as pl
+import pytest
+
+from tests.support.probe import ProbeModel
+from workers import evaluate
+from workers.profiles import load_profile
+
+PROFILE = load_profile("seed")
+
+
+def points(n=3, explode=False):
+    return pl.DataFrame({"param_i": list(range(n)), "param_delay_ms": [0.0] * n, "param_explode": [explode] * n})
+
+
+def test_ok_rows_keep_the_points_and_append_status_and_metrics():
+    """Output = the points, then status, reason and the declared metrics, same order."""
+    out = evaluate(ProbeModel(), points(), PROFILE)
+    assert out.columns == ["param_i", "param_delay_ms", "param_explode", "status", "reason",
+                           "metric_i_squared", "metric_half_i"]
+    assert out["metric_i_squared"].to_list() == [0, 1, 4]
+
+
+def test_a_raising_model_gives_error_rows_with_the_message_and_null_metrics():
+    """An exception inside evaluate becomes status 'error' with type, message and place."""
+    out = evaluate(ProbeModel(), points(explode=True), PROFILE)
+    assert out["status"].to_list() == ["error"] * 3
+    assert out["reason"][0].startswith("RuntimeError: the probe model was asked to explode at probe.py:")
+    assert out.schema["metric_i_squared"] == pl.Int64 and out["metric_i_squared"].is_null().all()
+
+
+class Undeclared(ProbeModel):
+    metrics = {"metric_i_squared": pl.Int64}
+
+
+class WrongType(ProbeModel):
+    metrics = {"metric_i_squared": pl.Float64, "metric_half_i": pl.Float64}
+
+
+class Short(ProbeModel):
+    def evaluate(self, points, profile):
+        return super().evaluate(points, profile).head(1)
+
+
+@pytest.mark.parametrize("model,match", [
+    (Undeclared(), "returned columns .* declared"),
+    (WrongType(), "returned metric dtypes"),
+    (Short(), "returned 1 rows for 3 points"),
+])
+def test_contract_breaches_become_error_rows(model, match):
+    """Undeclared columns, wrong dtypes or a wrong row count are reported as ModelError rows."""
+    out = evaluate(model, points(), PROFILE)
+    assert (out["status"] == "error").all()
+    assert out["reason"].str.contains("ModelError").all() and out["reason"].str.contains(match).all()

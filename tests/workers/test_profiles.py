@@ -1,0 +1,72 @@
+"""Machine profiles: loading, validation, inheritance, calibration copies, TOML round trip."""
+
+import pytest
+
+from workers.exceptions import ProfileError
+from workers.profiles import (
+    Quantity, available_profiles, dump_profile, load_profile, profile_from_dict,
+)
+
+
+def test_every_shipped_profile_loads_with_units_and_sources():
+    """Each shipped profile parses, and every numeric entry has a unit and a known source."""
+    assert "seed" in available_profiles()
+    for name in available_profiles():
+        p = load_profile(name)
+        for entries in p.sections.values():
+            for e in entries.values():
+                if isinstance(e, Quantity):
+                    assert e.unit and e.source
+
+
+def test_missing_profile_lists_the_shipped_ones():
+    """An unknown profile name says which profiles exist."""
+    with pytest.raises(ProfileError, match="'profile' must be one of .*seed"):
+        load_profile("no-such-profile")
+
+
+@pytest.mark.parametrize("entry,match", [
+    ({"value": 1.0, "unit": "ns"}, "must be a string or a table with value, unit, source"),
+    ({"value": 1.0, "unit": "ns", "source": "guessed"}, "'x.k.source' must be one of"),
+    ({"value": "fast", "unit": "ns", "source": "assumed"}, "'x.k.value' must be a number"),
+    ({"value": 1.0, "unit": "ns", "source": "assumed", "colour": "red"}, "must be a string or a table"),
+])
+def test_malformed_entries_are_rejected_by_name(entry, match):
+    """An entry without a unit or source, or with an unknown source, names its field."""
+    with pytest.raises(ProfileError, match=match):
+        profile_from_dict({"name": "p", "x": {"k": entry}})
+
+
+def test_a_profile_inherits_from_its_base(tmp_path):
+    """`base` fills every entry the profile does not set; its own entries win."""
+    (tmp_path / "child.toml").write_text(
+        'name = "child"\nbase = "seed"\n[extra]\nk = { value = 2.5, unit = "ns", source = "assumed" }\n'
+    )
+    child = load_profile(str(tmp_path / "child.toml"))
+    seed = load_profile("seed")
+    assert child.value("extra", "k") == 2.5
+    assert set(seed.sections) <= set(child.sections)
+    assert child.digest() != seed.digest()
+
+
+def test_with_values_marks_the_source_and_changes_the_digest():
+    """A calibrated copy carries the new value, source 'calibrated', and a new digest."""
+    p = profile_from_dict({"name": "p", "s": {"k": {"value": 1.0, "unit": "ns", "source": "assumed"}}})
+    q = p.with_values({("s", "k"): 3.0}, source="calibrated")
+    assert (q.value("s", "k"), q.sections["s"]["k"].source, q.sections["s"]["k"].unit) == (3.0, "calibrated", "ns")
+    assert p.value("s", "k") == 1.0 and p.digest() != q.digest()
+
+
+def test_dump_and_load_round_trip(tmp_path):
+    """dump_profile writes TOML that loads back to an equal profile."""
+    seed = load_profile("seed")
+    path = tmp_path / "again.toml"
+    path.write_text(dump_profile(seed))
+    assert load_profile(str(path)).to_dict() == seed.to_dict()
+
+
+def test_missing_value_names_the_key():
+    """A model asking for an entry the profile lacks is told which one and where to add it."""
+    p = profile_from_dict({"name": "p"})
+    with pytest.raises(ProfileError, match="no value 'memmap.store_ns'; add it to p.toml"):
+        p.value("memmap", "store_ns")
