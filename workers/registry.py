@@ -14,7 +14,7 @@ from .model import Model
 MODELS: dict[str, Model] = {}
 
 # The shipped models: each module defines `MODEL`.
-SHIPPED_MODULES: tuple[str, ...] = ()
+SHIPPED_MODULES: tuple[str, ...] = ("workers.models.young",)
 
 
 def register(model: Model) -> Model:

@@ -1,0 +1,221 @@
+"""The young cost model (workers/models/young.py): counts, feasibility, calibration."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from workers.calibrate import calibrate, predict
+from workers.evaluate import evaluate
+from workers.models import young_reference as ref
+from workers.models.young import MODEL
+from workers.profiles import load_profile
+
+PROFILE = load_profile("seed")
+DEFAULTS = {a.name: a.default for a in MODEL.axes}
+
+
+def frame(*rows: dict) -> pl.DataFrame:
+    """A points frame from partial rows (missing axes take their defaults), canonicalized by the axes."""
+    return pl.DataFrame({
+        a.column: pl.Series(a.column, [a.canonical({**DEFAULTS, **r}[a.name]) for r in rows], dtype=a.dtype)
+        for a in MODEL.axes
+    })
+
+
+def run(*rows: dict) -> pl.DataFrame:
+    return evaluate(MODEL, frame(*rows), PROFILE)
+
+
+FIG = {"namespace_size": "8GiB", "align": "2MiB", "compound_order": 4, "young_fraction": 0.0}
+
+
+def test_seed_profile_reproduces_arm64_figures_within_10_percent():
+    """With the seed profile, 8 GiB of 64 KiB folios take ~470 ms per PTE and ~180 ms batched on arm64."""
+    out = run({**FIG, "batching": "per_pte"}, {**FIG, "batching": "batched"})
+    per_pte, batched = out["metric_scan_ms"].to_list()
+    assert per_pte == pytest.approx(470.0, rel=0.10)
+    assert batched == pytest.approx(180.0, rel=0.10)
+    assert per_pte / batched == pytest.approx(470.0 / 180.0, rel=0.10)
+    assert out["metric_speedup_vs_per_pte"][1] == pytest.approx(per_pte / batched)
+
+
+def test_seed_profile_x86_improvement_near_published():
+    """On x86 the batched scan saves about 15% of the per-PTE time (within 10% of 0.15)."""
+    out = run({**FIG, "arch": "x86_64", "first_pte_cont": False, "batching": "batched"})
+    assert out["metric_time_reduction_vs_per_pte"][0] == pytest.approx(0.15, rel=0.10)
+
+
+def test_calibration_fits_every_figure_with_fewer_parameters():
+    """Calibration uses 2 free costs for 3 figures and lands every figure within 10%."""
+    cal = calibrate(MODEL, PROFILE)
+    assert len(MODEL.free_params) < len(MODEL.figures())
+    assert cal.max_error < 0.10
+    fitted = predict(MODEL, MODEL.figures(), cal.profile)
+    assert fitted == pytest.approx([f.published for f in MODEL.figures()], rel=0.10)
+
+
+def test_figures_name_every_axis_and_exist():
+    """Each figure gives a value for every axis and its point is feasible."""
+    for f in MODEL.figures():
+        assert set(f.params) == set(MODEL.axis_names), f.id
+    assert (run(*[f.params for f in MODEL.figures()])["status"] == "ok").all()
+
+
+def test_figure_point_counts():
+    """8 GiB of 64 KiB cont folios: 16x the visits and calls per PTE, one block walk per folio batched."""
+    out = run({**FIG, "batching": "per_pte"}, {**FIG, "batching": "batched"})
+    pages, folios = 8 * 2**30 // 4096, 8 * 2**30 // 65536
+    assert out["metric_calls"].to_list() == [pages, folios]
+    assert out["metric_ptes_visited"].to_list() == [16 * pages, pages]
+    assert out["metric_blocks_touched"].to_list() == [pages, folios]
+    assert out["metric_tlb_flushes"].to_list() == [0, 0]
+
+
+def test_per_pte_rows_have_unit_speedup():
+    """A per_pte row's speedup over the per_pte scan is exactly 1 and it saves nothing."""
+    out = run({"batching": "per_pte", "compound_order": 6}, {"batching": "per_pte", "arch": "x86_64",
+                                                             "first_pte_cont": False})
+    assert out["metric_speedup_vs_per_pte"].to_list() == [1.0, 1.0]
+    assert out["metric_time_reduction_vs_per_pte"].to_list() == [0.0, 0.0]
+
+
+def test_auto_order_is_a_64k_folio():
+    """compound_order 'auto' gives the same row as order 4."""
+    out = run({"compound_order": "auto", "namespace_size": "1GiB"}, {"compound_order": 4, "namespace_size": "1GiB"})
+    assert out.row(0)[len(MODEL.axes):] == out.row(1)[len(MODEL.axes):]
+
+
+def test_classic_lru_flushes_only_young_on_arm64():
+    """lru=classic flushes once per young folio batched and once per block per PTE; x86 and MGLRU never."""
+    rows = [{"namespace_size": "1MiB", "young_fraction": 0.5, "lru": "classic", "batching": b, "compound_order": 5}
+            for b in ("batched", "per_pte")]
+    rows += [{**rows[0], "lru": "mglru"}, {**rows[0], "arch": "x86_64", "first_pte_cont": False}]
+    assert run(*rows)["metric_tlb_flushes"].to_list() == [4, 8, 0, 0]
+
+
+def test_head_block_unfolded_reduces_per_pte_visits():
+    """first_pte_cont=false makes the head block non-cont: 16 fewer block walks of 16 per folio."""
+    out = run(*({"compound_order": 5, "namespace_size": "128KiB", "batching": "per_pte", "first_pte_cont": v}
+                for v in (True, False)))
+    assert out["metric_ptes_visited"].to_list() == [512, 16 + 16 * 16]
+    assert out["metric_cont_blocks"].to_list() == [2, 1]
+
+
+@pytest.mark.parametrize(("row", "match"), [
+    ({"arch": "x86_64", "first_pte_cont": True}, "x86_64 has no cont bit"),
+    ({"compound_order": 2}, "smaller than a 64 KiB contpte block"),
+    ({"align": "16KiB"}, "contpte_set_ptes"),
+    ({"compound_order": 10}, "at most order 9"),
+    ({"compound_order": 9, "align": "2MiB"}, "PMD-mapped"),
+    ({"namespace_size": "100KiB"}, "whole number of folios"),
+])
+def test_infeasible_points_have_reasons_and_no_metrics(row, match):
+    """Points that cannot exist are kept as infeasible rows with a readable reason and null metrics."""
+    out = run(row)
+    assert out["status"][0] == "infeasible"
+    assert match in out["reason"][0]
+    assert all(out[m][0] is None for m in MODEL.metrics)
+
+
+def test_young_fraction_outside_unit_interval_is_infeasible_or_rejected():
+    """young_fraction 1.5 is rejected by the axis rule and infeasible if it reaches evaluate."""
+    with pytest.raises(ValueError, match="from 0 to 1"):
+        MODEL.axis("young_fraction").canonical(1.5)
+    points = frame({}).with_columns(pl.lit(1.5).alias("param_young_fraction"))
+    out = evaluate(MODEL, points, PROFILE)
+    assert out["status"][0] == "infeasible" and "young_fraction" in out["reason"][0]
+
+
+def test_output_keeps_order_and_declared_schema():
+    """A mixed frame comes back in order, with the declared columns, and never as error rows."""
+    rows = [{"compound_order": k, "first_pte_cont": k >= 4} for k in range(0, 12)]
+    out = run(*rows)
+    assert out.height == len(rows) and not (out["status"] == "error").any()
+    assert out["param_compound_order"].to_list() == list(range(12))
+    assert out.columns[-len(MODEL.metrics):] == list(MODEL.metrics)
+
+
+def _reference_counts(params: dict) -> dict:
+    """The reference's counts for one configuration, on the table build_table() simulates."""
+    order = params["compound_order"]
+    t = ref.build_table(namespace_size=params["namespace_size"], align=params["align"], order=order,
+                        arch=params["arch"], first_pte_cont=params["first_pte_cont"],
+                        young_fraction=params["young_fraction"])
+    cont_blocks = int(t.cont.sum()) // ref.CONT_PTES
+    young_folios, c = ref.scan(t, batching=params["batching"], arch=params["arch"],
+                               flush=params["lru"] == "classic")
+    return {"metric_folios": t.folios, "metric_cont_blocks": cont_blocks, "metric_calls": c.calls,
+            "metric_ptes_visited": c.ptes_visited, "metric_blocks_touched": c.blocks_touched,
+            "metric_tlb_flushes": c.tlb_flushes, "metric_pte_atomics": c.atomics,
+            "metric_young_folios": young_folios}
+
+
+@st.composite
+def small_configs(draw):
+    order = draw(st.integers(0, 9))
+    arch = draw(st.sampled_from(["arm64", "x86_64"]))
+    return {
+        "compound_order": order,
+        "namespace_size": (1 << order) * 4096 * draw(st.integers(1, max(1, 4096 >> order))),
+        "align": 1 << draw(st.integers(12, 22)),
+        "arch": arch,
+        "first_pte_cont": draw(st.booleans()) if arch == "arm64" else False,
+        "young_fraction": draw(st.sampled_from([0.0, 0.3, 0.5, 0.77, 1.0])),
+        "batching": draw(st.sampled_from(["per_pte", "batched"])),
+        "lru": draw(st.sampled_from(["mglru", "classic"])),
+    }
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
+@given(small_configs())
+def test_model_counts_agree_with_reference(params):
+    """On small configurations the closed-form counts equal the reference's counts on a simulated table."""
+    out = run(params)
+    assume(out["status"][0] == "ok")
+    want = _reference_counts(params)
+    got = {k: out[k][0] for k in want}
+    assert got == want
+    assert out["metric_ptes"][0] == want["metric_folios"] << params["compound_order"]
+
+
+@pytest.mark.parametrize("params", [
+    {"compound_order": 4, "align": 2 << 20, "first_pte_cont": True},   # the figure's layout
+    {"compound_order": 9, "align": 64 << 10, "first_pte_cont": False},  # PMD-split 2 MiB folios
+    {"compound_order": 6, "align": 8 << 10, "first_pte_cont": False},   # misaligned: no cont, splits
+    {"compound_order": 7, "align": 1 << 20, "first_pte_cont": False},   # head block unfolded
+])
+@pytest.mark.parametrize("batching", ["per_pte", "batched"])
+def test_model_counts_agree_with_reference_on_named_layouts(params, batching):
+    """The counts agree on the figure's layout and the layouts the review asked about (classic LRU, half young)."""
+    full = {"namespace_size": (1 << params["compound_order"]) * 4096 * 24, "arch": "arm64",
+            "young_fraction": 0.5, "batching": batching, "lru": "classic", **params}
+    out = run(full)
+    want = _reference_counts(full)
+    assert {k: out[k][0] for k in want} == want
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
+@given(small_configs())
+def test_batched_never_slower_than_per_pte(params):
+    """For every feasible point the batched scan is at least as fast as the per-PTE scan."""
+    out = run({**params, "batching": "batched"})
+    assume(out["status"][0] == "ok")
+    assert out["metric_speedup_vs_per_pte"][0] >= 1.0
+
+
+def test_large_frame_is_vectorized():
+    """A 200k-point frame evaluates with every point feasible or explained (no per-point failure)."""
+    n = 200_000
+    rng = np.random.default_rng(5)
+    points = frame({}).select(pl.all().repeat_by(n).explode()).with_columns(
+        pl.Series("param_compound_order", rng.integers(0, 10, n), dtype=pl.Int64),
+        pl.Series("param_young_fraction", rng.random(n)),
+        pl.Series("param_first_pte_cont", rng.random(n) < 0.5),
+    )
+    out = evaluate(MODEL, points, PROFILE)
+    assert out.height == n and not (out["status"] == "error").any()
+    assert out.filter(pl.col("status") == "infeasible")["reason"].null_count() == 0

@@ -1,0 +1,242 @@
+"""Executable reference of arm64 young-bit clearing over a simulated page table.
+
+The table is two numpy bool arrays indexed by PTE: `young` (the access flag,
+PTE_AF) and `cont` (PTE_CONT). Index 0 is a PMD boundary, so every aligned run
+of CONT_PTES entries is one contpte block. Each helper mutates `young` in place,
+as the kernel does, and returns the young result with exact counts of what it
+did. Python loops are allowed here and only here: the cost model
+(workers/models/young.py) must agree with these counts in closed form.
+
+Kernel sources read: torvalds/linux (arch/arm64/mm/contpte.c at 35e02583, which
+predates the series: the per-PTE helpers), the series "arm64: mm: implement the
+architecture-specific test_and_clear_young_ptes()" (linux-mm, March 2026) and
+its follow-ups on the list, and a downstream tree carrying the merged series
+(contpte_align_addr_ptep() and the batched helpers):
+- arch/arm64/include/asm/pgtable-hwdef.h: CONT_PTES = 1 << (CONT_PTE_SHIFT -
+  PAGE_SHIFT) = 16 with a 4 KiB granule (64 KiB blocks).
+- arch/arm64/include/asm/pgtable.h: test_and_clear_young_ptes() takes the
+  single-PTE fast path only for `nr == 1 && !pte_cont(ptep)`, otherwise calls
+  contpte_test_and_clear_young_ptes(); ptep_test_and_clear_young() is
+  test_and_clear_young_ptes(vma, addr, ptep, 1); __ptep_test_and_clear_young()
+  is READ_ONCE + a cmpxchg_relaxed() loop, done whether or not AF is set.
+- arch/arm64/mm/contpte.c: contpte_align_addr_ptep() widens the end up to the
+  block boundary if pte_cont(ptep[nr - 1]) and the start down if pte_cont(ptep[0]);
+  contpte_test_and_clear_young_ptes() then clears every PTE of [start, end);
+  contpte_clear_flush_young_ptes() issues one __flush_tlb_range() over the
+  widened range when the result is young. The pre-series per-PTE helpers
+  contpte_ptep_test_and_clear_young() / contpte_ptep_clear_flush_young() walk
+  all CONT_PTES entries of the block of the one PTE asked about.
+- arch/x86/mm/pgtable.c: ptep_test_and_clear_young() does test_and_clear_bit()
+  only when pte_young(); ptep_clear_flush_young() never flushes ("clearing the
+  accessed bit without a TLB flush doesn't cause data corruption").
+- include/linux/pgtable.h: the generic test_and_clear_young_ptes() /
+  clear_flush_young_ptes() (x86) call the per-PTE helper nr times.
+- mm/rmap.c folio_referenced_one(): for a large folio, nr = folio_pte_batch()
+  up to pmd_addr_end(); under MGLRU lru_gen_look_around(&pvmw, nr) ->
+  test_and_clear_young_ptes_notify() (no flush), otherwise
+  clear_flush_young_ptes_notify(). Before the series the loop called the
+  per-PTE helper once per PTE.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+CONT_PTES = 16  # arch/arm64/include/asm/pgtable-hwdef.h, 4 KiB granule
+PTRS_PER_PTE = 512  # PTEs per page table: a batch never crosses pmd_addr_end()
+ARCHES = ("arm64", "x86_64")
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Counts:
+    """What one or more helper calls did: calls, PTEs visited, cont blocks walked, flushes, atomics."""
+
+    calls: int = 0
+    ptes_visited: int = 0
+    blocks_touched: int = 0  # per call: cont blocks with at least one PTE visited
+    tlb_flushes: int = 0
+    atomics: int = 0  # atomic read-modify-writes of a PTE (arm64: every visit; x86: young ones)
+
+    def __add__(self, other: Counts) -> Counts:
+        return Counts(
+            calls=self.calls + other.calls,
+            ptes_visited=self.ptes_visited + other.ptes_visited,
+            blocks_touched=self.blocks_touched + other.blocks_touched,
+            tlb_flushes=self.tlb_flushes + other.tlb_flushes,
+            atomics=self.atomics + other.atomics,
+        )
+
+
+def check_table(young: np.ndarray, cont: np.ndarray, arch: str = "arm64") -> None:
+    """ValueError unless the arrays form a valid table: cont all-or-nothing per aligned block."""
+    if arch not in ARCHES:
+        raise ValueError(f"'arch' must be one of {ARCHES} (got {arch!r}).")
+    if young.dtype != bool or cont.dtype != bool or young.shape != cont.shape or young.ndim != 1:
+        raise ValueError("'young' and 'cont' must be 1-D bool arrays of the same length.")
+    if arch == "x86_64" and cont.any():
+        raise ValueError("'cont' must be all false on x86_64, which has no cont bit.")
+    if cont.size % CONT_PTES:
+        raise ValueError(f"the table length must be a multiple of {CONT_PTES} (got {cont.size}).")
+    blocks = cont.reshape(-1, CONT_PTES)
+    if (blocks.any(axis=1) != blocks.all(axis=1)).any():
+        raise ValueError("'cont' must be all-or-nothing in each aligned block of 16 PTEs.")
+
+
+def _check_range(cont: np.ndarray, i: int, nr: int) -> None:
+    if nr < 1 or i < 0 or i + nr > cont.size:
+        raise ValueError(f"the range [i, i + nr) must be non-empty and inside the table (got i={i}, nr={nr}).")
+
+
+def _block(i: int) -> range:
+    start = i - i % CONT_PTES
+    return range(start, start + CONT_PTES)
+
+
+def _visit(young: np.ndarray, idx: range, arch: str) -> tuple[bool, int]:
+    """__ptep_test_and_clear_young() over idx: (any young, atomics done)."""
+    was = young[idx.start:idx.stop].copy()
+    young[idx.start:idx.stop] = False
+    atomics = len(idx) if arch == "arm64" else int(was.sum())  # x86 skips the RMW when old
+    return bool(was.any()), atomics
+
+
+def _cont_blocks(cont: np.ndarray, idx: range) -> int:
+    """Cont blocks with at least one PTE in idx."""
+    first, last = idx.start // CONT_PTES, (idx.stop - 1) // CONT_PTES
+    return int(cont[first * CONT_PTES:(last + 1) * CONT_PTES:CONT_PTES].sum())
+
+
+def ptep_test_and_clear_young(young: np.ndarray, cont: np.ndarray, i: int,
+                              arch: str = "arm64") -> tuple[bool, Counts]:
+    """The per-PTE helper the series replaces: a cont PTE walks its whole block (contpte_ptep_test_and_clear_young)."""
+    _check_range(cont, i, 1)
+    idx = _block(i) if cont[i] else range(i, i + 1)
+    result, atomics = _visit(young, idx, arch)
+    return result, Counts(calls=1, ptes_visited=len(idx), blocks_touched=int(cont[i]), atomics=atomics)
+
+
+def ptep_clear_flush_young(young: np.ndarray, cont: np.ndarray, i: int,
+                           arch: str = "arm64") -> tuple[bool, Counts]:
+    """Per-PTE flush variant: arm64 flushes the PTE (or its block) when young; x86 never flushes."""
+    result, c = ptep_test_and_clear_young(young, cont, i, arch)
+    flushes = int(result and arch == "arm64")  # __flush_tlb_page_nosync / one block range
+    return result, Counts(calls=1, ptes_visited=c.ptes_visited, blocks_touched=c.blocks_touched,
+                          tlb_flushes=flushes, atomics=c.atomics)
+
+
+def widened_range(cont: np.ndarray, i: int, nr: int) -> range:
+    """contpte_align_addr_ptep(): the end up to its block end if the last PTE is cont, the start down if the first is."""
+    _check_range(cont, i, nr)
+    start, end = i, i + nr
+    if cont[end - 1]:
+        end = -(-end // CONT_PTES) * CONT_PTES  # ALIGN(end, CONT_PTE_SIZE)
+    if cont[start]:
+        start -= start % CONT_PTES  # ALIGN_DOWN(start, CONT_PTE_SIZE)
+    return range(start, end)
+
+
+def test_and_clear_young_ptes(young: np.ndarray, cont: np.ndarray, i: int, nr: int,
+                              arch: str = "arm64") -> tuple[bool, Counts]:
+    """The batched helper: one call clears nr PTEs (widened to whole blocks at cont ends on arm64)."""
+    _check_range(cont, i, nr)
+    if arch == "x86_64":  # generic loop over ptep_test_and_clear_young(), inside one call
+        result, atomics = _visit(young, range(i, i + nr), arch)
+        return result, Counts(calls=1, ptes_visited=nr, atomics=atomics)
+    if nr == 1 and not cont[i]:  # the likely() fast path: __ptep_test_and_clear_young()
+        idx = range(i, i + 1)
+    else:
+        idx = widened_range(cont, i, nr)
+    result, atomics = _visit(young, idx, arch)
+    return result, Counts(calls=1, ptes_visited=len(idx), blocks_touched=_cont_blocks(cont, idx), atomics=atomics)
+
+
+def clear_flush_young_ptes(young: np.ndarray, cont: np.ndarray, i: int, nr: int,
+                           arch: str = "arm64") -> tuple[bool, Counts]:
+    """Batched flush variant: on arm64 one TLB flush over the widened range when young; none on x86."""
+    result, c = test_and_clear_young_ptes(young, cont, i, nr, arch)
+    flushes = int(result and arch == "arm64")
+    return result, Counts(calls=1, ptes_visited=c.ptes_visited, blocks_touched=c.blocks_touched,
+                          tlb_flushes=flushes, atomics=c.atomics)
+
+
+def per_pte_range(young: np.ndarray, cont: np.ndarray, i: int, nr: int, arch: str = "arm64",
+                  flush: bool = False) -> tuple[bool, Counts]:
+    """The pre-series loop over a range: the per-PTE helper called once for each of nr PTEs."""
+    _check_range(cont, i, nr)
+    helper = ptep_clear_flush_young if flush else ptep_test_and_clear_young
+    result, total = False, Counts()
+    for j in range(i, i + nr):
+        r, c = helper(young, cont, j, arch)
+        result, total = result or r, total + c
+    return result, total
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Table:
+    """A simulated page table holding `folios` folios of 2**order PTEs from index `offset`."""
+
+    young: np.ndarray
+    cont: np.ndarray
+    offset: int
+    folios: int
+    order: int
+
+
+def build_table(*, namespace_size: int, align: int, order: int, arch: str = "arm64",
+                first_pte_cont: bool = True, young_fraction: float = 0.0) -> Table:
+    """The page table the model assumes for a configuration (see young.py, "Layout").
+
+    The range starts `align` bytes past a PMD boundary when align < 2 MiB (aligned
+    to align and to no larger power of two), else on one; folios are naturally
+    aligned physically. A block is cont iff contpte_set_ptes() would make it so:
+    arm64, VA block aligned and wholly inside one folio at a 64 KiB-aligned
+    physical offset. first_pte_cont=False unfolds each folio's head block.
+    The first floor(young_fraction * folios) folios have every PTE young.
+    """
+    pages = 1 << order
+    if namespace_size % (pages * 4096):
+        raise ValueError("'namespace_size' must be a whole number of folios.")
+    folios = namespace_size // (pages * 4096)
+    offset = (align % (2 << 20)) // 4096
+    length = -(-(offset + folios * pages) // PTRS_PER_PTE) * PTRS_PER_PTE
+    cont = np.zeros(length, dtype=bool)
+    if arch == "arm64":
+        for f in range(folios):
+            start = offset + f * pages
+            first = -(-start // CONT_PTES) * CONT_PTES
+            for b in range(first, start + pages - CONT_PTES + 1, CONT_PTES):
+                if (b - start) % CONT_PTES == 0:  # physical address 64 KiB aligned too
+                    cont[b:b + CONT_PTES] = True
+            if not first_pte_cont and cont[start]:
+                cont[start:start + CONT_PTES] = False
+    if first_pte_cont and not any(cont[offset + f * pages] for f in range(folios)):
+        raise ValueError("'first_pte_cont' is true but no folio's first PTE can be cont in this layout.")
+    young = np.zeros(length, dtype=bool)
+    hot = int(np.floor(young_fraction * folios))
+    young[offset:offset + hot * pages] = True
+    return Table(young=young, cont=cont, offset=offset, folios=folios, order=order)
+
+
+def scan(table: Table, *, batching: str, arch: str = "arm64", flush: bool = False) -> tuple[int, Counts]:
+    """folio_referenced_one() over every folio of the table: (young folios, total counts).
+
+    batched: one helper call per run of the folio inside one page table
+    (folio_pte_batch() stops at pmd_addr_end()); per_pte: one per-PTE call per PTE.
+    Mutates table.young.
+    """
+    check_table(table.young, table.cont, arch)
+    pages, total, young_folios = 1 << table.order, Counts(), 0
+    batched = clear_flush_young_ptes if flush else test_and_clear_young_ptes
+    for f in range(table.folios):
+        start, end, referenced = table.offset + f * pages, table.offset + (f + 1) * pages, False
+        while start < end:
+            nr = min(end, (start // PTRS_PER_PTE + 1) * PTRS_PER_PTE) - start
+            if batching == "batched":
+                r, c = batched(table.young, table.cont, start, nr, arch)
+            else:
+                r, c = per_pte_range(table.young, table.cont, start, nr, arch, flush)
+            referenced, total, start = referenced or r, total + c, start + nr
+        young_folios += referenced
+    return young_folios, total
