@@ -66,6 +66,8 @@ class Model(abc.ABC):
     axes: tuple[Axis, ...] = ()
     # Every metric column the model returns and its dtype: the dataset schema.
     metrics: Mapping[str, pl.DataType] = {}
+    # One line per metric column: what it counts or times (the README schema table).
+    metric_docs: Mapping[str, str] = {}
     # Rough points evaluated per second on one core, used only to size chunks.
     points_per_second: float = 1e6
     free_params: tuple[FreeParam, ...] = ()

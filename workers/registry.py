@@ -14,7 +14,8 @@ from .model import Model
 MODELS: dict[str, Model] = {}
 
 # The shipped models: each module defines `MODEL`.
-SHIPPED_MODULES: tuple[str, ...] = ("workers.models.young",)
+SHIPPED_MODULES: tuple[str, ...] = ("workers.models.young", "workers.models.copy", "workers.models.memmap",
+                                    "workers.models.pfnmap")
 
 
 def register(model: Model) -> Model:

@@ -1,0 +1,316 @@
+"""memmap: struct page initialization when a pmem/dax namespace binds (memmap_init_zone_device()).
+
+Layout and counts come from workers/models/memmap_layout.py (nd_pfn_init(),
+memmap_init_zone_device(), vmemmap_can_optimize()). Each struct page is priced
+by the work the kernel does for it, with costs shared across kinds, modes and
+strategies:
+
+- slow (zone_device_page_init_slow()): field stores, cached. A head stores
+  P/8 zeroing words + 7 (__init_single_page) + 3 zone-device fields (+1
+  refcount reset for FS_DAX); a compound tail adds prep_compound_tail()'s 3
+  stores and set_page_count(0); each compound adds __SetPageHead() and
+  prep_compound_head() (9 stores, +2 for _deferred_list when order > 1).
+- template (patches 4-5): one slow head init seeds the head template and one
+  slow tail init per compound seeds the tail template (plus a P-byte memcpy
+  into the on-stack template each); every other page is a copy priced by the
+  copy model (`copy.instructions`, strategy memcpy). The PFN refresh is free on
+  x86_64: set_page_section_from_pfn() is a no-op with SPARSEMEM_VMEMMAP and
+  there is no WANT_PAGE_VIRTUAL.
+- template_nt (patch 7): the copy is memcpy_nontemporal() -> memcpy_flushcache()
+  with the mainline inline sizes (4/8/16): an out-of-line __memcpy_flushcache().
+- template_nt_inline (patch 8): the patched inline sizes (4..96).
+
+Time (ms) = max(compute, memory) + serialized misses x DRAM latency, where
+compute = stores x store_ns + (copy calls + cond_resched calls) x call_ns and
+memory is the copy model's memory_ns() of the lines stored (an LLC-sized
+memmap is priced at LLC bandwidth, not as a DRAM stream). The serialized misses
+are those of the non-temporal strategies at each compound: __SetPageHead()
+reads the head's flags right after MOVNTI wrote that line, the first tail's
+slow init stores to a line nothing prefetched, and prep_compound_head()'s
+_deferred_list store lands in page[2]'s line that MOVNTI just evicted.
+`metric_init_ms` is memmap_init_zone_device()'s time (what the seed's
+pr_debug() reports); the map=dev memmap-area pages memmap_init_range() writes
+earlier are counted (`metric_area_pages`) but not timed.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+
+from ..axes import ALIGN, COMPOUND_ORDER, NAMESPACE_SIZE, STRUCT_PAGE_SIZE, Axis, choice
+from ..model import STATUS_OK, Figure, FreeParam, Model, Reasons, status_columns
+from ..profiles import Profile
+from ..units import GiB, KiB, MiB
+from . import copy as cp
+from . import memmap_layout as ml
+
+STRATEGIES = ("slow", "template", "template_nt", "template_nt_inline")
+SLOW, TEMPLATE, TEMPLATE_NT, TEMPLATE_NT_INLINE = range(4)
+# the copy each template strategy makes: (copy-model strategy, patched inline sizes)
+_COPY = {TEMPLATE: (cp.MEMCPY, False), TEMPLATE_NT: (cp.NT_INLINE, False), TEMPLATE_NT_INLINE: (cp.NT_INLINE, True)}
+
+# Stores per struct page (mm/mm_init.c, include/linux/mm.h, mm/internal.h; x86_64, SPARSEMEM_VMEMMAP):
+# __init_single_page(): mm_zero_struct_page() P/8, set_page_links() 2 flag RMWs (zone, node; the section
+# is not in flags), init_page_count(), _mapcount = -1, page_cpupid_reset_last() (flags RMW),
+# INIT_LIST_HEAD(&page->lru) 2
+SINGLE_PAGE_FIXED = 7
+ZONE_DEVICE_FIELDS = 3  # __zone_device_page_init(): __SetPageReserved(), folio->pgmap, zone_device_data
+TAIL_EXTRA = 4  # prep_compound_tail(): mapping, compound_head, private; set_page_count(page, 0)
+# __SetPageHead() + prep_compound_head(): folio_set_order() (_flags_1 RMW, _nr_pages), _large_mapcount,
+# _nr_pages_mapped, _mm_ids, _mm_id_mapcount[0..1] (one quadword), _pincount, _entire_mapcount
+COMPOUND_FIXED = 9
+DEFERRED_LIST = 2  # INIT_LIST_HEAD(&folio->_deferred_list), order > 1; in page[2] (struct folio)
+MAX_ZEROED = 96  # __mm_zero_struct_page(): BUILD_BUG_ON(sizeof(struct page) > 96)
+SUPPORTED_ALIGNS = (4 * KiB, 2 * MiB, 1 * GiB)  # nd_pfn_supported_alignments(): PAGE, PMD, PUD sizes
+SOURCE = ("Li Zhe, [PATCH v10 {n}/8] ZONE_DEVICE memmap init template fast path, linux-mm, Aug 2026 "
+          "(seeds/zone-device-memmap-template-init.v10.txt): 100 GB namespace, map=dev, Ice Lake server VM, "
+          "average of 30 rebinds")
+
+MODE = choice("mode", ("fsdax", "devdax"), "fsdax",
+              "fsdax: nd_pmem, MEMORY_DEVICE_FS_DAX, order-0 pages; devdax: dax_pmem, MEMORY_DEVICE_GENERIC, "
+              "compound pages of the namespace align")
+MAP = choice("map", ("dev", "mem"), "dev", "dev: the memmap lives on the namespace (altmap); mem: in DRAM")
+STRATEGY = choice("strategy", STRATEGIES, "template_nt_inline",
+                  "slow: field-by-field init (mainline); template: memcpy of a template (patches 4-5); "
+                  "template_nt: memcpy_nontemporal (patch 7); template_nt_inline: + inline MOVNTI (patch 8)")
+START_OFFSET = Axis(
+    name="start_offset", kind="int", unit="bytes", default=0,
+    doc="physical start of the namespace modulo 1 GiB (the kernel requires a multiple of 2 MiB)",
+    rule="a non-negative multiple of 4KiB", check=lambda v: v >= 0 and v % (4 * KiB) == 0,
+)
+NVDIMM_KMSAN = Axis(
+    name="nvdimm_kmsan", kind="bool", unit="", default=False,
+    doc="CONFIG_NVDIMM_KMSAN: lets map=dev reserve sizeof(struct page) > 64 bytes per pfn",
+)
+
+INT, FLOAT, BOOL = pl.Int64, pl.Float64, pl.Boolean
+
+
+def resolve_order(compound_order, devdax, align):
+    """compound_order with "auto" (-1 here) resolved as the kernel does: fsdax 0, devdax log2(align/4 KiB)."""
+    kernel = np.where(devdax, np.log2(np.maximum(align, ml.PAGE) // ml.PAGE).round().astype(np.int64), 0)
+    return np.where(compound_order < 0, kernel, compound_order), kernel
+
+
+def _copy_table() -> dict[str, np.ndarray]:
+    """Per-copy counts of a struct-page copy (8-byte aligned) for [strategy code, P // 8]."""
+    sizes = np.arange(0, MAX_ZEROED + 9, 8)
+    rows = {k: np.zeros((4, sizes.size), dtype=np.int64) for k in ("stores", "calls", "nt_bytes")}
+    for s, (copy_strategy, patched) in _COPY.items():
+        ins = cp.instructions(sizes, 0, np.full(sizes.shape, copy_strategy), patched)
+        rows["stores"][s] = ins["cached_stores"] + ins["movnti"]
+        rows["calls"][s] = ins["calls"]
+        rows["nt_bytes"][s] = ins["nt_bytes"]
+    return rows
+
+
+_COPY_TABLE = _copy_table()
+
+
+def timing(strategy, w: dict, stored_lines, psize, order, fsdax, cost: cp.CopyCosts) -> dict:
+    """Stores, calls, traffic and time (ns) of memmap_init_zone_device() per point, for the
+    point's strategy (`strategy`: codes) and for slow (`slow_init`, for the speedup)."""
+    heads, tails = w["heads"], w["per_compound"] - 1
+    compound = order > 0
+    deep = order > 1
+    head_slow = psize // 8 + SINGLE_PAGE_FIXED + ZONE_DEVICE_FIELDS + fsdax
+    tail_slow = psize // 8 + SINGLE_PAGE_FIXED + ZONE_DEVICE_FIELDS + TAIL_EXTRA
+    per_compound = np.where(compound, COMPOUND_FIXED + DEFERRED_LIST * deep, 0)
+    written = heads * (1 + tails)
+    footprint = stored_lines * cp.LINE
+    resched = w["cond_resched"]
+    slow_stores = heads * (head_slow + tails * tail_slow + per_compound)
+    cached_bound = cp.memory_ns(footprint, 0.0, 0.0, footprint, cost)
+    slow_compute = cp.compute_ns(slow_stores, resched, cost)
+    # template strategies: seeds are slow inits plus a memcpy() into the on-stack template
+    idx = strategy * _COPY_TABLE["stores"].shape[1] + np.minimum(psize, MAX_ZEROED + 8) // 8
+    per_copy = {k: v.ravel()[idx] for k, v in _COPY_TABLE.items()}
+    first = (heads > 0).astype(np.int64)
+    seeds = heads * compound  # memmap_init_compound(): the first tail seeds the tail template
+    copies = np.maximum(written - first - seeds, 0)
+    stores = (first * head_slow + seeds * tail_slow + heads * per_compound + (first + seeds) * (psize // 8)
+              + copies * per_copy["stores"])
+    calls = copies * per_copy["calls"]
+    nt = (strategy == TEMPLATE_NT) | (strategy == TEMPLATE_NT_INLINE)
+    page1_lines = (2 * psize - 1) // cp.LINE - psize // cp.LINE + 1
+    retouched = seeds * (1 + page1_lines + deep) + first * ((psize + cp.LINE - 1) // cp.LINE)
+    cold = retouched * cp.LINE
+    nt_bound = cp.memory_ns(0.0, cold, copies * per_copy["nt_bytes"], footprint, cost)
+    serial = np.where(nt & compound, heads * (2 + deep), 0)
+    slow = strategy == SLOW
+    stores = np.where(slow, slow_stores, stores)
+    calls = np.where(slow, 0, calls)
+    compute = np.where(slow, slow_compute, cp.compute_ns(stores, calls + resched, cost))
+    bound = np.where(nt, nt_bound, cached_bound)
+    stall = serial * cost.dram_latency_ns
+    return {"stores": stores, "calls": calls, "rfo": np.where(nt, cold, footprint), "serial": serial,
+            "compute": compute, "bound": bound, "stall": stall, "init": np.maximum(compute, bound) + stall,
+            "written": written, "slow_init": np.maximum(slow_compute, cached_bound)}
+
+
+class MemmapModel(Model):
+    name = "memmap"
+    version = "1"
+    description = ("memmap_init_zone_device(): struct pages written, memmap placement and init time of the "
+                   "slow / template / template_nt / template_nt_inline strategies")
+    axes = (NAMESPACE_SIZE, STRUCT_PAGE_SIZE, ALIGN, COMPOUND_ORDER, MODE, MAP, STRATEGY, START_OFFSET,
+            NVDIMM_KMSAN)
+    metrics = {
+        "metric_pfns_in_range": INT, "metric_data_pfns": INT, "metric_pfns_covered": INT,
+        "metric_offset_bytes": INT, "metric_end_trunc_bytes": INT, "metric_compound_order": INT,
+        "metric_vmemmap_optimized": BOOL, "metric_struct_pages_written": INT, "metric_heads": INT,
+        "metric_tails_written": INT, "metric_tails_aliased": INT, "metric_area_pages": INT,
+        "metric_memmap_device_bytes": INT, "metric_memmap_dram_bytes": INT, "metric_overhead_fraction": FLOAT,
+        "metric_stores": INT, "metric_bytes_stored": INT, "metric_lines_stored": INT,
+        "metric_lines_partial": INT, "metric_rfo_bytes": INT, "metric_copy_calls": INT,
+        "metric_cond_resched": INT, "metric_serial_misses": INT, "metric_compute_ms": FLOAT,
+        "metric_stall_ms": FLOAT, "metric_bound_ms": FLOAT, "metric_init_ms": FLOAT,
+        "metric_speedup_vs_slow": FLOAT, "metric_dominant": pl.Utf8,
+    }
+    metric_docs = {
+        "metric_pfns_in_range": "pfns of the pgmap range: (namespace_size - end_trunc) / 4 KiB",
+        "metric_data_pfns": "pfns after the info block and memmap area: (namespace_size - end_trunc - offset) / 4 KiB",
+        "metric_pfns_covered": "pfns whose struct page is initialized or aliased (map=dev: all but the 2 info-block pfns)",
+        "metric_offset_bytes": "nd_pfn_init() dataoff: info block + memmap (map=dev) padded to max(align, 2 MiB)",
+        "metric_end_trunc_bytes": "bytes cut from the namespace end to align it to max(align, 2 MiB)",
+        "metric_compound_order": "vmemmap_shift k used (auto resolved: fsdax 0, devdax log2(align / 4 KiB))",
+        "metric_vmemmap_optimized": "vmemmap_can_optimize(): tails alias shared vmemmap pages (map=mem, P a power of 2)",
+        "metric_struct_pages_written": "struct pages the bind initializes: heads + tails written + memmap-area pages",
+        "metric_heads": "pages memmap_init_zone_device() walks as heads (one per 2^k pfns)",
+        "metric_tails_written": "compound tails memmap_init_compound() writes (compound_nr_pages() - 1 per head)",
+        "metric_tails_aliased": "compound tails left to the shared vmemmap page (vmemmap optimization)",
+        "metric_area_pages": "struct pages of the map=dev memmap area, written by memmap_init_range() (not timed)",
+        "metric_memmap_device_bytes": "namespace bytes given to the memmap (map=dev: offset - 8 KiB info block)",
+        "metric_memmap_dram_bytes": "DRAM bytes of the vmemmap (map=mem): pfns x P, or 2 pages per compound when optimized",
+        "metric_overhead_fraction": "memmap bytes (device + DRAM) / namespace_size",
+        "metric_stores": "store instructions of memmap_init_zone_device() (field stores, copy moves/MOVNTIs)",
+        "metric_bytes_stored": "struct page bytes memmap_init_zone_device() writes (pages written x P)",
+        "metric_lines_stored": "cache lines of the struct pages written",
+        "metric_lines_partial": "of those, lines a struct-page boundary falls inside (P not a multiple of 64)",
+        "metric_rfo_bytes": "bytes read for ownership by cached stores (all lines, or the re-touched lines with NT)",
+        "metric_copy_calls": "out-of-line __memcpy_flushcache() calls",
+        "metric_cond_resched": "cond_resched() calls: heads at a PAGES_PER_SECTION-aligned pfn",
+        "metric_serial_misses": "DRAM misses the NT strategies serialize per compound (3 when order > 1)",
+        "metric_compute_ms": "instruction time: stores x store_ns + calls x call_ns",
+        "metric_stall_ms": "serialized misses x dram_latency_ns",
+        "metric_bound_ms": "memory-bandwidth lower bound of the traffic (LLC-priced when the memmap fits)",
+        "metric_init_ms": "modeled memmap_init_zone_device() time: max(compute, bound) + stall",
+        "metric_speedup_vs_slow": "init time of slow / init time of this strategy",
+        "metric_dominant": "the term that sets the time: compute, memory or latency",
+    }
+    points_per_second = 1.5e6  # ~2e6 measured on one core, 1,000,000 mixed points
+    # 4 costs for 8 figures, all shared by every kind, mode and strategy (the copy model's costs)
+    free_params = (
+        FreeParam(section="copy", key="store_ns", lower=0.02, upper=5.0),
+        FreeParam(section="copy", key="call_ns", lower=0.0, upper=50.0),
+        FreeParam(section="copy", key="dram_write_gbs", lower=1.0, upper=200.0),
+        FreeParam(section="copy", key="dram_rfo_gbs", lower=1.0, upper=200.0),
+    )
+
+    def evaluate(self, points: pl.DataFrame, profile: Profile) -> pl.DataFrame:
+        """Layout, counts and modeled init time for every point (see the module doc)."""
+        arr = points.select(
+            pl.col("param_namespace_size").fill_null(0).clip(0, None).alias("size"),
+            pl.col("param_struct_page_size").fill_null(64).clip(8, 1024).alias("psize"),
+            pl.col("param_align").fill_null(ml.PAGE).clip(ml.PAGE, None).alias("align"),
+            pl.col("param_compound_order").fill_null(-1).alias("order"),
+            (pl.col("param_mode") == "devdax").fill_null(False).alias("devdax"),
+            (pl.col("param_map") == "dev").fill_null(True).alias("map_dev"),
+            pl.col("param_strategy").replace_strict(
+                {s: i for i, s in enumerate(STRATEGIES)}, default=SLOW, return_dtype=pl.Int64).alias("strategy"),
+            pl.col("param_start_offset").fill_null(0).clip(0, None).alias("start"),
+            pl.col("param_nvdimm_kmsan").fill_null(False).alias("kmsan"),
+        )
+        a = {c: arr[c].to_numpy() for c in arr.columns}
+        size, psize, align, start, map_dev, devdax = (a[k] for k in ("size", "psize", "align", "start",
+                                                                     "map_dev", "devdax"))
+        order, kernel_order = resolve_order(a["order"], devdax, align)
+        order = np.clip(order, 0, 18)
+        lay = ml.layout(size, align, start, map_dev, psize, a["kmsan"])
+        w = ml.walk(lay, start, map_dev, order, psize)
+        geo = ml.lines(w["heads"], w["per_compound"], w["optimized"], psize)
+        cost = cp.CopyCosts.of(profile)
+        fsdax = (~devdax).astype(np.int64)
+        t = timing(a["strategy"], w, geo["lines"], psize, order, fsdax, cost)
+        dram = np.where(map_dev, 0, np.where(w["optimized"], w["heads"] * ml.VMEMMAP_RESERVE_NR * ml.PAGE,
+                                             w["walked"] * psize))
+        device = np.where(map_dev, lay["offset"] - ml.INFO_BLOCK, 0)
+        written = t["written"]
+        dominant = np.where(t["stall"] >= np.maximum(t["compute"], t["bound"]), 2,
+                            (t["bound"] > t["compute"]).astype(np.int64))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            metrics = pl.DataFrame({
+                "metric_pfns_in_range": lay["pfns_in_range"], "metric_data_pfns": lay["data_pfns"],
+                "metric_pfns_covered": np.where(map_dev, lay["pfns_in_range"] - ml.RESERVE_PFNS,
+                                                lay["pfns_in_range"]),
+                "metric_offset_bytes": lay["offset"], "metric_end_trunc_bytes": lay["end_trunc"],
+                "metric_compound_order": order, "metric_vmemmap_optimized": w["optimized"],
+                "metric_struct_pages_written": written + lay["area_pages"], "metric_heads": w["heads"],
+                "metric_tails_written": w["tails_written"], "metric_tails_aliased": w["tails_aliased"],
+                "metric_area_pages": lay["area_pages"], "metric_memmap_device_bytes": device,
+                "metric_memmap_dram_bytes": dram, "metric_overhead_fraction": (device + dram) / size,
+                "metric_stores": t["stores"], "metric_bytes_stored": written * psize,
+                "metric_lines_stored": geo["lines"], "metric_lines_partial": geo["partial"],
+                "metric_rfo_bytes": t["rfo"], "metric_copy_calls": t["calls"],
+                "metric_cond_resched": w["cond_resched"], "metric_serial_misses": t["serial"],
+                "metric_compute_ms": t["compute"] / 1e6, "metric_stall_ms": t["stall"] / 1e6,
+                "metric_bound_ms": t["bound"] / 1e6, "metric_init_ms": t["init"] / 1e6,
+                "metric_speedup_vs_slow": t["slow_init"] / t["init"],
+                "metric_dominant": pl.Series(dominant).replace_strict(
+                    {0: "compute", 1: "memory", 2: "latency"}, return_dtype=pl.Utf8),
+            }, schema=self.metrics)
+        status = pl.DataFrame({
+            "p_big": psize > MAX_ZEROED, "bad_align": ~np.isin(align, SUPPORTED_ALIGNS),
+            "bad_start": start % ml.COMPAT_ALIGN != 0, "fs_order": ~devdax & (order > 0),
+            "dd_order": devdax & (order != kernel_order), "kmsan": map_dev & (psize > 64) & ~a["kmsan"],
+            "dd_mem_start": devdax & ~map_dev & (start % align != 0), "small": ~lay["ok"],
+        }).select(*status_columns(self._reasons()))
+        out = pl.concat([status, metrics], how="horizontal")
+        if (status["status"] == STATUS_OK).all():
+            return out
+        ok = pl.col("status") == STATUS_OK
+        return out.with_columns(pl.when(ok).then(pl.col(m)).otherwise(None).alias(m) for m in self.metrics)
+
+    @staticmethod
+    def _reasons() -> pl.Expr:
+        """Why a point cannot exist (first rule that matches), or null; columns from evaluate()."""
+        c = pl.col
+        return (Reasons()
+                .add(c("p_big"), "sizeof(struct page) above 96 bytes does not build on x86_64 "
+                     "(__mm_zero_struct_page() BUILD_BUG_ON, include/linux/mm.h)")
+                .add(c("bad_align"), "align must be 4KiB, 2MiB or 1GiB: the pfn-device alignments x86_64 "
+                     "supports (nd_pfn_supported_alignments(): PAGE_SIZE, HPAGE_PMD_SIZE, HPAGE_PUD_SIZE)")
+                .add(c("bad_start"), "start_offset must be a multiple of 2MiB: nd_pfn_init() rejects a namespace "
+                     "start misaligned to memremap_compat_align()")
+                .add(c("fs_order"), "fsdax (nd_pmem) maps order-0 pages: compound_order must be 0 or auto")
+                .add(c("dd_order"), "devdax (dax_pmem) sets vmemmap_shift = order_base_2(align / 4KiB): "
+                     "compound_order must be auto or 0 / 9 / 18 for align 4KiB / 2MiB / 1GiB")
+                .add(c("kmsan"), "map=dev with sizeof(struct page) > 64 needs CONFIG_NVDIMM_KMSAN (nd_pfn_init(): "
+                     "'Memory debug options prevent using pmem for the page map'): set nvdimm_kmsan or map=mem")
+                .add(c("dd_mem_start"), "devdax with map=mem walks compounds from the namespace start: "
+                     "start_offset must be a multiple of align")
+                .add(c("small"), "namespace too small for its info block, memmap and alignment padding "
+                     "(nd_pfn_init(): unable to satisfy requested alignment)")
+                .expr())
+
+    def figures(self) -> tuple[Figure, ...]:
+        """The eight memmap init times of the seed series (MODEL.md): 100 GiB, P = 64, map=dev."""
+        base = {"namespace_size": "100GiB", "struct_page_size": 64, "align": "2MiB", "compound_order": "auto",
+                "map": "dev", "start_offset": 0, "nvdimm_kmsan": False}
+        published = {
+            ("fsdax", "slow"): (244.28, 4), ("fsdax", "template"): (215.55, 4),
+            ("fsdax", "template_nt"): (150.83, 7), ("fsdax", "template_nt_inline"): (96.79, 8),
+            ("devdax", "slow"): (273.31, 5), ("devdax", "template"): (244.37, 5),
+            ("devdax", "template_nt"): (153.55, 7), ("devdax", "template_nt_inline"): (119.04, 8),
+        }
+        driver = {"fsdax": "nd_pmem", "devdax": "dax_pmem"}
+        return tuple(
+            Figure(id=f"memmap/{mode}/{strategy}", model=self.name, metric="metric_init_ms", published=value,
+                   unit="ms", params={**base, "mode": mode, "strategy": strategy},
+                   source=SOURCE.format(n=n) + f": {driver[mode]} {value} ms")
+            for (mode, strategy), (value, n) in published.items()
+        )
+
+
+MODEL = MemmapModel()

@@ -1,0 +1,230 @@
+"""pfnmap: huge leaves for remap_pfn_range() (the RFC) and what they do to TLB misses.
+
+A driver's mmap() maps L = `namespace_size` bytes of device memory with
+remap_pfn_range(). The model counts, in closed form (pfnmap_geometry), the PTE
+/ PMD / PUD leaves and arm64 contpte blocks the kernel creates, the page-table
+pages it allocates (with the RFC's deposited tables) and the setup cost; then
+(pfnmap_tlb) the TLB entries those leaves need on the profile's machine, the
+TLB misses of the access pattern, the page-walk cost from where the walk's
+lines live, and the resulting ns per load (lmbench lat_mem_rd -t) or ms per
+streaming copy.
+
+Axes:
+- compound_order: largest leaf order allowed: 0 = mainline (PTEs only), 9 =
+  the RFC (PMD leaves), 18 = PUD leaves (what-if, same rules at 1 GiB). "auto"
+  is 9, what the RFC does; any other order is infeasible.
+- align: the physical start is aligned to `align` and to no larger power of
+  two (pa = align modulo 1 GiB; 0 for align >= 1 GiB), unless
+- pa_offset (bytes) is given: the physical start modulo 1 GiB. -1 means "not
+  given" (then align decides).
+- va_offset (bytes, default 0): (va - pa) modulo 1 GiB. 0 lets every aligned
+  block become a huge leaf; a value that is not a multiple of 2 MiB allows none.
+- arch: x86_64 or arm64 (16-PTE contpte blocks, if the profile says special
+  PTEs get PTE_CONT; mainline never folds them). The machine (TLB, caches,
+  virtualization) is the profile's for either arch.
+- access: lat_mem_rd_random (metric_ns_per_load) or memcpy_seq (metric_copy_ms);
+  the other metric is null. Miss rate is per load, or per 64-byte line copied.
+
+Metrics beyond the leaf counts: pt_pages / pt_bytes (PTE and PMD table pages
+plus the RFC's deposits; upper levels are shared and not counted),
+huge_fraction (bytes under PMD/PUD leaves), tlb_entries (translations at TLB
+granularity) and the bytes the L1 / L2 TLB can cover of them (reach),
+tlb_miss_rate (walks per access), walk_refs and walk_ns (the mean walk),
+walk_ns_per_access, and speedup_vs_pte (the same point with PTEs only, over
+this one, for the selected access pattern).
+
+Costs: setup = remap_call_ns + PTEs x pte_set_ns + huge leaves x
+huge_leaf_set_ns + page-table pages x pt_page_alloc_ns. Loads and copies: see
+pfnmap_tlb. Four costs are fit to the RFC's twenty figures (free_params); the
+rest of [pfnmap] is assumed (kernel facts: published), each with its note.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+
+from ..axes import ALIGN, COMPOUND_ORDER, NAMESPACE_SIZE, Axis, choice
+from ..model import STATUS_OK, Figure, FreeParam, Model, Reasons, status_columns
+from ..profiles import Profile
+from .pfnmap_geometry import LEAF_ORDERS, PAGE, PMD_ORDER, PUD, kind_bytes, leaves, starts
+from .pfnmap_tlb import Machine, entries, random_access, reach, sequential_copy
+
+AUTO_ORDER = PMD_ORDER  # the RFC's behaviour: PMD leaves where the rules allow
+NOT_GIVEN = -1
+SOURCE = ("linux-mm, Yin Tirui, [PATCH RFC v2 0/2] mm: add huge pfnmap support for remap_pfn_range(), "
+          "2025-10-16 (seeds/huge-pfnmap-remap-pfn-range.rfc-v2.txt)")
+
+PA_OFFSET = Axis(
+    name="pa_offset", kind="int", unit="bytes", default=NOT_GIVEN,
+    doc="physical start modulo 1 GiB; -1 = not given (the start is then `align`, aligned to it and to "
+        "no larger power of two)",
+    rule="-1 (not given) or from 0 to 1GiB - 1", check=lambda v: v == NOT_GIVEN or 0 <= v < PUD,
+)
+VA_OFFSET = Axis(
+    name="va_offset", kind="int", unit="bytes", default=0,
+    doc="(va - pa) modulo 1 GiB: 0 lets aligned blocks become huge leaves; not a multiple of 2 MiB allows none",
+    rule="from 0 to 1GiB - 1", check=lambda v: 0 <= v < PUD,
+)
+ARCH = choice("arch", ("arm64", "x86_64"), "arm64",
+              "arm64: 16-PTE contpte blocks are a leaf size (when the profile lets special PTEs be cont); "
+              "x86_64: no cont bit")
+ACCESS = choice("access", ("lat_mem_rd_random", "memcpy_seq"), "lat_mem_rd_random",
+                "lat_mem_rd_random: lmbench lat_mem_rd -t (each load to a different page, random page "
+                "order, stride 64); memcpy_seq: one streaming copy of the whole mapping")
+
+INT, FLOAT = pl.Int64, pl.Float64
+# The geometry the access model reads (gathered per access pattern).
+ACCESS_NEEDS = ("pte", "pmd_entries", "pud_entries", "pt_pages", "pte_tables", "pmd_tables")
+SETUP_KEYS = ("remap_call_ns", "pte_set_ns", "huge_leaf_set_ns", "pt_page_alloc_ns")
+
+# The RFC's tables (ns per load, ms per copy), by size: PTE-only (mainline) and with PMD leaves.
+LAT_FIGURES = {"64MiB": (148.858, 100.780), "128MiB": (164.745, 103.537), "256MiB": (169.907, 103.179),
+               "512MiB": (171.285, 103.072), "1GiB": (173.054, 103.055), "2GiB": (172.820, 103.091),
+               "4GiB": (172.877, 103.115)}
+COPY_FIGURES = {"1GiB": (95.76, 77.91), "2GiB": (190.87, 155.64), "4GiB": (380.84, 311.45)}
+
+
+def order_expr() -> pl.Expr:
+    """Largest leaf order with "auto" (null) resolved to 9, the RFC's PMD leaves."""
+    return pl.col("param_compound_order").fill_null(AUTO_ORDER)
+
+
+class PfnmapModel(Model):
+    name = "pfnmap"
+    version = "1"
+    description = ("remap_pfn_range() with PMD (RFC) or PUD (what-if) leaves: leaves, page tables, setup, "
+                   "TLB misses, page walks, ns per random load and ms per streaming copy")
+    axes = (NAMESPACE_SIZE, ALIGN, COMPOUND_ORDER, PA_OFFSET, VA_OFFSET, ARCH, ACCESS)
+    metrics = {
+        "metric_pte_leaves": INT, "metric_cont_blocks": INT, "metric_pmd_leaves": INT,
+        "metric_pud_leaves": INT, "metric_pt_pages": INT, "metric_pt_deposited_pages": INT,
+        "metric_pt_bytes": INT, "metric_huge_fraction": FLOAT, "metric_setup_us": FLOAT,
+        "metric_tlb_entries": INT, "metric_tlb_reach_l1_bytes": INT, "metric_tlb_reach_l2_bytes": INT,
+        "metric_tlb_miss_rate": FLOAT, "metric_walk_refs": FLOAT, "metric_walk_ns": FLOAT,
+        "metric_walk_ns_per_access": FLOAT, "metric_ns_per_load": FLOAT, "metric_copy_ms": FLOAT,
+        "metric_speedup_vs_pte": FLOAT,
+    }
+    points_per_second = 1.5e6  # measured 1.4-2.2 M points/s on one core (1,000,000-point frames)
+    free_params = (
+        FreeParam(section="pfnmap", key="dram_latency_ns", lower=20.0, upper=500.0),
+        FreeParam(section="pfnmap", key="walk_ref_ns", lower=0.0, upper=200.0),
+        FreeParam(section="pfnmap", key="copy_gbs", lower=0.5, upper=200.0),
+        FreeParam(section="pfnmap", key="copy_tlb_miss_ns", lower=0.0, upper=1000.0),
+    )
+
+    def evaluate(self, points: pl.DataFrame, profile: Profile) -> pl.DataFrame:
+        """Geometry, setup and access cost for every point (see the module doc)."""
+        status = points.select(*status_columns(self._reasons()))
+        a = self._inputs(points)
+        m = Machine.from_profile(profile)
+        cont_on = a["arm64"] & bool(profile.value("pfnmap", "contpte_special"))
+        pa, va = starts(a["align"], a["pa_offset"], a["va_offset"])
+        g = leaves(a["length"], pa, va, a["order"], cont_on)
+        g0 = leaves(a["length"], pa, va, np.zeros_like(a["order"]), cont_on)  # mainline, PTEs only
+        kb, kb0 = kind_bytes(g), kind_bytes(g0)
+        cost = self._access(m, a, g, kb)
+        base = self._access(m, a, g0, kb0)
+        per_kind, per_size = entries(m, kb)
+        setup = {k: float(profile.value("pfnmap", k)) for k in SETUP_KEYS}
+        setup_ns = (setup["remap_call_ns"] + g["pte"] * setup["pte_set_ns"]
+                    + (g["pmd"] + g["pud"]) * setup["huge_leaf_set_ns"] + g["pt_pages"] * setup["pt_page_alloc_ns"])
+        metrics = pl.DataFrame({
+            "metric_pte_leaves": g["pte"], "metric_cont_blocks": g["cont"], "metric_pmd_leaves": g["pmd"],
+            "metric_pud_leaves": g["pud"], "metric_pt_pages": g["pt_pages"],
+            "metric_pt_deposited_pages": g["deposited"], "metric_pt_bytes": g["pt_pages"] * PAGE,
+            "metric_huge_fraction": g["huge_bytes"] / a["length"], "metric_setup_us": setup_ns / 1e3,
+            "metric_tlb_entries": sum(per_kind.values()),
+            "metric_tlb_reach_l1_bytes": reach(m, per_size, m.tlb_l1),
+            "metric_tlb_reach_l2_bytes": reach(m, per_size, m.tlb_l2),
+            "metric_tlb_miss_rate": cost["miss_rate"], "metric_walk_refs": cost["walk_refs"],
+            "metric_walk_ns": cost["walk_ns"], "metric_walk_ns_per_access": cost["walk_ns_per_access"],
+            "metric_ns_per_load": cost["ns"], "metric_copy_ms": cost["ns"] / 1e6,
+            "metric_speedup_vs_pte": base["ns"] / cost["ns"],
+        }, schema=self.metrics)
+        ok, seq = pl.col("status") == STATUS_OK, pl.col("_seq")
+        only = {"metric_ns_per_load": ~seq, "metric_copy_ms": seq}
+        return pl.concat([status, metrics, pl.DataFrame({"_seq": a["seq"]})], how="horizontal").select(
+            "status", "reason",
+            *(pl.when(ok & only.get(c, True)).then(pl.col(c)).otherwise(None).alias(c) for c in self.metrics),
+        )
+
+    @staticmethod
+    def _inputs(points: pl.DataFrame) -> dict[str, np.ndarray]:
+        """Parameter columns as numpy arrays, made safe to compute on (bad rows are nulled later)."""
+        order = order_expr()
+        pa, va = pl.col("param_pa_offset"), pl.col("param_va_offset")
+        arr = points.select(
+            (pl.col("param_namespace_size").fill_null(PAGE).clip(PAGE, None) // PAGE * PAGE).alias("length"),
+            pl.col("param_align").fill_null(PAGE).clip(PAGE, None).alias("align"),
+            pl.when(order.is_in(LEAF_ORDERS)).then(order).otherwise(0).alias("order"),
+            pl.when((pa >= 0) & (pa < PUD)).then(pa // PAGE * PAGE).otherwise(NOT_GIVEN).alias("pa_offset"),
+            pl.when((va >= 0) & (va < PUD)).then(va // PAGE * PAGE).otherwise(0).alias("va_offset"),
+            (pl.col("param_arch") == "arm64").fill_null(False).alias("arm64"),
+            (pl.col("param_access") == "memcpy_seq").fill_null(False).alias("seq"),
+        )
+        return {c: arr[c].to_numpy() for c in arr.columns}
+
+    @staticmethod
+    def _access(m: Machine, a: dict, g: dict, kb: dict) -> dict[str, np.ndarray]:
+        """The access pattern's cost per point: random loads or the streaming copy, each on its rows."""
+        n = a["seq"].size
+        out = {k: np.zeros(n) for k in ("ns", "miss_rate", "walk_ns_per_access", "walk_ns", "walk_refs")}
+        for rows, fn in ((np.flatnonzero(~a["seq"]), random_access), (np.flatnonzero(a["seq"]), sequential_copy)):
+            if rows.size == 0:
+                continue
+            whole = rows.size == n
+            pick = (lambda x: x) if whole else (lambda x: x[rows])  # noqa: E731
+            res = fn(m, {k: pick(g[k]) for k in ACCESS_NEEDS}, {k: pick(v) for k, v in kb.items()},
+                     pick(a["length"]))
+            for k, v in res.items():
+                out[k][rows] = v
+        return out
+
+    @staticmethod
+    def _reasons() -> pl.Expr:
+        """Why a point cannot exist (first rule that matches), or null."""
+        size, align, order = pl.col("param_namespace_size"), pl.col("param_align"), order_expr()
+        pa, va = pl.col("param_pa_offset"), pl.col("param_va_offset")
+        return (Reasons()
+                .add(size.is_null() | (size <= 0) | (size % PAGE != 0),
+                     "namespace_size must be a positive multiple of 4KiB (remap_pfn_range maps whole pages)")
+                .add(align.is_null() | (align < PAGE) | ((align & (align - 1)) != 0),
+                     "align must be a power of two of at least 4KiB")
+                .add(~order.is_in(LEAF_ORDERS),
+                     "compound_order must be 0 (PTEs only, mainline), 9 (PMD leaves, the RFC) or 18 "
+                     "(PUD leaves, what-if); remap_pfn_range() creates no other leaf order ('auto' is 9)")
+                .add(pa.is_null() | ((pa != NOT_GIVEN) & ((pa < 0) | (pa >= PUD))),
+                     "pa_offset must be -1 (not given) or a byte offset from 0 to 1GiB - 1")
+                .add((pa != NOT_GIVEN) & (pa % PAGE != 0),
+                     "pa_offset must be a multiple of 4KiB: remap_pfn_range() maps page frames")
+                .add(va.is_null() | (va < 0) | (va >= PUD), "va_offset must be from 0 to 1GiB - 1")
+                .add(va % PAGE != 0,
+                     "va_offset must be a multiple of 4KiB: remap_pfn_range() warns and fails on an "
+                     "unaligned address (WARN_ON_ONCE(!PAGE_ALIGNED(addr)))")
+                .expr())
+
+    def figures(self) -> tuple[Figure, ...]:
+        # The RFC's machine is arm64-class (the series targets arm64 and riscv); device memory taken as
+        # 1 GiB aligned, va == pa modulo 1 GiB, so every whole 2 MiB block gets a PMD leaf.
+        base = {"align": "1GiB", "pa_offset": NOT_GIVEN, "va_offset": 0, "arch": "arm64"}
+        out = []
+        for size, (pte, pmd) in LAT_FIGURES.items():
+            for leaf, order, value in (("pte", 0, pte), ("pmd", PMD_ORDER, pmd)):
+                out.append(Figure(
+                    id=f"pfnmap/lat_mem_rd/{leaf}/{size}", model=self.name, metric="metric_ns_per_load",
+                    published=value, unit="ns",
+                    params={**base, "namespace_size": size, "compound_order": order,
+                            "access": "lat_mem_rd_random"},
+                    source=SOURCE + f": numactl -C 0 lat_mem_rd -t, {size}, {leaf} mapping"))
+        for size, (pte, pmd) in COPY_FIGURES.items():
+            for leaf, order, value in (("pte", 0, pte), ("pmd", PMD_ORDER, pmd)):
+                out.append(Figure(
+                    id=f"pfnmap/copy/{leaf}/{size}", model=self.name, metric="metric_copy_ms",
+                    published=value, unit="ms",
+                    params={**base, "namespace_size": size, "compound_order": order, "access": "memcpy_seq"},
+                    source=SOURCE + f": numactl -C 0 memcpy_test, {size}, {leaf} mapping"))
+        return tuple(out)
+
+
+MODEL = PfnmapModel()

@@ -1,0 +1,239 @@
+"""pfnmap access cost: TLB entries, hits and misses, page walks, and where the walk's lines live.
+
+The mapping's leaves (pfnmap_geometry) become TLB entries of one size each:
+the leaf size, or in a guest the smaller of the guest leaf and the host page
+backing it (a TLB entry caches guest-virtual -> host-physical). Per entry size
+the profile gives L1 and L2 TLB entries (treated as separate pools).
+
+Access patterns:
+- lat_mem_rd_random (lmbench `lat_mem_rd -t`, thrash_initialize(): a random
+  cyclic order of the pages, each load to a different page). A 4 KiB entry is
+  reused only after every other page was visited, so an LRU TLB hits it iff
+  all of them fit; a larger entry is touched at random, hit rate E/n.
+- memcpy_seq: one streaming pass; every entry misses once per pass unless all
+  entries of its size fit the L2 TLB.
+
+A miss walks the tables: per dimension, the leaf level and the levels above it
+that the walk caches do not hold (`walk_cache_levels`). In a guest each guest
+reference and the final address need a host walk: g x (1 + h) + h references
+(24 for 4 + 4 levels with no walk cache), less the host walks a nested TLB of
+`tlb_nested_entries` guest-physical -> host-physical translations saves (the
+guest's table pages and data pages, one entry per page; random: E/n hits;
+streaming: one host walk per new page). Each reference costs `walk_ref_ns`
+plus the latency of the cache level holding its line. Where a line lives
+follows from its reuse distance D (bytes of distinct lines touched between two
+uses of it) against each cache, LRU with `ways` ways per set and lines hashed
+to sets: the line survives iff fewer than `ways` of the D/64 lines land in its
+set, P(Poisson(ways * D / size) < ways) (normal approximation, logistic form).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..exceptions import ProfileError
+from ..profiles import Profile
+from ..units import GiB
+from .pfnmap_geometry import CONT, ENTRY_BYTES, PAGE, PMD, PUD
+
+LINE = 64  # bytes per cache line
+ENTRIES_PER_LINE = LINE // ENTRY_BYTES  # 8 page-table entries per line
+KINDS = ("plain", "cont", "pmd", "pud")
+KIND_SIZE = {"plain": PAGE, "cont": CONT, "pmd": PMD, "pud": PUD}
+KIND_LEVEL = {"plain": 1, "cont": 1, "pmd": 2, "pud": 3}  # 1 = PTE table, 2 = PMD, 3 = PUD, 4 = PGD
+LEVEL_SPAN = {1: PAGE, 2: PMD, 3: PUD, 4: 512 * GiB, 5: 256 * 1024 * GiB}
+HOST_LEAF_LEVEL = {PAGE: 1, PMD: 2, PUD: 3}
+ENTRY_SIZES = (PAGE, CONT, PMD, PUD)
+SIZE_KEY = {PAGE: "4k", CONT: "64k", PMD: "2m", PUD: "1g"}
+TINY = 1e-12
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Machine:
+    """The [pfnmap] numbers the access model needs, read once from a profile."""
+
+    virtualized: bool
+    host_page: int
+    levels: int
+    walk_cache_levels: int
+    tlb_l1: dict[int, float]
+    tlb_l2: dict[int, float]
+    tlb_l2_hit_ns: float
+    tlb_nested: float
+    caches: tuple[tuple[float, float, float, float], ...]  # (bytes, ways, latency ns, lines filled per miss)
+    dram_ns: float
+    walk_ref_ns: float
+    copy_gbs: float
+    copy_tlb_miss_ns: float
+
+    @classmethod
+    def from_profile(cls, profile: Profile) -> Machine:
+        v = lambda key: profile.value("pfnmap", key)  # noqa: E731
+        fill = 1.0 + float(v("prefetch_lines_per_miss"))  # adjacent-line prefetch fills L2 and LLC only
+        host = int(v("host_page_size"))
+        if host not in HOST_LEAF_LEVEL:
+            raise ProfileError(f"'pfnmap.host_page_size' must be 4096, 2097152 or 1073741824 bytes "
+                               f"(got {host!r}); fix it in the {profile.name} profile.")
+        return cls(
+            virtualized=bool(v("virtualized")), host_page=host, levels=int(v("page_table_levels")),
+            walk_cache_levels=int(v("walk_cache_levels")),
+            tlb_l1={s: float(v(f"tlb_l1_entries_{SIZE_KEY[s]}")) for s in ENTRY_SIZES},
+            tlb_l2={s: float(v(f"tlb_l2_entries_{SIZE_KEY[s]}")) for s in ENTRY_SIZES},
+            tlb_l2_hit_ns=float(v("tlb_l2_hit_ns")), tlb_nested=float(v("tlb_nested_entries")),
+            caches=tuple((float(v(f"{c}_bytes")), float(v(f"{c}_ways")), float(v(f"{c}_latency_ns")),
+                          1.0 if c == "l1" else fill) for c in ("l1", "l2", "llc")),
+            dram_ns=float(v("dram_latency_ns")), walk_ref_ns=float(v("walk_ref_ns")),
+            copy_gbs=float(v("copy_gbs")), copy_tlb_miss_ns=float(v("copy_tlb_miss_ns")),
+        )
+
+    def entry_size(self, kind: str) -> int:
+        """Bytes one TLB entry of this leaf kind covers (min(leaf, host page) in a guest)."""
+        size = KIND_SIZE[kind]
+        return min(size, self.host_page) if self.virtualized else size
+
+    def guest_levels(self, kind: str) -> tuple[int, ...]:
+        """Table levels a walk for this leaf kind reads: the leaf and the uncached levels above it."""
+        leaf = KIND_LEVEL[kind]
+        refs = max(1, (self.levels + 1 - leaf) - self.walk_cache_levels)
+        return tuple(range(leaf, leaf + refs))
+
+    def host_levels(self) -> tuple[int, ...]:
+        """Host table levels one host (stage-2 / EPT) walk reads; () on bare metal."""
+        if not self.virtualized:
+            return ()
+        leaf = HOST_LEAF_LEVEL[self.host_page]
+        return tuple(range(leaf, leaf + max(1, (self.levels + 1 - leaf) - self.walk_cache_levels)))
+
+    def line_ns(self, data_lines, pt_lines):
+        """Latency (ns) of a load whose line was last used `data_lines` data and `pt_lines` table lines ago."""
+        below, t = 0.0, 0.0
+        for size, ways, lat, fill in self.caches:
+            present = np.maximum(below, _survives(LINE * (fill * data_lines + pt_lines), size, ways))
+            t = t + lat * (present - below)
+            below = present
+        return t + self.dram_ns * (1.0 - below)
+
+
+def _survives(reuse_bytes, size: float, ways: float):
+    """P(line still cached) after `reuse_bytes` of other lines, LRU with `ways` ways per set.
+
+    float32 inside (no free parameter enters here), float64 out: the latencies
+    that multiply it are fit by finite differences.
+    """
+    lam = np.asarray(reuse_bytes, dtype=np.float32) * np.float32(ways / size)
+    z = (np.float32(ways - 0.5) - lam) / np.sqrt(np.maximum(lam, np.float32(TINY)))
+    z = np.clip(z, np.float32(-40.0), np.float32(40.0))
+    return (np.float32(1.0) / (np.float32(1.0) + np.exp(np.float32(-1.702) * z))).astype(np.float64)
+
+
+def _distinct(n_lines, rate, gap):
+    """Expected distinct lines of a class of `n_lines` touched at `rate` per access within `gap` accesses."""
+    x = (gap * (rate / np.maximum(n_lines, 1.0))).astype(np.float32)
+    return n_lines * (np.float32(1.0) - np.exp(-x))
+
+
+def entries(m: Machine, kb: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray], dict[int, np.ndarray]]:
+    """TLB entries per leaf kind and per entry size."""
+    per_kind = {k: kb[k] // m.entry_size(k) for k in KINDS}
+    per_size = {s: sum(per_kind[k] for k in KINDS if m.entry_size(k) == s) for s in ENTRY_SIZES}
+    return per_kind, {s: n for s, n in per_size.items() if not isinstance(n, int)}
+
+
+def reach(m: Machine, per_size: dict[int, np.ndarray], tlb: dict[int, float]) -> np.ndarray:
+    """Bytes of this mapping the TLB level can hold at once."""
+    return sum(np.minimum(n, tlb[s]).astype(np.int64) * s for s, n in per_size.items())
+
+
+def _hits(n: np.ndarray, cap: float, cyclic: bool) -> np.ndarray:
+    """Hit rate of a pool of `cap` entries over n entries: cyclic LRU (step) or random (E/n)."""
+    if cyclic:
+        return (n <= cap).astype(np.float64)
+    return np.minimum(1.0, cap / np.maximum(n, 1))
+
+
+def random_access(m: Machine, g: dict, kb: dict, length: np.ndarray) -> dict[str, np.ndarray]:
+    """lat_mem_rd_random: ns per load, miss rate, and the mean walk (ns, references)."""
+    per_kind, per_size = entries(m, kb)
+    hit1 = {s: _hits(n, m.tlb_l1[s], s == PAGE) for s, n in per_size.items()}
+    hit2 = {s: np.maximum(hit1[s], _hits(n, m.tlb_l2[s], s == PAGE)) for s, n in per_size.items()}
+    lf = length.astype(np.float64)
+    q = {k: kb[k] / lf for k in KINDS}
+    miss = {k: q[k] * (1.0 - hit2[m.entry_size(k)]) for k in KINDS}  # misses per load, by kind
+    l2_hits = sum(q[k] * (hit2[m.entry_size(k)] - hit1[m.entry_size(k)]) for k in KINDS)
+    walked = [k for k in KINDS if miss[k].any()]  # kinds whose walks happen at all in this frame
+    # Host walks per guest walk: one per guest table page and one for the data page the nested TLB misses.
+    host_walks = {k: 0.0 for k in walked}
+    if m.virtualized:
+        tables = {1: g["pte_tables"], 2: g["pmd_tables"]}
+        for k in walked:
+            host_walks[k] = (sum(1.0 - _hits(tables.get(lvl, 1), m.tlb_nested, False) for lvl in m.guest_levels(k))
+                             + 1.0 - _hits(np.ceil(lf / m.host_page), m.tlb_nested, False))
+    # Line classes a walk reads: guest table levels 1..levels, then host levels (keys 'h1'..).
+    lines = {1: np.ceil(g["pte"] / ENTRIES_PER_LINE), 2: np.ceil(g["pmd_entries"] / ENTRIES_PER_LINE),
+             3: np.ceil(g["pud_entries"] / ENTRIES_PER_LINE)}
+    rate = {lvl: sum(miss[k] for k in walked if lvl in m.guest_levels(k))
+            for lvl in sorted({lvl for k in walked for lvl in m.guest_levels(k)})}
+    for lvl in m.host_levels() if walked else ():
+        lines[f"h{lvl}"] = np.ceil(np.ceil(lf / LEVEL_SPAN[lvl]) / ENTRIES_PER_LINE)
+        rate[f"h{lvl}"] = sum(miss[k] * host_walks[k] for k in walked)
+    for key in rate:
+        lines.setdefault(key, np.ones_like(lf))
+    data_lines = lf / LINE
+
+    def line_ns_after(gap):
+        pt = sum(_distinct(lines[c], rate[c], gap) for c in rate)
+        return m.line_ns(np.minimum(gap, data_lines), pt)
+
+    t = {c: line_ns_after(lines[c] / np.maximum(rate[c], TINY)) for c in rate}
+    t_data = line_ns_after(data_lines)
+    h = len(m.host_levels())
+    host_ns = sum(t[f"h{lvl}"] for lvl in m.host_levels()) + m.walk_ref_ns * h if walked and h else 0.0
+    refs = {k: len(m.guest_levels(k)) + host_walks[k] * h for k in walked}
+    walk = {k: sum(t[lvl] for lvl in m.guest_levels(k)) + m.walk_ref_ns * len(m.guest_levels(k))
+            + host_walks[k] * host_ns for k in walked}
+    return _summary(lf, miss, walk, refs, t_data + l2_hits * m.tlb_l2_hit_ns, per_access=1.0)
+
+
+def sequential_copy(m: Machine, g: dict, kb: dict, length: np.ndarray) -> dict[str, np.ndarray]:
+    """memcpy_seq: ns for one streaming copy of the mapping, misses per line, and the mean walk."""
+    per_kind, per_size = entries(m, kb)
+    lf = length.astype(np.float64)
+    fits_l2 = {s: n <= m.tlb_l2[s] for s, n in per_size.items()}
+    l2_hits = sum(np.where(fits_l2[s] & (n > m.tlb_l1[s]), n, 0) for s, n in per_size.items())
+    # A line first used this pass was last used a whole copy ago (source and destination streams).
+    t_pass = m.line_ns(2.0 * lf / LINE, g["pt_pages"] * (PAGE / LINE))
+
+    def ref_ns(lvl: int, spacing: int):
+        """One reference to a level-lvl line by walks `spacing` bytes apart: mostly the same line."""
+        first = min(1.0, spacing / (ENTRIES_PER_LINE * LEVEL_SPAN[lvl]))  # walks that open a new line
+        return (1.0 - first) * m.line_ns(2.0 * spacing / LINE, 0.0) + first * t_pass
+
+    h = len(m.host_levels())
+    host_ns = sum(ref_ns(lvl, m.host_page) for lvl in m.host_levels()) + m.walk_ref_ns * h
+    walk, miss, refs = {}, {}, {}
+    for k in KINDS:
+        e = m.entry_size(k)
+        guest = m.guest_levels(k)
+        # One host walk per new guest table page (512 entries) and per new host page of data.
+        host_walks = (sum(min(1.0, e / (512 * LEVEL_SPAN[lvl])) for lvl in guest) + min(1.0, e / m.host_page)
+                      if m.virtualized else 0.0)
+        refs[k] = len(guest) + host_walks * h
+        walk[k] = sum(ref_ns(lvl, e) for lvl in guest) + m.walk_ref_ns * len(guest) + host_walks * host_ns
+        miss[k] = np.where(fits_l2[e], 0, per_kind[k]).astype(np.float64)
+    other = lf / m.copy_gbs + sum(miss.values()) * m.copy_tlb_miss_ns + l2_hits * m.tlb_l2_hit_ns
+    return _summary(lf, miss, walk, refs, other, per_access=LINE / lf)
+
+
+def _summary(lf, miss: dict, walk: dict, refs: dict, other, per_access) -> dict[str, np.ndarray]:
+    """Totals of an access pattern: time, misses and walk time per access, the mean walk."""
+    misses = sum(miss.values())
+    walk_time = sum((miss[k] * walk[k] for k in walk), np.zeros_like(lf))
+    ref_count = sum((miss[k] * refs[k] for k in walk), np.zeros_like(lf))
+    safe = np.maximum(misses, TINY)
+    return {
+        "ns": other + walk_time, "miss_rate": misses * per_access, "walk_ns_per_access": walk_time * per_access,
+        "walk_ns": np.where(misses > 0, walk_time / safe, 0.0),
+        "walk_refs": np.where(misses > 0, ref_count / safe, 0.0),
+    }
