@@ -48,7 +48,8 @@ def grid_digest(spec: SweepSpec, grid: Grid) -> str:
     blob = json.dumps(
         {
             "model": m.name, "version": m.version, "profile": spec.profile.digest(),
-            "axes": [[a.name, [a.label(v) for v in vals]] for a, vals in zip(grid.axes, grid.values)],
+            "blocks": [[[a.name, [a.label(v) for v in vals]] for a, vals in zip(grid.axes, block)]
+                       for block in grid.blocks],
         },
         sort_keys=True,
     ).encode()

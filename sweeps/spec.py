@@ -9,6 +9,9 @@
     [axes.memmap]                         # a model's own axes (and overrides of shared ones)
     strategy = ["slow", "template_nt_inline"]
 
+A model's grid may also be several blocks, `[[axes.<model>]]` tables, each
+expanded as a product and run one after another.
+
 An axis the spec does not name takes the axis default. Every error names the
 field, the rule and the value (SpecError); nothing is written before a spec
 has loaded whole.
@@ -16,6 +19,7 @@ has loaded whole.
 
 from __future__ import annotations
 
+import math
 import re
 import tomllib
 from dataclasses import dataclass, field
@@ -47,17 +51,15 @@ class SweepSpec:
     profile_name: str
     plugins: tuple[str, ...]
     chunk_points: int | None
-    axes: dict[str, tuple[tuple[str, tuple], ...]]  # model -> ((axis, values), ...) in model axis order
+    # model -> blocks; a block is ((axis, values), ...) in model axis order
+    axes: dict[str, tuple[tuple[tuple[str, tuple], ...], ...]]
     text: str = field(default="", repr=False)  # the TOML as given, written beside the dataset
 
-    def grid_axes(self, model: str) -> tuple[tuple[str, tuple], ...]:
+    def blocks(self, model: str) -> tuple[tuple[tuple[str, tuple], ...], ...]:
         return self.axes[model]
 
     def points(self, model: str) -> int:
-        n = 1
-        for _, values in self.axes[model]:
-            n *= len(values)
-        return n
+        return sum(math.prod(len(values) for _, values in block) for block in self.axes[model])
 
     @property
     def total_points(self) -> int:
@@ -176,13 +178,14 @@ def _chunk_points(data: dict) -> int | None:
     return v
 
 
-def _axes(table: object, models: tuple[str, ...]) -> dict[str, tuple[tuple[str, tuple], ...]]:
+def _axes(table: object, models: tuple[str, ...]) -> dict[str, tuple]:
     if not isinstance(table, dict):
         raise SpecError(f"'axes' must be a table of axes (got {table!r}).")
-    shared = {k: v for k, v in table.items() if not isinstance(v, dict) or _is_range(v)}
-    own = {k: v for k, v in table.items() if k not in shared}
+    own = {k: v for k, v in table.items() if _is_model_table(v)}
     shared_values = {}
-    for k, raw in shared.items():
+    for k, raw in table.items():
+        if k in own:
+            continue
         if k not in SHARED_AXES:
             hint = f"; a model's own axes go under [axes.<model>] for a model in 'models' {list(models)}"
             raise SpecError(f"'axes.{k}' is not a shared axis; shared axes are {sorted(SHARED_AXES)}{hint}.")
@@ -192,18 +195,32 @@ def _axes(table: object, models: tuple[str, ...]) -> dict[str, tuple[tuple[str, 
             raise SpecError(f"'axes.{m}' must be a model listed in 'models' {list(models)} (got {m!r}).")
     out = {}
     for m in models:
-        model = MODELS[m]
-        mine = own.get(m, {})
-        known = {a.name for a in model.axes}
-        for k in mine:
-            if k not in known:
-                raise SpecError(f"'axes.{m}.{k}' is not an axis of model {m!r}; its axes are {sorted(known)}.")
-        out[m] = tuple(
-            (a.name, _values(f"axes.{m}.{a.name}", a, mine[a.name]) if a.name in mine
-             else shared_values.get(a.name) or _values(f"axes.{m}.{a.name}", a, [a.default]))
-            for a in model.axes
-        )
+        tables = own.get(m, {})
+        if isinstance(tables, dict):
+            out[m] = (_block(f"axes.{m}", MODELS[m], tables, shared_values),)
+        else:
+            out[m] = tuple(_block(f"axes.{m}[{i}]", MODELS[m], t, shared_values) for i, t in enumerate(tables))
     return out
+
+
+def _is_model_table(v: object) -> bool:
+    """[axes.<model>] (a table that is not a range) or [[axes.<model>]] (a list of tables)."""
+    if isinstance(v, dict):
+        return not _is_range(v)
+    return isinstance(v, list) and bool(v) and all(isinstance(t, dict) for t in v)
+
+
+def _block(prefix: str, model, mine: dict, shared_values: dict) -> tuple[tuple[str, tuple], ...]:
+    """One block of a model's grid: its own values, else the shared ones, else the defaults."""
+    known = {a.name for a in model.axes}
+    for k in mine:
+        if k not in known:
+            raise SpecError(f"'{prefix}.{k}' is not an axis of model {model.name!r}; its axes are {sorted(known)}.")
+    return tuple(
+        (a.name, _values(f"{prefix}.{a.name}", a, mine[a.name]) if a.name in mine
+         else shared_values.get(a.name) or _values(f"{prefix}.{a.name}", a, [a.default]))
+        for a in model.axes
+    )
 
 
 def _is_range(v: dict) -> bool:

@@ -25,10 +25,15 @@ def grids(draw):
     orders = draw(st.lists(st.sampled_from([None, 0, 9, 18]), min_size=1, max_size=4, unique=True))
     modes = draw(st.lists(st.sampled_from(["fsdax", "devdax"]), min_size=1, max_size=2, unique=True))
     fracs = draw(st.lists(st.floats(0, 1, allow_nan=False), min_size=1, max_size=3, unique=True))
-    return Grid(
-        model="m", axes=(NAMESPACE_SIZE, ALIGN, COMPOUND_ORDER, MODE, FRACTION),
-        values=(tuple(sizes), tuple(aligns), tuple(orders), tuple(modes), tuple(fracs)),
-    )
+    axes = (NAMESPACE_SIZE, ALIGN, COMPOUND_ORDER, MODE, FRACTION)
+    first = (tuple(sizes), tuple(aligns), tuple(orders), tuple(modes), tuple(fracs))
+    if draw(st.booleans()):
+        return Grid.single("m", axes, first)
+    # a second block with the other modes: disjoint from the first, as blocks should be
+    others = tuple(m for m in ("fsdax", "devdax") if m not in modes) or None
+    if others is None:
+        return Grid.single("m", axes, first)
+    return Grid(model="m", axes=axes, blocks=(first, (tuple(sizes[:1]), tuple(aligns), (0,), others, (0.5,))))
 
 
 @settings(max_examples=60, deadline=None)
@@ -49,7 +54,7 @@ def test_decoding_a_range_equals_decoding_its_pieces(grid, data):
 def test_grid_is_the_cartesian_product_in_order(grid):
     """The whole grid is itertools.product of the axis values, last axis fastest, ids unique."""
     frame = decode(grid, 0, grid.size)
-    expected = list(itertools.product(*grid.values))
+    expected = [p for block in grid.blocks for p in itertools.product(*block)]
     got = list(frame.select(a.column for a in grid.axes).iter_rows())
     assert got == expected
     assert frame["point_id"].n_unique() == grid.size
@@ -60,23 +65,23 @@ def test_grid_is_the_cartesian_product_in_order(grid):
 def test_point_id_depends_only_on_the_point(grid, extra_size):
     """Adding a value to an axis, or reordering values, keeps every existing point's id."""
     base = decode(grid, 0, grid.size)
-    sizes = grid.values[0]
-    wider_values = tuple(sorted(set(sizes) | {extra_size}, reverse=True))
-    wider = Grid(model=grid.model, axes=grid.axes, values=(wider_values, *grid.values[1:]))
+    block = grid.blocks[0]
+    wider_values = tuple(sorted(set(block[0]) | {extra_size}, reverse=True))
+    wider = Grid(model=grid.model, axes=grid.axes, blocks=((wider_values, *block[1:]), *grid.blocks[1:]))
     joined = base.join(decode(wider, 0, wider.size), on=[a.column for a in grid.axes], how="left", nulls_equal=True)
     assert joined["point_id"].to_list() == joined["point_id_right"].to_list()
 
 
 def test_point_id_differs_between_models():
     """The same parameters in two models are two points."""
-    g1 = Grid(model="a", axes=(NAMESPACE_SIZE,), values=((4096,),))
-    g2 = Grid(model="b", axes=(NAMESPACE_SIZE,), values=((4096,),))
+    g1 = Grid.single("a", (NAMESPACE_SIZE,), ((4096,),))
+    g2 = Grid.single("b", (NAMESPACE_SIZE,), ((4096,),))
     assert decode(g1, 0, 1)["point_id"][0] != decode(g2, 0, 1)["point_id"][0]
 
 
 def test_point_id_is_pinned():
     """A point's id never changes across releases (datasets are joined on it)."""
-    g = Grid(model="memmap", axes=(NAMESPACE_SIZE, COMPOUND_ORDER), values=((100 << 30,), (None,)))
+    g = Grid.single("memmap", (NAMESPACE_SIZE, COMPOUND_ORDER), ((100 << 30,), (None,)))
     row = decode(g, 0, 1)
     assert point_name(g, row.row(0, named=True)) == "memmap[compound_order=auto,namespace_size=100GiB]"
     assert row["point_id"][0] == 13790220966327783054
@@ -84,6 +89,15 @@ def test_point_id_is_pinned():
 
 def test_out_of_range_is_an_error():
     """Asking for indices beyond the grid fails loudly instead of wrapping around."""
-    g = Grid(model="m", axes=(NAMESPACE_SIZE,), values=((4096, 8192),))
+    g = Grid.single("m", (NAMESPACE_SIZE,), ((4096, 8192),))
     with pytest.raises(ValueError, match="outside the grid of 2 points"):
         decode(g, 0, 3)
+
+
+def test_blocks_run_one_after_another():
+    """A two-block grid is block 1's product, then block 2's; ranges may straddle the seam."""
+    g = Grid(model="m", axes=(NAMESPACE_SIZE, MODE),
+             blocks=(((4096, 8192), ("fsdax",)), ((4096,), ("devdax",))))
+    frame = decode(g, 1, 3)
+    assert frame.select("param_namespace_size", "param_mode").rows() == [(8192, "fsdax"), (4096, "devdax")]
+    assert g.size == 3 and decode(g, 0, 3)["point_id"].n_unique() == 3

@@ -119,7 +119,7 @@ def test_ranges_expand_as_written():
         HEAD + '[axes]\nnamespace_size = { from = "1GiB", to = "9GiB", scale = "log2" }\n'
         "[axes.probe]\ni = { from = 0, to = 10, step = 5 }\ndelay_ms = { from = 0.0, to = 0.3, step = 0.1 }\n"
     )
-    axes = dict(spec.grid_axes("probe"))
+    axes = dict(spec.blocks("probe")[0])
     assert axes["i"] == (0, 5, 10)
     assert axes["delay_ms"] == (0.0, 0.1, 0.2, 0.3)
     assert axes["explode"] == (False,)  # the axis default
@@ -132,7 +132,7 @@ def test_model_table_overrides_a_shared_axis():
         'name = "t"\nmodels = ["memmap"]\n[axes]\ncompound_order = ["auto"]\n'
         '[axes.memmap]\ncompound_order = [0, 9]\nnamespace_size = ["1GiB"]\n'
     )
-    axes = dict(spec.grid_axes("memmap"))
+    axes = dict(spec.blocks("memmap")[0])
     assert axes["compound_order"] == (0, 9)
     assert axes["namespace_size"] == (1 << 30,)
 
