@@ -29,6 +29,7 @@ from workers import MODELS, load_plugins
 from workers.axes import SHARED_AXES, Axis
 from workers.exceptions import ProfileError
 from workers.profiles import Profile, load_profile
+from workers.units import parse_size
 
 from .exceptions import SpecError
 
@@ -279,16 +280,28 @@ def _expand_range(fieldname: str, axis: Axis, r: dict) -> list:
         raise SpecError(f"'{fieldname}.scale' must be 'log2' or 'linear' (got {scale!r}).")
     if "step" not in r:
         raise SpecError(f"'{fieldname}.step' must be given for a linear range (got {r!r}).")
-    step = r["step"]
-    try:
-        step = axis.canonical(step) if axis.kind != "float" else float(step)
-    except (ValueError, TypeError):
-        raise SpecError(f"'{fieldname}.step' must be a positive {axis.kind} (got {r['step']!r}).") from None
-    if not step or step <= 0:
-        raise SpecError(f"'{fieldname}.step' must be positive (got {r['step']!r}).")
+    step = _step(fieldname, axis, r["step"])
     n = int((hi - lo) / step + 1e-9) + 1
     if n > MAX_VALUES_PER_AXIS:
         raise SpecError(f"'{fieldname}' range must have at most {MAX_VALUES_PER_AXIS} values (got {n}).")
     if axis.kind == "float":
         return [round(lo + i * step, 12) for i in range(n)]
     return [lo + i * step for i in range(n)]
+
+
+def _step(fieldname: str, axis: Axis, raw: object) -> int | float:
+    """A linear range's step: a positive size, integer or number, as the axis kind (not its rule)."""
+    try:
+        if axis.kind == "size":
+            step = parse_size(raw)
+        elif axis.kind == "int" and not isinstance(raw, bool) and isinstance(raw, int):
+            step = raw
+        elif axis.kind == "float" and not isinstance(raw, bool) and isinstance(raw, (int, float)):
+            step = float(raw)
+        else:
+            raise ValueError
+    except ValueError:
+        raise SpecError(f"'{fieldname}.step' must be a positive {axis.kind} (got {raw!r}).") from None
+    if not step > 0:
+        raise SpecError(f"'{fieldname}.step' must be positive (got {raw!r}).")
+    return step
