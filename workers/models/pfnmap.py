@@ -105,6 +105,27 @@ class PfnmapModel(Model):
         "metric_walk_ns_per_access": FLOAT, "metric_ns_per_load": FLOAT, "metric_copy_ms": FLOAT,
         "metric_speedup_vs_pte": FLOAT,
     }
+    metric_docs = {
+        "metric_pte_leaves": "PTE leaves (4 KiB) the mapping ends up with",
+        "metric_cont_blocks": "arm64 64 KiB contpte blocks among the PTEs (0 unless the profile lets special PTEs fold)",
+        "metric_pmd_leaves": "2 MiB PMD leaves",
+        "metric_pud_leaves": "1 GiB PUD leaves (what-if)",
+        "metric_pt_pages": "page-table pages allocated (PTE and PMD tables plus the RFC's deposited tables)",
+        "metric_pt_deposited_pages": "of which deposited with a PMD leaf (the RFC)",
+        "metric_pt_bytes": "page-table memory, pt_pages x 4 KiB",
+        "metric_huge_fraction": "share of the mapping's bytes under PMD or PUD leaves",
+        "metric_setup_us": "remap_pfn_range() time: call + leaves + page-table page allocations",
+        "metric_tlb_entries": "TLB entries needed to cover the mapping at TLB granularity",
+        "metric_tlb_reach_l1_bytes": "bytes of the mapping the L1 data TLB can cover",
+        "metric_tlb_reach_l2_bytes": "bytes of the mapping the L2 TLB can cover",
+        "metric_tlb_miss_rate": "page walks per load (random) or per 64-byte line copied (sequential)",
+        "metric_walk_refs": "memory references of a mean page walk (up to 24 in a guest)",
+        "metric_walk_ns": "time of a mean page walk, from where its page-table lines live",
+        "metric_walk_ns_per_access": "walk time per load or per line copied",
+        "metric_ns_per_load": "lat_mem_rd -t latency per load (access = lat_mem_rd_random; else null)",
+        "metric_copy_ms": "time to stream-copy the mapping (access = memcpy_seq; else null)",
+        "metric_speedup_vs_pte": "the same point with PTEs only, over this one (1.0 for compound_order = 0)",
+    }
     points_per_second = 1.5e6  # measured 1.4-2.2 M points/s on one core (1,000,000-point frames)
     free_params = (
         FreeParam(section="pfnmap", key="dram_latency_ns", lower=20.0, upper=500.0),
