@@ -34,6 +34,9 @@ from .task import TaskConfig, run_chunk
 OBJECT_STORE_BYTES = 128 * 1024 * 1024  # plenty: tasks carry a spec and two integers
 MAX_RETRIES = 3
 MANIFEST_EVERY_S = 5.0
+# One task, one core: polars and numpy would otherwise spread each task over
+# every core and a 1-CPU Ray would use the whole machine.
+TASK_ENV = {"POLARS_MAX_THREADS": "1", "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
 
 
 @dataclass
@@ -141,6 +144,7 @@ def _execute(spec, loc, chunks, todo, records, summary, progress) -> None:
         profile_name=spec.profile_name, plugins=spec.plugins, location=loc, git_sha=git_sha(),
     )
     cfg_ref = ray.put(cfg)
+    task = _chunk_task.options(runtime_env={"env_vars": TASK_ENV})
     cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
     summary.cpus = cpus
     max_in_flight = 2 * cpus
@@ -154,7 +158,7 @@ def _execute(spec, loc, chunks, todo, records, summary, progress) -> None:
         while pending or in_flight:
             while pending and len(in_flight) < max_in_flight:
                 c = pending.pop()
-                in_flight[_chunk_task.remote(cfg_ref, c)] = c
+                in_flight[task.remote(cfg_ref, c)] = c
             done, _ = ray.wait(list(in_flight), num_returns=1, timeout=1.0)
             for ref in done:
                 c = in_flight.pop(ref)
