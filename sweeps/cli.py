@@ -98,7 +98,8 @@ def cmd_run(args) -> int:
     print(
         f"{spec.name}: {summary.points} points in {summary.chunks} chunks "
         f"({summary.computed} computed, {summary.skipped} skipped, {len(summary.failed)} failed) "
-        f"in {summary.seconds:.1f} s ({rate:,.0f} points/s); status {summary.status}"
+        f"in {summary.seconds:.1f} s (Ray start {summary.ray_start_seconds:.1f} s, tasks {summary.exec_seconds:.1f} s "
+        f"on {summary.cpus} CPUs; {rate:,.0f} points/s); status {summary.status}"
     )
     print(f"dataset: {summary.location.uri}")
     for f in summary.failed:

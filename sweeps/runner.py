@@ -14,6 +14,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import ray
 from tqdm import tqdm
@@ -51,6 +52,7 @@ class RunSummary:
     compute_seconds: float = 0.0  # model evaluation, summed over tasks
     task_seconds: float = 0.0  # whole tasks (decode, evaluate, write), summed
     exec_seconds: float = 0.0  # wall time from the first task submitted to the last one done
+    ray_start_seconds: float = 0.0  # starting (or joining) Ray
     cpus: int = 0
     status: dict[str, int] = field(default_factory=dict)
 
@@ -100,6 +102,7 @@ def run(spec: SweepSpec, out: str, *, address: str | None = None, fresh: bool = 
     summary = RunSummary(location=loc, chunks=len(chunks), skipped=len(records), points=spec.total_points)
     t0 = time.perf_counter()
     started = init_ray(address, cpus) if todo else False
+    summary.ray_start_seconds = time.perf_counter() - t0
     try:
         if todo:
             _execute(spec, loc, chunks, todo, records, summary, progress)
@@ -134,8 +137,8 @@ def _finished(loc: Location, chunks: list[Chunk], old_parts: dict) -> dict[str, 
 
 def _status_counts(loc: Location, c: Chunk) -> dict[str, int]:
     with loc.fs.open_input_file(loc.part_path(c.model, c.chunk_id)) as f:
-        col = pq.read_table(f, columns=["status"]).column("status").to_pylist()
-    return {s: col.count(s) for s in set(col)}
+        counts = pc.value_counts(pq.read_table(f, columns=["status"]).column("status"))
+    return {d["values"]: d["counts"] for d in counts.to_pylist()}
 
 
 def _execute(spec, loc, chunks, todo, records, summary, progress) -> None:
