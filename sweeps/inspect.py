@@ -30,7 +30,7 @@ def status(sweep_dir: str) -> str:
     lines = [
         f"sweep {m['sweep']} (profile {m['profile']}, updated {m['updated']})",
         f"chunks: {m['chunks_done']} of {m['chunks_expected']} done",
-        f"rows: {m['rows']} of {m['points_expected']} points",
+        f"rows: {m['rows']} of {m['rows_expected']} ({m['points_expected']} points x sources {m['sources']})",
         "by status: " + ", ".join(f"{s} {n}" for s, n in sorted(by_status.items())) if by_status else "by status: none yet",
     ]
     for model, info in m["models"].items():
@@ -59,7 +59,7 @@ def verify(sweep_dir: str) -> tuple[list[str], str]:
         try:
             with loc.fs.open_input_stream(path) as f:
                 data = f.read()
-            table = pq.read_table(pa.BufferReader(data), columns=["point_id"])
+            table = pq.read_table(pa.BufferReader(data), columns=["point_id", "source"])
         except (OSError, pa.ArrowException) as e:
             problems.append(f"part {path} is unreadable: {e}")
             continue
@@ -68,25 +68,37 @@ def verify(sweep_dir: str) -> tuple[list[str], str]:
         if table.num_rows != rec["rows"]:
             problems.append(f"part {path} has {table.num_rows} rows, the manifest says {rec['rows']}")
         rows += table.num_rows
-        ids.append(table.column("point_id").to_numpy())
+        ids.append(table)
     for model, cids in sorted(present.items()):
         for cid in sorted(cids - set(m["parts"])):
             path = loc.part_path(model, cid)
             problems.append(f"part {path} is not in the manifest (left by another spec or an interrupted run)")
             try:
                 with loc.fs.open_input_file(path) as f:
-                    ids.append(pq.read_table(f, columns=["point_id"]).column("point_id").to_numpy())
+                    ids.append(pq.read_table(f, columns=["point_id", "source"]))
             except (OSError, pa.ArrowException, KeyError):
                 pass  # already reported as stray; its rows cannot be read
     if m["chunks_done"] != m["chunks_expected"]:
         problems.append(f"only {m['chunks_done']} of {m['chunks_expected']} chunks are done")
     if rows != m["rows"]:
         problems.append(f"the parts hold {rows} rows, the manifest says {m['rows']}")
-    if rows != m["points_expected"]:
-        problems.append(f"the parts hold {rows} rows for {m['points_expected']} points")
-    all_ids = np.concatenate(ids) if ids else np.array([], dtype=np.uint64)
-    dup = all_ids.size - np.unique(all_ids).size
-    if dup:
-        problems.append(f"{dup} duplicate point_id values")
-    summary = f"{m['sweep']}: {len(m['parts'])} parts, {rows} rows, {np.unique(all_ids).size} distinct points"
+    if rows != m["rows_expected"]:
+        problems.append(f"the parts hold {rows} rows; the spec makes {m['rows_expected']}")
+    distinct = set()
+    for source, pids in _ids_by_source(ids).items():
+        unique = np.unique(pids)
+        distinct.add(unique.size)
+        if pids.size != unique.size:
+            problems.append(f"{pids.size - unique.size} duplicate point_id values among the {source} rows")
+    summary = f"{m['sweep']}: {len(m['parts'])} parts, {rows} rows, {max(distinct, default=0)} distinct points"
     return problems, summary
+
+
+def _ids_by_source(tables: list[pa.Table]) -> dict[str, np.ndarray]:
+    """point_id arrays per source: each point appears once per source (model, measured)."""
+    if not tables:
+        return {}
+    t = pa.concat_tables(tables)
+    pids = t.column("point_id").to_numpy()
+    source = t.column("source").to_numpy(zero_copy_only=False)
+    return {s: pids[source == s] for s in np.unique(source)}

@@ -20,6 +20,7 @@ from .spec import SweepSpec
 
 TARGET_SECONDS = 0.25  # model work per chunk: >= ~100 ms so Ray overhead stays small
 MAX_CHUNK_POINTS = 1_000_000  # bounds a worker's memory for one chunk
+MEASURED_CHUNK_POINTS = 4  # a measured point takes ~0.1-10 s: small chunks resume finely
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -28,26 +29,30 @@ class Chunk:
     start: int
     stop: int
     chunk_id: str
+    source: str = "model"
 
     @property
     def points(self) -> int:
         return self.stop - self.start
 
 
-def chunk_points(spec: SweepSpec, model: str) -> int:
+def chunk_points(spec: SweepSpec, model: str, source: str = "model") -> int:
     """Points per chunk: the spec's `chunk_points`, else ~TARGET_SECONDS of the model's work."""
     if spec.chunk_points:
         return spec.chunk_points
+    if source == "measured":
+        return MEASURED_CHUNK_POINTS
     rate = get_model(model).points_per_second
     return max(1, min(MAX_CHUNK_POINTS, int(rate * TARGET_SECONDS)))
 
 
-def grid_digest(spec: SweepSpec, grid: Grid) -> str:
-    """Hash of what fixes a model's rows apart from the range."""
+def grid_digest(spec: SweepSpec, grid: Grid, source: str = "model") -> str:
+    """Hash of what fixes a model's rows apart from the range (measured rows: also how they are measured)."""
     m = get_model(grid.model)
+    how = {"source": source, "measure": spec.measure} if source == "measured" else {}
     blob = json.dumps(
         {
-            "model": m.name, "version": m.version, "profile": spec.profile.digest(),
+            **how, "model": m.name, "version": m.version, "profile": spec.profile.digest(),
             "blocks": [[[a.name, [a.label(v) for v in vals]] for a, vals in zip(grid.axes, block)]
                        for block in grid.blocks],
         },
@@ -57,14 +62,15 @@ def grid_digest(spec: SweepSpec, grid: Grid) -> str:
 
 
 def plan(spec: SweepSpec) -> list[Chunk]:
-    """Every chunk of every model in the spec, in model then index order."""
+    """Every chunk of every model and source in the spec, in source, model, then index order."""
     chunks = []
-    for model in spec.models:
-        grid = grid_for(spec, model)
-        digest = grid_digest(spec, grid)
-        step = chunk_points(spec, model)
-        for start in range(0, grid.size, step):
-            stop = min(start + step, grid.size)
-            cid = hashlib.blake2b(f"{digest}:{start}:{stop}".encode(), digest_size=8).hexdigest()
-            chunks.append(Chunk(model=model, start=start, stop=stop, chunk_id=cid))
+    for source in spec.sources:
+        for model in spec.models:
+            grid = grid_for(spec, model)
+            digest = grid_digest(spec, grid, source)
+            step = chunk_points(spec, model, source)
+            for start in range(0, grid.size, step):
+                stop = min(start + step, grid.size)
+                cid = hashlib.blake2b(f"{digest}:{start}:{stop}".encode(), digest_size=8).hexdigest()
+                chunks.append(Chunk(model=model, start=start, stop=stop, chunk_id=cid, source=source))
     return chunks

@@ -1,27 +1,16 @@
-"""Where rows were computed: host, CPU, memsweep version, git commit (one function each)."""
+"""Where rows were computed: host, CPU, caches, THP mode, kernel, memsweep version, git commit."""
 
 from __future__ import annotations
 
 import functools
-import platform
 import socket
 import subprocess
 from importlib import metadata
 from pathlib import Path
 
+from workers.measure.host import host_facts
+
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
-
-
-@functools.cache
-def cpu_model() -> str:
-    """The CPU's model name from /proc/cpuinfo (platform.processor() as a fallback)."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.lower().startswith(("model name", "cpu model", "hardware")):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 @functools.cache
@@ -45,10 +34,15 @@ def git_sha() -> str:
     return out.stdout.strip() if out.returncode == 0 else ""
 
 
+@functools.cache
 def host_provenance() -> dict[str, str]:
-    """The env_* values of the machine this runs on (node id is added by the Ray task)."""
+    """The env_* values of the machine this runs on (node id and git sha are added by the Ray task)."""
+    facts = host_facts()
     return {
         "env_host": socket.gethostname(),
-        "env_cpu_model": cpu_model(),
+        "env_cpu_model": facts["cpu_model"],
+        "env_caches": f"L1d {facts['l1d_bytes']} B, L2 {facts['l2_bytes']} B, L3 {facts['l3_bytes']} B",
+        "env_thp_mode": facts["thp_mode"],
+        "env_kernel_release": facts["kernel_release"],
         "env_memsweep_version": memsweep_version(),
     }

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import ray
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 from tqdm import tqdm
 
 from workers import get_model
@@ -129,7 +130,7 @@ def _finished(loc: Location, chunks: list[Chunk], old_parts: dict) -> dict[str, 
             continue
         rec = old_parts.get(c.chunk_id)
         if rec is None or rec.get("rows") != rows:
-            rec = {"chunk_id": c.chunk_id, "model": c.model, "start": c.start, "stop": c.stop,
+            rec = {"chunk_id": c.chunk_id, "model": c.model, "source": c.source, "start": c.start, "stop": c.stop,
                    "rows": rows, "status": _status_counts(loc, c), **part_checksum(loc, c.model, c.chunk_id)}
         out[c.chunk_id] = rec
     return out
@@ -141,46 +142,101 @@ def _status_counts(loc: Location, c: Chunk) -> dict[str, int]:
     return {d["values"]: d["counts"] for d in counts.to_pylist()}
 
 
+class _TaskPool:
+    """Model chunks as Ray tasks, two per CPU in flight (a task is one core's work)."""
+
+    def __init__(self, cfg_ref):
+        self.cfg_ref = cfg_ref
+        self.task = _chunk_task.options(runtime_env={"env_vars": TASK_ENV})
+        self.capacity = 2 * max(1, int(ray.cluster_resources().get("CPU", 1)))
+
+    def submit(self, chunk: Chunk):
+        return self.task.remote(self.cfg_ref, chunk)
+
+    def release(self, ref) -> None:
+        pass
+
+
+class _MeasurePool:
+    """Measured chunks on one actor per node, one at a time: a measurement owns its node's CPU."""
+
+    def __init__(self, cfg_ref):
+        self.cfg_ref = cfg_ref
+        nodes = [n["NodeID"] for n in ray.nodes() if n["Alive"] and n["Resources"].get("CPU", 0) >= 1]
+        self.idle = [
+            _Measurer.options(
+                scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=n, soft=False),
+                runtime_env={"env_vars": TASK_ENV},
+            ).remote()
+            for n in nodes
+        ]
+        self.capacity = len(self.idle)
+        self.busy: dict = {}
+
+    def submit(self, chunk: Chunk):
+        actor = self.idle.pop()
+        ref = actor.run.remote(self.cfg_ref, chunk)
+        self.busy[ref] = actor
+        return ref
+
+    def release(self, ref) -> None:
+        self.idle.append(self.busy.pop(ref))
+
+
+@ray.remote(num_cpus=1, max_restarts=2, max_task_retries=2)
+class _Measurer:
+    def run(self, cfg: TaskConfig, chunk: Chunk) -> dict:
+        return run_chunk(cfg, chunk, ray.get_runtime_context().get_node_id())
+
+
 def _execute(spec, loc, chunks, todo, records, summary, progress) -> None:
+    """Model chunks first, then measured ones (so nothing of ours runs beside a measurement)."""
     cfg = TaskConfig(
         sweep=spec.name, grids={m: grid_for(spec, m) for m in spec.models}, profile=spec.profile,
         profile_name=spec.profile_name, plugins=spec.plugins, location=loc, git_sha=git_sha(),
+        measure=spec.measure,
     )
     cfg_ref = ray.put(cfg)
-    task = _chunk_task.options(runtime_env={"env_vars": TASK_ENV})
-    cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
-    summary.cpus = cpus
-    max_in_flight = 2 * cpus
+    summary.cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
     t_exec = time.perf_counter()
-    pending = list(reversed(todo))
-    in_flight: dict = {}
-    last_manifest = time.monotonic()
     bar = tqdm(total=sum(c.points for c in todo), unit="pt", unit_scale=True, disable=not progress,
                desc=f"{spec.name}", file=sys.stderr, mininterval=0.5, smoothing=0.1)
     try:
-        while pending or in_flight:
-            while pending and len(in_flight) < max_in_flight:
-                c = pending.pop()
-                in_flight[task.remote(cfg_ref, c)] = c
-            done, _ = ray.wait(list(in_flight), num_returns=1, timeout=1.0)
-            for ref in done:
-                c = in_flight.pop(ref)
-                try:
-                    rec = ray.get(ref)
-                except (ray.exceptions.RayError, OSError) as e:
-                    summary.failed.append(f"{c.model} chunk {c.chunk_id} [{c.start}, {c.stop}): {e}")
-                    continue
-                records[c.chunk_id] = rec
-                summary.computed += 1
-                summary.compute_seconds += rec.get("compute_s", 0.0)
-                summary.task_seconds += rec.get("total_s", 0.0)
-                bar.update(c.points)
-            if time.monotonic() - last_manifest > MANIFEST_EVERY_S:
-                write_manifest(loc, _manifest(spec, loc, chunks, records))
-                last_manifest = time.monotonic()
+        for source, pool in (("model", _TaskPool), ("measured", _MeasurePool)):
+            mine = [c for c in todo if c.source == source]
+            if mine:
+                _drain(pool(cfg_ref), mine, spec, loc, chunks, records, summary, bar)
     finally:
         bar.close()
         summary.exec_seconds = time.perf_counter() - t_exec
+
+
+def _drain(pool, todo, spec, loc, chunks, records, summary, bar) -> None:
+    """Run every chunk of `todo` on `pool`, keeping it full; record results; save the manifest now and then."""
+    pending = list(reversed(todo))
+    in_flight: dict = {}
+    last_manifest = time.monotonic()
+    while pending or in_flight:
+        while pending and len(in_flight) < pool.capacity:
+            c = pending.pop()
+            in_flight[pool.submit(c)] = c
+        done, _ = ray.wait(list(in_flight), num_returns=1, timeout=1.0)
+        for ref in done:
+            c = in_flight.pop(ref)
+            pool.release(ref)
+            try:
+                rec = ray.get(ref)
+            except (ray.exceptions.RayError, OSError) as e:
+                summary.failed.append(f"{c.model} {c.source} chunk {c.chunk_id} [{c.start}, {c.stop}): {e}")
+                continue
+            records[c.chunk_id] = rec
+            summary.computed += 1
+            summary.compute_seconds += rec.get("compute_s", 0.0)
+            summary.task_seconds += rec.get("total_s", 0.0)
+            bar.update(c.points)
+        if time.monotonic() - last_manifest > MANIFEST_EVERY_S:
+            write_manifest(loc, _manifest(spec, loc, chunks, records))
+            last_manifest = time.monotonic()
 
 
 def _manifest(spec: SweepSpec, loc: Location, chunks: list[Chunk], records: dict) -> dict:
@@ -195,6 +251,8 @@ def _manifest(spec: SweepSpec, loc: Location, chunks: list[Chunk], records: dict
         "chunks_done": sum(1 for c in expected if c.chunk_id in records),
         "rows": sum(r["rows"] for r in records.values()),
         "points_expected": spec.total_points,
+        "rows_expected": spec.total_rows,
+        "sources": list(spec.sources),
         "parts": {cid: {k: v for k, v in r.items() if k not in ("compute_s", "total_s")} for cid, r in records.items()},
         "spec": spec.text,
         "driver": {**host_provenance(), "env_git_sha": git_sha()},

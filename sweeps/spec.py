@@ -34,7 +34,9 @@ from workers.units import parse_size
 from .exceptions import SpecError
 
 SPEC_DIR = Path(__file__).parent / "specs"
-TOP_KEYS = {"name", "description", "models", "profile", "plugins", "chunk_points", "axes"}
+TOP_KEYS = {"name", "description", "models", "profile", "plugins", "chunk_points", "source", "measure", "axes"}
+SOURCES = {"model": ("model",), "measured": ("measured",), "both": ("model", "measured")}
+MEASURE_KEYS = {"repeats": 5, "warmup": 1, "cpu": 0}
 RANGE_KEYS = {"from", "to", "scale", "step"}
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 MAX_VALUES_PER_AXIS = 100_000
@@ -52,6 +54,8 @@ class SweepSpec:
     profile_name: str
     plugins: tuple[str, ...]
     chunk_points: int | None
+    sources: tuple[str, ...] = ("model",)  # "model" and/or "measured" rows for every point
+    measure: dict[str, int] = field(default_factory=lambda: dict(MEASURE_KEYS))  # repeats, warmup, cpu
     # model -> blocks; a block is ((axis, values), ...) in model axis order
     axes: dict[str, tuple[tuple[tuple[str, tuple], ...], ...]]
     text: str = field(default="", repr=False)  # the TOML as given, written beside the dataset
@@ -65,6 +69,11 @@ class SweepSpec:
     @property
     def total_points(self) -> int:
         return sum(self.points(m) for m in self.models)
+
+    @property
+    def total_rows(self) -> int:
+        """Rows of the finished dataset: one per point and source."""
+        return self.total_points * len(self.sources)
 
 
 def shipped_specs() -> list[str]:
@@ -108,10 +117,13 @@ def parse_spec(text: str) -> SweepSpec:
     models = _models(data)
     profile_name, profile = _profile(data)
     chunk_points = _chunk_points(data)
+    sources = _sources(data)
+    measure = _measure(data)
     axes = _axes(data.get("axes", {}), models)
     spec = SweepSpec(
         name=name, description=_str(data, "description", ""), models=models, profile=profile,
-        profile_name=profile_name, plugins=plugins, chunk_points=chunk_points, axes=axes, text=text,
+        profile_name=profile_name, plugins=plugins, chunk_points=chunk_points, sources=sources,
+        measure=measure, axes=axes, text=text,
     )
     for m in models:
         if spec.points(m) > MAX_POINTS:
@@ -177,6 +189,29 @@ def _chunk_points(data: dict) -> int | None:
     if isinstance(v, bool) or not isinstance(v, int) or v < 1:
         raise SpecError(f"'chunk_points' must be a positive integer (got {v!r}).")
     return v
+
+
+def _sources(data: dict) -> tuple[str, ...]:
+    source = data.get("source", "model")
+    if source not in SOURCES:
+        raise SpecError(f"'source' must be one of {sorted(SOURCES)} (got {source!r}).")
+    return SOURCES[source]
+
+
+def _measure(data: dict) -> dict[str, int]:
+    """The [measure] table: repeats (>= 1), warmup (>= 0) runs, and the cpu to pin to (>= 0)."""
+    table = data.get("measure", {})
+    if not isinstance(table, dict):
+        raise SpecError(f"'measure' must be a table with keys {sorted(MEASURE_KEYS)} (got {table!r}).")
+    out = dict(MEASURE_KEYS)
+    for key, v in table.items():
+        if key not in MEASURE_KEYS:
+            raise SpecError(f"'measure.{key}' is not a measure key; allowed keys are {sorted(MEASURE_KEYS)}.")
+        least = 1 if key == "repeats" else 0
+        if isinstance(v, bool) or not isinstance(v, int) or v < least:
+            raise SpecError(f"'measure.{key}' must be an integer >= {least} (got {v!r}).")
+        out[key] = v
+    return out
 
 
 def _axes(table: object, models: tuple[str, ...]) -> dict[str, tuple]:

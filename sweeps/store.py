@@ -23,13 +23,17 @@ import pyarrow.parquet as pq
 
 from .exceptions import DatasetError, UsageError
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"
 # Schema history:
 #   1: identity, param_*, metric_*, env_* columns; key-value metadata memsweep.*
+#   2: `source` ("model" | "measured") among the identity columns; measure_* columns after the
+#      metrics (null on modeled rows); env_kernel_release, env_thp_mode, env_caches
 MANIFEST = "manifest.json"
 SPEC_FILE = "spec.toml"
-IDENTITY_COLUMNS = ("sweep", "model", "model_version", "profile", "point_id", "chunk_id", "status", "reason")
-PROVENANCE_COLUMNS = ("env_host", "env_cpu_model", "env_memsweep_version", "env_git_sha", "env_ray_node_id")
+IDENTITY_COLUMNS = ("sweep", "model", "model_version", "profile", "source", "point_id", "chunk_id", "status",
+                    "reason")
+PROVENANCE_COLUMNS = ("env_host", "env_cpu_model", "env_caches", "env_thp_mode", "env_kernel_release",
+                      "env_memsweep_version", "env_git_sha", "env_ray_node_id")
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import polars as pl
 
 from workers import evaluate, get_model, load_plugins
+from workers.evaluate import error_rows
+from workers.measure.measure import MEASURE_COLUMNS, measure
 from workers.profiles import Profile
 
 from .grid import Grid, decode
@@ -32,14 +34,20 @@ class TaskConfig:
     plugins: tuple[str, ...]
     location: Location
     git_sha: str
+    measure: dict = field(default_factory=dict)  # repeats, warmup, cpu for measured chunks
 
 
 def chunk_frame(cfg: TaskConfig, chunk: Chunk, node_id: str) -> pl.DataFrame:
-    """The rows of one chunk in dataset column order (identity, params, metrics, provenance)."""
+    """The rows of one chunk in dataset column order (identity, params, metrics, measure_*, provenance)."""
     load_plugins(cfg.plugins)
     model = get_model(chunk.model)
     points = decode(cfg.grids[chunk.model], chunk.start, chunk.stop)
-    out = evaluate(model, points.drop("point_id"), cfg.profile)
+    params = points.drop("point_id")
+    if chunk.source == "measured":
+        out = pl.concat([params, measured(model, params, cfg.measure)], how="horizontal")
+    else:
+        out = evaluate(model, params, cfg.profile).with_columns(
+            pl.lit(None, dtype=dt).alias(c) for c, dt in MEASURE_COLUMNS.items())
     prov = {**host_provenance(), "env_git_sha": cfg.git_sha, "env_ray_node_id": node_id}
     out = out.with_columns(
         points["point_id"],
@@ -47,12 +55,20 @@ def chunk_frame(cfg: TaskConfig, chunk: Chunk, node_id: str) -> pl.DataFrame:
         pl.lit(model.name).alias("model"),
         pl.lit(model.version).alias("model_version"),
         pl.lit(cfg.profile_name).alias("profile"),
+        pl.lit(chunk.source).alias("source"),
         pl.lit(chunk.chunk_id).alias("chunk_id"),
         *(pl.lit(v).alias(k) for k, v in prov.items()),
     )
-    params = [c for c in out.columns if c.startswith("param_")]
-    metrics = [c for c in out.columns if c.startswith("metric_")]
-    return out.select(*IDENTITY_COLUMNS, *params, *metrics, *PROVENANCE_COLUMNS)
+    cols = [c for c in out.columns if c.startswith("param_")] + list(model.metrics) + list(MEASURE_COLUMNS)
+    return out.select(*IDENTITY_COLUMNS, *cols, *PROVENANCE_COLUMNS)
+
+
+def measured(model, params: pl.DataFrame, how: dict) -> pl.DataFrame:
+    """The measure backend's rows for these points; a failure becomes error rows, as with models."""
+    try:
+        return measure(model, params, **how)
+    except Exception as e:  # noqa: BLE001 - a broken measurement must not lose the chunk
+        return error_rows(model, params.height, e, MEASURE_COLUMNS)
 
 
 def run_chunk(cfg: TaskConfig, chunk: Chunk, node_id: str = "") -> dict:
@@ -72,7 +88,7 @@ def run_chunk(cfg: TaskConfig, chunk: Chunk, node_id: str = "") -> dict:
     record = write_part(cfg.location, chunk.model, chunk.chunk_id, table)
     counts = frame["status"].value_counts()
     record.update(
-        chunk_id=chunk.chunk_id, model=chunk.model, start=chunk.start, stop=chunk.stop,
+        chunk_id=chunk.chunk_id, model=chunk.model, source=chunk.source, start=chunk.start, stop=chunk.stop,
         status={s: int(n) for s, n in counts.iter_rows()}, node=node_id,
         compute_s=compute_s, total_s=time.perf_counter() - t0,
     )

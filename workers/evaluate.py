@@ -22,14 +22,19 @@ def evaluate(model: Model, points: pl.DataFrame, profile: Profile) -> pl.DataFra
         out = model.evaluate(points, profile)
         _check_contract(model, points, out)
     except Exception as e:  # noqa: BLE001 - any model failure becomes error rows
-        last = traceback.extract_tb(e.__traceback__)[-1:] or [None]
-        where = f" at {last[0].filename.rsplit('/', 1)[-1]}:{last[0].lineno}" if last[0] else ""
-        msg = f"{type(e).__name__}: {e}{where}"
-        out = pl.DataFrame(
-            {"status": [STATUS_ERROR] * points.height, "reason": [msg] * points.height},
-            schema={"status": pl.Utf8, "reason": pl.Utf8},
-        ).with_columns(pl.lit(None, dtype=dt).alias(c) for c, dt in model.metrics.items())
+        out = error_rows(model, points.height, e)
     return pl.concat([points, out], how="horizontal")
+
+
+def error_rows(model: Model, height: int, exc: BaseException, extra: dict | None = None) -> pl.DataFrame:
+    """`height` rows of status "error" naming the exception and where it was raised; null metrics."""
+    last = traceback.extract_tb(exc.__traceback__)[-1:] or [None]
+    where = f" at {last[0].filename.rsplit('/', 1)[-1]}:{last[0].lineno}" if last[0] else ""
+    msg = f"{type(exc).__name__}: {exc}{where}"
+    return pl.DataFrame(
+        {"status": [STATUS_ERROR] * height, "reason": [msg] * height},
+        schema={"status": pl.Utf8, "reason": pl.Utf8},
+    ).with_columns(pl.lit(None, dtype=dt).alias(c) for c, dt in {**model.metrics, **(extra or {})}.items())
 
 
 def _check_contract(model: Model, points: pl.DataFrame, out: pl.DataFrame) -> None:

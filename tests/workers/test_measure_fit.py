@@ -1,0 +1,84 @@
+"""Calibration figures from measured rows (workers/measure/fit.py), and that a fit to them recovers the times."""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+
+from workers.calibrate import calibrate, figure_frame, predict
+from workers.measure import fit
+from workers.models.memmap import MODEL as MEMMAP
+from workers.models.pfnmap import MODEL as PFNMAP
+from workers.models.young import MODEL as YOUNG
+from workers.profiles import load_profile
+
+SEED = load_profile("seed")
+
+
+def measured(points, model, rows, medians, status=None, source=None):
+    """A dataset-like frame: the points, a status, the headline metric and measure_median."""
+    frame = points(model, *rows)
+    extra = {"status": status or ["ok"] * len(rows), "measure_median": medians}
+    if source:
+        extra["source"] = source
+    return pl.concat([frame, pl.DataFrame(extra)], how="horizontal")
+
+
+def test_memmap_rows_become_figures_named_by_mode_size_strategy(points):
+    """One figure per ok measured row, id memmap/measured/<mode>/P<P>/<strategy>/<size>, published = median."""
+    rows = [{"namespace_size": "1GiB", "strategy": "template_nt", "mode": "fsdax"},
+            {"namespace_size": "2GiB", "strategy": "slow", "mode": "devdax", "map": "mem"},
+            {"namespace_size": "4GiB"}]
+    frame = measured(points, MEMMAP, rows, [1.5, 2.5, 3.5], status=["ok", "ok", "infeasible"])
+    figs = fit.figures_from_measured(MEMMAP, frame)
+    assert [f.id for f in figs] == ["memmap/measured/fsdax/P64/template_nt/1GiB",
+                                    "memmap/measured/devdax/P64/slow/2GiB/map=mem"]
+    assert [f.published for f in figs] == [1.5, 2.5]
+    assert all(f.metric == "metric_init_ms" and f.unit == "ms" for f in figs)
+    assert figure_frame(MEMMAP, figs).height == 2  # the params are canonical axis values
+
+
+def test_repeated_points_are_one_figure_at_the_median_and_model_rows_are_ignored(points):
+    """The same point measured three times is one figure (median); source = "model" rows do not count."""
+    row = {"namespace_size": "1GiB"}
+    frame = measured(points, MEMMAP, [row] * 4, [1.0, 4.0, 2.0, 100.0],
+                     source=["measured", "measured", "measured", "model"])
+    (fig,) = fit.figures_from_measured(MEMMAP, frame)
+    assert fig.published == 2.0
+
+
+def test_pfnmap_figures_use_the_metric_of_their_access(points):
+    """lat_mem_rd_random rows calibrate ns per load, memcpy_seq rows ms per copy."""
+    rows = [{"arch": "x86_64", "compound_order": 0}, {"arch": "x86_64", "compound_order": 9, "access": "memcpy_seq"}]
+    figs = fit.figures_from_measured(PFNMAP, measured(points, PFNMAP, rows, [150.0, 20.0]))
+    assert [(f.metric, f.unit) for f in figs] == [("metric_ns_per_load", "ns"), ("metric_copy_ms", "ms")]
+    assert figs[0].id == "pfnmap/measured/lat_mem_rd_random/order0/100GiB/arch=x86_64"
+
+
+def test_young_gives_no_figures(points):
+    """A model without a measurement has nothing to calibrate from."""
+    assert fit.figures_from_measured(YOUNG, measured(points, YOUNG, [{}], [1.0])) == []
+
+
+def test_host_profile_uses_the_hosts_last_level_cache():
+    """copy.llc_bytes becomes the host's L3 (source measured); unknown facts leave the profile alone."""
+    p = fit.host_profile(SEED, {"l3_bytes": "33554432", "l2_bytes": "1048576"})
+    assert p.value("copy", "llc_bytes") == 33554432 and p.sections["copy"]["llc_bytes"].source == "measured"
+    assert fit.host_profile(SEED, {"l3_bytes": "unknown"}) is SEED
+
+
+def test_a_fit_to_measured_memmap_times_reproduces_them(points):
+    """Times made by the memmap model with known costs are reproduced within 2% by fit_start + calibrate."""
+    truth = SEED.with_values({("copy", "store_ns"): 0.16, ("copy", "call_ns"): 2.3, ("copy", "dram_write_gbs"): 28.0,
+                              ("copy", "dram_rfo_gbs"): 150.0}, source="assumed")
+    rows = [{"namespace_size": size, "mode": mode, "strategy": s}
+            for size in ("4GiB", "64GiB") for mode in ("fsdax", "devdax")
+            for s in ("slow", "template", "template_nt", "template_nt_inline")]
+    frame = points(MEMMAP, *rows)
+    times = predict(MEMMAP, fit.figures_from_measured(MEMMAP, measured(points, MEMMAP, rows, [1.0] * 16)), truth)
+    figs = fit.figures_from_measured(MEMMAP, measured(points, MEMMAP, rows, list(times)))
+    assert frame.height == len(figs) == 16
+    start = fit.fit_start(MEMMAP, SEED, figs)
+    result = calibrate(MEMMAP, start, figures=figs)
+    assert result.max_error < 0.02
+    assert result.fitted[("copy", "dram_write_gbs")] == pytest.approx(28.0, rel=0.05)

@@ -1,0 +1,152 @@
+"""The native kernels (workers/native via workers/measure/kernels.py): what they write, never how fast."""
+
+from __future__ import annotations
+
+import struct
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from workers.measure.exceptions import MeasureError
+from workers.measure.host import anon_huge_bytes
+from workers.measure.kernels import COPY_SIZES, COPY_STRATEGIES, MEMMAP_SIZES, MEMMAP_STRATEGIES, Mapping
+from workers.measure.plans import CHASE_STRIDE, PAGE, chase_loads
+
+SECTION_PFNS = 1 << 15  # PAGES_PER_SECTION in memmap.c
+# (heads, per_compound, order): fsdax order-0 pages, a devdax 2 MiB compound written whole, one whose
+# tails alias (compound_nr_pages() = 128 of 512), and the smallest compounds (order 1 and 2)
+GEOMETRIES = [(300, 1, 0), (3, 512, 9), (3, 128, 9), (5, 2, 1), (4, 4, 2)]
+
+
+def init(kernels, psize, strategy, heads, per, order, start_pfn, reset) -> bytes:
+    nbytes = heads * per * psize
+    with Mapping(kernels, nbytes) as m:
+        m.prefault()
+        m.write(0, b"\xaa" * nbytes)  # garbage: every byte the kernel leaves must be its own
+        kernels.memmap_init(m.addr, psize=psize, strategy=strategy, heads=heads, per_compound=per, order=order,
+                            start_pfn=start_pfn, refcount_reset=reset)
+        return m.read(0, nbytes)
+
+
+@pytest.mark.parametrize("psize", MEMMAP_SIZES)
+@pytest.mark.parametrize("heads,per,order", GEOMETRIES)
+def test_the_four_memmap_strategies_write_identical_bytes(kernels, psize, heads, per, order):
+    """slow, template, template_nt and template_nt_inline leave the same struct pages, across a section."""
+    start = SECTION_PFNS - (heads // 2) * (1 << order)  # heads on both sides of a section boundary
+    out = {s: init(kernels, psize, s, heads, per, order, start, reset=order == 0) for s in MEMMAP_STRATEGIES}
+    assert all(v == out["slow"] for v in out.values())
+    assert b"\xaa" * 8 not in out["slow"]
+
+
+@pytest.mark.parametrize("psize", MEMMAP_SIZES)
+def test_memmap_pages_carry_their_pfn_section_and_refcount_policy(kernels, psize):
+    """Each page's flags hold its own section; fsdax heads get refcount 0, devdax heads keep 1."""
+    start = SECTION_PFNS - 2
+    for reset, refcount in ((True, 0), (False, 1)):
+        raw = init(kernels, psize, "template_nt_inline", 4, 1, 0, start, reset)
+        for i in range(4):
+            page = raw[i * psize:(i + 1) * psize]
+            flags, = struct.unpack_from("<Q", page, 0)
+            assert (flags >> 32) & 0x7FFFF == (start + i) >> 15
+            assert struct.unpack_from("<i", page, 52)[0] == refcount
+
+
+def test_compound_tails_point_to_their_head_and_the_head_is_marked(kernels):
+    """prep_compound_tail(): every tail's compound_head is its head's address | 1; __SetPageHead() on heads."""
+    raw = init(kernels, 64, "template", 2, 512, 9, 1 << 20, reset=False)
+    for h in range(2):
+        head_pfn = (1 << 20) + h * 512
+        head_flags, = struct.unpack_from("<Q", raw, h * 512 * 64)
+        assert head_flags & (1 << 6)
+        for i in (1, 2, 511):
+            link, = struct.unpack_from("<Q", raw, (h * 512 + i) * 64 + 8)
+            assert link == (0xFFFFEA0000000000 + head_pfn * 64) | 1
+
+
+@pytest.mark.parametrize("psize,per,order", [(56, 1, 0), (64, 2, 2), (64, 513, 9), (104, 1, 0)])
+def test_memmap_rejects_sizes_and_geometries_it_was_not_built_for(kernels, psize, per, order):
+    """An unsupported P, or fewer/more pages per compound than the order allows, raises MeasureError."""
+    with Mapping(kernels, 4 * PAGE) as m, pytest.raises(MeasureError, match="does not support"):
+        kernels.memmap_init(m.addr, psize=psize, strategy="slow", heads=1, per_compound=per, order=order,
+                            start_pfn=0, refcount_reset=True)
+
+
+@settings(max_examples=60, deadline=None)
+@given(size=st.sampled_from(COPY_SIZES), strategy=st.sampled_from(COPY_STRATEGIES),
+       offset=st.integers(0, 127), n=st.integers(1, 40))
+def test_copy_kernels_copy_exactly_at_any_offset(kernels, size, strategy, offset, n):
+    """n copies of the source land at dst + i * size for any destination offset; bytes around stay."""
+    src = bytes((7 * i + 3) % 256 for i in range(size))
+    with Mapping(kernels, 2 * PAGE) as dst, Mapping(kernels, PAGE) as s:
+        dst.prefault()
+        dst.write(0, b"\xee" * 2 * PAGE)
+        s.write(0, src)
+        kernels.copy_run(dst.addr + offset, s.addr, size=size, strategy=strategy, n=n)
+        assert dst.read(offset, n * size) == src * n
+        assert dst.read(0, offset) == b"\xee" * offset
+        assert dst.read(offset + n * size, 64) == b"\xee" * 64
+
+
+def test_copy_rejects_a_size_it_was_not_built_for(kernels):
+    """A copy size outside 8..128 step 8 raises MeasureError."""
+    with Mapping(kernels, PAGE) as m, pytest.raises(MeasureError, match="does not support"):
+        kernels.copy_run(m.addr, m.addr + 2048, size=12, strategy="memcpy", n=1)
+
+
+@pytest.mark.parametrize("npages", [1, 3, 16])
+def test_chase_visits_every_page_once_per_lap_and_every_line_once_per_cycle(kernels, npages):
+    """lat_mem_rd -t: each load to another page, each lap a permutation of the pages, the cycle all lines."""
+    lines = PAGE // CHASE_STRIDE
+    with Mapping(kernels, npages * PAGE) as m:
+        m.prefault()
+        start = kernels.chase_build(m.addr, npages * PAGE, stride=CHASE_STRIDE, seed=5)
+        trace = kernels.chase_trace(m.addr, start, npages * lines + 1)
+    pages = [off // PAGE for off in trace]
+    for lap in range(lines):
+        assert sorted(pages[lap * npages:(lap + 1) * npages]) == list(range(npages))
+    if npages > 1:
+        assert all(a != b for a, b in zip(pages, pages[1:]))
+    cycle = trace[:-1]
+    assert sorted(cycle) == [p * PAGE + j * CHASE_STRIDE for p in range(npages) for j in range(lines)]
+    assert trace[-1] == trace[0]  # the chain closes
+
+
+def test_chase_samples_whole_laps_up_to_the_full_cycle():
+    """Loads per sample are a multiple of the page count and never more than every line once."""
+    for length in (PAGE, 64 * PAGE, 1 << 30, 1 << 34):
+        loads, npages = chase_loads(length), length // PAGE
+        assert loads % npages == 0 and npages <= loads <= npages * (PAGE // CHASE_STRIDE)
+
+
+def test_chase_build_refuses_a_stride_that_is_not_a_power_of_two(kernels):
+    """A bad stride (or size) gives MeasureError, not a corrupt chain."""
+    with Mapping(kernels, PAGE) as m, pytest.raises(MeasureError, match="failed"):
+        kernels.chase_build(m.addr, PAGE, stride=48)
+
+
+@pytest.mark.parametrize("vector", [False, True])
+def test_nt_stream_writes_every_line(kernels, vector):
+    """The NT write-bandwidth kernels (MOVNTI, MOVNTDQ) store the pattern over the whole range."""
+    with Mapping(kernels, 4 * PAGE) as m:
+        m.prefault()
+        kernels.nt_stream(m.addr, 4 * PAGE, vector=vector)
+        assert m.read(0, 4 * PAGE) == b"\x5a" * 4 * PAGE
+
+
+def test_stream_copy_copies_the_mapping(kernels):
+    """The memcpy_seq kernel copies all bytes."""
+    data = bytes(range(256)) * 64
+    with Mapping(kernels, len(data)) as a, Mapping(kernels, len(data)) as b:
+        a.write(0, data)
+        kernels.stream_copy(b.addr, a.addr, len(data))
+        assert b.read(0, len(data)) == data
+
+
+def test_a_nohugepage_mapping_has_no_huge_pages(kernels):
+    """MADV_NOHUGEPAGE keeps a 2 MiB-aligned mapping on 4 KiB pages: smaps shows no AnonHugePages."""
+    nbytes = 4 << 20
+    with Mapping(kernels, nbytes) as m:
+        assert m.advise(0, nbytes, False)
+        m.prefault()
+        assert anon_huge_bytes(m.addr, nbytes) == 0

@@ -1,0 +1,129 @@
+"""measure() (workers/measure/measure.py): the contract columns, the discipline, and every refusal as a row."""
+
+from __future__ import annotations
+
+import os
+
+import polars as pl
+import pytest
+
+from workers.measure import measure as ms
+from workers.measure import plans
+from workers.measure.host import machine_arch
+from workers.models.copy import MODEL as COPY
+from workers.models.memmap import MODEL as MEMMAP
+from workers.models.pfnmap import MODEL as PFNMAP
+from workers.models.young import MODEL as YOUNG
+
+TINY = {"repeats": 2, "warmup": 0}
+
+
+def check_contract(model, points, out):
+    assert out.height == points.height
+    assert out.columns == ["status", "reason", *model.metrics, *ms.MEASURE_COLUMNS]
+    expected = {"status": pl.Utf8, "reason": pl.Utf8, **model.metrics, **ms.MEASURE_COLUMNS}
+    assert dict(out.schema) == expected
+
+
+def test_memmap_rows_fill_init_ms_with_the_median_and_nothing_else(points, native_cache):
+    """Measured memmap rows: metric_init_ms = measure_median >= measure_min, other metrics null."""
+    frame = points(MEMMAP, *[{"namespace_size": "16MiB", "mode": mode, "strategy": s}
+                             for mode in ("fsdax", "devdax") for s in ("slow", "template_nt_inline")])
+    out = ms.measure(MEMMAP, frame, cache_dir=native_cache, **TINY)
+    check_contract(MEMMAP, frame, out)
+    assert out["status"].to_list() == ["ok"] * 4
+    assert out["metric_init_ms"].to_list() == out["measure_median"].to_list()
+    assert (out["measure_min"] <= out["measure_median"]).all() and (out["measure_min"] > 0).all()
+    assert out["measure_repeats"].to_list() == [2] * 4
+    assert out["measure_huge_pages"].null_count() == 4
+    assert out["metric_stores"].null_count() == 4
+
+
+def test_copy_rows_fill_ns_per_copy_and_gbs(points, native_cache):
+    """Measured copy rows: metric_ns_per_copy is the median and metric_gbs = size / ns."""
+    frame = points(COPY, {"namespace_size": "64KiB", "struct_page_size": 80, "strategy": "nt_inline",
+                          "inline_sizes": "patched", "dst_offset": 3})
+    out = ms.measure(COPY, frame, cache_dir=native_cache, **TINY)
+    check_contract(COPY, frame, out)
+    row = out.row(0, named=True)
+    assert row["status"] == "ok"
+    assert row["metric_gbs"] == pytest.approx(80 / row["metric_ns_per_copy"])
+
+
+def test_pfnmap_rows_fill_the_metric_of_their_access_pattern(points, native_cache):
+    """lat_mem_rd_random fills ns per load, memcpy_seq ms per copy; 4 KiB rows are never THP-backed."""
+    here = machine_arch()
+    frame = points(PFNMAP, {"arch": here, "namespace_size": "4MiB", "compound_order": 0},
+                   {"arch": here, "namespace_size": "4MiB", "compound_order": 9, "access": "memcpy_seq"})
+    out = ms.measure(PFNMAP, frame, cache_dir=native_cache, **TINY)
+    check_contract(PFNMAP, frame, out)
+    assert out["status"].to_list() == ["ok", "ok"]
+    assert out["metric_ns_per_load"][0] > 0 and out["metric_copy_ms"][0] is None
+    assert out["metric_copy_ms"][1] > 0 and out["metric_ns_per_load"][1] is None
+    assert out["measure_huge_pages"][0] is False and out["measure_huge_pages"][1] is not None
+
+
+def test_young_rows_are_all_infeasible_with_a_reason(points, native_cache):
+    """young has no measurement: every row infeasible, the contract kept."""
+    frame = points(YOUNG, {}, {"batching": "per_pte"})
+    out = ms.measure(YOUNG, frame, cache_dir=native_cache)
+    check_contract(YOUNG, frame, out)
+    assert out["status"].to_list() == ["infeasible"] * 2
+    assert "no user-space analog" in out["reason"][0]
+
+
+def test_points_the_model_rejects_keep_the_models_reason(points, native_cache):
+    """A point that cannot exist (P = 104 struct pages) is infeasible with the model's own reason."""
+    frame = points(MEMMAP, {"struct_page_size": 104, "map": "mem", "namespace_size": "16MiB"})
+    out = ms.measure(MEMMAP, frame, cache_dir=native_cache, **TINY)
+    assert out["status"][0] == "infeasible" and "above 96 bytes" in out["reason"][0]
+
+
+def test_points_larger_than_free_memory_are_refused_with_a_reason(points, native_cache):
+    """A 16 TiB namespace needs 252 GiB of struct pages: refused, not attempted."""
+    frame = points(MEMMAP, {"namespace_size": "16TiB"}, {"namespace_size": "16MiB"})
+    out = ms.measure(MEMMAP, frame, cache_dir=native_cache, **TINY)
+    assert out["status"].to_list() == ["infeasible", "ok"]
+    assert out["reason"][0].startswith("needs 252.00 GiB of memory to measure")
+
+
+def test_memory_refusal_keeps_a_safety_margin(tmp_path):
+    """MemAvailable 10 GiB leaves 9 GiB to measure (a 10% margin, at least 512 MiB)."""
+    (tmp_path / "proc").mkdir()
+    (tmp_path / "proc/meminfo").write_text(f"MemAvailable: {10 * 1024 * 1024} kB\n")
+    assert ms.memory_refusal(9 << 30, tmp_path) is None
+    assert "minus a 1.00 GiB safety margin" in ms.memory_refusal((9 << 30) + 1, tmp_path)
+
+
+def test_no_compiler_gives_infeasible_rows_with_the_reason(points, tmp_path):
+    """Without a C compiler the measurable rows are infeasible ("no C compiler (cc) on this node: ...")."""
+    frame = points(MEMMAP, {"namespace_size": "16MiB"}, {"struct_page_size": 104, "map": "mem"})
+    out = ms.measure(MEMMAP, frame, cc="/nonexistent/cc", cache_dir=tmp_path, **TINY)
+    check_contract(MEMMAP, frame, out)
+    assert out["status"].to_list() == ["infeasible", "infeasible"]
+    assert out["reason"][0].startswith("no C compiler (cc) on this node: ")
+    assert "above 96 bytes" in out["reason"][1]
+
+
+def test_measure_pins_the_thread_and_restores_its_affinity(points, native_cache, monkeypatch):
+    """During the runs the thread is on one CPU; afterwards it has its old affinity again."""
+    before = os.sched_getaffinity(0)
+    seen = []
+    real = plans.MemmapPlan.run
+
+    def spy(self, k, warmup, repeats):
+        seen.append(os.sched_getaffinity(0))
+        return real(self, k, warmup, repeats)
+
+    monkeypatch.setattr(plans.MemmapPlan, "run", spy)
+    ms.measure(MEMMAP, points(MEMMAP, {"namespace_size": "16MiB"}), cpu=max(before), cache_dir=native_cache,
+               **TINY)
+    assert seen == [{max(before)}]
+    assert os.sched_getaffinity(0) == before
+
+
+@pytest.mark.parametrize("kw", [{"repeats": 0}, {"warmup": -1}])
+def test_bad_repeat_counts_are_rejected(points, kw):
+    """repeats < 1 or warmup < 0 raise ValueError naming both."""
+    with pytest.raises(ValueError, match="'repeats' must be >= 1 and 'warmup' >= 0"):
+        ms.measure(MEMMAP, points(MEMMAP, {}), **kw)

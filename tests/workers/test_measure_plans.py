@@ -1,0 +1,98 @@
+"""Measurement plans (workers/measure/plans.py): what each point maps and runs, or why it cannot be measured."""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+
+from workers.evaluate import evaluate
+from workers.measure import plans
+from workers.measure.host import machine_arch
+from workers.models.copy import MODEL as COPY
+from workers.models.memmap import MODEL as MEMMAP
+from workers.models.pfnmap import MODEL as PFNMAP
+from workers.profiles import load_profile
+from workers.units import GiB, MiB
+
+OTHER_ARCH = "arm64" if machine_arch() == "x86_64" else "x86_64"
+
+
+@pytest.mark.parametrize("row", [
+    {"namespace_size": "100GiB", "mode": "fsdax"},
+    {"namespace_size": "100GiB", "mode": "devdax"},
+    {"namespace_size": "8GiB", "mode": "devdax", "map": "mem"},  # vmemmap-optimized: 128 of 512 written
+    {"namespace_size": "8GiB", "mode": "devdax", "map": "mem", "struct_page_size": 80},  # not optimized
+    {"namespace_size": "4GiB", "mode": "devdax", "align": "1GiB", "map": "mem", "struct_page_size": 96},
+])
+def test_memmap_plans_write_the_struct_pages_the_model_counts(points, row):
+    """heads x per_compound of the plan = the model's struct pages written by memmap_init_zone_device()."""
+    frame = points(MEMMAP, row)
+    (plan,) = plans.plan_memmap(frame)
+    model = evaluate(MEMMAP, frame, load_profile("seed")).row(0, named=True)
+    assert plan.heads == model["metric_heads"]
+    assert plan.heads * plan.per_compound == model["metric_struct_pages_written"] - model["metric_area_pages"]
+    assert plan.memory >= plan.heads * plan.per_compound * plan.psize
+
+
+def test_a_100gib_fsdax_memmap_needs_about_1_5gib_of_struct_pages(points):
+    """100 GiB at P = 64, map=dev: 25.8M data pfns (26.2M less the memmap area) x 64 bytes = 1.54 GiB."""
+    (plan,) = plans.plan_memmap(points(MEMMAP, {"namespace_size": "100GiB", "mode": "fsdax"}))
+    assert 1.5 * GiB < plan.memory < 1.6 * GiB
+    assert plan.refcount_reset and plan.order == 0 and plan.strategy == "template_nt_inline"
+
+
+def test_memmap_sizes_without_a_compiled_analog_are_refused(points):
+    """P = 56 is a legal axis value but has no kernel: the reason names the built sizes."""
+    (reason,) = plans.plan_memmap(points(MEMMAP, {"struct_page_size": 56, "map": "mem"}))
+    assert isinstance(reason, str) and "64, 72, 80, 88, 96" in reason
+
+
+@pytest.mark.parametrize("size,strategy,inline,kernel", [
+    (64, "nt_inline", "mainline", "nt_call"), (64, "nt_inline", "patched", "nt_inline"),
+    (72, "nt_inline", "patched", "nt_call"), (56, "nt_inline", "patched", "nt_call"),
+    (64, "memcpy", "patched", "memcpy"), (96, "nt_call", "patched", "nt_call"),
+])
+def test_copy_plans_pick_the_kernel_the_inline_set_implies(points, size, strategy, inline, kernel):
+    """nt_inline is inline MOVNTI only for sizes in the inline set; otherwise the out-of-line call."""
+    (plan,) = plans.plan_copy(points(COPY, {"struct_page_size": size, "strategy": strategy, "inline_sizes": inline,
+                                            "namespace_size": "1MiB", "dst_offset": 8}))
+    assert (plan.strategy, plan.n, plan.dst_offset) == (kernel, (1 * MiB) // size, 8)
+
+
+@pytest.mark.parametrize("row,huge,offset", [
+    ({"compound_order": 0}, False, 0),
+    ({"compound_order": 9}, True, 0),
+    ({"compound_order": "auto"}, True, 0),
+    ({"compound_order": 9, "va_offset": 4096}, False, 4096),  # (va - pa) not 2 MiB aligned: no huge leaves
+    ({"compound_order": 9, "align": "64KiB"}, True, 64 * 1024),  # the start sits 64 KiB into a 2 MiB block
+])
+def test_pfnmap_plans_honour_order_and_placement(points, row, huge, offset):
+    """4 KiB vs THP mapping and the offset into the first 2 MiB block follow the pfnmap rules."""
+    frame = points(PFNMAP, {"arch": machine_arch(), "namespace_size": "8MiB", "align": "1GiB", **row})
+    (plan,) = plans.plan_pfnmap(frame)
+    assert (plan.huge, plan.offset) == (huge, offset)
+    assert plan.span % (2 * MiB) == 0 and plan.span >= plan.offset + plan.length
+
+
+@pytest.mark.parametrize("row,match", [
+    ({"arch": OTHER_ARCH}, f"arch={OTHER_ARCH} cannot be measured"),
+    ({"arch": machine_arch(), "compound_order": 18}, "1 GiB leaves"),
+])
+def test_pfnmap_points_this_node_cannot_honour_are_refused(points, row, match):
+    """Another architecture, or PUD leaves, give a reason instead of a plan."""
+    (reason,) = plans.plan_pfnmap(points(PFNMAP, row))
+    assert isinstance(reason, str) and match in reason
+
+
+def test_a_streaming_copy_maps_two_regions():
+    """memcpy_seq needs a source and a destination of the span each."""
+    plan = plans.PfnmapPlan(length=3 * MiB, offset=4096, huge=True, copy=True)
+    assert plan.span == 4 * MiB and plan.memory == 8 * MiB
+
+
+def test_young_has_no_analog(points):
+    """Every young point gets the same reason."""
+    from workers.models.young import MODEL as YOUNG
+
+    reasons = plans.plan_young(pl.concat([points(YOUNG, {}), points(YOUNG, {})]))
+    assert reasons == [plans.YOUNG_REASON] * 2

@@ -1,0 +1,13 @@
+"""Errors raised by the measure backend; each derives from the nearest builtin."""
+
+
+class MeasureError(RuntimeError):
+    """The measure backend could not build, load or run its native kernels."""
+
+
+class CompilerNotFound(MeasureError):
+    """No C compiler on this node: measured rows become infeasible with this message."""
+
+
+class BuildError(MeasureError):
+    """The C compiler exists but failed to build the kernels (a bug, not a property of the node)."""

@@ -1,0 +1,146 @@
+"""The measure backend's entry point: run a model's points as user-space analogs on this node.
+
+`measure(model, points)` returns rows of the model's own schema (status,
+reason, every metric column) plus MEASURE_COLUMNS, one per point, in order.
+A measured row fills the model's headline metric(s) with the median of
+`repeats` samples taken after `warmup` runs, pinned to one CPU, on pre-faulted
+memory; the other metrics stay null. A point is infeasible when the model says
+it cannot exist (same rules, same reasons as modeled rows), when this node
+cannot honour one of its axes (plans.py says why), when its memory does not fit
+MemAvailable minus a safety margin, or when the node has no C compiler.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+import polars as pl
+
+from ..evaluate import evaluate
+from ..model import STATUS_ERROR, STATUS_INFEASIBLE, STATUS_OK, Model
+from ..profiles import load_profile
+from ..units import GiB, MiB
+from .exceptions import CompilerNotFound, MeasureError
+from .host import mem_available_bytes
+from .kernels import load
+from .plans import PLANNERS, Plan, Samples
+
+MEASURE_COLUMNS = {"measure_repeats": pl.Int64, "measure_min": pl.Float64, "measure_median": pl.Float64,
+                   "measure_huge_pages": pl.Boolean}
+# The metric measure_min / measure_median summarize, per model (pfnmap: by access pattern).
+HEADLINE = {"memmap": "metric_init_ms", "copy": "metric_ns_per_copy"}
+PFNMAP_HEADLINE = {"lat_mem_rd_random": "metric_ns_per_load", "memcpy_seq": "metric_copy_ms"}
+SAFETY_MIN_BYTES = 512 * MiB  # memory left to the rest of the node, at least ...
+SAFETY_FRACTION = 0.10  # ... or this share of MemAvailable, whichever is larger
+FEASIBILITY_PROFILE = "seed"  # the models' infeasibility rules do not depend on the profile's costs
+
+
+def measure(model: Model, points: pl.DataFrame, *, repeats: int = 5, cpu: int | None = 0, warmup: int = 1,
+            cc: str = "cc", cache_dir: Path | str | None = None) -> pl.DataFrame:
+    """Measured rows for `points`: ["status", "reason", *model.metrics, *MEASURE_COLUMNS], same height and order.
+
+    `cpu`: the CPU to pin to for the duration (None: no pinning; a CPU outside this process's
+    affinity: the lowest allowed one). `cc` / `cache_dir`: the compiler and library cache (build.py).
+    """
+    if repeats < 1 or warmup < 0:
+        raise ValueError(f"'repeats' must be >= 1 and 'warmup' >= 0 (got repeats={repeats!r}, warmup={warmup!r}).")
+    status, reason = model_status(model, points)
+    results: list[Samples | None] = [None] * points.height
+    ok = [i for i, s in enumerate(status) if s == STATUS_OK]
+    planner = PLANNERS.get(model.name)
+    if planner is None:
+        plans: list[Plan | str] = [f"model {model.name!r} has no measurement"] * len(ok)
+    else:
+        plans = planner(points[ok]) if ok else []
+    todo: list[tuple[int, Plan]] = []
+    for i, plan in zip(ok, plans):
+        if isinstance(plan, str):
+            status[i], reason[i] = STATUS_INFEASIBLE, plan
+        else:
+            todo.append((i, plan))
+    if todo:
+        try:
+            kernels = load(cc=cc, cache_dir=cache_dir)
+        except MeasureError as e:  # no compiler: the node cannot measure; a failed build: a bug
+            bad = STATUS_INFEASIBLE if isinstance(e, CompilerNotFound) else STATUS_ERROR
+            for i, _ in todo:
+                status[i], reason[i] = bad, str(e)
+            todo = []
+    with pinned(cpu if todo else None):
+        for i, plan in todo:
+            refusal = memory_refusal(plan.memory)
+            if refusal:
+                status[i], reason[i] = STATUS_INFEASIBLE, refusal
+                continue
+            try:
+                results[i] = plan.run(kernels, warmup, repeats)
+            except (OSError, MemoryError, MeasureError) as e:
+                status[i], reason[i] = STATUS_ERROR, f"{type(e).__name__}: {e}"
+    return _frame(model, points, status, reason, results, repeats)
+
+
+def model_status(model: Model, points: pl.DataFrame) -> tuple[list[str], list[str | None]]:
+    """The model's own status and reason per point: a point that cannot exist is not measured either."""
+    out = evaluate(model, points, load_profile(FEASIBILITY_PROFILE))
+    return out["status"].to_list(), out["reason"].to_list()
+
+
+def memory_refusal(needed: int, root: Path | str = "/") -> str | None:
+    """Why `needed` bytes cannot be mapped here (MemAvailable minus the safety margin), or None."""
+    available = mem_available_bytes(root)
+    if available is None:
+        return None
+    margin = max(SAFETY_MIN_BYTES, int(available * SAFETY_FRACTION))
+    if needed <= available - margin:
+        return None
+    return (f"needs {needed / GiB:.2f} GiB of memory to measure, more than this node can spare: "
+            f"MemAvailable {available / GiB:.2f} GiB minus a {margin / GiB:.2f} GiB safety margin")
+
+
+@contextmanager
+def pinned(cpu: int | None) -> Iterator[int | None]:
+    """Pin the calling thread to `cpu` (or the lowest CPU it may use) and restore its affinity after."""
+    if cpu is None or not hasattr(os, "sched_setaffinity"):
+        yield None
+        return
+    before = os.sched_getaffinity(0)
+    target = cpu if cpu in before else min(before)
+    os.sched_setaffinity(0, {target})
+    try:
+        yield target
+    finally:
+        os.sched_setaffinity(0, before)
+
+
+def headline(model: Model, points: pl.DataFrame) -> list[str | None]:
+    """The metric column measure_min / measure_median summarize, per point."""
+    if model.name == "pfnmap":
+        return [PFNMAP_HEADLINE.get(a) for a in points["param_access"].to_list()]
+    return [HEADLINE.get(model.name)] * points.height
+
+
+def _frame(model: Model, points: pl.DataFrame, status: list[str], reason: list[str | None],
+           results: list[Samples | None], repeats: int) -> pl.DataFrame:
+    n = points.height
+    cols: dict[str, list] = {"status": status, "reason": reason}
+    cols.update({m: [None] * n for m in model.metrics})
+    cols.update({m: [None] * n for m in MEASURE_COLUMNS})
+    names = headline(model, points)
+    sizes = points["param_struct_page_size"].to_list() if model.name == "copy" else [None] * n
+    for i, res in enumerate(results):
+        if res is None:
+            continue
+        med = statistics.median(res.values)
+        cols[names[i]][i] = med
+        if model.name == "copy":
+            cols["metric_gbs"][i] = sizes[i] / med if med > 0 else None
+        cols["measure_repeats"][i] = repeats
+        cols["measure_min"][i] = min(res.values)
+        cols["measure_median"][i] = med
+        cols["measure_huge_pages"][i] = res.huge_pages
+    schema = {"status": pl.Utf8, "reason": pl.Utf8, **model.metrics, **MEASURE_COLUMNS}
+    return pl.DataFrame(cols, schema=schema)

@@ -1,0 +1,261 @@
+"""What measuring one point means for each model: a plan (memory, kernel runs) or the reason it cannot be.
+
+A plan's run() maps and pre-faults its memory, builds what the kernel needs,
+warms up, and returns one sample of the model's headline metric per repeat:
+- memmap: metric_init_ms, the analog of memmap_init_zone_device() over the
+  point's struct pages (counts from workers/models/memmap_layout.py);
+- copy: metric_ns_per_copy, namespace_size // P copies over the destination;
+- pfnmap: metric_ns_per_load (lat_mem_rd_random) or metric_copy_ms (memcpy_seq)
+  over a mapping of 4 KiB pages (compound_order 0) or 2 MiB THPs (9 or auto).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+import polars as pl
+
+from ..models import memmap as mm
+from ..models import memmap_layout as ml
+from ..models.copy import PATCHED_INLINE, MAINLINE_INLINE
+from ..models.pfnmap_geometry import PMD, starts
+from ..units import KiB
+from .host import anon_huge_bytes, machine_arch
+from .kernels import COPY_SIZES, MEMMAP_SIZES, Kernels, Mapping
+
+PAGE = 4 * KiB
+CHASE_STRIDE = 64  # lmbench lat_mem_rd's default stride on 64-bit (512 / sizeof(char *))
+CHASE_LOADS = 1 << 22  # loads per sample: whole laps over the pages, at most the chain's full cycle
+NT_STRATEGIES = ("template_nt", "template_nt_inline", "nt_call", "nt_inline")
+YOUNG_REASON = ("young has no user-space analog: test_and_clear_young_ptes() clears access bits in the "
+                "kernel's arm64 page tables during reclaim, which no user process can run")
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Samples:
+    """One value of the headline metric per repeat (after warm-up), and whether THP backed the memory."""
+
+    values: tuple[float, ...]
+    huge_pages: bool | None = None
+
+
+def repeat(fn: Callable[[], int], warmup: int, repeats: int, scale: float) -> tuple[float, ...]:
+    """Call fn (returns ns) warmup times, then `repeats` times; the timed values times scale."""
+    for _ in range(warmup):
+        fn()
+    return tuple(fn() * scale for _ in range(repeats))
+
+
+def _pages(nbytes: int) -> int:
+    return -(-nbytes // PAGE) * PAGE
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class MemmapPlan:
+    """heads x per_compound struct pages of psize bytes, initialized with `strategy` from start_pfn."""
+
+    psize: int
+    strategy: str
+    heads: int
+    per_compound: int
+    order: int
+    start_pfn: int
+    refcount_reset: bool
+
+    @property
+    def memory(self) -> int:
+        return _pages(self.heads * self.per_compound * self.psize)
+
+    def run(self, k: Kernels, warmup: int, repeats: int) -> Samples:
+        with Mapping(k, self.memory) as m:
+            # x86 vmemmap_populate() maps the memmap with 2 MiB pages where it can: so does the analog
+            m.advise(0, self.memory, True)
+            m.prefault()
+            values = repeat(lambda: k.memmap_init(
+                m.addr, psize=self.psize, strategy=self.strategy, heads=self.heads, per_compound=self.per_compound,
+                order=self.order, start_pfn=self.start_pfn, refcount_reset=self.refcount_reset), warmup, repeats, 1e-6)
+        return Samples(values=values)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class CopyPlan:
+    """n copies of `size` bytes at a destination aligned to `align`, plus dst_offset."""
+
+    size: int
+    strategy: str  # the kernel's: memcpy, nt_call, nt_inline (patched inline set)
+    n: int
+    align: int
+    dst_offset: int
+
+    @property
+    def memory(self) -> int:
+        return _pages(self.dst_offset + self.n * self.size)
+
+    def run(self, k: Kernels, warmup: int, repeats: int) -> Samples:
+        with Mapping(k, self.memory, align=max(self.align, PAGE)) as dst, Mapping(k, PAGE) as src:
+            dst.advise(0, self.memory, True)  # the direct map is mapped with huge pages
+            dst.prefault()
+            src.write(0, bytes(range(256))[: self.size])
+            values = repeat(lambda: k.copy_run(dst.addr + self.dst_offset, src.addr, size=self.size,
+                                               strategy=self.strategy, n=self.n), warmup, repeats, 1.0 / self.n)
+        return Samples(values=values)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class PfnmapPlan:
+    """A region of `length` bytes starting `offset` bytes into a 2 MiB block; THP on its whole 2 MiB
+    blocks when huge (the partial head and tail blocks stay 4 KiB, as remap_pfn_range()'s do)."""
+
+    length: int
+    offset: int
+    huge: bool
+    copy: bool  # memcpy_seq (a streaming copy into a second such region) or the lat_mem_rd -t chase
+
+    @property
+    def span(self) -> int:
+        return -(-(self.offset + self.length) // PMD) * PMD
+
+    @property
+    def memory(self) -> int:
+        return self.span * (2 if self.copy else 1)
+
+    def _region(self, k: Kernels) -> Mapping:
+        m = Mapping(k, self.span, align=PMD)
+        lo = -(-self.offset // PMD) * PMD
+        hi = (self.offset + self.length) // PMD * PMD
+        if self.huge and hi > lo:
+            m.advise(0, lo, False)
+            m.advise(lo, hi - lo, True)
+            m.advise(hi, self.span - hi, False)
+        else:
+            m.advise(0, self.span, False)
+        m.prefault(self.offset, self.length)
+        return m
+
+    def _huge_backed(self, m: Mapping) -> bool:
+        whole = max(0, (self.offset + self.length) // PMD * PMD - (-(-self.offset // PMD) * PMD))
+        got = anon_huge_bytes(m.addr + self.offset, self.length)
+        return whole > 0 and got >= 0.9 * whole
+
+    def run(self, k: Kernels, warmup: int, repeats: int) -> Samples:
+        with self._region(k) as src:
+            if self.copy:
+                with self._region(k) as dst:
+                    huge = self._huge_backed(src) and self._huge_backed(dst)
+                    values = repeat(lambda: k.stream_copy(dst.addr + self.offset, src.addr + self.offset,
+                                                          self.length), warmup, repeats, 1e-6)
+                return Samples(values=values, huge_pages=huge)
+            huge = self._huge_backed(src)
+            start = k.chase_build(src.addr + self.offset, self.length, stride=CHASE_STRIDE, seed=1)
+            loads = chase_loads(self.length)
+            values = repeat(lambda: k.chase(start, loads), warmup, repeats, 1.0 / loads)
+        return Samples(values=values, huge_pages=huge)
+
+
+def chase_loads(length: int) -> int:
+    """Loads per sample: whole laps over the 4 KiB pages (each page once per lap), about CHASE_LOADS,
+    at most the full cycle (every line once)."""
+    npages = max(1, length // PAGE)
+    laps = min(PAGE // CHASE_STRIDE, max(1, math.ceil(CHASE_LOADS / npages)))
+    return laps * npages
+
+
+Plan = MemmapPlan | CopyPlan | PfnmapPlan
+
+
+def plan_memmap(points: pl.DataFrame) -> list[Plan | str]:
+    """The memmap analog per point. `map` only changes the counts (map=dev walks the data pfns, map=mem
+    all pfns, with tails aliased where the vmemmap is optimized): the analog always writes DRAM."""
+    arr = points.select(
+        pl.col("param_namespace_size").fill_null(0).alias("size"),
+        pl.col("param_struct_page_size").fill_null(64).alias("psize"),
+        pl.col("param_align").fill_null(ml.PAGE).clip(ml.PAGE, None).alias("align"),
+        pl.col("param_compound_order").fill_null(-1).alias("order"),
+        (pl.col("param_mode") == "devdax").fill_null(False).alias("devdax"),
+        (pl.col("param_map") == "dev").fill_null(True).alias("map_dev"),
+        pl.col("param_start_offset").fill_null(0).alias("start"),
+        pl.col("param_nvdimm_kmsan").fill_null(False).alias("kmsan"),
+        pl.col("param_strategy").fill_null("slow").alias("strategy"),
+    )
+    a = {c: arr[c].to_numpy() for c in arr.columns}
+    order, _ = mm.resolve_order(a["order"], a["devdax"], a["align"])
+    order = np.clip(order, 0, 18)
+    lay = ml.layout(a["size"], a["align"], a["start"], a["map_dev"], a["psize"], a["kmsan"])
+    w = ml.walk(lay, a["start"], a["map_dev"], order, a["psize"])
+    x86 = machine_arch() == "x86_64"
+    out: list[Plan | str] = []
+    for i in range(points.height):
+        psize, strategy, heads = int(a["psize"][i]), str(a["strategy"][i]), int(w["heads"][i])
+        if psize not in MEMMAP_SIZES:
+            out.append(f"struct_page_size {psize} has no compiled analog: the memmap kernels are built for "
+                       f"P = {', '.join(map(str, MEMMAP_SIZES))} bytes")
+        elif strategy in NT_STRATEGIES and not x86:
+            out.append(f"{strategy} needs MOVNTI: on {machine_arch()} memcpy_nontemporal() is plain memcpy(), "
+                       "so the template strategy's rows are the measurement")
+        elif heads <= 0:
+            out.append("the namespace has no data pfns to initialize")
+        else:
+            out.append(MemmapPlan(psize=psize, strategy=strategy, heads=heads, per_compound=int(w["per_compound"][i]),
+                                  order=int(order[i]), start_pfn=int(w["first_pfn"][i]),
+                                  refcount_reset=not bool(a["devdax"][i])))
+    return out
+
+
+def plan_copy(points: pl.DataFrame) -> list[Plan | str]:
+    """The copy loop per point; nt_inline with the mainline inline set (4/8/16) is the call for larger sizes."""
+    rows = points.select("param_namespace_size", "param_struct_page_size", "param_align", "param_dst_offset",
+                         "param_strategy", "param_inline_sizes").rows()
+    x86 = machine_arch() == "x86_64"
+    out: list[Plan | str] = []
+    for total, size, align, dst_offset, strategy, inline_sizes in rows:
+        inline = PATCHED_INLINE if inline_sizes == "patched" else MAINLINE_INLINE
+        if size not in COPY_SIZES:
+            out.append(f"copy size {size} has no compiled kernel: built for 8..128 bytes in steps of 8")
+        elif strategy != "memcpy" and not x86:
+            out.append(f"{strategy} needs MOVNTI: on {machine_arch()} memcpy_nontemporal() is plain memcpy()")
+        else:
+            kernel = "nt_inline" if strategy == "nt_inline" and size in inline else (
+                "memcpy" if strategy == "memcpy" else "nt_call")
+            out.append(CopyPlan(size=size, strategy=kernel, n=total // size, align=align, dst_offset=dst_offset))
+    return out
+
+
+def plan_pfnmap(points: pl.DataFrame) -> list[Plan | str]:
+    """A THP or 4 KiB mapping per point. The physical placement (align, pa_offset) is honoured through the
+    virtual offset into a 2 MiB block (THP keeps va and pa congruent); va_offset not a multiple of 2 MiB
+    allows no huge leaves, so such points map 4 KiB pages; 1 GiB leaves cannot be had from THP."""
+    arr = points.select(
+        pl.col("param_namespace_size").alias("length"), pl.col("param_align").alias("align"),
+        pl.col("param_compound_order").fill_null(9).alias("order"),
+        pl.col("param_pa_offset").fill_null(-1).alias("pa_offset"),
+        pl.col("param_va_offset").fill_null(0).alias("va_offset"),
+        pl.col("param_arch").alias("arch"), pl.col("param_access").alias("access"),
+    )
+    a = {c: arr[c].to_numpy() for c in arr.columns}
+    _, va = starts(a["align"], a["pa_offset"], a["va_offset"])
+    here = machine_arch()
+    out: list[Plan | str] = []
+    for i in range(points.height):
+        order, arch = int(a["order"][i]), str(a["arch"][i])
+        if arch != here:
+            out.append(f"arch={arch} cannot be measured on this {here} node")
+        elif order not in (0, 9):
+            out.append(f"compound_order {order}: the measurement maps 4 KiB pages (0) or 2 MiB transparent huge "
+                       "pages (9); 1 GiB leaves would need reserved hugetlbfs gigantic pages")
+        else:
+            huge = order == 9 and int(a["va_offset"][i]) % PMD == 0
+            out.append(PfnmapPlan(length=int(a["length"][i]), offset=int(va[i]) % PMD, huge=huge,
+                                  copy=str(a["access"][i]) == "memcpy_seq"))
+    return out
+
+
+def plan_young(points: pl.DataFrame) -> list[Plan | str]:
+    return [YOUNG_REASON] * points.height
+
+
+PLANNERS: dict[str, Callable[[pl.DataFrame], list[Plan | str]]] = {
+    "memmap": plan_memmap, "copy": plan_copy, "pfnmap": plan_pfnmap, "young": plan_young,
+}

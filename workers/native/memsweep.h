@@ -1,0 +1,84 @@
+/*
+ * memsweep native kernels: user-space analogs of the kernel paths the models price.
+ *
+ * Shared by the translation units: the clock, the out-of-line non-temporal
+ * copy (an analog of __memcpy_flushcache(), arch/x86/lib/usercopy_64.c) and
+ * the inline fixed-size MOVNTI copy of [PATCH v10 8/8] "x86/string: extend
+ * memcpy_flushcache() fixed-size fastpaths" (arch/x86/include/asm/string_64.h).
+ * On architectures without MOVNTI every non-temporal copy is memcpy(), as the
+ * generic memcpy_nontemporal() of [PATCH v10 6/8] is; ms_has_movnti() says which.
+ */
+#ifndef MEMSWEEP_H
+#define MEMSWEEP_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#define MS_LINE 64
+#define MS_ALWAYS_INLINE static inline __attribute__((always_inline))
+
+/* ntcopy.c */
+uint64_t ms_now_ns(void);
+int ms_has_movnti(void);
+int ms_writeback_kind(void);
+void ms_sfence(void);
+void ms_memcpy_flushcache(void *dst, const void *src, size_t n);
+
+#if defined(__x86_64__)
+/* movnti_4() / movnti_8() of patch 8/8: one non-temporal store each, with a memory clobber. */
+MS_ALWAYS_INLINE void ms_movnti_4(void *dst, const void *src)
+{
+	asm volatile("movntil %1, %0" : "=m"(*(uint32_t *)dst) : "r"(*(const uint32_t *)src) : "memory");
+}
+
+MS_ALWAYS_INLINE void ms_movnti_8(void *dst, const void *src)
+{
+	asm volatile("movntiq %1, %0" : "=m"(*(uint64_t *)dst) : "r"(*(const uint64_t *)src) : "memory");
+}
+
+MS_ALWAYS_INLINE void ms_movnti_16(void *dst, const void *src)
+{
+	ms_movnti_8(dst, src);
+	ms_movnti_8((char *)dst + 8, (const char *)src + 8);
+}
+
+MS_ALWAYS_INLINE void ms_movnti_32(void *dst, const void *src)
+{
+	ms_movnti_16(dst, src);
+	ms_movnti_16((char *)dst + 16, (const char *)src + 16);
+}
+
+MS_ALWAYS_INLINE void ms_movnti_64(void *dst, const void *src)
+{
+	ms_movnti_32(dst, src);
+	ms_movnti_32((char *)dst + 32, (const char *)src + 32);
+}
+#endif
+
+/*
+ * memcpy_flushcache() of patch 8/8 for a compile-time constant size: 4, 8, 16,
+ * 32, 48, 64, 80 and 96 bytes are inline MOVNTI sequences; any other size (72,
+ * 88, ...) takes the out-of-line call. Callers pass a constant `n`.
+ */
+MS_ALWAYS_INLINE void ms_memcpy_nt_inline(void *dst, const void *src, size_t n)
+{
+#if defined(__x86_64__)
+	char *d = dst;
+	const char *s = src;
+
+	switch (n) {
+	case 4: ms_movnti_4(d, s); return;
+	case 8: ms_movnti_8(d, s); return;
+	case 16: ms_movnti_16(d, s); return;
+	case 32: ms_movnti_32(d, s); return;
+	case 48: ms_movnti_32(d, s); ms_movnti_16(d + 32, s + 32); return;
+	case 64: ms_movnti_64(d, s); return;
+	case 80: ms_movnti_64(d, s); ms_movnti_16(d + 64, s + 64); return;
+	case 96: ms_movnti_64(d, s); ms_movnti_32(d + 64, s + 64); return;
+	}
+#endif
+	ms_memcpy_flushcache(dst, src, n);
+}
+
+#endif /* MEMSWEEP_H */
