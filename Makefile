@@ -11,6 +11,9 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[test]'
+	@# The measure backend's C kernels, built by this node's compiler (a node without one
+	@# still works: its measured rows say why they are infeasible).
+	$(BIN)/python -m workers.measure.build || echo "memsweep: C kernels not built; measured rows will be infeasible"
 	touch $(STAMP)
 
 report: $(STAMP)

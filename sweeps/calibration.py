@@ -1,40 +1,140 @@
-"""`memsweep calibrate`: fit a profile's free costs and print every figure's error."""
+"""`memsweep calibrate`: fit a profile's free costs and print every figure's error.
+
+Against the published figures (default), or with `--from OUT/SWEEP` against a
+sweep's measured rows (the measure backend), optionally holding some
+namespace sizes out of the fit to see how well the profile predicts them.
+"""
 
 from __future__ import annotations
 
+import io
 import json
+import re
 from pathlib import Path
 
+import polars as pl
+from pyarrow.fs import FileSelector
+
 from workers import MODELS
-from workers.calibrate import Calibration, calibrate
-from workers.profiles import dump_profile, load_profile
+from workers.calibrate import Calibration, FigureResult, calibrate, predict
+from workers.profiles import Profile, dump_profile, load_profile
+from workers.units import parse_size
 
-from .exceptions import UsageError
+from .exceptions import DatasetError, UsageError
+from .store import exists, locate
 
 
-def run_calibration(profile_name: str, *, models: list[str] | None, as_json: bool, save: str | None) -> int:
-    """Calibrate each model that has published figures; print a table or JSON."""
+def run_calibration(profile_name: str, *, models: list[str] | None, as_json: bool, save: str | None,
+                    source: str | None = None, holdout: list[str] | None = None) -> int:
+    """Calibrate each model to its published figures, or (`source`) to a sweep's measured rows."""
     profile = load_profile(profile_name)
-    names = models or [m for m in MODELS if MODELS[m].figures()]
-    for m in names:
-        if m not in MODELS or not MODELS[m].figures():
-            have = sorted(n for n in MODELS if MODELS[n].figures())
-            raise UsageError(f"'--model' must be a model with published figures, one of {have} (got {m!r}).")
+    if source:
+        jobs, held, profile = measured_jobs(source, profile, models, holdout or [])
+    else:
+        if holdout:
+            raise UsageError("'--holdout' goes with '--from': it holds back measured sizes from the fit.")
+        jobs, held = published_jobs(models), {}
     results: list[Calibration] = []
-    for m in names:
-        cal = calibrate(MODELS[m], profile)
+    predictions: list[FigureResult] = []
+    for model, figures in jobs:
+        cal = calibrate(model, profile, figures)
         profile = cal.profile  # later models keep earlier fits (they own other sections)
         results.append(cal)
+        if held.get(model.name):
+            predictions += _predict(model, held[model.name], profile)
+    rows = [r for cal in results for r in cal.results]
     if as_json:
-        print(json.dumps([r.to_dict() for cal in results for r in cal.results], indent=1))
+        print(json.dumps([{**r.to_dict(), "held_out": False} for r in rows]
+                         + [{**r.to_dict(), "held_out": True} for r in predictions], indent=1))
     else:
         for cal in results:
             print(format_calibration(cal))
+        if predictions:
+            print(format_holdout(predictions))
     if save:
         Path(save).write_text(dump_profile(profile))
         if not as_json:
             print(f"fitted profile written to {save}")
     return 0
+
+
+def published_jobs(models: list[str] | None) -> list[tuple]:
+    names = models or [m for m in MODELS if MODELS[m].figures()]
+    for m in names:
+        if m not in MODELS or not MODELS[m].figures():
+            have = sorted(n for n in MODELS if MODELS[n].figures())
+            raise UsageError(f"'--model' must be a model with published figures, one of {have} (got {m!r}).")
+    return [(MODELS[m], MODELS[m].figures()) for m in names]
+
+
+def measured_jobs(sweep_dir: str, profile: Profile, models: list[str] | None, holdout: list[str]):
+    """(model, figures) to fit from a sweep's measured rows, the held-out figures per model, and the
+    profile to start from (the host's cache size, the best of several starts)."""
+    from workers.measure.fit import figures_from_measured, fit_start, host_profile
+
+    sizes = set()
+    for text in holdout:
+        try:
+            sizes.add(parse_size(text))
+        except ValueError as e:
+            raise UsageError(f"'--holdout' must be a namespace size such as '64GiB' ({e}).") from None
+    jobs, held = [], {}
+    for name in models or ["memmap", "pfnmap"]:
+        frame = _measured_rows(sweep_dir, name)
+        if frame is None:
+            continue
+        model = MODELS[name]
+        figures = figures_from_measured(model, frame)
+        fit_on = [f for f in figures if f.params["namespace_size"] not in sizes]
+        held[name] = [f for f in figures if f.params["namespace_size"] in sizes]
+        if len(fit_on) <= len(model.free_params):
+            raise DatasetError(
+                f"{sweep_dir} has {len(fit_on)} measured {name} figures to fit {len(model.free_params)} costs; "
+                "measure more sizes or strategies (a fit needs more figures than parameters)."
+            )
+        if name == "memmap":
+            profile = host_profile(profile, _facts(frame))
+        profile = fit_start(model, profile, fit_on)
+        jobs.append((model, fit_on))
+    if not jobs:
+        raise DatasetError(f"'--from' must be a sweep with measured memmap or pfnmap rows (got {sweep_dir!r}: none).")
+    return jobs, held, profile
+
+
+def _measured_rows(sweep_dir: str, model: str) -> pl.DataFrame | None:
+    loc = locate(sweep_dir)
+    folder = loc.path(f"model={model}")
+    if not exists(loc, folder):
+        return None
+    parts = [i.path for i in loc.fs.get_file_info(FileSelector(folder)) if i.path.endswith(".parquet")]
+    frame = pl.concat([pl.read_parquet(io.BytesIO(loc.fs.open_input_file(p).read())) for p in parts],
+                      how="vertical_relaxed")
+    frame = frame.filter((pl.col("source") == "measured") & (pl.col("status") == "ok")) if "source" in frame.columns \
+        else frame.clear()
+    return frame if frame.height else None
+
+
+def _facts(frame: pl.DataFrame) -> dict[str, str]:
+    """The measuring host's cache sizes from the env_caches provenance ("L1d 49152 B, L2 ..., L3 ... B")."""
+    text = frame["env_caches"][0] if "env_caches" in frame.columns and frame.height else ""
+    found = dict(re.findall(r"(L1d|L2|L3) (\d+|unknown) B", text or ""))
+    return {"l1d_bytes": found.get("L1d", "unknown"), "l2_bytes": found.get("L2", "unknown"),
+            "l3_bytes": found.get("L3", "unknown")}
+
+
+def _predict(model, figures, profile: Profile) -> list[FigureResult]:
+    values = predict(model, figures, profile)
+    return [FigureResult(figure=f.id, published=f.published, model=float(v), error=float((v - f.published) / f.published),
+                         loo_error=float((v - f.published) / f.published), unit=f.unit) for f, v in zip(figures, values)]
+
+
+def format_holdout(rows: list[FigureResult]) -> str:
+    width = max(len(r.figure) for r in rows)
+    lines = [f"held out of the fit ({len(rows)} figures): predicted vs measured",
+             f"  {'figure':<{width}}  {'measured':>12}  {'model':>12}  {'error':>8}"]
+    lines += [f"  {r.figure:<{width}}  {r.published:>12.4g}  {r.model:>12.4g}  {r.error:>+8.1%}" for r in rows]
+    lines.append(f"  max |error| {max(abs(r.error) for r in rows):.1%}")
+    return "\n".join(lines)
 
 
 def format_calibration(cal: Calibration) -> str:

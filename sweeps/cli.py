@@ -71,6 +71,10 @@ def _parser() -> argparse.ArgumentParser:
     cal.add_argument("--model", action="append", help="calibrate only this model (repeatable)")
     cal.add_argument("--json", action="store_true", help="print a JSON list of per-figure results")
     cal.add_argument("--save", metavar="FILE", help="write the fitted profile to FILE (TOML)")
+    cal.add_argument("--from", dest="source", metavar="OUT/SWEEP",
+                     help="fit to this sweep's measured rows (source = measured) instead of the published figures")
+    cal.add_argument("--holdout", action="append", metavar="SIZE",
+                     help="with --from: keep this namespace size out of the fit and report its prediction")
     return p
 
 
@@ -154,7 +158,8 @@ def cmd_table(args) -> int:
 def cmd_calibrate(args) -> int:
     from .calibration import run_calibration
 
-    return run_calibration(args.profile, models=args.model, as_json=args.json, save=args.save)
+    return run_calibration(args.profile, models=args.model, as_json=args.json, save=args.save,
+                           source=args.source, holdout=args.holdout)
 
 
 COMMANDS = {

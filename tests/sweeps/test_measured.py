@@ -1,0 +1,82 @@
+"""Measured rows through the pipeline: source = "both", verify, and calibrate --from a measured sweep."""
+
+from __future__ import annotations
+
+import json
+
+import polars as pl
+import pytest
+
+from sweeps.cli import main
+from sweeps.inspect import verify
+from sweeps.runner import run
+from sweeps.spec import parse_spec
+
+SPEC = """name = "measured"
+models = ["memmap", "young"]
+source = "both"
+[measure]
+repeats = 3
+[axes.memmap]
+namespace_size = ["256MiB", "512MiB", "1GiB", "2GiB"]
+map = ["mem"]
+strategy = ["slow", "template", "template_nt", "template_nt_inline"]
+[axes.young]
+namespace_size = ["1GiB"]
+"""
+
+
+@pytest.fixture(scope="module")
+def sweep(ray_local, tmp_path_factory):
+    out = tmp_path_factory.mktemp("measured")
+    summary = run(parse_spec(SPEC), str(out), progress=False)
+    return out / "measured", summary
+
+
+def test_every_point_has_a_model_row_and_a_measured_row(sweep):
+    """source = both: each point twice, once per source, with measured medians and host provenance."""
+    folder, summary = sweep
+    assert not summary.failed
+    df = pl.read_parquet(folder / "model=memmap" / "*.parquet")
+    assert df.group_by("source").len().sort("source").rows() == [("measured", 16), ("model", 16)]
+    measured = df.filter(pl.col("source") == "measured")
+    assert (measured["status"] == "ok").all()
+    assert (measured["metric_init_ms"] == measured["measure_median"]).all()
+    assert (measured["measure_min"] <= measured["measure_median"]).all()
+    assert (measured["measure_repeats"] == 3).all()
+    assert measured["env_kernel_release"].str.len_chars().min() > 0
+    model = df.filter(pl.col("source") == "model")
+    assert model["measure_median"].is_null().all() and model["metric_init_ms"].is_not_null().all()
+    assert set(measured["point_id"]) == set(model["point_id"])
+
+
+def test_unmeasurable_model_gives_infeasible_measured_rows(sweep):
+    """young has no user-space analog: its measured row is infeasible with the reason."""
+    folder, _ = sweep
+    young = pl.read_parquet(folder / "model=young" / "*.parquet").filter(pl.col("source") == "measured")
+    assert young["status"].to_list() == ["infeasible"] and "no user-space analog" in young["reason"][0]
+
+
+def test_verify_accepts_one_row_per_point_and_source(sweep):
+    """The same point_id once per source is not a duplicate."""
+    folder, _ = sweep
+    problems, summary = verify(str(folder))
+    assert problems == [] and "34 rows, 17 distinct points" in summary
+
+
+def test_calibrate_from_measured_rows_reports_fit_and_held_out_sizes(sweep, capsys):
+    """--from fits the memmap costs to the measured times; --holdout sizes are predicted, not fit."""
+    folder, _ = sweep
+    assert main(["calibrate", "--from", str(folder), "--holdout", "2GiB", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    held = [r for r in rows if r["held_out"]]
+    fit = [r for r in rows if not r["held_out"]]
+    assert len(held) == 4 and all("/2GiB/" in r["figure"] for r in held)
+    assert len(fit) == 12 and all(r["figure"].startswith("memmap/measured/") for r in fit)
+
+
+def test_calibrate_from_a_sweep_without_measurements_is_refused(ray_local, tmp_path, capsys):
+    """A purely modeled sweep has nothing to fit: exit 2 saying so."""
+    run(parse_spec('name = "m"\nmodels = ["young"]\n'), str(tmp_path), progress=False)
+    assert main(["calibrate", "--from", str(tmp_path / "m")]) == 2
+    assert "'--from' must be a sweep with measured memmap or pfnmap rows" in capsys.readouterr().err
