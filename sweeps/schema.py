@@ -18,14 +18,24 @@ IDENTITY = [
     ("model", "Utf8", "", "model name"),
     ("model_version", "Utf8", "", "model version; a new version never reuses old parts"),
     ("profile", "Utf8", "", "machine profile the costs came from"),
+    ("source", "Utf8", "", "`model` (computed by the model) or `measured` (the user-space analog run on the worker)"),
     ("point_id", "UInt64", "", "64-bit hash of the model and its (axis, value) pairs: the same point has the same id in every sweep"),
     ("chunk_id", "Utf8", "", "content hash of the chunk that computed the row (its part file is `part-<chunk_id>.parquet`)"),
     ("status", "Utf8", "", "`ok`, `infeasible` (the point cannot exist) or `error` (the model raised)"),
     ("reason", "Utf8", "", "why a row is infeasible or failed; null when ok"),
 ]
+MEASURE = [
+    ("measure_repeats", "Int64", "", "measured rows: samples taken after the warm-up (null on modeled rows)"),
+    ("measure_min", "Float64", "as the headline metric", "measured rows: the fastest sample of the headline metric"),
+    ("measure_median", "Float64", "as the headline metric", "measured rows: the median sample (the value in the metric column)"),
+    ("measure_huge_pages", "Boolean", "", "measured pfnmap rows: whether the mapping got 2 MiB pages (AnonHugePages)"),
+]
 PROVENANCE = [
     ("env_host", "Utf8", "", "host name of the worker that computed the row"),
     ("env_cpu_model", "Utf8", "", "its CPU model (/proc/cpuinfo)"),
+    ("env_caches", "Utf8", "", "its L1d, L2, L3 sizes (/sys/devices/system/cpu/cpu0/cache)"),
+    ("env_thp_mode", "Utf8", "", "transparent hugepage mode (/sys/kernel/mm/transparent_hugepage/enabled)"),
+    ("env_kernel_release", "Utf8", "", "kernel release (uname -r)"),
     ("env_memsweep_version", "Utf8", "", "memsweep version on the worker"),
     ("env_git_sha", "Utf8", "", "commit of the driver's checkout, empty outside git"),
     ("env_ray_node_id", "Utf8", "", "Ray node id of the worker"),
@@ -54,7 +64,7 @@ def rows() -> list[tuple[str, str, str, str, str]]:
         out.append((col, t, u, ", ".join(ms), doc))
     for col, (t, u, ms, doc) in metrics.items():
         out.append((col, t, u, ", ".join(ms), doc))
-    out += [(c, t, u, "all", d) for c, t, u, d in PROVENANCE]
+    out += [(c, t, u, "all", d) for c, t, u, d in MEASURE + PROVENANCE]
     return out
 
 

@@ -19,3 +19,13 @@ def test_quick_start_is_two_commands_and_ci_runs_the_test_one():
     block = re.search(r"## Quick start\n\n```\n(.*?)```", README, re.S).group(1)
     assert block.split("\n")[:-1] == ["make report", "make test"]
     assert "make test" in (ROOT / ".ci" / "run").read_text()
+
+
+def test_schema_table_names_every_column_a_part_holds():
+    """Every column the task writes is documented, in the order the parts hold them."""
+    from sweeps.store import IDENTITY_COLUMNS, PROVENANCE_COLUMNS
+    from sweeps.schema import rows
+
+    documented = [r[0] for r in rows()]
+    assert documented[: len(IDENTITY_COLUMNS)] == list(IDENTITY_COLUMNS)
+    assert documented[-len(PROVENANCE_COLUMNS):] == list(PROVENANCE_COLUMNS)
