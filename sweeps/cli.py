@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from analysis.exceptions import AnalysisError
 from workers.exceptions import ProfileError
 
 from .exceptions import DatasetError, SpecError, UsageError
@@ -82,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         return COMMANDS[args.command](args)
-    except (SpecError, UsageError, DatasetError, ProfileError) as e:
+    except (SpecError, UsageError, DatasetError, ProfileError, AnalysisError) as e:
         print(f"memsweep {args.command}: error: {e}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:

@@ -1,0 +1,310 @@
+"""The report's tables, as small polars frames of display text: summary, provenance, winners,
+speedups, growth with size, memmap overhead, model vs published.
+
+Each function aggregates lazily per model and returns `Table`s whose cells are
+already formatted (units, binary sizes, percent), so the HTML layer only escapes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import polars as pl
+
+from workers.model import STATUS_ERROR, STATUS_INFEASIBLE, STATUS_OK
+
+from .metrics import (COMPARISONS, best_by, group_medians, headline_metric, loglog_exponent, ok,
+                      measured_vs_model, published_comparison, reason_counts, regime_changes, speedup,
+                      speedup_summary, win_counts)
+from .read import MEASURED, MODELED, SOURCE, Sweep, describe, label, pin
+from .tables import format_value, metric_unit
+
+SIZE = "param_namespace_size"
+PROVENANCE = ("env_host", "env_cpu_model", "env_caches", "env_thp_mode", "env_kernel_release", "env_memsweep_version",
+              "env_git_sha", "env_ray_node_id")
+MAX_REASONS = 40
+MAX_ROWS = 40
+# Per model, the axes a "best variant per configuration" table lists (others are held fixed).
+BEST_KEYS = {
+    "memmap": ["param_struct_page_size", "param_mode", "param_map"],
+    "copy": ["param_struct_page_size", "param_inline_sizes"],
+    "pfnmap": ["param_namespace_size", "param_access"],
+    "young": ["param_compound_order", "param_arch"],
+}
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Table:
+    """A titled table of display strings with a one-paragraph caption."""
+
+    title: str
+    caption: str
+    frame: pl.DataFrame
+
+
+def _text(df: pl.DataFrame) -> pl.DataFrame:
+    return df.with_columns(pl.all().cast(pl.Utf8).fill_null("-"))
+
+
+def status_summary(sweep: Sweep) -> Table:
+    """Per model and source: points expected, rows present, and rows ok / infeasible / error."""
+    models = list(sweep.models)
+    frames = pl.collect_all([
+        sweep.scan(m, None).group_by(*[c for c in (SOURCE,) if c in sweep.schema(m)], "status").len()
+        for m in models]) if models else []
+    rows = []
+    expected = sweep.manifest.get("models", {})
+    for m, f in zip(models, frames):
+        if SOURCE not in f.columns:
+            f = f.with_columns(pl.lit(MODELED).alias(SOURCE))
+        for src in sorted(set(f[SOURCE].to_list()), key=lambda v: (v != MODELED, str(v))):
+            n = dict(f.filter(pl.col(SOURCE) == src).select("status", "len").iter_rows())
+            rows.append({"model": m, "source": str(src), "version": str(expected.get(m, {}).get("version", "?")),
+                         "points expected": f"{expected.get(m, {}).get('points', 0):,}",
+                         "rows": f"{sum(n.values()):,}", "ok": f"{n.get(STATUS_OK, 0):,}",
+                         "infeasible": f"{n.get(STATUS_INFEASIBLE, 0):,}", "error": f"{n.get(STATUS_ERROR, 0):,}"})
+    m = sweep.manifest
+    expected_rows = m.get("rows_expected", m.get("points_expected", 0))
+    caption = (f"Profile {m.get('profile', '?')}; sources {', '.join(m.get('sources', [MODELED]))}; "
+               f"{m.get('chunks_done', '?')} of {m.get('chunks_expected', '?')} chunks done; "
+               f"{m.get('rows', 0):,} rows of {expected_rows:,} expected ({m.get('points_expected', 0):,} points).")
+    return Table(title="Points", caption=caption, frame=pl.DataFrame(rows))
+
+
+def reasons(sweep: Sweep) -> Table:
+    """Infeasible and failed rows counted by model, source and reason, most frequent first."""
+    frames = pl.collect_all([
+        reason_counts(sweep.scan(m, None), by=[SOURCE] if SOURCE in sweep.schema(m) else [])
+        .with_columns(pl.lit(m).alias("model")) for m in sweep.models]) if sweep.models else []
+    frames = [f if SOURCE in f.columns else f.with_columns(pl.lit(MODELED).alias(SOURCE)) for f in frames]
+    schema = {"status": pl.Utf8, "reason": pl.Utf8, "n": pl.UInt32, "model": pl.Utf8, SOURCE: pl.Utf8}
+    df = pl.concat([f.select(pl.col(c).cast(t) for c, t in schema.items()) for f in frames]) if frames \
+        else pl.DataFrame(schema=schema)
+    df = df.sort("n", descending=True)
+    caption = f"{df.height} distinct reasons" + (f"; the {MAX_REASONS} most frequent shown." if
+                                                 df.height > MAX_REASONS else ".")
+    shown = df.head(MAX_REASONS).select("model", SOURCE, "status", pl.col("n").map_elements(
+        lambda n: f"{n:,}", return_dtype=pl.Utf8).alias("rows"), "reason")
+    return Table(title="Infeasible and failed points by reason", caption=caption, frame=_text(shown))
+
+
+def provenance(sweep: Sweep) -> Table:
+    """Hosts, CPU models, caches, kernels, THP modes, memsweep versions and git commits the rows came
+    from, and the number of Ray nodes."""
+    queries = [sweep.scan(m, None).select(pl.col(c).unique().implode() for c in PROVENANCE if c in sweep.schema(m))
+               for m in sweep.models]
+    seen: dict[str, set] = {c: set() for c in PROVENANCE}
+    for f in (pl.collect_all(queries) if queries else []):
+        for c in f.columns:
+            seen[c].update(v for v in f[c][0] if v not in (None, ""))
+    driver = sweep.manifest.get("driver", {})
+    rows = [
+        ("hosts", ", ".join(sorted(seen["env_host"])) or "-"),
+        ("CPU models", "; ".join(sorted(seen["env_cpu_model"])) or "-"),
+        ("caches", "; ".join(sorted(seen["env_caches"])) or "-"),
+        ("kernel releases", ", ".join(sorted(seen["env_kernel_release"])) or "-"),
+        ("THP modes", ", ".join(sorted(seen["env_thp_mode"])) or "-"),
+        ("memsweep versions", ", ".join(sorted(seen["env_memsweep_version"])) or "-"),
+        ("git commits", ", ".join(sorted(seen["env_git_sha"])) or "(not in a git checkout)"),
+        ("Ray nodes", str(len(seen["env_ray_node_id"]))),
+        ("driver", f"{driver.get('env_host', '?')} ({driver.get('env_cpu_model', '?')}), git "
+                   f"{driver.get('env_git_sha') or '-'}"),
+        ("profile", f"{sweep.manifest.get('profile', '?')} (digest {sweep.manifest.get('profile_digest', '?')})"),
+        ("updated", str(sweep.manifest.get("updated", "?"))),
+    ]
+    return Table(title="Provenance", caption="Where and with what the rows were computed.",
+                 frame=pl.DataFrame(rows, schema=["item", "value"], orient="row"))
+
+
+def _comparisons(sweep: Sweep):
+    for m in sweep.models:
+        comp = COMPARISONS.get(m)
+        if comp and comp.axis in sweep.schema(m) and comp.metric in sweep.schema(m) \
+                and comp.axis in sweep.varying(m):
+            yield m, comp
+
+
+def best_tables(sweep: Sweep) -> list[Table]:
+    """Per model: how many configurations each variant wins, then the winner per configuration
+    over a few key axes (other axes held)."""
+    out = []
+    for m, comp in _comparisons(sweep):
+        others = [c for c in sweep.params(m) if c != comp.axis]
+        minimize = not comp.metric.endswith("_gbs")
+        wins = win_counts(best_by(sweep.scan(m), comp.axis, comp.metric, others, minimize)).collect()
+        wins = wins.select(pl.col("best").map_elements(lambda v: label(sweep, m, comp.axis, v),
+                                                       return_dtype=pl.Utf8).alias(comp.label),
+                           pl.col("configurations").map_elements(lambda n: f"{n:,}", return_dtype=pl.Utf8),
+                           pl.col("share").map_elements(lambda s: f"{s:.1%}", return_dtype=pl.Utf8))
+        out.append(Table(title=f"{m}: best {comp.label} across all configurations",
+                         caption=f"Configurations (every other axis value combination with at least one feasible "
+                                 f"{comp.label}) won by each {comp.label}, by {comp.metric}.", frame=wins))
+        keys = [k for k in BEST_KEYS.get(m, []) if k in sweep.varying(m)]
+        if not keys:
+            continue
+        expr, held = pin(sweep, m, [*keys, comp.axis])
+        best = best_by(sweep.scan(m).filter(expr), comp.axis, comp.metric, keys, minimize).collect()
+        sp = (speedup(sweep.scan(m).filter(expr), comp.axis, comp.baseline, comp.metric, keys)
+              .group_by(keys).agg(pl.col("speedup").max()).collect())
+        best = best.join(sp, on=keys, how="left", nulls_equal=True).head(MAX_ROWS)
+        unit = metric_unit(comp.metric)
+        rows = [{**{k.removeprefix("param_"): label(sweep, m, k, r[k]) for k in keys},
+                 f"best {comp.label}": label(sweep, m, comp.axis, r["best"]),
+                 comp.metric.removeprefix("metric_"): format_value(r["best_value"], unit),
+                 "runner-up": format_value(r["runner_up_value"], unit),
+                 f"speedup over {label(sweep, m, comp.axis, comp.baseline)}":
+                     "-" if r["speedup"] is None else f"{r['speedup']:.2f}x"} for r in best.iter_rows(named=True)]
+        out.append(Table(title=f"{m}: best {comp.label} per configuration",
+                         caption=f"Held fixed: {describe(sweep, m, held) or 'nothing'}. At most {MAX_ROWS} rows.",
+                         frame=pl.DataFrame(rows)))
+    return out
+
+
+def speedup_tables(sweep: Sweep) -> list[Table]:
+    """Per model: each variant's speedup over the baseline, min / median / max over every
+    configuration where both are feasible."""
+    out = []
+    for m, comp in _comparisons(sweep):
+        keys = [c for c in sweep.params(m) if c != comp.axis]
+        summary = speedup_summary(speedup(sweep.scan(m), comp.axis, comp.baseline, comp.metric, keys),
+                                  comp.axis).collect()
+        rows = [{comp.label: label(sweep, m, comp.axis, r[comp.axis]), "configurations": f"{r['configurations']:,}",
+                 "min": f"{r['min']:.2f}x", "median": f"{r['median']:.2f}x", "max": f"{r['max']:.2f}x"}
+                for r in summary.iter_rows(named=True)]
+        base = label(sweep, m, comp.axis, comp.baseline)
+        out.append(Table(title=f"{m}: speedup over {base}",
+                         caption=f"{comp.metric} of {base} divided by that of each {comp.label} at the same point "
+                                 "(every other axis equal).", frame=pl.DataFrame(rows)))
+    return out
+
+
+def growth_tables(sweep: Sweep) -> list[Table]:
+    """Per model: how the headline metric grows with namespace size (log-log exponent per series)
+    and the series whose growth changes regime, with where."""
+    out = []
+    for m in sweep.models:
+        metric = headline_metric(m, sweep.metrics(m))
+        if metric is None or SIZE not in sweep.varying(m):
+            continue
+        series = [c for c in sweep.varying(m) if c != SIZE]
+        exps = loglog_exponent(sweep.scan(m), SIZE, metric, series).collect()
+        if exps.height == 0:
+            continue
+        points = ok(sweep.scan(m)).select(*series, SIZE, metric).filter(pl.col(metric).is_not_null()).collect()
+        regimes = regime_changes(points, SIZE, metric, series)
+        changed = regimes.filter(pl.col("changes"))
+        q = exps["exponent"]
+        summary = pl.DataFrame([{
+            "metric": metric, "series": f"{exps.height:,}", "exponent min": f"{q.min():.3f}",
+            "median": f"{q.median():.3f}", "max": f"{q.max():.3f}",
+            "series changing regime": f"{changed.height:,} of {regimes.height:,}"}])
+        out.append(Table(title=f"{m}: growth with namespace size",
+                         caption=f"Slope of log({metric}) on log(namespace size) per series (every other axis "
+                                 "fixed); 1 is linear growth. A regime change is a break where a two-slope fit's "
+                                 "slopes differ by more than 0.15.", frame=summary))
+        if changed.height:
+            out.append(_regime_table(sweep, m, changed, series))
+    return out
+
+
+def _regime_table(sweep: Sweep, m: str, changed: pl.DataFrame, series: list[str]) -> Table:
+    """Series that change regime, grouped by (break, slope before, slope after): count and an example."""
+    grouped = (
+        changed.with_columns(pl.col("slope_before").round(2).alias("before"),
+                             pl.col("slope_after").round(2).alias("after"))
+        .group_by("break_x", "before", "after", maintain_order=True)
+        .agg(pl.len().alias("n"), pl.struct(series).first().alias("example"))
+        .with_columns((pl.col("after") - pl.col("before")).abs().alias("d"))
+        .sort(["d", "n"], descending=True).head(15)
+    )
+    rows = [{"series": f"{r['n']:,}", "break at": label(sweep, m, SIZE, r["break_x"]),
+             "exponent before": f"{r['before']:.2f}", "after": f"{r['after']:.2f}",
+             "example series": describe(sweep, m, r["example"])} for r in grouped.iter_rows(named=True)]
+    return Table(title=f"{m}: series whose growth changes regime",
+                 caption="Series grouped by where the slope changes and the slopes (to 0.01) on each side; "
+                         "the 15 largest changes shown, each with one example series.", frame=pl.DataFrame(rows))
+
+
+def memmap_overhead_table(sweep: Sweep) -> list[Table]:
+    """memmap bytes on the device and in DRAM by map location, struct page size and resolved order."""
+    need = ["param_map", "param_struct_page_size", "metric_compound_order", "metric_memmap_device_bytes",
+            "metric_memmap_dram_bytes", "metric_overhead_fraction", "metric_vmemmap_optimized"]
+    if "memmap" not in sweep.models or any(c not in sweep.schema("memmap") for c in need):
+        return []
+    expr, held = pin(sweep, "memmap", ["param_map", "param_struct_page_size", "param_mode", "param_align",
+                                       "param_compound_order"], {"param_nvdimm_kmsan": True})
+    df = group_medians(sweep.scan("memmap").filter(expr), need[:3], need[3:6], flags=(need[6],)).collect()
+    df = df.drop_nulls(need[2:6])
+    if df.height == 0:
+        return []
+    rows = [{"map": r["param_map"], "struct page": f"{r['param_struct_page_size']} B",
+             "compound order": str(r["metric_compound_order"]),
+             "device bytes": format_value(r["metric_memmap_device_bytes"], "bytes"),
+             "DRAM bytes": format_value(r["metric_memmap_dram_bytes"], "bytes"),
+             "overhead": f"{r['metric_overhead_fraction']:.2%}",
+             "vmemmap optimized": "yes" if r["metric_vmemmap_optimized"] else "no"} for r in df.iter_rows(named=True)]
+    return [Table(title="memmap overhead by map location, struct page size and compound order",
+                  caption=f"Medians over mode and align. Held fixed: {describe(sweep, 'memmap', held) or 'nothing'}.",
+                  frame=pl.DataFrame(rows))]
+
+
+def published_table(sweep: Sweep) -> Table:
+    """Every published figure: published value, this sweep's modeled (and measured) value at its
+    point, and the error."""
+    df = published_comparison(sweep)
+    measured = bool(df.height) and df["measured_rows"].sum() > 0
+    rows = []
+    for r in df.iter_rows(named=True):
+        row = {"figure": r["id"], "metric": r["metric"], "published": format_value(r["published"], r["unit"]),
+               "model": format_value(r["model_value"], r["unit"]) if r["in_sweep"] else "not in sweep",
+               "error": "-" if r["error"] is None else f"{r['error']:+.1%}"}
+        if measured:
+            row["measured here"] = format_value(r["measured_value"], r["unit"])
+            row["measured vs published"] = "-" if r["measured_error"] is None else f"{r['measured_error']:+.1%}"
+        rows.append(row)
+    n = int(df["in_sweep"].sum()) if df.height else 0
+    errs = df.filter(pl.col("error").is_not_null())["error"].abs()
+    tail = f"; median |error| {errs.median():.1%}, max {errs.max():.1%}" if errs.len() else ""
+    note = " 'measured here' is this sweep's measurement on its own hardware, not the published machine." \
+        if measured else ""
+    return Table(title="Model vs published figures",
+                 caption=f"{n} of {df.height} published figures have their point in this sweep{tail}. A figure's "
+                         "point is every axis at the figure's value (others at their defaults)." + note,
+                 frame=pl.DataFrame(rows) if rows else pl.DataFrame({"figure": []}))
+
+
+def measured_tables(sweep: Sweep) -> list[Table]:
+    """Per model with measured rows: for each metric the measurement fills, measured / modeled over
+    every point measured, and the points themselves (at most MAX_ROWS)."""
+    out = []
+    for m in sweep.models:
+        if MEASURED not in sweep.sources(m) or MODELED not in sweep.sources(m):
+            continue
+        metrics = sweep.metrics(m)
+        filled = ok(sweep.scan(m, MEASURED)).select(pl.col(c).is_not_null().any() for c in metrics).collect()
+        keys = [c for c in sweep.params(m) if c in set(sweep.varying(m))]
+        summary, points = [], []
+        for metric in (c for c in metrics if filled[c][0]):
+            pairs = measured_vs_model(sweep.scan(m, MODELED), sweep.scan(m, MEASURED), metric, keys).collect()
+            if pairs.height == 0:
+                continue
+            q = pairs["ratio"]
+            summary.append({"metric": metric, "points": f"{pairs.height:,}", "measured / model min": f"{q.min():.2f}",
+                            "median": f"{q.median():.2f}", "max": f"{q.max():.2f}"})
+            unit = metric_unit(metric)
+            for r in pairs.sort(keys, nulls_last=True).head(MAX_ROWS - len(points)).iter_rows(named=True):
+                points.append({"metric": metric, "point": describe_point(sweep, m, keys, r),
+                               "measured": format_value(r["measured"], unit), "model": format_value(r["model"], unit),
+                               "measured / model": f"{r['ratio']:.2f}"})
+        if summary:
+            out.append(Table(title=f"{m}: measured on this hardware vs the model",
+                             caption="Ratio of the measured user-space analog to the modeled value at the same "
+                                     "point (same point_id); the model's costs come from the sweep's profile, "
+                                     "not from this hardware.", frame=pl.DataFrame(summary)))
+            out.append(Table(title=f"{m}: measured points", caption=f"At most {MAX_ROWS} points.",
+                             frame=pl.DataFrame(points)))
+    return out
+
+
+def describe_point(sweep: Sweep, model: str, keys: list[str], row: dict) -> str:
+    return ", ".join(f"{k.removeprefix('param_')}={label(sweep, model, k, row[k])}" for k in keys) or "(one point)"

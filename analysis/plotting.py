@@ -1,0 +1,137 @@
+"""Plot plumbing shared by the figures: Agg backend, theme, binary-size axes, saving PNG + SVG.
+
+Only the analysis package imports matplotlib and seaborn; the backend is set to
+Agg before pyplot loads, so figures render without a display.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import seaborn as sns  # noqa: E402
+from matplotlib.ticker import FixedLocator, FuncFormatter, LogFormatter, MultipleLocator, NullLocator  # noqa: E402
+
+DPI = 110
+SIZE_UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB")
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Rendered:
+    """A figure written to disk: PNG (embedded in the report) and SVG beside it."""
+
+    id: str
+    title: str
+    caption: str
+    png: Path
+    svg: Path
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Skipped:
+    """A figure the sweep cannot draw (model or columns absent, nothing varies), and why."""
+
+    id: str
+    title: str
+    reason: str
+
+
+def theme() -> None:
+    sns.set_theme(style="whitegrid", context="notebook", font_scale=0.95)
+
+
+def binary_size(n: float) -> str:
+    """Bytes as a short binary-unit label: 1073741824 -> '1GiB', 1.5 MiB -> '1.5MiB'."""
+    if not n or not math.isfinite(n) or n < 0:
+        return "0" if n == 0 else ""
+    i = min(int(math.log2(n) // 10), len(SIZE_UNITS) - 1)
+    v = n / (1 << (10 * i))
+    text = f"{v:.0f}" if abs(v - round(v)) < 1e-9 else f"{v:.3g}"
+    return f"{text}{SIZE_UNITS[i]}"
+
+
+def size_ticks(lo: float, hi: float, max_ticks: int = 8) -> list[float]:
+    """Powers of two from lo to hi, thinned to at most `max_ticks` (anchored on exponent multiples)."""
+    if lo <= 0 or hi <= 0:
+        return []
+    e_lo, e_hi = math.floor(math.log2(lo) + 1e-9), math.ceil(math.log2(hi) - 1e-9)
+    for step in (1, 2, 3, 4, 5, 10, 20):
+        ticks = [2.0 ** e for e in range(e_lo, e_hi + 1) if e % step == 0]
+        if len(ticks) <= max_ticks:
+            return ticks or [2.0 ** e_lo]
+    return [2.0 ** e_lo, 2.0 ** e_hi]
+
+
+def size_axis(ax, which: str, lo: float, hi: float, log: bool = True) -> None:
+    """A byte axis: log base 2 when the values span more than a factor 4, binary-unit labels."""
+    axis = ax.xaxis if which == "x" else ax.yaxis
+    if log and hi / max(lo, 1) > 4:
+        (ax.set_xscale if which == "x" else ax.set_yscale)("log", base=2)
+        axis.set_major_locator(FixedLocator(size_ticks(lo, hi)))
+        axis.set_minor_locator(NullLocator())
+    elif hi > lo:  # linear: ticks at multiples of a power of two, so labels read 1.5GiB, 1.75GiB
+        axis.set_major_locator(MultipleLocator(2.0 ** math.floor(math.log2((hi - lo) / 3))))
+    axis.set_major_formatter(FuncFormatter(lambda v, _pos: binary_size(v)))
+
+
+def log_if_wide(ax, which: str, lo: float, hi: float, factor: float = 30.0) -> bool:
+    """Log scale (base 10) on an axis whose positive values span more than `factor`."""
+    if lo > 0 and hi / lo > factor:
+        (ax.set_xscale if which == "x" else ax.set_yscale)("log")
+        plain_log_labels(ax.xaxis if which == "x" else ax.yaxis)
+        return True
+    return False
+
+
+def plain_log_labels(axis) -> None:
+    """Label a log axis with plain numbers (300, 4000), minor ticks too when it spans few decades."""
+    for setter in (axis.set_major_formatter, axis.set_minor_formatter):
+        pick_labels = LogFormatter(labelOnlyBase=False, minor_thresholds=(2, 0.5))
+        setter(_PlainLog(pick_labels))
+
+
+def save(fig, outdir: Path, fid: str, title: str, caption: str) -> Rendered:
+    """Write `fig` as <fid>.png and <fid>.svg under outdir and close it."""
+    outdir.mkdir(parents=True, exist_ok=True)
+    stem = fid.replace("/", "_")
+    png, svg = outdir / f"{stem}.png", outdir / f"{stem}.svg"
+    fig.savefig(png, dpi=DPI, bbox_inches="tight")
+    fig.savefig(svg, bbox_inches="tight")
+    plt.close(fig)
+    return Rendered(id=fid, title=title, caption=caption, png=png, svg=svg)
+
+
+def pick(values: list, limit: int, keep: tuple = ()) -> list:
+    """At most `limit` of the sorted values, evenly spread, always keeping those in `keep`."""
+    if len(values) <= limit:
+        return list(values)
+    chosen = [v for v in values if v in keep][:limit]
+    rest = [v for v in values if v not in chosen]
+    need = limit - len(chosen)
+    if need > 0:
+        idx = sorted({round(i * (len(rest) - 1) / max(need - 1, 1)) for i in range(need)})
+        chosen += [rest[i] for i in idx]
+    return [v for v in values if v in chosen]
+
+
+class _PlainLog(FuncFormatter):
+    """LogFormatter's choice of which ticks get a label, printed as plain numbers (20000, not 2e+04)."""
+
+    def __init__(self, inner: LogFormatter) -> None:
+        self.inner = inner
+        super().__init__(lambda v, pos: f"{v:g}" if v < 1e6 else f"{v:.0e}")
+
+    def set_axis(self, axis) -> None:
+        super().set_axis(axis)
+        self.inner.set_axis(axis)
+
+    def set_locs(self, locs) -> None:
+        self.inner.set_locs(locs)
+
+    def __call__(self, x, pos=None) -> str:
+        return super().__call__(x, pos) if self.inner(x, pos) else ""

@@ -1,0 +1,253 @@
+"""Reading a sweep's dataset: its manifest, its spec, and one lazy scan per model.
+
+A sweep folder (local path or pyarrow filesystem URI) holds
+`model=<name>/part-*.parquet`, `manifest.json` and `spec.toml`. Different models
+have different columns, so each model's folder is scanned on its own; nothing
+is collected here except the small per-axis value counts.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tomllib
+
+import polars as pl
+import pyarrow as pa
+import pyarrow.fs as pafs
+
+from workers import MODELS, load_plugins
+from workers.axes import Axis
+from workers.model import STATUS_OK, Model
+
+from .exceptions import AnalysisError
+
+MANIFEST = "manifest.json"
+SPEC_FILE = "spec.toml"
+PART_GLOB = "part-*.parquet"
+SOURCE = "source"  # identity column since schema 2: "model" (modeled) or "measured" rows
+MODELED = "model"
+MEASURED = "measured"
+DEFAULT = "default"  # scan(): the modeled rows, or the measured ones when a model has only those
+
+
+class Sweep:
+    """One sweep on disk: name, manifest, spec text, the models with parts, lazy scans."""
+
+    def __init__(self, sweep_dir: str) -> None:
+        self.uri = str(sweep_dir).rstrip("/")
+        self.fs, self.root = _filesystem(self.uri)
+        if self.fs.get_file_info(self.root).type != pafs.FileType.Directory:
+            raise AnalysisError(
+                f"'OUT/SWEEP' must be a sweep folder written by 'memsweep run' (got {sweep_dir!r}: no such folder)."
+            )
+        text = self._read(MANIFEST)
+        if text is None:
+            raise AnalysisError(
+                f"'OUT/SWEEP' must hold a {MANIFEST} written by 'memsweep run' (got {sweep_dir!r}: none there)."
+            )
+        try:
+            self.manifest: dict = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise AnalysisError(f"'{MANIFEST}' must be valid JSON (got {sweep_dir!r}: {e}).") from None
+        self.spec_text: str = self._read(SPEC_FILE) or self.manifest.get("spec", "")
+        self.spec: dict = _toml(self.spec_text)
+        self.name: str = str(self.manifest.get("sweep") or self.spec.get("name") or os.path.basename(self.root))
+        self.description: str = str(self.spec.get("description", ""))
+        self.plugin_errors: list[str] = _load_plugins(self.spec.get("plugins", []))
+        self.models: tuple[str, ...] = self._models_with_parts()
+        self._schemas: dict[str, dict[str, pl.DataType]] = {}
+        self._values: dict[str, dict[str, pl.DataFrame]] = {}
+        self._sources: dict[str, list[str]] = {}
+
+    def _read(self, name: str) -> str | None:
+        try:
+            with self.fs.open_input_stream(f"{self.root}/{name}") as f:
+                return f.read().decode()
+        except (FileNotFoundError, OSError, pa.ArrowException, UnicodeDecodeError):
+            return None
+
+    def _models_with_parts(self) -> tuple[str, ...]:
+        found = []
+        for info in self.fs.get_file_info(pafs.FileSelector(self.root)):
+            if info.type != pafs.FileType.Directory or not info.base_name.startswith("model="):
+                continue
+            inner = self.fs.get_file_info(pafs.FileSelector(info.path))
+            if any(i.base_name.startswith("part-") and i.base_name.endswith(".parquet") for i in inner):
+                found.append(info.base_name[len("model="):])
+        order = list(self.manifest.get("models", {}))
+        return tuple(sorted(found, key=lambda m: (order.index(m) if m in order else len(order), m)))
+
+    def scan(self, model: str, source: str | None = DEFAULT) -> pl.LazyFrame:
+        """A lazy scan of one model's parts (hive partitioning off: `model` is in the file).
+
+        `source`: the rows of one source ("model" or "measured"); DEFAULT is the modeled rows when
+        there are any, else the measured ones; None is every row."""
+        if model not in self.models:
+            raise AnalysisError(f"'model' must be one of the models in this sweep {list(self.models)} (got {model!r}).")
+        lf = pl.scan_parquet(f"{self.uri}/model={model}/{PART_GLOB}", hive_partitioning=False)
+        if source is None or SOURCE not in self.schema(model):
+            return lf
+        return lf.filter(pl.col(SOURCE) == (self.default_source(model) if source == DEFAULT else source))
+
+    def sources(self, model: str) -> list[str]:
+        """The sources of this model's rows: ["model"], ["measured"] or both (schema 1 has only "model")."""
+        if model not in self._sources:
+            if SOURCE not in self.schema(model):
+                self._sources[model] = [MODELED]
+            else:
+                found = self.scan(model, None).select(pl.col(SOURCE).unique()).collect()[SOURCE].to_list()
+                self._sources[model] = sorted((s for s in found if s), key=lambda s: (s != MODELED, s))
+        return self._sources[model]
+
+    def default_source(self, model: str) -> str:
+        found = self.sources(model)
+        return MODELED if MODELED in found or not found else found[0]
+
+    def schema(self, model: str) -> dict[str, pl.DataType]:
+        if model not in self._schemas:
+            self._schemas[model] = dict(self.scan(model, None).collect_schema())
+        return self._schemas[model]
+
+    def params(self, model: str) -> list[str]:
+        """The model's `param_*` columns, in dataset order."""
+        return [c for c in self.schema(model) if c.startswith("param_")]
+
+    def metrics(self, model: str) -> list[str]:
+        return [c for c in self.schema(model) if c.startswith("metric_")]
+
+    def model_object(self, model: str) -> Model | None:
+        """The registered model of that name, or None (a sweep may outlive a model)."""
+        return MODELS.get(model)
+
+    def axis_values(self, model: str) -> dict[str, pl.DataFrame]:
+        """param column -> frame (value, n_ok) of its distinct values among ok rows, most common first."""
+        cache = self._values
+        if model not in cache:
+            params = self.params(model)
+            lf = self.scan(model).filter(pl.col("status") == STATUS_OK)
+            row = lf.select(pl.col(c).value_counts(sort=True).implode() for c in params).collect()
+            out = {}
+            for c in params:
+                counts = row[c][0].struct.unnest() if row.height else pl.DataFrame()
+                out[c] = counts.rename({c: "value", "count": "n_ok"}) if counts.width else pl.DataFrame(
+                    {"value": [], "n_ok": []})
+            cache[model] = out
+        return cache[model]
+
+    def varying(self, model: str) -> list[str]:
+        """Param columns that take more than one value among ok rows."""
+        return [c for c, f in self.axis_values(model).items() if f.height > 1]
+
+
+def axis_of(model: Model | None, column: str) -> Axis | None:
+    """The Axis behind a `param_<name>` column, if the model is known and has it."""
+    if model is None:
+        return None
+    for a in model.axes:
+        if a.column == column:
+            return a
+    return None
+
+
+def _filesystem(uri: str) -> tuple[pafs.FileSystem, str]:
+    try:
+        if "://" in uri:
+            return pafs.FileSystem.from_uri(uri)
+        return pafs.LocalFileSystem(), os.path.abspath(uri)
+    except (pa.ArrowInvalid, OSError, ValueError) as e:
+        raise AnalysisError(f"'OUT/SWEEP' must be a local path or a filesystem URI (got {uri!r}: {e}).") from None
+
+
+def _toml(text: str) -> dict:
+    try:
+        return tomllib.loads(text) if text else {}
+    except tomllib.TOMLDecodeError:
+        return {}
+
+
+def _load_plugins(plugins: object) -> list[str]:
+    """Import the spec's plugin modules so their models are known; return what failed."""
+    if not isinstance(plugins, list):
+        return []
+    errors = []
+    for p in plugins:
+        try:
+            load_plugins([p])
+        except (ImportError, ValueError) as e:
+            errors.append(f"plugin {p!r} could not be imported: {e}")
+    return errors
+
+
+def value_expr(column: str, value: object) -> pl.Expr:
+    """`column == value`, with null meaning "auto" and a tolerance for floats."""
+    if value is None:
+        return pl.col(column).is_null()
+    if isinstance(value, float):
+        return (pl.col(column) - value).abs() <= 1e-9 * max(1.0, abs(value))
+    return pl.col(column) == value
+
+
+def pin(sweep: Sweep, model: str, keep: list[str],
+        prefer: dict[str, object] | None = None) -> tuple[pl.Expr, dict[str, object]]:
+    """Hold every varying axis not in `keep` at one value: the `prefer`red value, else the axis
+    default, when it has ok rows; else its most common value. Returns the filter and
+    {param column: value held}."""
+    obj = sweep.model_object(model)
+    values = sweep.axis_values(model)
+    expr, held = pl.lit(True), {}
+    for col, counts in values.items():
+        if col in keep or counts.height <= 1:
+            continue
+        present = counts["value"].to_list()
+        axis = axis_of(obj, col)
+        choice = present[0]
+        wanted = []
+        if prefer and col in prefer:
+            wanted.append(prefer[col])
+        if axis is not None:
+            try:
+                wanted.append(axis.canonical(axis.default))
+            except ValueError:
+                pass
+        choice = next((w for w in wanted if w in present), None)
+        if choice is None:
+            choice = nearest(present, wanted[-1]) if wanted else present[0]
+        expr = expr & value_expr(col, choice)
+        held[col] = choice
+    return expr, held
+
+
+def nearest(present: list, target: object) -> object:
+    """The present value closest to `target` (by ratio for positive numbers), else the first."""
+    nums = [v for v in present if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    if not nums or not isinstance(target, (int, float)) or isinstance(target, bool):
+        return present[0]
+    if target > 0 and all(v > 0 for v in nums):
+        return min(nums, key=lambda v: abs(math.log(v / target)))
+    return min(nums, key=lambda v: abs(v - target))
+
+
+# Values with a name kernel developers use (pfnmap's leaf orders).
+VALUE_NAMES = {("pfnmap", "param_compound_order"): {0: "PTE (order 0)", 9: "PMD (order 9)", 18: "PUD (order 18)"}}
+
+
+def label(sweep: Sweep, model: str, column: str, value: object) -> str:
+    """A short human label for an axis value (sizes as 2MiB, null order as auto, PTE / PMD leaves)."""
+    named = VALUE_NAMES.get((model, column), {}).get(value)
+    if named is not None:
+        return named
+    axis = axis_of(sweep.model_object(model), column)
+    if axis is not None:
+        return axis.label(value)
+    return "auto" if value is None else str(value)
+
+
+def describe(sweep: Sweep, model: str, held: dict[str, object]) -> str:
+    """`align=2MiB, map=dev`: the axes a figure or table holds fixed (and the source of its rows
+    when the model has both modeled and measured rows)."""
+    parts = [f"{c.removeprefix('param_')}={label(sweep, model, c, v)}" for c, v in held.items()]
+    if model in sweep.models and len(sweep.sources(model)) > 1:
+        parts.insert(0, f"source={sweep.default_source(model)}")
+    return ", ".join(parts)

@@ -1,0 +1,149 @@
+"""`memsweep report`: one self-contained report.html per sweep (figures embedded, no network).
+
+The page holds the sweep's name and description, a summary of points by status
+and of infeasible / failed points by reason, provenance, the figures (PNG as
+base64 data URIs; PNG and SVG files are also written beside the page), the key
+tables, and the spec as run. Every piece of text from the dataset is escaped.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+import pyarrow.fs as pafs
+
+from .figures import render_all
+from .overview import (Table, best_tables, growth_tables, measured_tables, memmap_overhead_table, provenance,
+                       published_table, reasons, speedup_tables, status_summary)
+from .plotting import Rendered, Skipped
+from .read import Sweep
+
+REPORT_DIR = "report"
+REPORT_FILE = "report.html"
+CSS = """
+body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 0 auto; max-width: 1380px;
+       padding: 0 24px 48px; color: #1d1d1f; line-height: 1.45; }
+h1 { margin-top: 28px; } h2 { border-bottom: 1px solid #ddd; padding-bottom: 4px; margin-top: 40px; }
+h3 { margin-bottom: 4px; }
+nav a { margin-right: 14px; }
+table { border-collapse: collapse; margin: 8px 0 4px; font-size: 13px; }
+th, td { border: 1px solid #d0d0d0; padding: 3px 8px; text-align: left; vertical-align: top; }
+th { background: #f2f2f4; } tr:nth-child(even) td { background: #fafafa; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
+.caption { color: #555; font-size: 13px; margin: 2px 0 10px; max-width: 1100px; }
+figure { margin: 26px 0; } figure img { max-width: 100%; height: auto; border: 1px solid #eee; }
+figcaption { font-size: 13px; color: #444; max-width: 1100px; }
+pre { background: #f6f6f8; padding: 12px; overflow-x: auto; font-size: 12px; border: 1px solid #e2e2e2; }
+.skipped { color: #7a4b00; } .note { color: #7a4b00; font-size: 13px; }
+"""
+
+
+def esc(value: object) -> str:
+    return html.escape("" if value is None else str(value), quote=True)
+
+
+def html_table(table: Table) -> str:
+    """A Table as a titled, captioned <table>; numeric-looking cells right-aligned."""
+    df = table.frame
+    head = "".join(f"<th>{esc(c)}</th>" for c in df.columns)
+    body = []
+    for row in df.iter_rows():
+        cells = "".join(f'<td class="{"num" if _numeric(v) else "txt"}">{esc(v)}</td>' for v in row)
+        body.append(f"<tr>{cells}</tr>")
+    rows = "".join(body) or f'<tr><td colspan="{max(df.width, 1)}">(none)</td></tr>'
+    return (f"<h3>{esc(table.title)}</h3><p class=\"caption\">{esc(table.caption)}</p>"
+            f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>")
+
+
+def _numeric(v: object) -> bool:
+    s = str(v).replace(",", "").replace("%", "").replace("x", "").split(" ")[0].lstrip("+-")
+    return s.replace(".", "", 1).isdigit()
+
+
+def html_figure(fig: Rendered) -> str:
+    data = base64.b64encode(fig.png.read_bytes()).decode("ascii")
+    return (f'<figure id="fig-{esc(fig.id)}" class="memsweep-figure">'
+            f'<img src="data:image/png;base64,{data}" alt="{esc(fig.title)}">'
+            f"<figcaption><strong>{esc(fig.title)}.</strong> {esc(fig.caption)} "
+            f"<em>Files: {esc(fig.png.name)}, {esc(fig.svg.name)}.</em></figcaption></figure>")
+
+
+def render_html(sweep: Sweep, figures: list[Rendered | Skipped], seconds: float | None = None) -> str:
+    """The whole page as a string (pure: reads the sweep and the rendered PNGs, writes nothing)."""
+    drawn = [f for f in figures if isinstance(f, Rendered)]
+    skipped = [f for f in figures if isinstance(f, Skipped)]
+    notes = "".join(f'<p class="note">{esc(n)}</p>' for n in sweep.plugin_errors)
+    summary = [status_summary(sweep), reasons(sweep)]
+    tables = [published_table(sweep), *measured_tables(sweep), *best_tables(sweep), *speedup_tables(sweep),
+              *growth_tables(sweep), *memmap_overhead_table(sweep)]
+    skipped_html = "".join(f"<li><strong>{esc(s.title)}</strong>: {esc(s.reason)}</li>" for s in skipped)
+    parts = [
+        "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>memsweep report: {esc(sweep.name)}</title><style>{CSS}</style></head>",
+        f'<body data-figure-count="{len(drawn)}">',
+        f"<h1>memsweep report: {esc(sweep.name)}</h1>",
+        f'<p class="description">{esc(sweep.description) or "<em>(no description)</em>"}</p>',
+        '<nav><a href="#summary">Summary</a><a href="#provenance">Provenance</a><a href="#figures">Figures</a>'
+        '<a href="#tables">Tables</a><a href="#spec">Spec</a></nav>', notes,
+        '<section id="summary"><h2>Summary</h2>', *(html_table(t) for t in summary), "</section>",
+        f'<section id="provenance">{html_table(provenance(sweep)).replace("<h3>", "<h2>").replace("</h3>", "</h2>")}'
+        "</section>",
+        '<section id="figures"><h2>Figures</h2>',
+        f'<p id="figure-count" data-count="{len(drawn)}">{len(drawn)} figures; {len(skipped)} skipped.</p>',
+        *(html_figure(f) for f in drawn),
+        f'<h3>Skipped figures</h3><ul class="skipped">{skipped_html}</ul>' if skipped else "",
+        "</section>",
+        '<section id="tables"><h2>Tables</h2>', *(html_table(t) for t in tables), "</section>",
+        f'<section id="spec"><h2>Spec as run</h2><pre>{esc(sweep.spec_text)}</pre></section>',
+        f'<footer class="caption">Generated by memsweep analysis from {esc(sweep.uri)} at '
+        f'{esc(time.strftime("%Y-%m-%d %H:%M:%S %Z"))}'
+        + (f" in {seconds:.1f} s" if seconds is not None else "") + ".</footer>",
+        "</body></html>",
+    ]
+    return "\n".join(p for p in parts if p)
+
+
+def write_report(sweep_dir: str, out: str | None = None) -> str:
+    """Write report.html (and the figures as PNG and SVG beside it); return the page's path.
+
+    Default: OUT/SWEEP/report/report.html (also for a sweep on an object store: the page and
+    figures are uploaded there). `out` is a file path, or a folder to put report.html in."""
+    t0 = time.perf_counter()
+    sweep = Sweep(sweep_dir)
+    if out is not None:
+        target = Path(out)
+        if target.is_dir() or str(out).endswith("/"):
+            target = target / REPORT_FILE
+        target.parent.mkdir(parents=True, exist_ok=True)
+        _write_local(sweep, target, t0)
+        return str(target)
+    if isinstance(sweep.fs, pafs.LocalFileSystem):
+        target = Path(sweep.root) / REPORT_DIR / REPORT_FILE
+        target.parent.mkdir(parents=True, exist_ok=True)
+        _write_local(sweep, target, t0)
+        return str(target)
+    with tempfile.TemporaryDirectory(prefix="memsweep-report-") as tmp:
+        local = Path(tmp) / REPORT_FILE
+        _write_local(sweep, local, t0)
+        remote = f"{sweep.root}/{REPORT_DIR}"
+        sweep.fs.create_dir(remote, recursive=True)
+        for path in Path(tmp).iterdir():
+            with sweep.fs.open_output_stream(f"{remote}/{path.name}") as f:
+                f.write(path.read_bytes())
+    return f"{sweep.uri}/{REPORT_DIR}/{REPORT_FILE}"
+
+
+def _write_local(sweep: Sweep, target: Path, t0: float) -> None:
+    """Render figures into target's folder and write the page atomically (temp name + rename)."""
+    figures = render_all(sweep, target.parent)
+    page = render_html(sweep, figures, time.perf_counter() - t0)
+    tmp = target.with_name(f".{target.name}.tmp")
+    tmp.write_text(page, encoding="utf-8")
+    shutil.move(tmp, target)
+

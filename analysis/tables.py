@@ -1,0 +1,151 @@
+"""Plain-text comparison tables in the style kernel developers paste into cover letters.
+
+    namespace_size    PTE           PMD           Improvement
+    --------------    ----------    ----------    -----------
+    64MiB             148.858 ns    100.780 ns    32.3%
+
+One row per value of the row axis, one column per value of the column axis
+(median of the metric over ok rows), and an improvement column in percent of
+each column over the first. Every other axis that varies in the sweep (and the
+row source, when a sweep has both modeled and measured rows) splits the output
+into one block per combination, named above the block.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from .exceptions import AnalysisError
+from .metrics import headline_metric, higher_is_better, ok
+from .plotting import binary_size
+from .read import DEFAULT, SOURCE, Sweep, label
+
+MAX_BLOCKS = 24
+GAP = "    "
+UNITS = ("ns", "us", "ms", "s", "gbs", "bytes")
+UNIT_TEXT = {"gbs": "GB/s", "bytes": "B"}
+# Column names kernel developers use for the leaf orders of pfnmap (the RFC's "PTE" / "PMD").
+VALUE_NAMES = {("pfnmap", "param_compound_order"): {0: "PTE", 9: "PMD", 18: "PUD"}}
+
+
+def metric_unit(metric: str) -> str:
+    """The unit a metric name carries: metric_ns_per_load -> 'ns', metric_pt_bytes -> 'bytes'."""
+    for token in metric.removeprefix("metric_").split("_"):
+        if token in UNITS:
+            return token
+    return ""
+
+
+def format_value(v: object, unit: str) -> str:
+    """A cell: '148.858 ns', '95.76 ms', '2MiB', '0.1234'; '-' when missing."""
+    if v is None or (isinstance(v, float) and v != v):
+        return "-"
+    if unit == "bytes":
+        return binary_size(float(v))
+    if isinstance(v, bool) or isinstance(v, int):
+        text = str(v)
+    elif abs(v) >= 1000:
+        text = f"{v:.1f}"
+    elif abs(v) >= 1 or v == 0:
+        text = f"{v:.3f}" if unit in ("ns", "us") else f"{v:.2f}"
+    else:
+        text = f"{v:.4g}"
+    return f"{text} {UNIT_TEXT.get(unit, unit)}".rstrip()
+
+
+def improvement(base: float | None, v: float | None, higher: bool) -> str:
+    """Percent better than the base column: (base - v) / base, or (v - base) / base if higher is better."""
+    if base is None or v is None or base == 0:
+        return "-"
+    return f"{((v - base) if higher else (base - v)) / abs(base):.1%}"
+
+
+def render(header: list[str], rows: list[list[str]]) -> str:
+    """Left-aligned columns, a dashed rule under the header as long as each header."""
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
+    line = lambda cells: GAP.join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()  # noqa: E731
+    return "\n".join([line(header), line(["-" * len(h) for h in header]), *(line(r) for r in rows)])
+
+
+def _column(sweep: Sweep, model: str, flag: str, axis: str) -> str:
+    params = sweep.params(model)
+    col = axis if axis.startswith("param_") else f"param_{axis}"
+    if col not in params:
+        names = [p.removeprefix("param_") for p in params]
+        raise AnalysisError(f"'{flag}' must be an axis of model {model!r}, one of {names} (got {axis!r}).")
+    return col
+
+
+def _metric(sweep: Sweep, model: str, metric: str | None) -> str:
+    metrics = sweep.metrics(model)
+    if metric is None:
+        found = headline_metric(model, metrics)
+        if found is None:
+            raise AnalysisError(f"'--metric' must be given: model {model!r} has no metric columns.")
+        return found
+    col = metric if metric.startswith("metric_") else f"metric_{metric}"
+    if col not in metrics:
+        raise AnalysisError(f"'--metric' must be a metric of model {model!r}, one of {metrics} (got {metric!r}).")
+    return col
+
+
+def _sorted(values: list) -> list:
+    return sorted(values, key=lambda v: (v is None, v if v is not None else 0))
+
+
+def text_table(sweep_dir: str, *, model: str, rows: str, cols: str, metric: str | None = None) -> str:
+    """The table for `memsweep table`: rows x cols of the median metric, plus improvement in %."""
+    sweep = Sweep(sweep_dir)
+    if model not in sweep.models:
+        raise AnalysisError(f"'--model' must be one of the models in this sweep {list(sweep.models)} (got {model!r}).")
+    rcol, ccol = _column(sweep, model, "--rows", rows), _column(sweep, model, "--cols", cols)
+    if rcol == ccol:
+        raise AnalysisError(f"'--cols' must be a different axis from '--rows' (got {cols!r} for both).")
+    mcol = _metric(sweep, model, metric)
+    others = [c for c in sweep.varying(model) if c not in (rcol, ccol)]
+    if len(sweep.sources(model)) > 1:  # modeled and measured rows: one block per source
+        others.insert(0, SOURCE)
+    cells = (
+        ok(sweep.scan(model, None if SOURCE in others else DEFAULT)).filter(pl.col(mcol).is_not_null())
+        .group_by(*others, rcol, ccol).agg(pl.col(mcol).median())
+        .collect()
+    )
+    unit, higher = metric_unit(mcol), higher_is_better(mcol)
+    title = f"{sweep.name}: {model} {mcol.removeprefix('metric_')}, median over ok rows per cell"
+    if cells.height == 0:
+        return f"{title}\n(no ok rows with a value of {mcol})"
+    blocks = cells.select(others).unique().sort(others, nulls_last=True).rows() if others else [()]
+    out = [title + (" (lower is better)" if not higher else " (higher is better)")]
+    for key in blocks[:MAX_BLOCKS]:
+        part = cells
+        for c, v in zip(others, key):
+            part = part.filter(pl.col(c).is_null() if v is None else pl.col(c) == v)
+        if others:
+            out.append("\n" + ", ".join(f"{c.removeprefix('param_')}={label(sweep, model, c, v)}"
+                                       for c, v in zip(others, key)))
+        out.append(_block(sweep, model, part, rcol, ccol, mcol, unit, higher))
+    if len(blocks) > MAX_BLOCKS:
+        names = ", ".join(c.removeprefix("param_") for c in others)
+        out.append(f"\n({len(blocks) - MAX_BLOCKS} more combinations of {names} not shown)")
+    return "\n".join(out)
+
+
+def _block(sweep: Sweep, model: str, part: pl.DataFrame, rcol: str, ccol: str, mcol: str,
+           unit: str, higher: bool) -> str:
+    grid = {(r, c): v for r, c, v in part.select(rcol, ccol, mcol).iter_rows()}
+    rvals, cvals = _sorted(part[rcol].unique().to_list()), _sorted(part[ccol].unique().to_list())
+    names = VALUE_NAMES.get((model, ccol), {})
+    cheads = [names.get(c, label(sweep, model, ccol, c)) for c in cvals]
+    if len(cvals) == 2:
+        extra = ["Improvement"]
+    else:
+        extra = [f"Improvement {h}" for h in cheads[1:]]
+    header = [rcol.removeprefix("param_"), *cheads, *extra]
+    body = []
+    for r in rvals:
+        vals = [grid.get((r, c)) for c in cvals]
+        imps = [improvement(vals[0], v, higher) for v in vals[1:]] if len(cvals) > 1 else []
+        body.append([label(sweep, model, rcol, r), *(format_value(v, unit) for v in vals), *imps])
+    if len(cvals) < 2:
+        header = header[:2]
+    return render(header, body)

@@ -1,0 +1,201 @@
+"""Metrics on small hand-built frames with known answers, and the published comparison."""
+
+from __future__ import annotations
+
+import math
+
+import polars as pl
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from analysis import metrics as M
+from analysis.read import Sweep
+from tests.analysis.conftest import write_sweep
+from workers import get_model
+
+
+def strategies_frame() -> pl.LazyFrame:
+    """Three strategies at two sizes and two struct page sizes; `fast` is 4x / 2x faster than `slow`."""
+    rows = []
+    for size in (1, 2):
+        for p in (64, 80):
+            base = 100.0 * size * (1.25 if p == 80 else 1.0)
+            rows += [
+                {"param_strategy": "slow", "param_size": size, "param_p": p, "metric_ms": base},
+                {"param_strategy": "mid", "param_size": size, "param_p": p, "metric_ms": base / 2},
+                {"param_strategy": "fast", "param_size": size, "param_p": p, "metric_ms": base / (4 if p == 64 else 2)},
+            ]
+    rows.append({"param_strategy": "fast", "param_size": 3, "param_p": 64, "metric_ms": None})
+    df = pl.DataFrame(rows).with_columns(pl.lit("ok").alias("status"))
+    return df.with_columns(pl.when(pl.col("param_size") == 3).then(pl.lit("infeasible")).otherwise("status")
+                           .alias("status")).lazy()
+
+
+def test_speedup_is_baseline_over_variant_at_the_same_other_axes():
+    """speedup = slow's time / the variant's time at equal size and struct page size."""
+    sp = M.speedup(strategies_frame(), "param_strategy", "slow", "metric_ms", ["param_size", "param_p"]).collect()
+    got = {(r["param_strategy"], r["param_size"], r["param_p"]): r["speedup"] for r in sp.iter_rows(named=True)}
+    assert got[("slow", 1, 64)] == 1.0
+    assert got[("mid", 2, 80)] == pytest.approx(2.0)
+    assert got[("fast", 1, 64)] == pytest.approx(4.0)
+    assert got[("fast", 2, 80)] == pytest.approx(2.0)
+    assert ("fast", 3, 64) not in got  # infeasible rows are not compared
+
+
+def test_speedup_of_a_higher_is_better_metric_is_variant_over_baseline():
+    """For bandwidth-like metrics the ratio is inverted (variant / baseline)."""
+    lf = pl.DataFrame({"status": ["ok"] * 2, "param_s": ["a", "b"], "metric_gbs": [2.0, 5.0]}).lazy()
+    sp = M.speedup(lf, "param_s", "a", "metric_gbs", [], higher=True).collect().sort("param_s")
+    assert sp["speedup"].to_list() == [1.0, 2.5]
+    assert M.higher_is_better("metric_gbs") and not M.higher_is_better("metric_init_ms")
+
+
+def test_speedup_joins_on_null_auto_orders():
+    """A null ("auto") compound order matches the baseline's null order."""
+    lf = pl.DataFrame({"status": ["ok"] * 4, "param_strategy": ["slow", "fast"] * 2,
+                       "param_compound_order": [None, None, 9, 9], "metric_ms": [10.0, 5.0, 8.0, 2.0]},
+                      schema_overrides={"param_compound_order": pl.Int64}).lazy()
+    sp = M.speedup(lf, "param_strategy", "slow", "metric_ms", ["param_compound_order"]).collect()
+    fast = sp.filter(pl.col("param_strategy") == "fast").sort("param_compound_order", nulls_last=True)
+    assert fast["speedup"].to_list() == [4.0, 2.0]
+
+
+def test_best_by_picks_the_fastest_strategy_per_configuration():
+    """The winner, its value and the runner-up's value per (size, P)."""
+    best = M.best_by(strategies_frame(), "param_strategy", "metric_ms", ["param_size", "param_p"]).collect()
+    rows = {(r["param_size"], r["param_p"]): r for r in best.iter_rows(named=True)}
+    assert rows[(1, 64)]["best"] == "fast" and rows[(1, 64)]["best_value"] == 25.0
+    assert rows[(1, 64)]["runner_up_value"] == 50.0
+    assert rows[(2, 80)]["best"] in ("fast", "mid") and rows[(2, 80)]["best_value"] == 125.0
+    assert best.height == 4
+    wins = M.win_counts(best.lazy()).collect()
+    assert wins["configurations"].sum() == 4 and wins["share"].sum() == pytest.approx(1.0)
+
+
+def test_best_by_maximizes_when_asked():
+    """minimize=False picks the largest value."""
+    best = M.best_by(strategies_frame(), "param_strategy", "metric_ms", ["param_size"], minimize=False).collect()
+    assert best["best"].to_list() == ["slow", "slow"]
+
+
+def test_loglog_exponent_recovers_power_laws():
+    """y = 3 x is exponent 1, y = x^2 / 7 exponent 2, per series."""
+    xs = [2.0 ** i for i in range(10, 20)]
+    df = pl.DataFrame({"status": "ok", "s": ["lin"] * 10 + ["sq"] * 10,
+                       "x": xs * 2, "y": [3 * x for x in xs] + [x * x / 7 for x in xs]})
+    exps = M.loglog_exponent(df.lazy(), "x", "y", ["s"]).collect().sort("s")
+    assert exps["exponent"].to_list() == pytest.approx([1.0, 2.0])
+    assert exps["points"].to_list() == [10, 10]
+
+
+def test_regime_change_point_is_found_where_the_slope_changes():
+    """Linear up to 1 MiB, then quadratic: break at 1 MiB, slopes 1 then 2; a straight line has none."""
+    xs = [2 ** i for i in range(12, 30)]
+    knee = 2 ** 20
+    y = [float(x) if x <= knee else knee * (x / knee) ** 2 for x in xs]
+    df = pl.DataFrame({"s": ["knee"] * len(xs) + ["line"] * len(xs), "x": xs * 2, "y": y + [5.0 * x for x in xs]})
+    out = M.regime_changes(df, "x", "y", ["s"]).sort("s")
+    knee_row, line_row = out.row(0, named=True), out.row(1, named=True)
+    assert knee_row["changes"] and knee_row["break_x"] == knee
+    assert knee_row["slope_before"] == pytest.approx(1.0) and knee_row["slope_after"] == pytest.approx(2.0)
+    assert not line_row["changes"] and line_row["break_x"] is None
+    assert line_row["slope_before"] == pytest.approx(1.0)
+
+
+@settings(max_examples=25, deadline=None)
+@given(k=st.integers(min_value=3, max_value=12), a=st.floats(0.2, 1.5), b=st.floats(1.8, 3.0))
+def test_regime_change_finds_any_interior_knee(k, a, b):
+    """For y = x^a then x^b (continuous at the k-th point), the break is that point."""
+    xs = [2 ** i for i in range(16)]
+    knee = xs[k]
+    y = [x ** a if x <= knee else knee ** a * (x / knee) ** b for x in xs]
+    out = M.regime_changes(pl.DataFrame({"x": xs, "y": y}), "x", "y", [])
+    assert out["break_x"][0] == knee
+    assert out["slope_after"][0] - out["slope_before"][0] == pytest.approx(b - a, rel=1e-6)
+
+
+def test_regime_changes_leaves_out_short_series():
+    """Series with fewer than four points get no break."""
+    out = M.regime_changes(pl.DataFrame({"s": ["a"] * 3, "x": [1, 2, 4], "y": [1.0, 2.0, 8.0]}), "x", "y", ["s"])
+    assert out.height == 0 and "break_x" in out.columns
+
+
+def test_speedup_summary_and_medians():
+    """min / median / max speedup per variant; medians per (series, x) skip non-finite values."""
+    sp = M.speedup(strategies_frame(), "param_strategy", "slow", "metric_ms", ["param_size", "param_p"])
+    summary = {r["param_strategy"]: r for r in M.speedup_summary(sp, "param_strategy").collect().iter_rows(named=True)}
+    assert (summary["fast"]["min"], summary["fast"]["max"]) == (pytest.approx(2.0), pytest.approx(4.0))
+    assert summary["fast"]["median"] == pytest.approx(3.0) and summary["fast"]["configurations"] == 4
+    med = M.series_medians(strategies_frame(), "param_size", "metric_ms", ["param_strategy"]).collect()
+    assert med.filter(pl.col("param_strategy") == "slow")["metric_ms"].to_list() == [112.5, 225.0]
+
+
+def test_group_medians_take_medians_and_any_flags():
+    """Per group: the median of each metric and whether any row has the flag; non-ok rows ignored."""
+    lf = pl.DataFrame({"status": ["ok", "ok", "ok", "infeasible"], "g": ["a", "a", "b", "b"],
+                       "metric_x": [1.0, 3.0, 5.0, 100.0], "metric_f": [False, True, False, True]}).lazy()
+    out = M.group_medians(lf, ["g"], ["metric_x"], flags=("metric_f",)).collect()
+    assert out.rows() == [("a", 2.0, True), ("b", 5.0, False)]
+
+
+def test_status_and_reason_counts():
+    """Rows per status, and non-ok rows per reason with the commonest first."""
+    lf = pl.DataFrame({"status": ["ok", "infeasible", "infeasible", "error", "infeasible"],
+                       "reason": [None, "too small", "too small", "boom", "odd"]}).lazy()
+    assert dict(M.status_counts(lf).collect().iter_rows()) == {"error": 1, "infeasible": 3, "ok": 1}
+    reasons = M.reason_counts(lf).collect()
+    assert reasons.row(0) == ("infeasible", "too small", 2) and reasons.height == 3
+
+
+def test_headline_metric_prefers_the_comparison_metric_then_a_time():
+    """memmap -> metric_init_ms; an unknown model -> its first _ms / _ns metric."""
+    assert M.headline_metric("memmap", ["metric_heads", "metric_init_ms"]) == "metric_init_ms"
+    assert M.headline_metric("other", ["metric_count", "metric_walk_ns", "metric_x_ms"]) == "metric_x_ms"
+    assert M.headline_metric("other", ["metric_count"]) == "metric_count"
+    assert M.headline_metric("other", []) is None
+
+
+def test_published_comparison_matches_figure_points_and_computes_errors(tmp_path):
+    """A figure's row is found by its params (others at defaults); error = (model - published) / published."""
+    young = get_model("young")
+    figs = {f.id: f for f in young.figures()}
+    per_pte = figs["young/arm64/per_pte"]
+    row = {a.column: a.canonical(per_pte.params.get(a.name, a.default)) for a in young.axes}
+    other = {**row, "param_compound_order": 6}
+    df = pl.DataFrame([row, other], schema={a.column: a.dtype for a in young.axes}).with_columns(
+        pl.lit("ok").alias("status"), pl.Series("metric_scan_ms", [517.0, 1.0]),
+        pl.Series("metric_time_reduction_vs_per_pte", [0.0, 0.0]))
+    sweep = Sweep(write_sweep(tmp_path, "pub", {"young": df}))
+    out = {r["id"]: r for r in M.published_comparison(sweep).iter_rows(named=True)}
+    assert set(out) == set(figs)
+    hit = out["young/arm64/per_pte"]
+    assert hit["in_sweep"] and hit["rows"] == 1 and hit["model_value"] == 517.0
+    assert hit["error"] == pytest.approx((517.0 - 470.0) / 470.0)
+    assert not out["young/arm64/batched"]["in_sweep"] and out["young/arm64/batched"]["error"] is None
+    assert math.isclose(out["young/x86_64/improvement"]["published"], 0.15)
+
+
+def test_measured_vs_model_pairs_rows_by_point_id():
+    """measured / model per point present on both sides; unmeasured and infeasible points drop out."""
+    model = pl.DataFrame({"point_id": [1, 2, 3], "status": "ok", "param_s": ["a", "b", "c"],
+                          "metric_ms": [10.0, 20.0, 30.0]}).lazy()
+    measured = pl.DataFrame({"point_id": [1, 2, 3], "status": ["ok", "ok", "infeasible"],
+                             "param_s": ["a", "b", "c"], "metric_ms": [15.0, None, 1.0]}).lazy()
+    out = M.measured_vs_model(model, measured, "metric_ms", ["param_s"]).collect()
+    assert out.rows() == [(1, "a", 15.0, 10.0, 1.5)]
+
+
+def test_published_comparison_adds_measured_values_when_measured(tmp_path):
+    """A measured row at a figure's point fills measured_value and measured_error."""
+    young = get_model("young")
+    fig = next(f for f in young.figures() if f.id == "young/arm64/batched")
+    row = {a.column: a.canonical(fig.params.get(a.name, a.default)) for a in young.axes}
+    df = pl.DataFrame([row, row], schema={a.column: a.dtype for a in young.axes}).with_columns(
+        pl.lit("ok").alias("status"), pl.Series("source", ["model", "measured"]),
+        pl.Series("metric_scan_ms", [180.0, 90.0]), pl.Series("metric_time_reduction_vs_per_pte", [0.5, None]))
+    out = {r["id"]: r for r in M.published_comparison(Sweep(write_sweep(tmp_path, "m", {"young": df})))
+           .iter_rows(named=True)}
+    hit = out["young/arm64/batched"]
+    assert (hit["model_value"], hit["error"], hit["measured_value"]) == (180.0, 0.0, 90.0)
+    assert hit["measured_error"] == pytest.approx(-0.5) and hit["measured_rows"] == 1

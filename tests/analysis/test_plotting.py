@@ -1,0 +1,55 @@
+"""Plot plumbing: binary size labels, size ticks, value picking, saving PNG + SVG."""
+
+from __future__ import annotations
+
+import math
+
+import matplotlib.pyplot as plt
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from analysis.plotting import binary_size, log_if_wide, pick, save, size_axis, size_ticks
+
+
+@pytest.mark.parametrize("n, text", [(1 << 30, "1GiB"), (16 << 40, "16TiB"), (4096, "4KiB"), (512, "512B"),
+                                     (3 << 19, "1.5MiB"), (0, "0")])
+def test_binary_size_labels(n, text):
+    """Bytes print with the largest binary unit: 1GiB, 16TiB, 1.5MiB."""
+    assert binary_size(n) == text
+
+
+@given(lo=st.integers(0, 40), span=st.integers(0, 30))
+def test_size_ticks_are_powers_of_two_within_range_and_few(lo, span):
+    """At most 8 ticks, all powers of two between the bounds."""
+    ticks = size_ticks(2.0 ** lo, 2.0 ** (lo + span))
+    assert 1 <= len(ticks) <= 8
+    assert all(2.0 ** lo <= t <= 2.0 ** (lo + span) for t in ticks)
+    assert all(t == 2.0 ** round(math.log2(t)) for t in ticks)
+
+
+def test_pick_keeps_requested_values_and_spreads_the_rest():
+    """pick() keeps `keep` values, fills evenly, returns them sorted as given."""
+    assert pick([56, 64, 72, 80, 88, 96, 128], 4, keep=(64, 80, 96)) == [56, 64, 80, 96]
+    assert pick([1, 2, 3], 5) == [1, 2, 3]
+    assert pick(list(range(10)), 3) == [0, 4, 9]
+
+
+def test_size_axis_goes_log2_only_for_wide_ranges():
+    """A byte axis spanning more than 4x is log base 2 with binary labels; a narrow one stays linear."""
+    fig, (a, b) = plt.subplots(1, 2)
+    size_axis(a, "x", 1 << 20, 1 << 40)
+    size_axis(b, "x", 1 << 20, 2 << 20)
+    assert a.get_xscale() == "log" and b.get_xscale() == "linear"
+    assert a.xaxis.get_major_formatter()(1 << 30, 0) == "1GiB"
+    assert log_if_wide(b, "y", 1.0, 1000.0) and b.get_yscale() == "log"
+    plt.close(fig)
+
+
+def test_save_writes_png_and_svg(tmp_path):
+    """save() writes <id>.png and <id>.svg and returns their paths."""
+    fig, ax = plt.subplots()
+    ax.plot([1, 2], [3, 4])
+    r = save(fig, tmp_path / "figs", "a/b", "T", "C")
+    assert r.png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert r.svg.read_text().lstrip().startswith("<?xml") and r.png.name == "a_b.png"

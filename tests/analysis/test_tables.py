@@ -1,0 +1,176 @@
+"""Mailing-list text tables: the pfnmap RFC's two tables, formatting, and bad arguments."""
+
+from __future__ import annotations
+
+import re
+
+import polars as pl
+import pytest
+
+from analysis.exceptions import AnalysisError
+from analysis.tables import format_value, improvement, metric_unit, render, text_table
+from tests.analysis.conftest import write_sweep
+from tests.conftest import memsweep
+from workers import get_model
+
+RFC_LATENCY = """\
+namespace_size    PTE           PMD           Improvement
+--------------    ---           ---           -----------
+64MiB             148.858 ns    100.780 ns    32.3%
+128MiB            164.745 ns    103.537 ns    37.2%
+256MiB            169.907 ns    103.179 ns    39.3%
+512MiB            171.285 ns    103.072 ns    39.8%
+1GiB              173.054 ns    103.055 ns    40.4%
+2GiB              172.820 ns    103.091 ns    40.3%
+4GiB              172.877 ns    103.115 ns    40.4%"""
+
+RFC_COPY = """\
+namespace_size    PTE          PMD          Improvement
+--------------    ---          ---          -----------
+1GiB              95.76 ms     77.91 ms     18.6%
+2GiB              190.87 ms    155.64 ms    18.5%
+4GiB              380.84 ms    311.45 ms    18.2%"""
+
+
+def rfc_sweep(tmp_path) -> str:
+    """A hand-built pfnmap dataset holding exactly the RFC's published points (from figures())."""
+    model = get_model("pfnmap")
+    rows = []
+    for f in model.figures():
+        row = {a.column: a.canonical(f.params.get(a.name, a.default)) for a in model.axes}
+        row.update({"metric_ns_per_load": None, "metric_copy_ms": None, f.metric: f.published})
+        rows.append(row)
+    schema = {**{a.column: a.dtype for a in model.axes}, "metric_ns_per_load": pl.Float64, "metric_copy_ms": pl.Float64}
+    df = pl.DataFrame(rows, schema=schema).with_columns(pl.lit("ok").alias("status"))
+    return write_sweep(tmp_path, "rfc", {"pfnmap": df})
+
+
+def test_reproduces_the_rfc_latency_table(tmp_path):
+    """Memory size rows, PTE / PMD columns and the improvement in percent, as in the RFC's cover letter."""
+    out = text_table(rfc_sweep(tmp_path), model="pfnmap", rows="namespace_size", cols="compound_order",
+                     metric="metric_ns_per_load")
+    assert out.startswith("rfc: pfnmap ns_per_load, median over ok rows per cell (lower is better)")
+    assert "access=lat_mem_rd_random\n" + RFC_LATENCY in out
+    assert "memcpy_seq" not in out  # that block has no ns_per_load
+
+
+def test_reproduces_the_rfc_copy_table(tmp_path):
+    """The memcpy table: 1/2/4 GiB, ms, improvement 18.6 / 18.5 / 18.2 %."""
+    out = text_table(rfc_sweep(tmp_path), model="pfnmap", rows="namespace_size", cols="compound_order",
+                     metric="copy_ms")
+    assert "access=memcpy_seq\n" + RFC_COPY in out
+
+
+def body_rows(out: str, first_col: str = "namespace_size") -> tuple[list[str], list[str]]:
+    lines = out.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.startswith(first_col))
+    body = []
+    for line in lines[header + 2:]:
+        if not line.strip():
+            break
+        body.append(line)
+    return lines[header].split(), body
+
+
+def test_seed_sweep_gives_both_rfc_tables(seed_sweep):
+    """From the shipped seed sweep: 7 sizes (latency) and 3 sizes (copy) x PTE, PMD, Improvement,
+    each improvement = (PTE - PMD) / PTE of its own cells."""
+    lat = text_table(seed_sweep, model="pfnmap", rows="namespace_size", cols="compound_order")
+    copy = text_table(seed_sweep, model="pfnmap", rows="namespace_size", cols="compound_order",
+                      metric="metric_copy_ms")
+    for out, unit, sizes in ((lat, "ns", ["64MiB", "128MiB", "256MiB", "512MiB", "1GiB", "2GiB", "4GiB"]),
+                             (copy, "ms", ["1GiB", "2GiB", "4GiB"])):
+        header, body = body_rows(out)
+        assert header == ["namespace_size", "PTE", "PMD", "Improvement"]
+        assert [b.split()[0] for b in body] == sizes
+        for b in body:
+            m = re.match(rf"\S+\s+([\d.]+) {unit}\s+([\d.]+) {unit}\s+([\d.]+)%$", b)
+            assert m, b
+            pte, pmd, imp = map(float, m.groups())
+            assert pmd < pte and imp == pytest.approx(100 * (pte - pmd) / pte, abs=0.06)
+
+
+def test_memsweep_table_prints_the_table(seed_sweep):
+    """The CLI command prints the same table and exits 0."""
+    r = memsweep("table", seed_sweep, "--model", "pfnmap", "--rows", "namespace_size", "--cols", "compound_order")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == text_table(seed_sweep, model="pfnmap", rows="namespace_size",
+                                          cols="compound_order").strip()
+
+
+def test_more_than_two_columns_get_one_improvement_column_each(tmp_path):
+    """Three leaf orders: improvement of PMD and of PUD over PTE."""
+    df = pl.DataFrame({"param_namespace_size": [1 << 30] * 3, "param_compound_order": [0, 9, 18],
+                       "status": "ok", "metric_ns_per_load": [200.0, 100.0, 50.0]})
+    out = text_table(write_sweep(tmp_path, "three", {"pfnmap": df}), model="pfnmap", rows="namespace_size",
+                     cols="param_compound_order")
+    assert out.splitlines()[1].split() == ["namespace_size", "PTE", "PMD", "PUD", "Improvement", "PMD",
+                                           "Improvement", "PUD"]
+    assert out.splitlines()[3].split()[-2:] == ["50.0%", "75.0%"]
+
+
+def test_higher_is_better_metrics_improve_upwards(tmp_path):
+    """For GB/s, improvement is (new - base) / base."""
+    df = pl.DataFrame({"param_struct_page_size": [64, 64], "param_strategy": ["memcpy", "nt_inline"],
+                       "status": "ok", "metric_gbs": [4.0, 6.0]})
+    out = text_table(write_sweep(tmp_path, "bw", {"copy": df}), model="copy", rows="struct_page_size",
+                     cols="strategy", metric="gbs")
+    assert "higher is better" in out and out.splitlines()[-1].split()[-1] == "50.0%"
+
+
+def test_modeled_and_measured_rows_get_a_block_each(tmp_path):
+    """With both sources, the table splits into source=measured and source=model blocks."""
+    df = pl.DataFrame({"param_namespace_size": [1 << 30] * 4, "param_compound_order": [0, 9] * 2,
+                       "source": ["model", "model", "measured", "measured"], "status": "ok",
+                       "metric_ns_per_load": [200.0, 100.0, 300.0, 150.0]})
+    out = text_table(write_sweep(tmp_path, "src", {"pfnmap": df}), model="pfnmap", rows="namespace_size",
+                     cols="compound_order")
+    blocks = out.split("\n\n")
+    assert blocks[1].startswith("source=measured\n") and "300.000 ns    150.000 ns    50.0%" in blocks[1]
+    assert blocks[2].startswith("source=model\n") and "200.000 ns    100.000 ns    50.0%" in blocks[2]
+
+
+@pytest.mark.parametrize("kw, message", [
+    ({"model": "nope"}, r"'--model' must be one of the models in this sweep \['pfnmap'\] \(got 'nope'\)"),
+    ({"rows": "size"}, r"'--rows' must be an axis of model 'pfnmap', one of \[.*'namespace_size'.*\] \(got 'size'\)"),
+    ({"cols": "namespace_size"}, r"'--cols' must be a different axis from '--rows'"),
+    ({"metric": "ns"}, r"'--metric' must be a metric of model 'pfnmap', one of .* \(got 'ns'\)"),
+])
+def test_bad_arguments_raise_analysis_error(tmp_path, kw, message):
+    """Unknown model, axis or metric, or rows == cols, say what is allowed."""
+    args = {"model": "pfnmap", "rows": "namespace_size", "cols": "compound_order", "metric": None, **kw}
+    with pytest.raises(AnalysisError, match=message):
+        text_table(rfc_sweep(tmp_path), **args)
+
+
+def test_memsweep_table_with_a_bad_argument_exits_2_with_the_message(tmp_path):
+    """The CLI prints the AnalysisError's message and exits with the usage status."""
+    r = memsweep("table", rfc_sweep(tmp_path), "--model", "pfnmap", "--rows", "size", "--cols", "compound_order")
+    assert r.returncode == 2 and r.stdout == ""
+    assert "memsweep table: error: '--rows' must be an axis of model 'pfnmap'" in r.stderr
+
+
+def test_not_a_sweep_raises_analysis_error(tmp_path):
+    """The folder must be a sweep."""
+    with pytest.raises(AnalysisError, match=r"'OUT/SWEEP' must"):
+        text_table(str(tmp_path / "x"), model="m", rows="a", cols="b")
+
+
+@pytest.mark.parametrize("metric, unit", [("metric_ns_per_load", "ns"), ("metric_copy_ms", "ms"),
+                                          ("metric_pt_bytes", "bytes"), ("metric_gbs", "gbs"),
+                                          ("metric_setup_us", "us"), ("metric_huge_fraction", "")])
+def test_metric_unit_comes_from_the_name(metric, unit):
+    """The unit token in a metric's name."""
+    assert metric_unit(metric) == unit
+
+
+def test_format_value_and_improvement():
+    """Cells carry their unit; sizes print binary; missing values print '-'."""
+    assert format_value(148.858, "ns") == "148.858 ns"
+    assert format_value(95.76, "ms") == "95.76 ms"
+    assert format_value(2097152, "bytes") == "2MiB"
+    assert format_value(12345.678, "ms") == "12345.7 ms"
+    assert format_value(None, "ns") == "-" and format_value(float("nan"), "ns") == "-"
+    assert format_value(3, "") == "3" and format_value(4.5, "gbs") == "4.50 GB/s"
+    assert improvement(100.0, 60.0, higher=False) == "40.0%" and improvement(None, 1.0, False) == "-"
+    assert render(["a", "bb"], [["xyz", "1"]]) == "a      bb\n-      --\nxyz    1"
