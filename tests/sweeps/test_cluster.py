@@ -13,6 +13,7 @@ import tempfile
 from pathlib import Path
 
 import polars as pl
+import psutil
 import pytest
 
 from tests.conftest import memsweep
@@ -34,6 +35,33 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def ray_start(args: list[str], env: dict) -> int:
+    """`ray start ...` in a session of its own; returns the session id its daemons keep."""
+    proc = subprocess.Popen([str(BIN / "ray"), "start", *args], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    out, _ = proc.communicate(timeout=180)
+    if proc.returncode != 0:
+        raise RuntimeError(f"ray start {' '.join(args)} failed:\n{out}")
+    return proc.pid
+
+
+def stop_sessions(sids: list[int]) -> None:
+    """Stop this test's Ray nodes only: every process of their sessions (not `ray stop`, which
+    would also stop any other Ray on the machine, the test process's own among them)."""
+    procs = []
+    for p in psutil.process_iter():
+        try:
+            if os.getsid(p.pid) in sids:
+                procs.append(p)
+        except (ProcessLookupError, PermissionError, psutil.Error):
+            pass
+    for p in procs:
+        p.terminate()
+    _, alive = psutil.wait_procs(procs, timeout=15)
+    for p in alive:
+        p.kill()
+
+
 @pytest.fixture
 def cluster():
     """Head (1 CPU, Jobs API on) plus a second node (1 CPU), token-authenticated, on 127.0.0.1."""
@@ -47,21 +75,16 @@ def cluster():
     port, dash = free_port(), free_port()
     common = ["--node-ip-address=127.0.0.1", "--num-cpus=1", f"--object-store-memory={80 * 1024 * 1024}",
               "--disable-usage-stats"]
-    ray = str(BIN / "ray")
     temp = tempfile.mkdtemp(prefix="ray-", dir="/tmp")  # short: Ray's unix socket paths are length-limited
+    sids: list[int] = []
     try:
-        subprocess.run(
-            [ray, "start", "--head", f"--port={port}", "--include-dashboard=true", "--dashboard-host=127.0.0.1",
-             f"--dashboard-port={dash}", f"--temp-dir={temp}", *common],
-            env=env, check=True, capture_output=True, timeout=180,
-        )
-        subprocess.run(
-            [ray, "start", f"--address=127.0.0.1:{port}", "--resources", json.dumps({"second_node": 1}), *common],
-            env=env, check=True, capture_output=True, timeout=180,
-        )
+        sids.append(ray_start(["--head", f"--port={port}", "--include-dashboard=true", "--dashboard-host=127.0.0.1",
+                               f"--dashboard-port={dash}", f"--temp-dir={temp}", *common], env))
+        sids.append(ray_start([f"--address=127.0.0.1:{port}", "--resources", json.dumps({"second_node": 1}),
+                               *common], env))
         yield env, f"http://127.0.0.1:{dash}"
     finally:
-        subprocess.run([ray, "stop", "--force"], env=env, capture_output=True, timeout=120)
+        stop_sessions(sids)
         shutil.rmtree(temp, ignore_errors=True)
 
 
