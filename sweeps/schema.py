@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from workers import MODELS
+from workers.registry import shipped_models
 
 from .store import SCHEMA_VERSION
 
@@ -52,8 +52,9 @@ def rows() -> list[tuple[str, str, str, str, str]]:
     out = [(c, t, u, "all", d) for c, t, u, d in IDENTITY]
     params: dict[str, list] = {}
     metrics: dict[str, list] = {}
-    for name in sorted(MODELS):
-        model = MODELS[name]
+    models = shipped_models()
+    for name in sorted(models):
+        model = models[name]
         for a in model.axes:
             params.setdefault(a.column, [_dtype(a.dtype), a.unit, [], a.doc])[2].append(name)
         for col, dt in model.metrics.items():

@@ -19,6 +19,7 @@ from .spec import load_spec, resolve_spec_path
 
 PACKAGES = ("sweeps", "workers", "analysis")
 TERMINAL = {"SUCCEEDED", "FAILED", "STOPPED"}
+AGENT_WAIT_S = 60.0
 
 
 def stage(spec_path: Path, dest: Path, plugins: tuple[str, ...]) -> None:
@@ -51,11 +52,8 @@ def submit(spec: str, address: str, out: str, *, wait: bool) -> int:
             "python -m sweeps.cli run spec.toml "
             f"--address auto --out {shlex.quote(out)} --quiet"
         )
-        job_id = client.submit_job(
-            entrypoint=entrypoint,
-            runtime_env={"working_dir": tmp},
-            metadata={"memsweep_sweep": parsed.name},
-        )
+        job_id = _submit_when_ready(client, entrypoint=entrypoint, runtime_env={"working_dir": tmp},
+                                    metadata={"memsweep_sweep": parsed.name})
     print(f"submitted {parsed.name} as job {job_id} to {address}")
     if not wait:
         print(f"follow it with: ray job logs --address {address} --follow {job_id}")
@@ -64,6 +62,19 @@ def submit(spec: str, address: str, out: str, *, wait: bool) -> int:
     print(client.get_job_logs(job_id), end="")
     print(f"job {job_id}: {status}")
     return 0 if status == "SUCCEEDED" else 1
+
+
+def _submit_when_ready(client, **job) -> str:
+    """submit_job, retried while the head's job agent is still starting (a cluster just started
+    answers "No available agent to submit job, please try again later")."""
+    deadline = time.monotonic() + AGENT_WAIT_S
+    while True:
+        try:
+            return client.submit_job(**job)
+        except RuntimeError as e:
+            if "No available agent" not in str(e) or time.monotonic() > deadline:
+                raise
+            time.sleep(1.0)
 
 
 def _wait(client, job_id: str) -> str:

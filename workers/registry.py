@@ -33,6 +33,11 @@ def load_plugins(modules: tuple[str, ...] | list[str]) -> None:
         importlib.import_module(name)
 
 
+def shipped_models() -> dict[str, Model]:
+    """The models memsweep ships (not plugins registered at run time)."""
+    return {m.name: m for m in (importlib.import_module(n).MODEL for n in SHIPPED_MODULES)}
+
+
 def get_model(name: str) -> Model:
     try:
         return MODELS[name]

@@ -75,13 +75,20 @@ def cluster():
     port, dash = free_port(), free_port()
     common = ["--node-ip-address=127.0.0.1", "--num-cpus=1", f"--object-store-memory={80 * 1024 * 1024}",
               "--disable-usage-stats"]
+
+    def own_ports() -> list[str]:
+        # Ports of a node's agents: Ray's defaults (52365, 10001, ...) are taken when another Ray
+        # (the test session's embedded one) runs on this machine.
+        return [f"--dashboard-agent-listen-port={free_port()}", f"--dashboard-agent-grpc-port={free_port()}",
+                f"--runtime-env-agent-port={free_port()}", f"--metrics-export-port={free_port()}"]
     temp = tempfile.mkdtemp(prefix="ray-", dir="/tmp")  # short: Ray's unix socket paths are length-limited
     sids: list[int] = []
     try:
         sids.append(ray_start(["--head", f"--port={port}", "--include-dashboard=true", "--dashboard-host=127.0.0.1",
-                               f"--dashboard-port={dash}", f"--temp-dir={temp}", *common], env))
+                               f"--dashboard-port={dash}", f"--temp-dir={temp}",
+                               f"--ray-client-server-port={free_port()}", *own_ports(), *common], env))
         sids.append(ray_start([f"--address=127.0.0.1:{port}", "--resources", json.dumps({"second_node": 1}),
-                               *common], env))
+                               *own_ports(), *common], env))
         yield env, f"http://127.0.0.1:{dash}"
     finally:
         stop_sessions(sids)

@@ -82,3 +82,11 @@ def test_a_fit_to_measured_memmap_times_reproduces_them(points):
     result = calibrate(MEMMAP, start, figures=figs)
     assert result.max_error < 0.02
     assert result.fitted[("copy", "dram_write_gbs")] == pytest.approx(28.0, rel=0.05)
+
+
+def test_figures_can_use_the_fastest_repeat_instead(points):
+    """statistic="min" takes measure_min (the least disturbed run); an unknown statistic is refused."""
+    frame = measured(points, MEMMAP, [{"namespace_size": "1GiB"}], [2.0]).with_columns(measure_min=pl.lit(1.5))
+    assert fit.figures_from_measured(MEMMAP, frame, statistic="min")[0].published == 1.5
+    with pytest.raises(ValueError, match="'statistic' must be one of"):
+        fit.figures_from_measured(MEMMAP, frame, statistic="mean")

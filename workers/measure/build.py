@@ -144,7 +144,8 @@ def main(argv: list[str] | None = None) -> int:
     """Build the kernels now (the install step); print where the library is."""
     parser = argparse.ArgumentParser(prog="python -m workers.measure.build", description=main.__doc__)
     parser.add_argument("--cc", default="cc", help="the C compiler to use (default: cc)")
-    parser.add_argument("--cache-dir", default=None, help=f"where to cache the library (default: {default_cache_dir()})")
+    parser.add_argument("--cache-dir", default=None,
+                        help=f"where to cache the library (default: {default_cache_dir()})")
     parser.add_argument("--force", action="store_true", help="rebuild even when the cache holds the library")
     args = parser.parse_args(argv)
     try:

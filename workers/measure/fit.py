@@ -32,12 +32,17 @@ ID_AXES = {
     "copy": ("struct_page_size", "strategy", "inline_sizes", "namespace_size"),
     "pfnmap": ("access", "compound_order", "namespace_size"),
 }
+STATISTICS = {"median": "measure_median", "min": "measure_min"}
 UNITS = {"metric_init_ms": "ms", "metric_ns_per_copy": "ns", "metric_ns_per_load": "ns", "metric_copy_ms": "ms"}
 
 
-def figures_from_measured(model: Model, frame: pl.DataFrame) -> list[Figure]:
+def figures_from_measured(model: Model, frame: pl.DataFrame, *, statistic: str = "median") -> list[Figure]:
     """One Figure per distinct measured point of `model` with status ok (rows of other sources,
-    when the frame has a `source` column, are ignored)."""
+    when the frame has a `source` column, are ignored). `statistic`: which summary of a row's
+    repeats is the figure, "median" (the row's metric) or "min" (the least disturbed run, for a
+    machine other jobs share)."""
+    if statistic not in STATISTICS:
+        raise ValueError(f"'statistic' must be one of {sorted(STATISTICS)} (got {statistic!r}).")
     if model.name not in ID_AXES:
         return []
     rows = frame.filter(pl.col("status") == STATUS_OK)
@@ -46,7 +51,7 @@ def figures_from_measured(model: Model, frame: pl.DataFrame) -> list[Figure]:
     groups: dict[str, tuple[str, dict, list[float], set[str]]] = {}
     for row in rows.iter_rows(named=True):
         metric = PFNMAP_HEADLINE.get(row.get("param_access")) if model.name == "pfnmap" else HEADLINE[model.name]
-        value = row.get("measure_median")
+        value = row.get(STATISTICS[statistic])
         value = row.get(metric) if value is None else value
         if value is None or value <= 0:
             continue
@@ -60,7 +65,7 @@ def figures_from_measured(model: Model, frame: pl.DataFrame) -> list[Figure]:
     return [
         Figure(id=fid, model=model.name, metric=metric, published=statistics.median(values), unit=UNITS[metric],
                params=params, source=(f"measured on {', '.join(sorted(hosts))} by the memsweep measure backend "
-                                      f"(user-space analog; median of {len(values)} measured median(s))"))
+                                      f"(user-space analog; median of {len(values)} measured {statistic}(s))"))
         for fid, (metric, params, values, hosts) in groups.items()
     ]
 

@@ -1,7 +1,8 @@
 """ctypes bindings of libmemsweep.so (workers/native) and anonymous mappings to run its kernels on.
 
-Every timed kernel returns elapsed nanoseconds measured in C (CLOCK_MONOTONIC)
-around the kernel's loop, so the ctypes call overhead is not part of a sample.
+Every timed kernel returns elapsed nanoseconds measured in C around the
+kernel's loop, so the ctypes call overhead is not part of a sample; the clock
+is wall time or the thread's CPU time (`set_clock`).
 """
 
 from __future__ import annotations
@@ -21,9 +22,11 @@ COPY_STRATEGIES = ("memcpy", "nt_call", "nt_inline")  # nt_inline: the patched i
 MEMMAP_SIZES = (64, 72, 80, 88, 96)
 COPY_SIZES = tuple(range(8, 129, 8))
 WRITEBACK = ("none", "clflush", "clflushopt", "clwb")
+CLOCKS = ("wall", "thread")  # CLOCK_MONOTONIC, CLOCK_THREAD_CPUTIME_ID
 
 _SIGNATURES = {
     "ms_now_ns": (U64, []),
+    "ms_set_clock": (INT, [INT]),
     "ms_has_movnti": (INT, []),
     "ms_writeback_kind": (INT, []),
     "ms_memmap_init": (U64, [INT, INT, PTR, U64, U64, ctypes.c_uint, U64, INT]),
@@ -50,6 +53,13 @@ class Kernels:
         for name, (restype, argtypes) in _SIGNATURES.items():
             fn = getattr(self.lib, name)
             fn.restype, fn.argtypes = restype, argtypes
+
+    def set_clock(self, clock: str) -> None:
+        """Time the kernels by "wall" clock (CLOCK_MONOTONIC) or by the "thread"'s CPU time
+        (CLOCK_THREAD_CPUTIME_ID: time other tasks run on the pinned CPU is not counted)."""
+        if clock not in CLOCKS:
+            raise ValueError(f"'clock' must be one of {CLOCKS} (got {clock!r}).")
+        self.lib.ms_set_clock(CLOCKS.index(clock))
 
     @property
     def has_movnti(self) -> bool:

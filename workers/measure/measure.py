@@ -4,10 +4,11 @@
 reason, every metric column) plus MEASURE_COLUMNS, one per point, in order.
 A measured row fills the model's headline metric(s) with the median of
 `repeats` samples taken after `warmup` runs, pinned to one CPU, on pre-faulted
-memory; the other metrics stay null. A point is infeasible when the model says
-it cannot exist (same rules, same reasons as modeled rows), when this node
-cannot honour one of its axes (plans.py says why), when its memory does not fit
-MemAvailable minus a safety margin, or when the node has no C compiler.
+memory, timed by the thread's CPU time (or wall time); the other metrics stay
+null. A point is infeasible when the model says it cannot exist (same rules,
+same reasons as modeled rows), when this node cannot honour one of its axes
+(plans.py says why), when its memory does not fit MemAvailable minus a safety
+margin, or when the node has no C compiler.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from ..profiles import load_profile
 from ..units import GiB, MiB
 from .exceptions import CompilerNotFound, MeasureError
 from .host import mem_available_bytes
-from .kernels import load
+from .kernels import CLOCKS, load
 from .plans import PLANNERS, Plan, Samples
 
 MEASURE_COLUMNS = {"measure_repeats": pl.Int64, "measure_min": pl.Float64, "measure_median": pl.Float64,
@@ -40,14 +41,19 @@ FEASIBILITY_PROFILE = "seed"  # the models' infeasibility rules do not depend on
 
 
 def measure(model: Model, points: pl.DataFrame, *, repeats: int = 5, cpu: int | None = 0, warmup: int = 1,
-            cc: str = "cc", cache_dir: Path | str | None = None) -> pl.DataFrame:
+            clock: str = "thread", cc: str = "cc", cache_dir: Path | str | None = None) -> pl.DataFrame:
     """Measured rows for `points`: ["status", "reason", *model.metrics, *MEASURE_COLUMNS], same height and order.
 
     `cpu`: the CPU to pin to for the duration (None: no pinning; a CPU outside this process's
-    affinity: the lowest allowed one). `cc` / `cache_dir`: the compiler and library cache (build.py).
+    affinity: the lowest allowed one). `clock`: "thread" times the measuring thread's CPU time, so
+    other tasks sharing the pinned CPU do not inflate a sample (they doubled wall-clock ns/load on
+    this project's 2-CPU machine); "wall" times elapsed time. `cc` / `cache_dir`: the compiler and
+    library cache (build.py).
     """
     if repeats < 1 or warmup < 0:
         raise ValueError(f"'repeats' must be >= 1 and 'warmup' >= 0 (got repeats={repeats!r}, warmup={warmup!r}).")
+    if clock not in CLOCKS:
+        raise ValueError(f"'clock' must be one of {CLOCKS} (got {clock!r}).")
     status, reason = model_status(model, points)
     results: list[Samples | None] = [None] * points.height
     ok = [i for i, s in enumerate(status) if s == STATUS_OK]
@@ -65,6 +71,7 @@ def measure(model: Model, points: pl.DataFrame, *, repeats: int = 5, cpu: int | 
     if todo:
         try:
             kernels = load(cc=cc, cache_dir=cache_dir)
+            kernels.set_clock(clock)
         except MeasureError as e:  # no compiler: the node cannot measure; a failed build: a bug
             bad = STATUS_INFEASIBLE if isinstance(e, CompilerNotFound) else STATUS_ERROR
             for i, _ in todo:

@@ -16,16 +16,22 @@
 #include <string.h>
 
 #define MS_LINE 64
+/* x86_64 code paths (MOVNTI, CLWB, SFENCE); -DMS_GENERIC builds what other architectures get */
+#if defined(__x86_64__) && !defined(MS_GENERIC)
+#define MS_X86 1
+#endif
 #define MS_ALWAYS_INLINE static inline __attribute__((always_inline))
 
 /* ntcopy.c */
 uint64_t ms_now_ns(void);
+int ms_set_clock(int thread_cpu);
 int ms_has_movnti(void);
 int ms_writeback_kind(void);
 void ms_sfence(void);
-void ms_memcpy_flushcache(void *dst, const void *src, size_t n);
+/* hidden: the analogs call it directly (as the kernel calls __memcpy_flushcache()), not through the PLT */
+__attribute__((visibility("hidden"))) void ms_memcpy_flushcache(void *dst, const void *src, size_t n);
 
-#if defined(__x86_64__)
+#ifdef MS_X86
 /* movnti_4() / movnti_8() of patch 8/8: one non-temporal store each, with a memory clobber. */
 MS_ALWAYS_INLINE void ms_movnti_4(void *dst, const void *src)
 {
@@ -63,7 +69,7 @@ MS_ALWAYS_INLINE void ms_movnti_64(void *dst, const void *src)
  */
 MS_ALWAYS_INLINE void ms_memcpy_nt_inline(void *dst, const void *src, size_t n)
 {
-#if defined(__x86_64__)
+#ifdef MS_X86
 	char *d = dst;
 	const char *s = src;
 

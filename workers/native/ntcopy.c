@@ -8,7 +8,7 @@
 
 #include "memsweep.h"
 
-#if defined(__x86_64__)
+#ifdef MS_X86
 #include <cpuid.h>
 #endif
 
@@ -19,7 +19,7 @@ static int writeback_kind = WB_NONE;
  * CLFLUSHOPT, else CLFLUSH. CPUID.(EAX=7,ECX=0):EBX bit 24 = CLWB, bit 23 = CLFLUSHOPT. */
 __attribute__((constructor)) static void detect_writeback(void)
 {
-#if defined(__x86_64__)
+#ifdef MS_X86
 	unsigned int a, b, c, d;
 
 	writeback_kind = WB_CLFLUSH;
@@ -32,17 +32,27 @@ __attribute__((constructor)) static void detect_writeback(void)
 #endif
 }
 
+/* The clock every timed kernel reads: wall time (CLOCK_MONOTONIC) or the calling thread's CPU time
+ * (CLOCK_THREAD_CPUTIME_ID), which leaves out the time other tasks ran on the pinned CPU. */
+static clockid_t clock_id = CLOCK_MONOTONIC;
+
+int ms_set_clock(int thread_cpu)
+{
+	clock_id = thread_cpu ? CLOCK_THREAD_CPUTIME_ID : CLOCK_MONOTONIC;
+	return 0;
+}
+
 uint64_t ms_now_ns(void)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(clock_id, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 int ms_has_movnti(void)
 {
-#if defined(__x86_64__)
+#ifdef MS_X86
 	return 1;
 #else
 	return 0;
@@ -56,17 +66,17 @@ int ms_writeback_kind(void)
 
 void ms_sfence(void)
 {
-#if defined(__x86_64__)
+#ifdef MS_X86
 	asm volatile("sfence" ::: "memory");
 #else
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 #endif
 }
 
+#ifdef MS_X86
 /* clean_cache_range() (arch/x86/lib/usercopy_64.c): write back every line of [addr, addr + size). */
 static void clean_cache_range(void *addr, size_t size)
 {
-#if defined(__x86_64__)
 	char *p = (char *)((uintptr_t)addr & ~(uintptr_t)(MS_LINE - 1));
 	char *end = (char *)addr + size;
 
@@ -78,11 +88,8 @@ static void clean_cache_range(void *addr, size_t size)
 		else
 			asm volatile("clflush %0" : "+m"(*(volatile char *)p));
 	}
-#else
-	(void)addr;
-	(void)size;
-#endif
 }
+#endif
 
 /*
  * __memcpy_flushcache() (arch/x86/lib/usercopy_64.c), out of line: a cached
@@ -91,7 +98,7 @@ static void clean_cache_range(void *addr, size_t size)
  */
 __attribute__((noinline)) void ms_memcpy_flushcache(void *dst, const void *src, size_t size)
 {
-#if defined(__x86_64__)
+#ifdef MS_X86
 	uintptr_t dest = (uintptr_t)dst;
 	uintptr_t source = (uintptr_t)src;
 
@@ -143,7 +150,7 @@ __attribute__((noinline)) void ms_memcpy_flushcache(void *dst, const void *src, 
 uint64_t ms_nt_stream_movnti(void *dst, size_t bytes)
 {
 	uint64_t t0 = ms_now_ns();
-#if defined(__x86_64__)
+#ifdef MS_X86
 	uint64_t v = 0x5a5a5a5a5a5a5a5aull;
 	char *p = dst, *end = p + (bytes & ~(size_t)(MS_LINE - 1));
 

@@ -6,14 +6,14 @@
  */
 #include "memsweep.h"
 
-#if defined(__x86_64__)
+#ifdef MS_X86
 #include <emmintrin.h>
 #endif
 
 uint64_t ms_nt_stream_sse(void *dst, size_t bytes)
 {
 	uint64_t t0 = ms_now_ns();
-#if defined(__x86_64__)
+#ifdef MS_X86
 	__m128i v = _mm_set1_epi8(0x5a);
 	char *p = dst, *end = p + (bytes & ~(size_t)(MS_LINE - 1));
 
