@@ -17,7 +17,7 @@ import polars as pl
 from scipy.optimize import least_squares
 
 from .evaluate import evaluate
-from .model import Figure, FreeParam, Model
+from .model import Figure, FreeParam, Model, points_frame
 from .profiles import Profile
 
 
@@ -56,11 +56,7 @@ class Calibration:
 
 def figure_frame(model: Model, figures: tuple[Figure, ...] | list[Figure]) -> pl.DataFrame:
     """The figures' points as a points frame the model can evaluate."""
-    cols = {}
-    for axis in model.axes:
-        values = [axis.canonical(f.params.get(axis.name, axis.default)) for f in figures]
-        cols[axis.column] = pl.Series(axis.column, values, dtype=axis.dtype)
-    return pl.DataFrame(cols)
+    return points_frame(model, (f.params for f in figures))
 
 
 def predict(model: Model, figures, profile: Profile) -> np.ndarray:

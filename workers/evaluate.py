@@ -2,7 +2,8 @@
 
 This is the one entry point the sweep runner calls on a worker. A model that
 raises does not lose the chunk: every row comes back with status "error" and
-the exception text in `reason`.
+the exception text in `reason`. Metrics of rows that are not ok are nulled
+here, so a model may compute them for every row.
 """
 
 from __future__ import annotations
@@ -12,18 +13,27 @@ import traceback
 import polars as pl
 
 from .exceptions import ModelError
-from .model import STATUS_ERROR, STATUSES, Model
+from .model import STATUS_ERROR, STATUS_OK, STATUSES, Model
 from .profiles import Profile
 
 
 def evaluate(model: Model, points: pl.DataFrame, profile: Profile) -> pl.DataFrame:
     """`points` with the model's status, reason and metric columns appended."""
     try:
-        out = model.evaluate(points, profile)
+        out = null_unless_ok(model, model.evaluate(points, profile))
         _check_contract(model, points, out)
     except Exception as e:  # noqa: BLE001 - any model failure becomes error rows
         out = error_rows(model, points.height, e)
     return pl.concat([points, out], how="horizontal")
+
+
+def null_unless_ok(model: Model, out: pl.DataFrame) -> pl.DataFrame:
+    """A point that cannot exist has no metrics: null them on every row whose status is not ok."""
+    if "status" not in out.columns or (out["status"] == STATUS_OK).all():
+        return out
+    ok = pl.col("status") == STATUS_OK
+    return out.with_columns(pl.when(ok).then(pl.col(m)).otherwise(None).alias(m)
+                            for m in model.metrics if m in out.columns)
 
 
 def error_rows(model: Model, height: int, exc: BaseException, extra: dict | None = None) -> pl.DataFrame:

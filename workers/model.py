@@ -90,6 +90,16 @@ class Model(abc.ABC):
         return tuple(a.name for a in self.axes)
 
 
+def points_frame(model: Model, rows) -> pl.DataFrame:
+    """A points frame for `model` from partial rows (dicts of axis -> value as a spec would give it;
+    missing axes take their defaults), every value canonicalized by its axis."""
+    rows = list(rows)
+    return pl.DataFrame({
+        a.column: pl.Series(a.column, [a.canonical(r.get(a.name, a.default)) for r in rows], dtype=a.dtype)
+        for a in model.axes
+    })
+
+
 def status_columns(infeasible_reason: pl.Expr) -> list[pl.Expr]:
     """`status` and `reason` from one string expression that is null where the point is feasible."""
     return [

@@ -12,17 +12,14 @@ from workers.evaluate import evaluate
 from workers.models import copy as cp
 from workers.models.copy import MODEL
 from workers.profiles import load_profile
+from workers.model import points_frame
 
 PROFILE = load_profile("seed")
-DEFAULTS = {a.name: a.default for a in MODEL.axes}
 
 
 def frame(*rows: dict) -> pl.DataFrame:
-    """A points frame from partial rows (missing axes take their defaults), canonicalized by the axes."""
-    return pl.DataFrame({
-        a.column: pl.Series(a.column, [a.canonical({**DEFAULTS, **r}[a.name]) for r in rows], dtype=a.dtype)
-        for a in MODEL.axes
-    })
+    """A points frame from partial rows (missing axes take their defaults)."""
+    return points_frame(MODEL, rows)
 
 
 def run(*rows: dict, profile=PROFILE) -> pl.DataFrame:

@@ -53,3 +53,11 @@ def test_contract_breaches_become_error_rows(model, match):
     out = evaluate(model, points(), PROFILE)
     assert (out["status"] == "error").all()
     assert out["reason"].str.contains("ModelError").all() and out["reason"].str.contains(match).all()
+
+
+def test_metrics_of_rows_that_are_not_ok_are_nulled():
+    """An infeasible row keeps no metric, even one the model computed for it."""
+    out = evaluate(ProbeModel(), pl.DataFrame({"param_i": [-2, 4], "param_delay_ms": [0.0, 0.0],
+                                               "param_explode": [False, False]}), PROFILE)
+    assert out["status"].to_list() == ["infeasible", "ok"]
+    assert out["metric_half_i"].to_list() == [None, 2.0]

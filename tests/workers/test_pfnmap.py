@@ -12,6 +12,7 @@ from workers.evaluate import evaluate
 from workers.exceptions import ProfileError
 from workers.models.pfnmap import COPY_FIGURES, LAT_FIGURES, MODEL
 from workers.profiles import load_profile
+from workers.model import points_frame
 from workers.registry import get_model
 from workers.units import GiB, KiB, MiB
 
@@ -19,16 +20,12 @@ SEED = load_profile("seed")
 GUEST = load_profile("guest_4k_host")
 BARE = load_profile("bare_metal")
 CONT = SEED.with_values({("pfnmap", "contpte_special"): 1.0}, source="assumed")  # what-if: cont pfnmap PTEs
-DEFAULTS = {a.name: a.default for a in MODEL.axes}
 ALIGNED = {"align": "1GiB", "arch": "x86_64"}  # pa = va = 0 modulo 1 GiB
 
 
 def frame(*rows: dict) -> pl.DataFrame:
-    """A points frame from partial rows (missing axes take their defaults), canonicalized by the axes."""
-    return pl.DataFrame({
-        a.column: pl.Series(a.column, [a.canonical({**DEFAULTS, **r}[a.name]) for r in rows], dtype=a.dtype)
-        for a in MODEL.axes
-    })
+    """A points frame from partial rows (missing axes take their defaults)."""
+    return points_frame(MODEL, rows)
 
 
 def run(*rows: dict, profile=SEED) -> pl.DataFrame:

@@ -42,7 +42,7 @@ import numpy as np
 import polars as pl
 
 from ..axes import ALIGN, NAMESPACE_SIZE, STRUCT_PAGE_SIZE, Axis, choice
-from ..model import STATUS_OK, Model, Reasons, status_columns
+from ..model import Model, Reasons, status_columns
 from ..profiles import Profile
 
 LINE = 64  # boot_cpu_data.x86_clflush_size on x86_64
@@ -310,11 +310,7 @@ class CopyModel(Model):
             "metric_ns_per_copy": ns, "metric_gbs": size / ns, "metric_total_ms": ns * n / 1e6,
             "metric_memory_bound": bound > compute,
         }, schema=self.metrics)
-        out = pl.concat([status, metrics], how="horizontal")
-        if (status["status"] == STATUS_OK).all():
-            return out
-        ok = pl.col("status") == STATUS_OK
-        return out.with_columns(pl.when(ok).then(pl.col(m)).otherwise(None).alias(m) for m in self.metrics)
+        return pl.concat([status, metrics], how="horizontal")  # evaluate() nulls the metrics of rows not ok
 
     @staticmethod
     def _reasons() -> pl.Expr:

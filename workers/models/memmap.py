@@ -39,7 +39,7 @@ import numpy as np
 import polars as pl
 
 from ..axes import ALIGN, COMPOUND_ORDER, NAMESPACE_SIZE, STRUCT_PAGE_SIZE, Axis, choice
-from ..model import STATUS_OK, Figure, FreeParam, Model, Reasons, status_columns
+from ..model import Figure, FreeParam, Model, Reasons, status_columns
 from ..profiles import Profile
 from ..units import GiB, KiB, MiB
 from . import copy as cp
@@ -266,11 +266,7 @@ class MemmapModel(Model):
             "dd_order": devdax & (order != kernel_order), "kmsan": map_dev & (psize > 64) & ~a["kmsan"],
             "dd_mem_start": devdax & ~map_dev & (start % align != 0), "small": ~lay["ok"],
         }).select(*status_columns(self._reasons()))
-        out = pl.concat([status, metrics], how="horizontal")
-        if (status["status"] == STATUS_OK).all():
-            return out
-        ok = pl.col("status") == STATUS_OK
-        return out.with_columns(pl.when(ok).then(pl.col(m)).otherwise(None).alias(m) for m in self.metrics)
+        return pl.concat([status, metrics], how="horizontal")  # evaluate() nulls the metrics of rows not ok
 
     @staticmethod
     def _reasons() -> pl.Expr:

@@ -45,7 +45,7 @@ import numpy as np
 import polars as pl
 
 from ..axes import ALIGN, COMPOUND_ORDER, NAMESPACE_SIZE, Axis, choice
-from ..model import STATUS_OK, Figure, FreeParam, Model, Reasons, status_columns
+from ..model import Figure, FreeParam, Model, Reasons, status_columns
 from ..profiles import Profile
 from .pfnmap_geometry import LEAF_ORDERS, PAGE, PMD_ORDER, PUD, kind_bytes, leaves, starts
 from .pfnmap_tlb import Machine, entries, random_access, reach, sequential_copy
@@ -163,11 +163,13 @@ class PfnmapModel(Model):
             "metric_ns_per_load": cost["ns"], "metric_copy_ms": cost["ns"] / 1e6,
             "metric_speedup_vs_pte": base["ns"] / cost["ns"],
         }, schema=self.metrics)
-        ok, seq = pl.col("status") == STATUS_OK, pl.col("_seq")
+        # each access pattern fills its own metric; evaluate() nulls the metrics of rows not ok
+        seq = pl.col("_seq")
         only = {"metric_ns_per_load": ~seq, "metric_copy_ms": seq}
         return pl.concat([status, metrics, pl.DataFrame({"_seq": a["seq"]})], how="horizontal").select(
             "status", "reason",
-            *(pl.when(ok & only.get(c, True)).then(pl.col(c)).otherwise(None).alias(c) for c in self.metrics),
+            *(pl.when(only[c]).then(pl.col(c)).otherwise(None).alias(c) if c in only else pl.col(c)
+              for c in self.metrics),
         )
 
     @staticmethod

@@ -44,7 +44,7 @@ import numpy as np
 import polars as pl
 
 from ..axes import ALIGN, COMPOUND_ORDER, NAMESPACE_SIZE, Axis, choice
-from ..model import STATUS_OK, Figure, FreeParam, Model, Reasons, status_columns
+from ..model import Figure, FreeParam, Model, Reasons, status_columns
 from ..profiles import Profile
 from ..units import KiB, MiB
 
@@ -200,10 +200,7 @@ class YoungModel(Model):
             "metric_reclaim_rest_ms": rest_ns / 1e6, "metric_scan_ms": total / 1e6,
             "metric_speedup_vs_per_pte": speedup, "metric_time_reduction_vs_per_pte": reduction,
         }, schema=self.metrics)
-        ok = pl.col("status") == STATUS_OK
-        return pl.concat([status, metrics], how="horizontal").with_columns(
-            pl.when(ok).then(pl.col(m)).otherwise(None).alias(m) for m in self.metrics
-        )
+        return pl.concat([status, metrics], how="horizontal")  # evaluate() nulls the metrics of rows not ok
 
     @staticmethod
     def _young_ns(c: dict, path: str, arm64: np.ndarray, classic: np.ndarray, cost: dict) -> np.ndarray:
