@@ -39,6 +39,9 @@ MANIFEST_EVERY_S = 5.0
 # One task, one core: polars and numpy would otherwise spread each task over
 # every core and a 1-CPU Ray would use the whole machine.
 TASK_ENV = {"POLARS_MAX_THREADS": "1", "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
+# Workers import the task code (polars, pyarrow, the models) as they start, not on their first task.
+RUNTIME_ENV = {"env_vars": TASK_ENV, "worker_process_setup_hook": "sweeps.task.warm_up"}
+JOB_DRIVER_VAR = "RAY_JOB_CONFIG_JSON_ENV_VAR"  # set by Ray for the entrypoint of a submitted job
 
 
 @dataclass
@@ -82,12 +85,15 @@ def init_ray(address: str | None, cpus: int | None = None) -> bool:
     """Connect to `address`, or start an embedded Ray with `cpus` CPUs; True if we started it."""
     if ray.is_initialized():
         return False
+    # TASK_ENV as the job's runtime env lets Ray hand tasks its prestarted workers; a Ray Job
+    # driver (memsweep submit) already has it from the job's own runtime env.
+    job_env = {} if JOB_DRIVER_VAR in os.environ else {"runtime_env": RUNTIME_ENV}
     if address:
-        ray.init(address=address, logging_level="WARNING", log_to_driver=True)
+        ray.init(address=address, logging_level="WARNING", log_to_driver=True, **job_env)
         return False
     ray.init(
         num_cpus=cpus or os.cpu_count(), include_dashboard=False, object_store_memory=OBJECT_STORE_BYTES,
-        logging_level="WARNING", configure_logging=True,
+        logging_level="WARNING", configure_logging=True, **job_env,
     )
     return True
 
@@ -147,7 +153,7 @@ class _TaskPool:
 
     def __init__(self, cfg_ref):
         self.cfg_ref = cfg_ref
-        self.task = _chunk_task.options(runtime_env={"env_vars": TASK_ENV})
+        self.task = _chunk_task
         self.capacity = 2 * max(1, int(ray.cluster_resources().get("CPU", 1)))
 
     def submit(self, chunk: Chunk):
@@ -166,7 +172,6 @@ class _MeasurePool:
         self.idle = [
             _Measurer.options(
                 scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=n, soft=False),
-                runtime_env={"env_vars": TASK_ENV},
             ).remote()
             for n in nodes
         ]

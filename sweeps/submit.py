@@ -15,6 +15,7 @@ from pathlib import Path
 
 from .exceptions import UsageError
 from .provenance import PROJECT_ROOT
+from .runner import RUNTIME_ENV
 from .spec import load_spec, resolve_spec_path
 
 PACKAGES = ("sweeps", "workers", "analysis")
@@ -52,7 +53,7 @@ def submit(spec: str, address: str, out: str, *, wait: bool) -> int:
             "python -m sweeps.cli run spec.toml "
             f"--address auto --out {shlex.quote(out)} --quiet"
         )
-        job_id = _submit_when_ready(client, entrypoint=entrypoint, runtime_env={"working_dir": tmp},
+        job_id = _submit_when_ready(client, entrypoint=entrypoint, runtime_env={"working_dir": tmp, **RUNTIME_ENV},
                                     metadata={"memsweep_sweep": parsed.name})
     print(f"submitted {parsed.name} as job {job_id} to {address}")
     if not wait:

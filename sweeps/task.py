@@ -93,3 +93,7 @@ def run_chunk(cfg: TaskConfig, chunk: Chunk, node_id: str = "") -> dict:
         compute_s=compute_s, total_s=time.perf_counter() - t0,
     )
     return record
+
+
+def warm_up() -> None:
+    """Ray's worker_process_setup_hook: importing this module is the work (models, polars, pyarrow)."""
