@@ -15,6 +15,7 @@ import tomllib
 
 import polars as pl
 import pyarrow as pa
+import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 
 from workers import MODELS, load_plugins
@@ -86,10 +87,20 @@ class Sweep:
         there are any, else the measured ones; None is every row."""
         if model not in self.models:
             raise AnalysisError(f"'model' must be one of the models in this sweep {list(self.models)} (got {model!r}).")
-        lf = pl.scan_parquet(f"{self.uri}/model={model}/{PART_GLOB}", hive_partitioning=False)
+        lf = self._scan_parts(model)
         if source is None or SOURCE not in self.schema(model):
             return lf
         return lf.filter(pl.col(SOURCE) == (self.default_source(model) if source == DEFAULT else source))
+
+    def _scan_parts(self, model: str) -> pl.LazyFrame:
+        """Local folders: polars' own scan; object stores: through the pyarrow filesystem the URI
+        names (its options, e.g. an endpoint_override, are in the URI's query and only pyarrow reads them)."""
+        if isinstance(self.fs, pafs.LocalFileSystem):
+            return pl.scan_parquet(f"{self.root}/model={model}/{PART_GLOB}", hive_partitioning=False)
+        folder = f"{self.root}/model={model}"
+        parts = [i.path for i in self.fs.get_file_info(pafs.FileSelector(folder))
+                 if i.base_name.startswith("part-") and i.base_name.endswith(".parquet")]
+        return pl.scan_pyarrow_dataset(ds.dataset(parts, filesystem=self.fs, format="parquet"))
 
     def sources(self, model: str) -> list[str]:
         """The sources of this model's rows: ["model"], ["measured"] or both (schema 1 has only "model")."""

@@ -136,7 +136,8 @@ def write_report(sweep_dir: str, out: str | None = None) -> str:
         for path in Path(tmp).iterdir():
             with sweep.fs.open_output_stream(f"{remote}/{path.name}") as f:
                 f.write(path.read_bytes())
-    return f"{sweep.uri}/{REPORT_DIR}/{REPORT_FILE}"
+    base, sep, query = sweep.uri.partition("?")  # keep the URI's options last
+    return f"{base}/{REPORT_DIR}/{REPORT_FILE}{sep}{query}"
 
 
 def _write_local(sweep: Sweep, target: Path, t0: float) -> None:

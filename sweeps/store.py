@@ -64,10 +64,11 @@ def locate(out: str, sweep: str | None = None) -> Location:
             fs, root = pafs.LocalFileSystem(), os.path.abspath(out)
     except (pa.ArrowInvalid, OSError, ValueError) as e:
         raise UsageError(f"'--out' must be a local path or a filesystem URI such as s3://bucket/path (got {out!r}: {e}).") from None
-    uri = out.rstrip("/")
+    base, sep, query = out.partition("?")  # s3://bucket/prefix?endpoint_override=...: options stay last
+    uri = base.rstrip("/")
     if sweep:
         root, uri = f"{root.rstrip('/')}/{sweep}", f"{uri}/{sweep}"
-    return Location(fs=fs, root=root, uri=uri)
+    return Location(fs=fs, root=root, uri=uri + sep + query)
 
 
 def exists(loc: Location, path: str) -> bool:

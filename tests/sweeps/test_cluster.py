@@ -6,7 +6,6 @@ import json
 import os
 import secrets
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -16,6 +15,7 @@ import polars as pl
 import psutil
 import pytest
 
+from tests.cluster_util import free_port
 from tests.conftest import memsweep
 
 BIN = Path(sys.executable).parent
@@ -27,12 +27,6 @@ chunk_points = 20
 i = { from = 0, to = 399, step = 1 }
 delay_ms = [300.0]
 """
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def ray_start(args: list[str], env: dict) -> int:
