@@ -114,7 +114,7 @@ def run(spec: SweepSpec, out: str, *, address: str | None = None, fresh: bool = 
         if todo:
             _execute(spec, loc, chunks, todo, records, summary, progress)
     finally:
-        write_manifest(loc, _manifest(spec, loc, chunks, records))
+        write_manifest(loc, _manifest(spec, chunks, records))
         if started:
             ray.shutdown()
     summary.seconds = time.perf_counter() - t0
@@ -240,20 +240,20 @@ def _drain(pool, todo, spec, loc, chunks, records, summary, bar) -> None:
             summary.task_seconds += rec.get("total_s", 0.0)
             bar.update(c.points)
         if time.monotonic() - last_manifest > MANIFEST_EVERY_S:
-            write_manifest(loc, _manifest(spec, loc, chunks, records))
+            write_manifest(loc, _manifest(spec, chunks, records))
             last_manifest = time.monotonic()
 
 
-def _manifest(spec: SweepSpec, loc: Location, chunks: list[Chunk], records: dict) -> dict:
-    expected = chunks
+def _manifest(spec: SweepSpec, chunks: list[Chunk], records: dict) -> dict:
+    """What manifest.json records: what the spec expects, what is done, and each part's checksum."""
     return {
         "schema_version": SCHEMA_VERSION,
         "sweep": spec.name,
         "profile": spec.profile_name,
         "profile_digest": spec.profile.digest(),
         "models": {m: {"version": get_model(m).version, "points": spec.points(m)} for m in spec.models},
-        "chunks_expected": len(expected),
-        "chunks_done": sum(1 for c in expected if c.chunk_id in records),
+        "chunks_expected": len(chunks),
+        "chunks_done": sum(1 for c in chunks if c.chunk_id in records),
         "rows": sum(r["rows"] for r in records.values()),
         "points_expected": spec.total_points,
         "rows_expected": spec.total_rows,
