@@ -63,11 +63,6 @@ def ok(lf: pl.LazyFrame) -> pl.LazyFrame:
     return lf.filter(pl.col("status") == STATUS_OK)
 
 
-def status_counts(lf: pl.LazyFrame) -> pl.LazyFrame:
-    """Rows per status: (status, n)."""
-    return lf.group_by("status").agg(pl.len().alias("n")).sort("status")
-
-
 def reason_counts(lf: pl.LazyFrame, by: list[str] = ()) -> pl.LazyFrame:
     """Infeasible and failed rows by reason (and `by`), most frequent first: (*by, status, reason, n)."""
     return (

@@ -53,7 +53,6 @@ class RunSummary:
     failed: list[str] = field(default_factory=list)
     points: int = 0
     seconds: float = 0.0
-    compute_seconds: float = 0.0  # model evaluation, summed over tasks
     task_seconds: float = 0.0  # whole tasks (decode, evaluate, write), summed
     exec_seconds: float = 0.0  # wall time from the first task submitted to the last one done
     ray_start_seconds: float = 0.0  # starting (or joining) Ray
@@ -236,7 +235,6 @@ def _drain(pool, todo, spec, loc, chunks, records, summary, bar) -> None:
                 continue
             records[c.chunk_id] = rec
             summary.computed += 1
-            summary.compute_seconds += rec.get("compute_s", 0.0)
             summary.task_seconds += rec.get("total_s", 0.0)
             bar.update(c.points)
         if time.monotonic() - last_manifest > MANIFEST_EVERY_S:
@@ -258,7 +256,7 @@ def _manifest(spec: SweepSpec, chunks: list[Chunk], records: dict) -> dict:
         "points_expected": spec.total_points,
         "rows_expected": spec.total_rows,
         "sources": list(spec.sources),
-        "parts": {cid: {k: v for k, v in r.items() if k not in ("compute_s", "total_s")} for cid, r in records.items()},
+        "parts": {cid: {k: v for k, v in r.items() if k != "total_s"} for cid, r in records.items()},
         "spec": spec.text,
         "driver": {**host_provenance(), "env_git_sha": git_sha()},
         "updated": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),

@@ -26,6 +26,10 @@ def test_schema_table_names_every_column_a_part_holds():
     from sweeps.store import IDENTITY_COLUMNS, PROVENANCE_COLUMNS
     from sweeps.schema import rows
 
+    from workers.measure.measure import MEASURE_COLUMNS
+
     documented = [r[0] for r in rows()]
     assert documented[: len(IDENTITY_COLUMNS)] == list(IDENTITY_COLUMNS)
     assert documented[-len(PROVENANCE_COLUMNS):] == list(PROVENANCE_COLUMNS)
+    measure = list(MEASURE_COLUMNS)
+    assert documented[-len(PROVENANCE_COLUMNS) - len(measure):-len(PROVENANCE_COLUMNS)] == measure

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import abc
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Mapping
 
 import polars as pl
@@ -111,11 +111,11 @@ def status_columns(infeasible_reason: pl.Expr) -> list[pl.Expr]:
     ]
 
 
-@dataclass(frozen=True, kw_only=True)
 class Reasons:
     """Builds the `reason` expression from (condition, message) pairs; first match wins."""
 
-    rules: list[tuple[pl.Expr, str]] = field(default_factory=list)
+    def __init__(self) -> None:
+        self.rules: list[tuple[pl.Expr, str]] = []
 
     def add(self, condition: pl.Expr, message: str) -> Reasons:
         self.rules.append((condition, message))
