@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from sweeps.plan import MEASURED_CHUNK_POINTS
 from workers.calibrate import calibrate, predict
 from workers.measure.fit import figures_from_measured, fit_start, host_profile
 from workers.measure.host import host_facts, machine_arch
@@ -52,8 +53,11 @@ CLOCK = {"clock": "thread"}  # set from --clock in main()
 
 
 def run(model, rows, repeats, cpu) -> pl.DataFrame:
+    """Measure rows as a sweep's measured chunks do: MEASURED_CHUNK_POINTS points per measure() call."""
     points = frame(model, rows)
-    return pl.concat([points, measure(model, points, repeats=repeats, cpu=cpu, **CLOCK)], how="horizontal")
+    step = MEASURED_CHUNK_POINTS
+    out = [measure(model, points[i:i + step], repeats=repeats, cpu=cpu, **CLOCK) for i in range(0, len(rows), step)]
+    return pl.concat([points, pl.concat(out)], how="horizontal")
 
 
 def load_line() -> str:
@@ -162,7 +166,7 @@ def holdout(data: pl.DataFrame, statistic: str) -> None:
     test = [f for f in figs if f.params["namespace_size"] // GiB not in TRAIN_SIZES]
     base = host_profile(load_profile("seed"), host_facts())
     t0 = time.perf_counter()
-    cal = calibrate(MEMMAP, fit_start(MEMMAP, base, train), figures=train)
+    cal = calibrate(MEMMAP, fit_start(MEMMAP, base, train), figures=train, free=MEMMAP.free_for_measured)
     fit_s = time.perf_counter() - t0
     pred = predict(MEMMAP, test, cal.profile)
     err = np.array([(p - f.published) / f.published for p, f in zip(pred, test)])

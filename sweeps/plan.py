@@ -20,7 +20,9 @@ from .spec import SweepSpec
 
 TARGET_SECONDS = 0.25  # model work per chunk: >= ~100 ms so Ray overhead stays small
 MAX_CHUNK_POINTS = 1_000_000  # bounds a worker's memory for one chunk
-MEASURED_CHUNK_POINTS = 4  # a measured point takes ~0.1-10 s: small chunks resume finely
+# A measured point takes ~0.1-10 s; the points of a chunk are sampled round-robin (workers.measure), so
+# more points spread each one's samples over more time, fewer resume more finely.
+MEASURED_CHUNK_POINTS = 8
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -36,7 +36,7 @@ from .exceptions import SpecError
 SPEC_DIR = Path(__file__).parent / "specs"
 TOP_KEYS = {"name", "description", "models", "profile", "plugins", "chunk_points", "source", "measure", "axes"}
 SOURCES = {"model": ("model",), "measured": ("measured",), "both": ("model", "measured")}
-MEASURE_KEYS = {"repeats": 5, "warmup": 1, "cpu": 0}
+MEASURE_KEYS = {"repeats": 5, "warmup": 1, "cpu": 0, "span_ms": 2000}
 RANGE_KEYS = {"from", "to", "scale", "step"}
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 MAX_VALUES_PER_AXIS = 100_000
@@ -199,7 +199,8 @@ def _sources(data: dict) -> tuple[str, ...]:
 
 
 def _measure(data: dict) -> dict[str, int]:
-    """The [measure] table: repeats (>= 1), warmup (>= 0) runs, and the cpu to pin to (>= 0)."""
+    """The [measure] table: repeats (>= 1), warmup (>= 0) runs, the cpu to pin to (>= 0), and span_ms
+    (>= 0), the least time a chunk's round-robin of samples lasts (workers.measure.measure)."""
     table = data.get("measure", {})
     if not isinstance(table, dict):
         raise SpecError(f"'measure' must be a table with keys {sorted(MEASURE_KEYS)} (got {table!r}).")

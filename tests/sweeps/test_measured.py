@@ -17,6 +17,7 @@ models = ["memmap", "young"]
 source = "both"
 [measure]
 repeats = 3
+span_ms = 200
 [axes.memmap]
 namespace_size = ["256MiB", "512MiB", "1GiB", "2GiB"]
 map = ["mem"]
@@ -43,7 +44,8 @@ def test_every_point_has_a_model_row_and_a_measured_row(sweep):
     assert (measured["status"] == "ok").all()
     assert (measured["metric_init_ms"] == measured["measure_median"]).all()
     assert (measured["measure_min"] <= measured["measure_median"]).all()
-    assert (measured["measure_repeats"] == 3).all()
+    # at least the spec's 3 repeats; quick chunks take more rounds to span span_ms (at most 20 x 3)
+    assert measured["measure_repeats"].is_between(3, 60).all() and measured["measure_repeats"].max() > 3
     assert measured["env_kernel_release"].str.len_chars().min() > 0
     model = df.filter(pl.col("source") == "model")
     assert model["measure_median"].is_null().all() and model["metric_init_ms"].is_not_null().all()

@@ -150,3 +150,28 @@ def test_a_nohugepage_mapping_has_no_huge_pages(kernels):
         assert m.advise(0, nbytes, False)
         m.prefault()
         assert anon_huge_bytes(m.addr, nbytes) == 0
+
+
+@pytest.mark.parametrize("heads,per,order,seg", [(300, 1, 0, 64), (300, 1, 0, 300), (7, 4, 2, 2), (3, 512, 9, 1)])
+def test_memmap_segments_cover_the_run_and_leave_the_same_bytes(kernels, heads, per, order, seg):
+    """Timed in segments of `seg` heads: one non-negative time per segment, and the same struct pages."""
+    whole = init(kernels, 80, "template_nt", heads, per, order, 1 << 20, reset=order == 0)
+    nbytes = heads * per * 80
+    with Mapping(kernels, nbytes) as m:
+        m.prefault()
+        times = kernels.memmap_init(m.addr, psize=80, strategy="template_nt", heads=heads, per_compound=per,
+                                    order=order, start_pfn=1 << 20, refcount_reset=order == 0, segment_heads=seg)
+        assert m.read(0, nbytes) == whole
+    assert len(times) == -(-heads // seg) and all(t >= 0 for t in times)
+
+
+def test_a_chase_continues_where_the_last_one_stopped(kernels):
+    """chase(start, a) then chase(end, b) stops where chase(start, a + b) does: slices walk one chain."""
+    with Mapping(kernels, 16 * PAGE) as m:
+        m.prefault()
+        start = kernels.chase_build(m.addr, 16 * PAGE, stride=CHASE_STRIDE, seed=3)
+        _, middle = kernels.chase(start, 100)
+        _, end = kernels.chase(middle, 37)
+        _, direct = kernels.chase(start, 137)
+        trace, base = kernels.chase_trace(m.addr, start, 138), m.addr
+    assert end == direct == base + trace[137] and middle == base + trace[100]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
 
 import polars as pl
 import pytest
@@ -15,7 +16,7 @@ from workers.models.memmap import MODEL as MEMMAP
 from workers.models.pfnmap import MODEL as PFNMAP
 from workers.models.young import MODEL as YOUNG
 
-TINY = {"repeats": 2, "warmup": 0}
+TINY = {"repeats": 2, "warmup": 0, "span_ms": 0}
 
 
 def check_contract(model, points, out):
@@ -109,21 +110,21 @@ def test_measure_pins_the_thread_and_restores_its_affinity(points, native_cache,
     """During the runs the thread is on one CPU; afterwards it has its old affinity again."""
     before = os.sched_getaffinity(0)
     seen = []
-    real = plans.MemmapPlan.run
+    real = plans.MemmapPlan.open
 
-    def spy(self, k, warmup, repeats):
+    def spy(self, k):
         seen.append(os.sched_getaffinity(0))
-        return real(self, k, warmup, repeats)
+        return real(self, k)
 
-    monkeypatch.setattr(plans.MemmapPlan, "run", spy)
+    monkeypatch.setattr(plans.MemmapPlan, "open", spy)
     ms.measure(MEMMAP, points(MEMMAP, {"namespace_size": "16MiB"}), cpu=max(before), cache_dir=native_cache,
                **TINY)
     assert seen == [{max(before)}]
     assert os.sched_getaffinity(0) == before
 
 
-@pytest.mark.parametrize("kw,match", [({"repeats": 0}, "'repeats' must be >= 1 and 'warmup' >= 0"),
-                                      ({"warmup": -1}, "'repeats' must be >= 1 and 'warmup' >= 0"),
+@pytest.mark.parametrize("kw,match", [({"repeats": 0}, "'repeats' must be >= 1, 'warmup' and 'span_ms' >= 0"),
+                                      ({"warmup": -1}, "'repeats' must be >= 1, 'warmup' and 'span_ms' >= 0"),
                                       ({"clock": "tsc"}, r"'clock' must be one of \('wall', 'thread'\)")])
 def test_bad_settings_are_rejected(points, kw, match):
     """repeats < 1, warmup < 0 or an unknown clock raise ValueError saying what is allowed."""
@@ -137,3 +138,51 @@ def test_both_clocks_give_positive_samples(points, native_cache, clock):
     out = ms.measure(MEMMAP, points(MEMMAP, {"namespace_size": "16MiB"}), clock=clock, cache_dir=native_cache,
                      **TINY)
     assert out["status"][0] == "ok" and out["measure_min"][0] > 0
+
+
+class Recorded:
+    """A plan whose runs only record the order they are sampled in (the scheduler under test)."""
+
+    def __init__(self, name: str, log: list, memory: int = 1 << 20, fail_at: int | None = None):
+        self.name, self.log, self.memory, self.fail_at = name, log, memory, fail_at
+
+    @contextmanager
+    def open(self, k):
+        def sample():
+            self.log.append(self.name)
+            if self.fail_at is not None and self.log.count(self.name) == self.fail_at:
+                raise OSError("the device went away")
+            return [(1000 + len(self.log), 1)]
+        yield plans.Run(sample=sample, scale=1.0)
+
+
+def test_points_are_warmed_up_then_sampled_round_robin():
+    """Warm-up of each point, then repeat r of every point before repeat r + 1 of any."""
+    log: list[str] = []
+    out = ms.interleaved(None, [(0, Recorded("a", log)), (1, Recorded("b", log))], warmup=1, repeats=3, span_ms=0)
+    assert log == ["a", "b"] + ["a", "b"] * 3
+    assert [i for i, _ in out] == [0, 1] and all(len(s.values) == 3 for _, s in out)
+
+
+def test_quick_points_take_more_rounds_to_span_the_time():
+    """With span_ms the rounds go on past `repeats` until they last that long, at most 20 x repeats."""
+    log: list[str] = []
+    ((_, samples),) = ms.interleaved(None, [(0, Recorded("a", log))], warmup=0, repeats=2, span_ms=60_000)
+    assert len(samples.values) == 2 * ms.MAX_ROUNDS_FACTOR
+
+
+def test_a_failing_point_gets_its_error_and_the_others_go_on():
+    """An OSError in one point's sample makes that point an error; the other keeps all its repeats."""
+    log: list[str] = []
+    out = dict(ms.interleaved(None, [(0, Recorded("a", log, fail_at=2)), (1, Recorded("b", log))],
+                              warmup=0, repeats=3, span_ms=0))
+    assert out[0] == "OSError: the device went away"
+    assert len(out[1].values) == 3 and log.count("a") == 2
+
+
+def test_batches_keep_the_points_that_fit_memory_together(tmp_path):
+    """MemAvailable 10 GiB (9 GiB to measure): 4 + 4 GiB share a batch, the next 4 GiB starts another."""
+    (tmp_path / "proc").mkdir()
+    (tmp_path / "proc/meminfo").write_text(f"MemAvailable: {10 * 1024 * 1024} kB\n")
+    todo = [(i, Recorded(str(i), [], memory=4 << 30)) for i in range(3)]
+    assert [[i for i, _ in b] for b in ms.batches(todo, tmp_path)] == [[0, 1], [2]]

@@ -96,3 +96,20 @@ def test_young_has_no_analog(points):
 
     reasons = plans.plan_young(pl.concat([points(YOUNG, {}), points(YOUNG, {})]))
     assert reasons == [plans.YOUNG_REASON] * 2
+
+
+def test_a_total_time_floor_sums_each_segments_fastest_repeat():
+    """memmap-like runs: values are the repeats' totals; the floor takes each segment's best repeat."""
+    run = plans.Run(sample=lambda: [], scale=1e-6)
+    runs = [[(100, 1), (500, 1)], [(300, 1), (200, 1)]]  # a burst hit segment 2 of repeat 1, segment 1 of repeat 2
+    s = plans.summarize(run, runs)
+    assert s.values == pytest.approx((600e-6, 500e-6)) and s.floor == pytest.approx(300e-6)
+    assert s.least == s.floor < min(s.values)
+
+
+def test_a_per_unit_floor_is_the_fastest_slice():
+    """chase-like runs: values are ns per load of each repeat; the floor its fastest slice."""
+    run = plans.Run(sample=lambda: [], scale=1.0, per_unit=True, huge_pages=True)
+    s = plans.summarize(run, [[(400, 2), (900, 3)], [(500, 5)]])
+    assert s.values == pytest.approx((260.0, 100.0)) and s.floor == pytest.approx(100.0)
+    assert s.huge_pages is True

@@ -29,7 +29,7 @@ _SIGNATURES = {
     "ms_set_clock": (INT, [INT]),
     "ms_has_movnti": (INT, []),
     "ms_writeback_kind": (INT, []),
-    "ms_memmap_init": (U64, [INT, INT, PTR, U64, U64, ctypes.c_uint, U64, INT]),
+    "ms_memmap_init": (U64, [INT, INT, PTR, U64, U64, ctypes.c_uint, U64, INT, U64, ctypes.POINTER(U64)]),
     "ms_copy_run": (U64, [INT, INT, PTR, PTR, U64]),
     "ms_nt_stream_movnti": (U64, [PTR, SIZE]),
     "ms_nt_stream_sse": (U64, [PTR, SIZE]),
@@ -72,11 +72,17 @@ class Kernels:
         return WRITEBACK[self.lib.ms_writeback_kind()]
 
     def memmap_init(self, addr: int, *, psize: int, strategy: str, heads: int, per_compound: int, order: int,
-                    start_pfn: int, refcount_reset: bool) -> int:
-        """Initialize heads x per_compound struct pages at addr (see memmap.c); elapsed ns."""
+                    start_pfn: int, refcount_reset: bool, segment_heads: int = 0) -> list[int]:
+        """Initialize heads x per_compound struct pages at addr (see memmap.c). Returns the elapsed ns
+        of each stretch of `segment_heads` heads in order (one value, the whole run, when 0)."""
+        marks = (U64 * max(1, (heads - 1) // segment_heads if segment_heads > 0 and heads > 0 else 1))()
         ns = self.lib.ms_memmap_init(psize, MEMMAP_STRATEGIES.index(strategy), addr, heads, per_compound, order,
-                                     start_pfn, int(refcount_reset))
-        return _checked(ns, f"ms_memmap_init(P={psize}, {strategy}, per_compound={per_compound}, order={order})")
+                                     start_pfn, int(refcount_reset), max(0, segment_heads), marks)
+        _checked(ns, f"ms_memmap_init(P={psize}, {strategy}, per_compound={per_compound}, order={order})")
+        if segment_heads <= 0 or heads <= segment_heads:
+            return [ns]
+        ends = [*marks, ns]
+        return [b - a for a, b in zip([0, *ends[:-1]], ends)]
 
     def copy_run(self, dst: int, src: int, *, size: int, strategy: str, n: int) -> int:
         """n copies of the size-byte src at dst + i * size (see copy.c); elapsed ns."""
@@ -95,10 +101,12 @@ class Kernels:
             raise MeasureError(f"ms_chase_build({nbytes} bytes, stride {stride}) failed: bad size or no memory")
         return start
 
-    def chase(self, start: int, loads: int) -> int:
-        """Follow the chain for `loads` dependent loads; elapsed ns."""
+    def chase(self, start: int, loads: int) -> tuple[int, int]:
+        """Follow the chain from `start` for `loads` dependent loads; (elapsed ns, the address it stopped at,
+        where a next call continues)."""
         end = PTR()
-        return self.lib.ms_chase(start, loads, ctypes.byref(end))
+        ns = self.lib.ms_chase(start, loads, ctypes.byref(end))
+        return ns, end.value or 0
 
     def chase_trace(self, base: int, start: int, loads: int) -> list[int]:
         """Byte offsets from base of the first `loads` addresses the chase loads."""

@@ -5,7 +5,10 @@ reason, every metric column) plus MEASURE_COLUMNS, one per point, in order.
 A measured row fills the model's headline metric(s) with the median of
 `repeats` samples taken after `warmup` runs, pinned to one CPU, on pre-faulted
 memory, timed by the thread's CPU time (or wall time); the other metrics stay
-null. A point is infeasible when the model says it cannot exist (same rules,
+null. `measure_min` is the least disturbed value (plans.Samples.floor). The
+points of one call whose memory fits together are sampled round-robin: on a
+shared host, noise comes in bursts of seconds, which then cost one sample of
+several points instead of every sample of one. A point is infeasible when the model says it cannot exist (same rules,
 same reasons as modeled rows), when this node cannot honour one of its axes
 (plans.py says why), when its memory does not fit MemAvailable minus a safety
 margin, or when the node has no C compiler.
@@ -15,7 +18,8 @@ from __future__ import annotations
 
 import os
 import statistics
-from contextlib import contextmanager
+import time
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Iterator
 
@@ -28,7 +32,7 @@ from ..units import GiB, MiB
 from .exceptions import CompilerNotFound, MeasureError
 from .host import mem_available_bytes
 from .kernels import CLOCKS, load
-from .plans import PLANNERS, Plan, Samples
+from .plans import PLANNERS, Plan, Samples, summarize
 
 MEASURE_COLUMNS = {"measure_repeats": pl.Int64, "measure_min": pl.Float64, "measure_median": pl.Float64,
                    "measure_huge_pages": pl.Boolean}
@@ -38,20 +42,27 @@ PFNMAP_HEADLINE = {"lat_mem_rd_random": "metric_ns_per_load", "memcpy_seq": "met
 SAFETY_MIN_BYTES = 512 * MiB  # memory left to the rest of the node, at least ...
 SAFETY_FRACTION = 0.10  # ... or this share of MemAvailable, whichever is larger
 FEASIBILITY_PROFILE = "seed"  # the models' infeasibility rules do not depend on the profile's costs
+# Noise on a shared host comes in bursts of ~0.1-5 s (benchmarks/RESULTS.md): the rounds of one batch of
+# points last at least this long, so every point has samples outside a burst.
+SPAN_MS = 2000
+MAX_ROUNDS_FACTOR = 20  # ... but at most this many times `repeats` rounds
 
 
 def measure(model: Model, points: pl.DataFrame, *, repeats: int = 5, cpu: int | None = 0, warmup: int = 1,
-            clock: str = "thread", cc: str = "cc", cache_dir: Path | str | None = None) -> pl.DataFrame:
+            span_ms: int = SPAN_MS, clock: str = "thread", cc: str = "cc",
+            cache_dir: Path | str | None = None) -> pl.DataFrame:
     """Measured rows for `points`: ["status", "reason", *model.metrics, *MEASURE_COLUMNS], same height and order.
 
     `cpu`: the CPU to pin to for the duration (None: no pinning; a CPU outside this process's
     affinity: the lowest allowed one). `clock`: "thread" times the measuring thread's CPU time, so
     other tasks sharing the pinned CPU do not inflate a sample (they doubled wall-clock ns/load on
-    this project's 2-CPU machine); "wall" times elapsed time. `cc` / `cache_dir`: the compiler and
-    library cache (build.py).
+    this project's 2-CPU machine); "wall" times elapsed time. `span_ms`: the least time the
+    round-robin of one batch lasts (more rounds than `repeats` for quick points; see interleaved()).
+    `cc` / `cache_dir`: the compiler and library cache (build.py).
     """
-    if repeats < 1 or warmup < 0:
-        raise ValueError(f"'repeats' must be >= 1 and 'warmup' >= 0 (got repeats={repeats!r}, warmup={warmup!r}).")
+    if repeats < 1 or warmup < 0 or span_ms < 0:
+        raise ValueError(f"'repeats' must be >= 1, 'warmup' and 'span_ms' >= 0 "
+                         f"(got repeats={repeats!r}, warmup={warmup!r}, span_ms={span_ms!r}).")
     if clock not in CLOCKS:
         raise ValueError(f"'clock' must be one of {CLOCKS} (got {clock!r}).")
     status, reason = model_status(model, points)
@@ -78,16 +89,72 @@ def measure(model: Model, points: pl.DataFrame, *, repeats: int = 5, cpu: int | 
                 status[i], reason[i] = bad, str(e)
             todo = []
     with pinned(cpu if todo else None):
+        fits = []
         for i, plan in todo:
             refusal = memory_refusal(plan.memory)
             if refusal:
                 status[i], reason[i] = STATUS_INFEASIBLE, refusal
-                continue
-            try:
-                results[i] = plan.run(kernels, warmup, repeats)
-            except (OSError, MemoryError, MeasureError) as e:
-                status[i], reason[i] = STATUS_ERROR, f"{type(e).__name__}: {e}"
+            else:
+                fits.append((i, plan))
+        for batch in batches(fits):
+            for i, outcome in interleaved(kernels, batch, warmup, repeats, span_ms):
+                if isinstance(outcome, Samples):
+                    results[i] = outcome
+                else:
+                    status[i], reason[i] = STATUS_ERROR, outcome
     return _frame(model, points, status, reason, results, repeats)
+
+
+def batches(todo: list[tuple[int, Plan]], root: Path | str = "/") -> Iterator[list[tuple[int, Plan]]]:
+    """`todo` in order, cut into runs of plans whose memory fits this node together (each fits alone)."""
+    available = mem_available_bytes(root)
+    budget = None if available is None else available - max(SAFETY_MIN_BYTES, int(available * SAFETY_FRACTION))
+    batch: list[tuple[int, Plan]] = []
+    used = 0
+    for item in todo:
+        if batch and budget is not None and used + item[1].memory > budget:
+            yield batch
+            batch, used = [], 0
+        batch.append(item)
+        used += item[1].memory
+    if batch:
+        yield batch
+
+
+def interleaved(k, batch: list[tuple[int, Plan]], warmup: int, repeats: int,
+                span_ms: int = SPAN_MS) -> list[tuple[int, Samples | str]]:
+    """Open every plan of `batch`, warm each up, then take the repeats round-robin: repeat r of every
+    point before repeat r + 1 of any, so the points' samples spread over the whole batch's time. Rounds
+    go on past `repeats` until they span `span_ms` milliseconds (at most MAX_ROUNDS_FACTOR x repeats
+    rounds): points of a few ms would otherwise be sampled inside one burst of host noise.
+    A point whose mapping or kernel fails gets the error (as "Type: message") and the rest go on."""
+    runs: dict[int, list] = {}
+    failed: dict[int, str] = {}
+    with ExitStack() as stack:
+        live = []
+        for i, plan in batch:
+            try:
+                run = stack.enter_context(plan.open(k))
+                for _ in range(warmup):
+                    run.sample()
+            except (OSError, MemoryError, MeasureError) as e:
+                failed[i] = f"{type(e).__name__}: {e}"
+                continue
+            live.append((i, run))
+            runs[i] = []
+        started, rounds = time.monotonic(), 0
+        while rounds < repeats or (time.monotonic() - started < span_ms / 1000
+                                   and rounds < MAX_ROUNDS_FACTOR * repeats):
+            rounds += 1
+            for i, run in live:
+                if i in failed:
+                    continue
+                try:
+                    runs[i].append(run.sample())
+                except (OSError, MemoryError, MeasureError) as e:
+                    failed[i] = f"{type(e).__name__}: {e}"
+        summaries = {i: summarize(run, runs[i]) for i, run in live if i not in failed}
+    return [(i, failed[i] if i in failed else summaries[i]) for i, _ in batch]
 
 
 def model_status(model: Model, points: pl.DataFrame) -> tuple[list[str], list[str | None]]:
@@ -145,8 +212,8 @@ def _frame(model: Model, points: pl.DataFrame, status: list[str], reason: list[s
         cols[names[i]][i] = med
         if model.name == "copy":
             cols["metric_gbs"][i] = sizes[i] / med if med > 0 else None
-        cols["measure_repeats"][i] = repeats
-        cols["measure_min"][i] = min(res.values)
+        cols["measure_repeats"][i] = len(res.values)
+        cols["measure_min"][i] = res.least
         cols["measure_median"][i] = med
         cols["measure_huge_pages"][i] = res.huge_pages
     schema = {"status": pl.Utf8, "reason": pl.Utf8, **model.metrics, **MEASURE_COLUMNS}

@@ -1,19 +1,27 @@
 """What measuring one point means for each model: a plan (memory, kernel runs) or the reason it cannot be.
 
-A plan's run() maps and pre-faults its memory, builds what the kernel needs,
-warms up, and returns one sample of the model's headline metric per repeat:
+A plan's open() maps and pre-faults its memory and builds what the kernel
+needs; the Run it yields times one run of the kernel per sample() call, in
+stretches, and summarize() turns a point's runs into Samples of the model's
+headline metric:
 - memmap: metric_init_ms, the analog of memmap_init_zone_device() over the
-  point's struct pages (counts from workers/models/memmap_layout.py);
+  point's struct pages (counts from workers/models/memmap_layout.py), timed in
+  segments of SEGMENT_PAGES struct pages;
 - copy: metric_ns_per_copy, namespace_size // P copies over the destination;
-- pfnmap: metric_ns_per_load (lat_mem_rd_random) or metric_copy_ms (memcpy_seq)
-  over a mapping of 4 KiB pages (compound_order 0) or 2 MiB THPs (9 or auto).
+- pfnmap: metric_ns_per_load (lat_mem_rd_random, timed in slices of
+  SLICE_LOADS loads) or metric_copy_ms (memcpy_seq) over a mapping of 4 KiB
+  pages (compound_order 0) or 2 MiB THPs (9 or auto).
+measure.py keeps the Runs of several points open at once and samples them in
+turn, so a stretch of host noise lands on one sample of many points rather
+than on every sample of one.
 """
 
 from __future__ import annotations
 
 import math
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Iterator
 
 import numpy as np
 import polars as pl
@@ -29,6 +37,8 @@ from .kernels import COPY_SIZES, MEMMAP_SIZES, Kernels, Mapping
 PAGE = 4 * KiB
 CHASE_STRIDE = 64  # lmbench lat_mem_rd's default stride on 64-bit (512 / sizeof(char *))
 CHASE_LOADS = 1 << 22  # loads per sample: whole laps over the pages, at most the chain's full cycle
+SLICE_LOADS = 1 << 18  # a sample is timed in slices of this many loads (~50 ms), for Samples.floor
+SEGMENT_PAGES = 1 << 16  # a memmap run is timed in segments of about this many struct pages (~0.2 ms)
 NT_STRATEGIES = ("template_nt", "template_nt_inline", "nt_call", "nt_inline")
 YOUNG_REASON = ("young has no user-space analog: test_and_clear_young_ptes() clears access bits in the "
                 "kernel's arm64 page tables during reclaim, which no user process can run")
@@ -36,17 +46,55 @@ YOUNG_REASON = ("young has no user-space analog: test_and_clear_young_ptes() cle
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Samples:
-    """One value of the headline metric per repeat (after warm-up), and whether THP backed the memory."""
+    """One value of the headline metric per repeat (after warm-up), and whether THP backed the memory.
+
+    `floor` is the least disturbed value: each run is timed in stretches (memmap: segments of
+    SEGMENT_PAGES struct pages, summed over the fastest repeat of each; the chase: slices of
+    SLICE_LOADS loads, the fastest), so a burst of host noise costs one stretch, not the whole
+    repeat. None means min(values)."""
 
     values: tuple[float, ...]
     huge_pages: bool | None = None
+    floor: float | None = None
+
+    @property
+    def least(self) -> float:
+        return min(self.values) if self.floor is None else self.floor
 
 
-def repeat(fn: Callable[[], int], warmup: int, repeats: int, scale: float) -> tuple[float, ...]:
-    """Call fn (returns ns) warmup times, then `repeats` times; the timed values times scale."""
-    for _ in range(warmup):
-        fn()
-    return tuple(fn() * scale for _ in range(repeats))
+Stretches = list[tuple[int, int]]  # one timed run: (ns, units of work) per stretch
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Run:
+    """A point's memory, ready to measure. sample() times one run of the kernel. `per_unit`: the metric
+    is ns per unit of work (ns/load, ns/copy), whose fastest stretch is the floor; else it is the
+    run's total time, the stretches its consecutive parts (the same ones every run), and the floor
+    sums each part's fastest run. The metric is ns x scale."""
+
+    sample: Callable[[], Stretches]
+    scale: float
+    per_unit: bool = False
+    huge_pages: bool | None = None
+
+
+def summarize(run: Run, runs: list[Stretches]) -> Samples:
+    """Samples of `runs` (the repeats of one point, each one sample() of `run`)."""
+    if run.per_unit:
+        values = tuple(sum(ns for ns, _ in r) / sum(n for _, n in r) * run.scale for r in runs)
+        floor = min(ns / n for r in runs for ns, n in r) * run.scale
+    else:
+        values = tuple(sum(ns for ns, _ in r) * run.scale for r in runs)
+        floor = sum(min(ns for ns, _ in part) for part in zip(*runs)) * run.scale
+    return Samples(values=values, huge_pages=run.huge_pages, floor=floor)
+
+
+def measure_alone(plan: Plan, k: Kernels, warmup: int, repeats: int) -> Samples:
+    """One plan's Samples, its runs back to back (measure.py interleaves several plans instead)."""
+    with plan.open(k) as run:
+        for _ in range(warmup):
+            run.sample()
+        return summarize(run, [run.sample() for _ in range(repeats)])
 
 
 def _pages(nbytes: int) -> int:
@@ -69,15 +117,20 @@ class MemmapPlan:
     def memory(self) -> int:
         return _pages(self.heads * self.per_compound * self.psize)
 
-    def run(self, k: Kernels, warmup: int, repeats: int) -> Samples:
+    @contextmanager
+    def open(self, k: Kernels) -> Iterator[Run]:
         with Mapping(k, self.memory) as m:
             # x86 vmemmap_populate() maps the memmap with 2 MiB pages where it can: so does the analog
             m.advise(0, self.memory, True)
             m.prefault()
-            values = repeat(lambda: k.memmap_init(
+            yield Run(sample=lambda: [(ns, 1) for ns in k.memmap_init(
                 m.addr, psize=self.psize, strategy=self.strategy, heads=self.heads, per_compound=self.per_compound,
-                order=self.order, start_pfn=self.start_pfn, refcount_reset=self.refcount_reset), warmup, repeats, 1e-6)
-        return Samples(values=values)
+                order=self.order, start_pfn=self.start_pfn, refcount_reset=self.refcount_reset,
+                segment_heads=self.segment_heads)], scale=1e-6)
+
+    @property
+    def segment_heads(self) -> int:
+        return max(1, SEGMENT_PAGES // self.per_compound)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -94,14 +147,15 @@ class CopyPlan:
     def memory(self) -> int:
         return _pages(self.dst_offset + self.n * self.size)
 
-    def run(self, k: Kernels, warmup: int, repeats: int) -> Samples:
+    @contextmanager
+    def open(self, k: Kernels) -> Iterator[Run]:
         with Mapping(k, self.memory, align=max(self.align, PAGE)) as dst, Mapping(k, PAGE) as src:
             dst.advise(0, self.memory, True)  # the direct map is mapped with huge pages
             dst.prefault()
             src.write(0, bytes(range(256))[: self.size])
-            values = repeat(lambda: k.copy_run(dst.addr + self.dst_offset, src.addr, size=self.size,
-                                               strategy=self.strategy, n=self.n), warmup, repeats, 1.0 / self.n)
-        return Samples(values=values)
+            yield Run(sample=lambda: [(k.copy_run(dst.addr + self.dst_offset, src.addr, size=self.size,
+                                                  strategy=self.strategy, n=self.n), self.n)],
+                      scale=1.0, per_unit=True)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -140,19 +194,37 @@ class PfnmapPlan:
         got = anon_huge_bytes(m.addr + self.offset, self.length)
         return whole > 0 and got >= 0.9 * whole
 
-    def run(self, k: Kernels, warmup: int, repeats: int) -> Samples:
-        with self._region(k) as src:
+    @contextmanager
+    def open(self, k: Kernels) -> Iterator[Run]:
+        with ExitStack() as stack:
+            src = stack.enter_context(self._region(k))
             if self.copy:
-                with self._region(k) as dst:
-                    huge = self._huge_backed(src) and self._huge_backed(dst)
-                    values = repeat(lambda: k.stream_copy(dst.addr + self.offset, src.addr + self.offset,
-                                                          self.length), warmup, repeats, 1e-6)
-                return Samples(values=values, huge_pages=huge)
-            huge = self._huge_backed(src)
-            start = k.chase_build(src.addr + self.offset, self.length, stride=CHASE_STRIDE, seed=1)
+                dst = stack.enter_context(self._region(k))
+                yield Run(sample=lambda: [(k.stream_copy(dst.addr + self.offset, src.addr + self.offset,
+                                                         self.length), 1)],
+                          scale=1e-6, huge_pages=self._huge_backed(src) and self._huge_backed(dst))
+                return
+            chain = Chain(k, k.chase_build(src.addr + self.offset, self.length, stride=CHASE_STRIDE, seed=1))
             loads = chase_loads(self.length)
-            values = repeat(lambda: k.chase(start, loads), warmup, repeats, 1.0 / loads)
-        return Samples(values=values, huge_pages=huge)
+            yield Run(sample=lambda: chain.follow(loads), scale=1.0, per_unit=True,
+                      huge_pages=self._huge_backed(src))
+
+
+class Chain:
+    """lat_mem_rd's chase over a built chain: every call continues where the last one stopped."""
+
+    def __init__(self, k: Kernels, start: int):
+        self.k, self.at = k, start
+
+    def follow(self, loads: int) -> Stretches:
+        """`loads` dependent loads, timed in slices of SLICE_LOADS: (ns, loads) per slice."""
+        out = []
+        while loads:
+            n = min(loads, SLICE_LOADS)
+            ns, self.at = self.k.chase(self.at, n)
+            out.append((ns, n))
+            loads -= n
+        return out
 
 
 def chase_loads(length: int) -> int:

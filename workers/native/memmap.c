@@ -174,23 +174,35 @@ MS_ALWAYS_INLINE void init_head(char *page, uint64_t pfn, int reset, char *tmpl,
  * memmap_init_zone_device() + memmap_init_compound(): `heads` heads of 2^order
  * pfns from start_pfn; per_compound struct pages written per head (2^order,
  * or compound_nr_pages() when tails alias), packed at buf + h * per_compound * P.
+ * Every `seg` heads (0: never) the elapsed ns since t0 goes to *marks++, so a
+ * caller can tell a disturbed stretch of a long run from the rest.
  */
 MS_ALWAYS_INLINE void memmap_run(char *buf, uint64_t heads, uint64_t per_compound, unsigned int order,
-				 uint64_t start_pfn, int reset, const int strategy, const size_t P)
+				 uint64_t start_pfn, int reset, const int strategy, const size_t P, uint64_t seg,
+				 uint64_t *marks, uint64_t t0)
 {
 	char head_tmpl[P] __attribute__((aligned(16)));
 	char tail_tmpl[P] __attribute__((aligned(16)));
-	uint64_t nr = 1ull << order, h, i;
+	uint64_t nr = 1ull << order, h, i, left = seg ? seg + 1 : UINT64_MAX;
 
 	if (nr == 1) { /* fsdax: the head loop alone (pfns_per_compound == 1) */
-		for (h = 0; h < heads; h++)
+		for (h = 0; h < heads; h++) {
+			if (--left == 0) {
+				*marks++ = ms_now_ns() - t0;
+				left = seg;
+			}
 			init_head(buf + h * P, start_pfn + h, reset, head_tmpl, h == 0, strategy, P);
+		}
 		goto out;
 	}
 	for (h = 0; h < heads; h++) {
 		uint64_t pfn = start_pfn + h * nr;
 		char *page = buf + h * per_compound * P;
 
+		if (--left == 0) {
+			*marks++ = ms_now_ns() - t0;
+			left = seg;
+		}
 		init_head(page, pfn, reset, head_tmpl, h == 0, strategy, P);
 		RMW64(page, PG_FLAGS, 0, 1ull << PG_HEAD_BIT); /* __SetPageHead() */
 		for (i = 1; i < per_compound; i++) {
@@ -212,18 +224,24 @@ out:
 		ms_sfence();
 }
 
-#define MEMMAP_FN(P)                                                                                    \
-	static uint64_t memmap_##P(char *buf, uint64_t heads, uint64_t per, unsigned int order,         \
-				   uint64_t pfn, int reset, int strategy)                               \
-	{                                                                                               \
-		uint64_t t0 = ms_now_ns();                                                              \
-		switch (strategy) {                                                                     \
-		case SLOW: memmap_run(buf, heads, per, order, pfn, reset, SLOW, P); break;              \
-		case TEMPLATE: memmap_run(buf, heads, per, order, pfn, reset, TEMPLATE, P); break;      \
-		case TEMPLATE_NT: memmap_run(buf, heads, per, order, pfn, reset, TEMPLATE_NT, P); break; \
-		default: memmap_run(buf, heads, per, order, pfn, reset, TEMPLATE_NT_INLINE, P); break;  \
-		}                                                                                       \
-		return ms_now_ns() - t0;                                                                \
+#define MEMMAP_FN(P)                                                                                      \
+	static uint64_t memmap_##P(char *buf, uint64_t heads, uint64_t per, unsigned int order,           \
+				   uint64_t pfn, int reset, int strategy, uint64_t seg, uint64_t *marks)  \
+	{                                                                                                 \
+		uint64_t t0 = ms_now_ns();                                                                \
+		switch (strategy) {                                                                       \
+		case SLOW: memmap_run(buf, heads, per, order, pfn, reset, SLOW, P, seg, marks, t0); break; \
+		case TEMPLATE:                                                                            \
+			memmap_run(buf, heads, per, order, pfn, reset, TEMPLATE, P, seg, marks, t0);      \
+			break;                                                                            \
+		case TEMPLATE_NT:                                                                         \
+			memmap_run(buf, heads, per, order, pfn, reset, TEMPLATE_NT, P, seg, marks, t0);   \
+			break;                                                                            \
+		default:                                                                                  \
+			memmap_run(buf, heads, per, order, pfn, reset, TEMPLATE_NT_INLINE, P, seg, marks, t0); \
+			break;                                                                            \
+		}                                                                                         \
+		return ms_now_ns() - t0;                                                                  \
 	}
 
 MEMMAP_FN(64)
@@ -240,22 +258,25 @@ int ms_memmap_supported(int psize)
 /*
  * Initialize heads x per_compound struct pages of `psize` bytes at buf with
  * `strategy` (0..3); refcount_reset: 1 for fsdax (MEMORY_DEVICE_FS_DAX), 0 for
- * devdax (GENERIC). Returns the elapsed ns, or UINT64_MAX for bad arguments.
+ * devdax (GENERIC). With seg > 0, marks[j] (j < (heads - 1) / seg) receives the
+ * elapsed ns when head (j + 1) x seg starts. Returns the elapsed ns, or
+ * UINT64_MAX for bad arguments.
  */
 uint64_t ms_memmap_init(int psize, int strategy, void *buf, uint64_t heads, uint64_t per_compound,
-			unsigned int order, uint64_t start_pfn, int refcount_reset)
+			unsigned int order, uint64_t start_pfn, int refcount_reset, uint64_t seg, uint64_t *marks)
 {
 	uint64_t nr = 1ull << (order > 30 ? 0 : order);
 
 	if (strategy < SLOW || strategy > TEMPLATE_NT_INLINE || order > 30 || per_compound < 1 ||
-	    per_compound > nr || (order == 1 && per_compound < 2) || (order > 1 && per_compound < 3))
+	    per_compound > nr || (order == 1 && per_compound < 2) || (order > 1 && per_compound < 3) ||
+	    (seg && !marks))
 		return UINT64_MAX;
 	switch (psize) {
-	case 64: return memmap_64(buf, heads, per_compound, order, start_pfn, refcount_reset, strategy);
-	case 72: return memmap_72(buf, heads, per_compound, order, start_pfn, refcount_reset, strategy);
-	case 80: return memmap_80(buf, heads, per_compound, order, start_pfn, refcount_reset, strategy);
-	case 88: return memmap_88(buf, heads, per_compound, order, start_pfn, refcount_reset, strategy);
-	case 96: return memmap_96(buf, heads, per_compound, order, start_pfn, refcount_reset, strategy);
+	case 64: return memmap_64(buf, heads, per_compound, order, start_pfn, refcount_reset, strategy, seg, marks);
+	case 72: return memmap_72(buf, heads, per_compound, order, start_pfn, refcount_reset, strategy, seg, marks);
+	case 80: return memmap_80(buf, heads, per_compound, order, start_pfn, refcount_reset, strategy, seg, marks);
+	case 88: return memmap_88(buf, heads, per_compound, order, start_pfn, refcount_reset, strategy, seg, marks);
+	case 96: return memmap_96(buf, heads, per_compound, order, start_pfn, refcount_reset, strategy, seg, marks);
 	}
 	return UINT64_MAX;
 }
