@@ -25,19 +25,21 @@ from .store import exists, locate
 
 
 def run_calibration(profile_name: str, *, models: list[str] | None, as_json: bool, save: str | None,
-                    source: str | None = None, holdout: list[str] | None = None) -> int:
+                    source: str | None = None, holdout: list[str] | None = None, statistic: str | None = None) -> int:
     """Calibrate each model to its published figures, or (`source`) to a sweep's measured rows."""
     profile = load_profile(profile_name)
     if source:
-        jobs, held, profile = measured_jobs(source, profile, models, holdout or [])
+        jobs, held, profile = measured_jobs(source, profile, models, holdout or [], statistic or "min")
     else:
-        if holdout:
-            raise UsageError("'--holdout' goes with '--from': it holds back measured sizes from the fit.")
-        jobs, held = published_jobs(models), {}
+        for flag, given in (("--holdout", holdout), ("--statistic", statistic)):
+            if given:
+                raise UsageError(f"'{flag}' goes with '--from': it chooses how measured rows are fit.")
+        jobs = [(model, figures, model.free_params) for model, figures in published_jobs(models)]
+        held = {}
     results: list[Calibration] = []
     predictions: list[FigureResult] = []
-    for model, figures in jobs:
-        cal = calibrate(model, profile, figures)
+    for model, figures, free in jobs:
+        cal = calibrate(model, profile, figures, free)
         profile = cal.profile  # later models keep earlier fits (they own other sections)
         results.append(cal)
         if held.get(model.name):
@@ -67,9 +69,11 @@ def published_jobs(models: list[str] | None) -> list[tuple]:
     return [(MODELS[m], MODELS[m].figures()) for m in names]
 
 
-def measured_jobs(sweep_dir: str, profile: Profile, models: list[str] | None, holdout: list[str]):
-    """(model, figures) to fit from a sweep's measured rows, the held-out figures per model, and the
-    profile to start from (the host's cache size, the best of several starts)."""
+def measured_jobs(sweep_dir: str, profile: Profile, models: list[str] | None, holdout: list[str],
+                  statistic: str = "min"):
+    """(model, figures, free parameters) to fit from a sweep's measured rows (`statistic` of each
+    point's repeats), the held-out figures per model, and the profile to start from (the host's cache
+    size, the best of several starts)."""
     from workers.measure.fit import figures_from_measured, fit_start, host_profile
 
     sizes = set()
@@ -84,18 +88,19 @@ def measured_jobs(sweep_dir: str, profile: Profile, models: list[str] | None, ho
         if frame is None:
             continue
         model = MODELS[name]
-        figures = figures_from_measured(model, frame)
+        figures = figures_from_measured(model, frame, statistic=statistic)
         fit_on = [f for f in figures if f.params["namespace_size"] not in sizes]
         held[name] = [f for f in figures if f.params["namespace_size"] in sizes]
-        if len(fit_on) <= len(model.free_params):
+        free = model.free_for_measured
+        if len(fit_on) <= len(free):
             raise DatasetError(
-                f"{sweep_dir} has {len(fit_on)} measured {name} figures to fit {len(model.free_params)} costs; "
+                f"{sweep_dir} has {len(fit_on)} measured {name} figures to fit {len(free)} costs; "
                 "measure more sizes or strategies (a fit needs more figures than parameters)."
             )
         if name == "memmap":
             profile = host_profile(profile, _facts(frame))
-        profile = fit_start(model, profile, fit_on)
-        jobs.append((model, fit_on))
+        profile = fit_start(model, profile, fit_on, free=free)
+        jobs.append((model, fit_on, free))
     if not jobs:
         raise DatasetError(f"'--from' must be a sweep with measured memmap or pfnmap rows (got {sweep_dir!r}: none).")
     return jobs, held, profile

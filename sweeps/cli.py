@@ -76,6 +76,9 @@ def _parser() -> argparse.ArgumentParser:
                      help="fit to this sweep's measured rows (source = measured) instead of the published figures")
     cal.add_argument("--holdout", action="append", metavar="SIZE",
                      help="with --from: keep this namespace size out of the fit and report its prediction")
+    cal.add_argument("--statistic", choices=("min", "median"), default=None,
+                     help="with --from: fit each point's least disturbed time (measure_min, the default) or its "
+                          "median (measure_median)")
     return p
 
 
@@ -160,7 +163,7 @@ def cmd_calibrate(args) -> int:
     from .calibration import run_calibration
 
     return run_calibration(args.profile, models=args.model, as_json=args.json, save=args.save,
-                           source=args.source, holdout=args.holdout)
+                           source=args.source, holdout=args.holdout, statistic=args.statistic)
 
 
 COMMANDS = {

@@ -25,8 +25,9 @@ IDENTITY = [
     ("reason", "Utf8", "", "why a row is infeasible or failed; null when ok"),
 ]
 MEASURE = [
-    ("measure_repeats", "Int64", "", "measured rows: samples taken after the warm-up (null on modeled rows)"),
-    ("measure_min", "Float64", "as the headline metric", "measured rows: the fastest sample of the headline metric"),
+    ("measure_repeats", "Int64", "", "measured rows: runs timed after the warm-up, at least the spec's repeats (null on modeled rows)"),
+    ("measure_min", "Float64", "as the headline metric",
+     "measured rows: the least disturbed value: per timed stretch the fastest run, summed (ns/load: the fastest slice)"),
     ("measure_median", "Float64", "as the headline metric", "measured rows: the median sample (the value in the metric column)"),
     ("measure_huge_pages", "Boolean", "", "measured pfnmap rows: whether the mapping got 2 MiB pages (AnonHugePages)"),
 ]

@@ -88,10 +88,11 @@ def fit(model: Model, figures, profile: Profile, free: tuple[FreeParam, ...]) ->
     return sol.x
 
 
-def calibrate(model: Model, profile: Profile, figures=None) -> Calibration:
-    """Fit `model`'s free parameters to its figures; report errors and leave-one-out errors."""
+def calibrate(model: Model, profile: Profile, figures=None, free: tuple[FreeParam, ...] | None = None) -> Calibration:
+    """Fit `free` (default: `model.free_params`) to the figures (default: the model's published ones);
+    report errors and leave-one-out errors."""
     figures = tuple(figures if figures is not None else model.figures())
-    free = model.free_params
+    free = model.free_params if free is None else tuple(free)
     if len(free) >= len(figures):
         raise ValueError(
             f"model {model.name!r} has {len(free)} free parameters for {len(figures)} figures; "

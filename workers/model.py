@@ -71,6 +71,13 @@ class Model(abc.ABC):
     # Rough points evaluated per second on one core, used only to size chunks.
     points_per_second: float = 1e6
     free_params: tuple[FreeParam, ...] = ()
+    # What a fit to measured rows frees: those span sizes and shapes the published figures do not, so
+    # they can pin costs the published figures leave at assumed values. Default: free_params.
+    measured_free_params: tuple[FreeParam, ...] | None = None
+
+    @property
+    def free_for_measured(self) -> tuple[FreeParam, ...]:
+        return self.free_params if self.measured_free_params is None else self.measured_free_params
 
     @abc.abstractmethod
     def evaluate(self, points: pl.DataFrame, profile: Profile) -> pl.DataFrame:

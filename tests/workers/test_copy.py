@@ -61,8 +61,17 @@ def test_inline_sets_are_mainline_4_8_16_and_patched_4_to_96(size, patched, inli
 def test_memcpy_is_cached_word_moves_without_a_call():
     """A constant-size memcpy() is size/8 cached 8-byte moves (plus 4/2/1 for a remainder), no call."""
     assert one(72, 0, cp.MEMCPY) == {"inline": False, "calls": 0, "movnti": 0, "cached_stores": 9,
-                                     "cached_bytes": 72, "head": 0, "tail": 0, "nt_bytes": 0}
+                                     "cached_bytes": 72, "head": 0, "tail": 0, "nt_bytes": 0, "loops": 0}
     assert one(15, 0, cp.MEMCPY)["cached_stores"] == 1 + 3  # 8 + 4 + 2 + 1
+
+
+@pytest.mark.parametrize("size,dst,loops", [(64, 0, 2), (80, 0, 4), (96, 0, 3), (72, 0, 3), (76, 0, 4), (64, 4, 5)])
+def test_the_out_of_line_copy_counts_its_loop_iterations(size, dst, loops):
+    """__memcpy_flushcache(): 32-byte blocks, then 8-byte words, then one 4-byte store, each an iteration of
+    its loop (80 bytes: 2 + 2; 96: 3; 76: 2 + 1 + 1; at dst % 8 = 4 a 4-byte head first: 60 = 1 + 3 + 1)."""
+    got = one(size, dst, cp.NT_CALL)
+    assert got["loops"] == loops
+    assert one(size, dst, cp.MEMCPY)["loops"] == 0
 
 
 def test_model_reports_the_issue_columns_for_an_aligned_64_byte_copy():
@@ -106,10 +115,12 @@ def test_misaligned_destination_splits_stores_and_stalls_the_out_of_line_path():
     assert call["metric_ns_per_copy"] > inline["metric_ns_per_copy"] + PROFILE.value("copy", "dram_latency_ns") / 2
 
 
-def test_out_of_line_call_costs_call_ns_more_than_inline():
-    """For the same 64-byte aligned copy, nt_call's compute exceeds nt_inline's by exactly one call."""
+def test_out_of_line_call_costs_a_call_and_its_loop_iterations_more_than_inline():
+    """For the same 64-byte aligned copy (8 MOVNTI either way), nt_call's compute exceeds nt_inline's by one
+    call and two 32-byte loop iterations."""
     inline, call = run({"strategy": "nt_inline", "inline_sizes": "patched"}, {"strategy": "nt_call"}).rows(named=True)
-    assert call["metric_compute_ns"] - inline["metric_compute_ns"] == pytest.approx(PROFILE.value("copy", "call_ns"))
+    extra = PROFILE.value("copy", "call_ns") + 2 * PROFILE.value("copy", "loop_ns")
+    assert call["metric_compute_ns"] - inline["metric_compute_ns"] == pytest.approx(extra)
 
 
 def test_a_destination_that_fits_in_the_llc_is_not_priced_as_a_dram_stream():

@@ -1,12 +1,13 @@
 """Calibration figures from measured rows, so a profile can be fit to this host's measurements.
 
 `figures_from_measured(model, frame)` turns the ok measured rows of a model
-into `Figure`s (published = the measured median, params = the row's point) for
-`workers.calibrate.calibrate(model, profile, figures=...)`. The same point
-measured more than once (reruns, several nodes of one CPU model) becomes one
-figure, the median of the medians. `host_profile()` puts the host's own cache
-size into the profile the fit starts from, and `fit_start()` moves its free
-parameters to the best of several least-squares starts: the memmap fit started
+into `Figure`s (published = the measured least disturbed time, measure_min, or
+the median; params = the row's point) for `workers.calibrate.calibrate(model,
+profile, figures=..., free=model.free_for_measured)`. The same point measured
+more than once (reruns, several nodes of one CPU model) becomes one figure, the
+median of the values. `host_profile()` puts the host's own cache size into the
+profile the fit starts from, and `fit_start()` moves the free parameters to the
+best of several least-squares starts: the memmap fit started
 from the seed profile's Ice Lake costs stops in a local minimum on another
 machine (on this project's EPYC guest: RFO 47 GB/s + NT writes 50 GB/s, 30%
 errors, where RFO 183 GB/s + NT writes 28 GB/s gives 5% rms).
@@ -36,11 +37,11 @@ STATISTICS = {"median": "measure_median", "min": "measure_min"}
 UNITS = {"metric_init_ms": "ms", "metric_ns_per_copy": "ns", "metric_ns_per_load": "ns", "metric_copy_ms": "ms"}
 
 
-def figures_from_measured(model: Model, frame: pl.DataFrame, *, statistic: str = "median") -> list[Figure]:
+def figures_from_measured(model: Model, frame: pl.DataFrame, *, statistic: str = "min") -> list[Figure]:
     """One Figure per distinct measured point of `model` with status ok (rows of other sources,
     when the frame has a `source` column, are ignored). `statistic`: which summary of a row's
-    repeats is the figure, "median" (the row's metric) or "min" (the least disturbed run, for a
-    machine other jobs share)."""
+    repeats is the figure, "min" (measure_min, the least disturbed time: on a host other jobs
+    share it is what repeats within ~1-3%) or "median" (the row's metric)."""
     if statistic not in STATISTICS:
         raise ValueError(f"'statistic' must be one of {sorted(STATISTICS)} (got {statistic!r}).")
     if model.name not in ID_AXES:
@@ -97,13 +98,13 @@ def host_profile(profile: Profile, facts: dict[str, str]) -> Profile:
     return profile
 
 
-def fit_start(model: Model, profile: Profile, figures, *, grid: int = 4, refine: int = 3) -> Profile:
-    """`profile` with the model's free parameters at the best least-squares fit among starts taken from
-    a coarse grid (`grid` log-spaced values per parameter inside its bounds, plus the profile's own
-    values): the `refine` best grid points by cost are each fit. Pass the result to
+def fit_start(model: Model, profile: Profile, figures, *, free=None, grid: int = 4, refine: int = 3) -> Profile:
+    """`profile` with the `free` parameters (default: the model's free_for_measured) at the best
+    least-squares fit among starts taken from a coarse grid (`grid` log-spaced values per parameter
+    inside its bounds, plus the profile's own values): the `refine` best grid points by cost are each fit. Pass the result to
     workers.calibrate.calibrate(), whose fits then start there. (The models' max() kinks leave flat
     directions where a single least-squares start stops early.)"""
-    free, figures = model.free_params, tuple(figures)
+    free, figures = (model.free_for_measured if free is None else tuple(free)), tuple(figures)
     published = np.array([f.published for f in figures])
 
     def at(x) -> Profile:

@@ -19,7 +19,8 @@ n = namespace_size // s copies. Three ways to copy (axis `strategy`):
 
 Price (per copy, ns) = max(compute, memory) + serialized misses x latency:
 compute = store instructions (cached moves, MOVNTI, split stores counted
-twice, CLWB) x store_ns + out-of-line calls x call_ns; memory = the traffic the
+twice, CLWB) x store_ns + out-of-line calls x call_ns + iterations of
+__memcpy_flushcache()'s three copy loops x loop_ns; memory = the traffic the
 copy causes (write-allocate reads, write-backs, non-temporal writes) over the
 bandwidths of the profile's [copy] section. A destination that fits in the LLC
 is not priced as a DRAM stream: with `warm_llc` (rewritten in a loop, as the
@@ -76,6 +77,7 @@ class CopyCosts:
 
     store_ns: float  # one store instruction (MOV or MOVNTI), with its share of loop/address work
     call_ns: float  # one out-of-line call and return (__memcpy_flushcache, memcpy, cond_resched)
+    loop_ns: float  # one iteration of a __memcpy_flushcache() copy loop beyond its stores (compare, branch, updates)
     dram_write_gbs: float  # DRAM write bandwidth one core sustains (non-temporal or write-back)
     dram_rfo_gbs: float  # DRAM read-for-ownership bandwidth one core sustains for cached stores
     llc_gbs: float  # LLC bandwidth of RFOs that hit an LLC-resident line
@@ -87,7 +89,7 @@ class CopyCosts:
     def of(cls, profile: Profile) -> CopyCosts:
         v = lambda k: profile.value("copy", k)  # noqa: E731
         return cls(
-            store_ns=float(v("store_ns")), call_ns=float(v("call_ns")),
+            store_ns=float(v("store_ns")), call_ns=float(v("call_ns")), loop_ns=float(v("loop_ns")),
             dram_write_gbs=float(v("dram_write_gbs")), dram_rfo_gbs=float(v("dram_rfo_gbs")),
             llc_gbs=float(v("llc_gbs")), llc_bytes=float(v("llc_bytes")),
             dram_latency_ns=float(v("dram_latency_ns")), warm_llc=bool(v("warm_llc")),
@@ -100,7 +102,8 @@ def instructions(size, dst, strategy, patched) -> dict[str, np.ndarray]:
     `strategy` holds MEMCPY/NT_CALL/NT_INLINE codes, `patched` whether the
     patched inline sizes apply. Keys: inline (bool), calls, movnti,
     cached_stores, cached_bytes, head, tail (cached fragment bytes of the
-    __memcpy_flushcache path), nt_bytes.
+    __memcpy_flushcache path), nt_bytes, loops (iterations of its 32-, 8- and
+    4-byte MOVNTI loops).
     """
     size = np.asarray(size, dtype=np.int64)
     dst = np.asarray(dst, dtype=np.int64)
@@ -125,6 +128,7 @@ def instructions(size, dst, strategy, patched) -> dict[str, np.ndarray]:
     return {
         "inline": inline, "calls": calls, "movnti": movnti, "cached_stores": cached_stores,
         "cached_bytes": cached_bytes, "head": head, "tail": tail, "nt_bytes": size - cached_bytes,
+        "loops": np.where(flushcache, n32 + n8 + n4, 0),
     }
 
 
@@ -162,9 +166,10 @@ def lines(size, dst, ins: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
             "flushed": fragment_lines, "fragment_lines": fragment_lines, "serial": serial}
 
 
-def compute_ns(stores, calls, cost: CopyCosts):
-    """Instruction time (ns): store instructions x store_ns + out-of-line calls x call_ns."""
-    return stores * cost.store_ns + calls * cost.call_ns
+def compute_ns(stores, calls, cost: CopyCosts, loops=0):
+    """Instruction time (ns): store instructions x store_ns + out-of-line calls x call_ns
+    + copy-loop iterations x loop_ns."""
+    return stores * cost.store_ns + calls * cost.call_ns + loops * cost.loop_ns
 
 
 def resident_fraction(footprint, cost: CopyCosts):
@@ -205,7 +210,8 @@ def _table() -> dict[str, np.ndarray]:
         for k in acc:
             acc[k] += np.where(live, geo[k], 0)
     table = {k: v / period for k, v in acc.items()}
-    table.update({k: ins[k] for k in ("inline", "calls", "movnti", "cached_stores", "cached_bytes", "nt_bytes")})
+    table.update({k: ins[k] for k in ("inline", "calls", "movnti", "cached_stores", "cached_bytes", "nt_bytes",
+                                      "loops")})
     return table
 
 
@@ -259,7 +265,7 @@ class CopyModel(Model):
         "metric_rfo_bytes": "bytes per copy read for ownership (cached stores write-allocate)",
         "metric_dram_write_bytes": "bytes per copy written to DRAM (NT data, CLWB'd and evicted lines)",
         "metric_serial_misses": "serialized DRAM misses per copy (cached fragment next to in-flight MOVNTI data)",
-        "metric_compute_ns": "instruction time per copy: stores x store_ns + calls x call_ns",
+        "metric_compute_ns": "instruction time per copy: stores x store_ns + calls x call_ns + loop iterations x loop_ns",
         "metric_bound_ns": "memory-bandwidth lower bound per copy (LLC-priced when the array fits)",
         "metric_ns_per_copy": "modeled time per copy: max(compute, bound) + serialized misses x latency",
         "metric_gbs": "copy throughput: struct_page_size / ns per copy (GB/s)",
@@ -295,7 +301,7 @@ class CopyModel(Model):
         written_back = (1.0 - resident_fraction(footprint, cost)) * footprint / per
         dram_write = np.where(cached, written_back, t["nt_bytes"] + t["flushed"] * LINE)
         stores = t["cached_stores"] + t["movnti"] + t["splits"] + t["flushed"]  # CLWB issues like a store
-        compute = compute_ns(stores, t["calls"], cost)
+        compute = compute_ns(stores, t["calls"], cost, t["loops"])
         bound = np.where(cached, memory_ns(footprint / per, 0.0, 0.0, footprint, cost),
                          memory_ns(0.0, t["flushed"] * LINE, t["nt_bytes"], footprint, cost))
         ns = np.maximum(compute, bound) + t["serial"] * cost.dram_latency_ns
