@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -79,3 +80,17 @@ def test_the_build_command_reports_a_missing_compiler(tmp_path):
                            "--cache-dir", str(tmp_path)], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2
     assert "no C compiler (cc) on this node" in proc.stderr
+
+
+def test_a_build_keeps_only_the_newest_builds(tmp_path):
+    """Builds of other sources are pruned when the library is built or found: the current one and the
+    KEEP_BUILDS - 1 newest others stay."""
+    cache = tmp_path / "cache"
+    for i in range(build.KEEP_BUILDS + 2):  # stale builds of earlier sources, oldest first
+        old = cache / f"x86_64-linux-gnu-old{i}" / build.LIB_NAME
+        old.parent.mkdir(parents=True)
+        old.write_bytes(b"stale")
+        os.utime(old, (1_000_000 + i, 1_000_000 + i))
+    fresh = build.build(cache_dir=cache)
+    newest = {f"x86_64-linux-gnu-old{i}" for i in range(3, build.KEEP_BUILDS + 2)}
+    assert fresh.is_file() and {d.name for d in cache.iterdir()} == {fresh.parent.name} | newest

@@ -2,7 +2,7 @@
 
 The library lands in `<cache_dir>/<key>/libmemsweep.so`, key = hash of the
 sources, the compiler (resolved path, `--version`, `-dumpmachine`), the flags
-and this module's format. It is built on first use when missing (a node that
+and this module's format; a build removes all but the KEEP_BUILDS newest. It is built on first use when missing (a node that
 received the project only as a Ray working directory compiles it there), in a
 temporary directory renamed into place, so two processes building at once
 both end with a complete library. `python -m workers.measure.build` builds it
@@ -25,6 +25,7 @@ from .exceptions import BuildError, CompilerNotFound
 NATIVE_DIR = Path(__file__).resolve().parent.parent / "native"
 LIB_NAME = "libmemsweep.so"
 FORMAT = "1"  # bump when the build recipe changes
+KEEP_BUILDS = 4  # builds a cache keeps (other source versions or compilers); older ones are removed
 COMMON_FLAGS = ("-O2", "-fPIC", "-std=gnu11", "-fno-strict-aliasing", "-Wall")
 # arch/x86/Makefile builds the kernel with -mno-sse -mno-mmx -mno-sse2 -mno-avx: the analogs of kernel code
 # are built the same way, so constant-size memcpy() becomes 8-byte moves as in the kernel.
@@ -97,6 +98,7 @@ def build(cc: str = "cc", cache_dir: Path | str | None = None, force: bool = Fal
     root = _writable(Path(cache_dir) if cache_dir is not None else default_cache_dir())
     final = root / build_key(compiler) / LIB_NAME
     if final.is_file() and not force:
+        prune(root, current=final.parent)
         return final
     final.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".build-", dir=final.parent))
@@ -113,7 +115,19 @@ def build(cc: str = "cc", cache_dir: Path | str | None = None, force: bool = Fal
         os.replace(tmp / LIB_NAME, final)  # atomic: a concurrent build replaces a complete file
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+    prune(root, current=final.parent)
     return final
+
+
+def prune(root: Path, current: Path, keep: int = KEEP_BUILDS) -> list[Path]:
+    """Remove all builds under root but `current` and the keep - 1 newest others (by library mtime);
+    returns what was removed. A process that loaded a removed library keeps its mapping; one that asks
+    for it again rebuilds it."""
+    others = sorted((d for d in root.iterdir() if d != current and not d.name.startswith(".")
+                     and (d / LIB_NAME).is_file()), key=lambda d: (d / LIB_NAME).stat().st_mtime, reverse=True)
+    for old in others[keep - 1:]:
+        shutil.rmtree(old, ignore_errors=True)
+    return others[keep - 1:]
 
 
 def _compile(compiler: Compiler, args: list[str], *, what: str) -> None:
