@@ -21,14 +21,11 @@ MEMMAP_STRATEGIES = ("slow", "template", "template_nt", "template_nt_inline")
 COPY_STRATEGIES = ("memcpy", "nt_call", "nt_inline")  # nt_inline: the patched inline set (4..96)
 MEMMAP_SIZES = (64, 72, 80, 88, 96)
 COPY_SIZES = tuple(range(8, 129, 8))
-WRITEBACK = ("none", "clflush", "clflushopt", "clwb")
 CLOCKS = ("wall", "thread")  # CLOCK_MONOTONIC, CLOCK_THREAD_CPUTIME_ID
 
 _SIGNATURES = {
     "ms_now_ns": (U64, []),
     "ms_set_clock": (INT, [INT]),
-    "ms_has_movnti": (INT, []),
-    "ms_writeback_kind": (INT, []),
     "ms_memmap_init": (U64, [INT, INT, PTR, U64, U64, ctypes.c_uint, U64, INT, U64, ctypes.POINTER(U64)]),
     "ms_copy_run": (U64, [INT, INT, PTR, PTR, U64]),
     "ms_nt_stream_movnti": (U64, [PTR, SIZE]),
@@ -60,16 +57,6 @@ class Kernels:
         if clock not in CLOCKS:
             raise ValueError(f"'clock' must be one of {CLOCKS} (got {clock!r}).")
         self.lib.ms_set_clock(CLOCKS.index(clock))
-
-    @property
-    def has_movnti(self) -> bool:
-        """Whether non-temporal copies use MOVNTI (x86_64) or fall back to memcpy()."""
-        return bool(self.lib.ms_has_movnti())
-
-    @property
-    def writeback(self) -> str:
-        """The line write-back instruction __memcpy_flushcache()'s analog uses for cached fragments."""
-        return WRITEBACK[self.lib.ms_writeback_kind()]
 
     def memmap_init(self, addr: int, *, psize: int, strategy: str, heads: int, per_compound: int, order: int,
                     start_pfn: int, refcount_reset: bool, segment_heads: int = 0) -> list[int]:

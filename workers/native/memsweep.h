@@ -6,7 +6,7 @@
  * the inline fixed-size MOVNTI copy of [PATCH v10 8/8] "x86/string: extend
  * memcpy_flushcache() fixed-size fastpaths" (arch/x86/include/asm/string_64.h).
  * On architectures without MOVNTI every non-temporal copy is memcpy(), as the
- * generic memcpy_nontemporal() of [PATCH v10 6/8] is; ms_has_movnti() says which.
+ * generic memcpy_nontemporal() of [PATCH v10 6/8] is.
  */
 #ifndef MEMSWEEP_H
 #define MEMSWEEP_H
@@ -25,8 +25,6 @@
 /* ntcopy.c */
 uint64_t ms_now_ns(void);
 int ms_set_clock(int thread_cpu);
-int ms_has_movnti(void);
-int ms_writeback_kind(void);
 void ms_sfence(void);
 /* hidden: the analogs call it directly (as the kernel calls __memcpy_flushcache()), not through the PLT */
 __attribute__((visibility("hidden"))) void ms_memcpy_flushcache(void *dst, const void *src, size_t n);

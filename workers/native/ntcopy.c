@@ -50,20 +50,6 @@ uint64_t ms_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-int ms_has_movnti(void)
-{
-#ifdef MS_X86
-	return 1;
-#else
-	return 0;
-#endif
-}
-
-int ms_writeback_kind(void)
-{
-	return writeback_kind;
-}
-
 void ms_sfence(void)
 {
 #ifdef MS_X86
