@@ -37,7 +37,7 @@ from .kernels import COPY_SIZES, MEMMAP_SIZES, Kernels, Mapping
 PAGE = 4 * KiB
 CHASE_STRIDE = 64  # lmbench lat_mem_rd's default stride on 64-bit (512 / sizeof(char *))
 CHASE_LOADS = 1 << 22  # loads per sample: whole laps over the pages, at most the chain's full cycle
-SLICE_LOADS = 1 << 18  # a sample is timed in slices of this many loads (~50 ms), for Samples.floor
+SLICE_LOADS = 1 << 16  # a sample is timed in slices of this many loads (~10-20 ms), for Samples.floor
 SEGMENT_PAGES = 1 << 16  # a memmap run is timed in segments of about this many struct pages (~0.2 ms)
 NT_STRATEGIES = ("template_nt", "template_nt_inline", "nt_call", "nt_inline")
 YOUNG_REASON = ("young has no user-space analog: test_and_clear_young_ptes() clears access bits in the "
