@@ -97,8 +97,7 @@ def measured_jobs(sweep_dir: str, profile: Profile, models: list[str] | None, ho
                 f"{sweep_dir} has {len(fit_on)} measured {name} figures to fit {len(free)} costs; "
                 "measure more sizes or strategies (a fit needs more figures than parameters)."
             )
-        if name == "memmap":
-            profile = host_profile(profile, _facts(frame))
+        profile = host_profile(profile, _facts(frame))
         profile = fit_start(model, profile, fit_on, free=free)
         jobs.append((model, fit_on, free))
     if not jobs:

@@ -61,10 +61,14 @@ def test_young_gives_no_figures(points):
     assert fit.figures_from_measured(YOUNG, measured(points, YOUNG, [{}], [1.0])) == []
 
 
-def test_host_profile_uses_the_hosts_last_level_cache():
-    """copy.llc_bytes becomes the host's L3 (source measured); unknown facts leave the profile alone."""
-    p = fit.host_profile(SEED, {"l3_bytes": "33554432", "l2_bytes": "1048576"})
-    assert p.value("copy", "llc_bytes") == 33554432 and p.sections["copy"]["llc_bytes"].source == "measured"
+def test_host_profile_uses_the_hosts_caches():
+    """copy.llc_bytes and pfnmap's l1/l2/llc_bytes become the host's (source measured); without an L3 the
+    L2 is the last level; unknown facts leave the profile alone."""
+    p = fit.host_profile(SEED, {"l1d_bytes": "32768", "l3_bytes": "33554432", "l2_bytes": "1048576"})
+    assert p.value("copy", "llc_bytes") == p.value("pfnmap", "llc_bytes") == 33554432
+    assert (p.value("pfnmap", "l1_bytes"), p.value("pfnmap", "l2_bytes")) == (32768, 1048576)
+    assert p.sections["copy"]["llc_bytes"].source == p.sections["pfnmap"]["l2_bytes"].source == "measured"
+    assert fit.host_profile(SEED, {"l2_bytes": "524288"}).value("copy", "llc_bytes") == 524288
     assert fit.host_profile(SEED, {"l3_bytes": "unknown"}) is SEED
 
 

@@ -89,12 +89,19 @@ def figure_id(model: Model, params: dict) -> str:
 
 
 def host_profile(profile: Profile, facts: dict[str, str]) -> Profile:
-    """`profile` with the host's last-level cache size (copy.llc_bytes, source measured) from host_facts(),
-    so a fit to this host's times does not price LLC-resident memmaps with another machine's LLC."""
-    for key in ("l3_bytes", "l2_bytes"):
-        if facts.get(key, "unknown").isdigit():
-            return profile.with_values({("copy", "llc_bytes"): int(facts[key])}, source="measured",
-                                       note=f"{key[:2].upper()} of cpu0 on this host (/sys/devices/system/cpu)")
+    """`profile` with the host's cache sizes from host_facts() (source measured): copy.llc_bytes, so a
+    fit does not price LLC-resident memmaps with another machine's LLC, and pfnmap's l1/l2/llc_bytes,
+    which decide where the chase's page-table lines are found. Unknown sizes leave an entry alone."""
+    known = {k: int(v) for k, v in facts.items() if k in ("l1d_bytes", "l2_bytes", "l3_bytes") and v.isdigit()}
+    last = "l3_bytes" if "l3_bytes" in known else "l2_bytes" if "l2_bytes" in known else None
+    wanted = {("copy", "llc_bytes"): last, ("pfnmap", "llc_bytes"): last,
+              ("pfnmap", "l2_bytes"): "l2_bytes" if "l2_bytes" in known else None,
+              ("pfnmap", "l1_bytes"): "l1d_bytes" if "l1d_bytes" in known else None}
+    for (section, key), fact in wanted.items():
+        if fact is not None:
+            profile = profile.with_values({(section, key): known[fact]}, source="measured",
+                                          note=f"{fact.split('_')[0].upper()} of cpu0 on the measuring host "
+                                               "(/sys/devices/system/cpu)")
     return profile
 
 
