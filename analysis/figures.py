@@ -135,6 +135,7 @@ def _parity_panel(ax, df: pl.DataFrame, models: list[str], palette: dict) -> Non
 
 def registry() -> list[tuple[str, str, FigureFn]]:
     """(id, title, function) of every figure, in report order."""
+    from .figures_measured import measured_vs_model
     from .figures_memmap import memmap_heatmap, memmap_init, memmap_overhead
     from .figures_models import copy_cost, pfnmap_coverage, pfnmap_latency, young_scan
 
@@ -147,6 +148,7 @@ def registry() -> list[tuple[str, str, FigureFn]]:
         ("copy_cost", "Copy cost per size: memcpy, nt call, nt inline", copy_cost),
         ("young_scan", "young scan time per batching and folio order", young_scan),
         ("parity", "Model vs published figures", parity),
+        ("measured_vs_model", "Measured on this hardware vs the model", measured_vs_model),
     ]
 
 

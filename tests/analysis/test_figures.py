@@ -28,12 +28,12 @@ def young_only(tmp_path, with_figure_point: bool = True) -> Sweep:
 
 
 def test_registry_ids_are_unique_and_cover_the_issue_figures():
-    """Eight figures, unique ids, each with a title and a callable."""
+    """Nine figures, unique ids, each with a title and a callable."""
     reg = F.registry()
     ids = [fid for fid, _, _ in reg]
-    assert len(ids) == len(set(ids)) == 8
+    assert len(ids) == len(set(ids)) == 9
     assert {"memmap_init", "memmap_speedup_heatmap", "memmap_overhead", "pfnmap_latency", "pfnmap_coverage",
-            "copy_cost", "young_scan", "parity"} == set(ids)
+            "copy_cost", "young_scan", "parity", "measured_vs_model"} == set(ids)
     assert all(title and callable(fn) for _, title, fn in reg)
 
 
