@@ -19,7 +19,7 @@ import seaborn as sns
 
 from .exceptions import AnalysisWarning
 from .metrics import published_comparison, series_medians
-from .plotting import Rendered, Skipped, plain_log_labels, save, theme
+from .plotting import Rendered, Skipped, save, square_log_axes, theme
 from .read import Sweep, describe, pin
 
 FigureFn = Callable[[Sweep, Path], "Rendered | Skipped"]
@@ -121,12 +121,7 @@ def _parity_panel(ax, df: pl.DataFrame, models: list[str], palette: dict) -> Non
     if meas.height:  # this sweep's own hardware: context, not a check of the model
         ax.scatter(meas["published"], meas["measured_value"], s=80, facecolors="none", edgecolors="black",
                    linewidths=1.0, label="measured here (other hardware)")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlim(lo, hi)
-    ax.set_ylim(lo, hi)
-    plain_log_labels(ax.xaxis)
-    plain_log_labels(ax.yaxis)
+    square_log_axes(ax, lo, hi)
     ax.set_xlabel("published value (the figure's unit: ms, ns, fraction)")
     ax.set_ylabel("model value in this sweep (same unit)")
     ax.set_title("parity (log-log)", fontsize=10)

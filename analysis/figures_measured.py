@@ -17,7 +17,7 @@ import polars as pl
 import seaborn as sns
 
 from .metrics import ok
-from .plotting import Rendered, Skipped, plain_log_labels, save
+from .plotting import Rendered, Skipped, save, square_log_axes
 from .read import MEASURED, MODELED, Sweep, label
 from .tables import metric_unit
 
@@ -88,12 +88,7 @@ def _panel(ax, df: pl.DataFrame, unit: str, name: str) -> None:
         ax.vlines(part["model"], part["least"], part["measured"], color=palette[g], lw=1.0)
         ax.scatter(part["model"], part["measured"], color=palette[g], edgecolor="black", linewidth=0.4, s=28,
                    label=g)
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlim(lo, hi)
-    ax.set_ylim(lo, hi)
-    plain_log_labels(ax.xaxis)
-    plain_log_labels(ax.yaxis)
+    square_log_axes(ax, lo, hi)
     ax.set_xlabel(f"modeled ({unit})")
     ax.set_ylabel(f"measured ({unit})")
     ax.set_title(name, fontsize=10)

@@ -88,6 +88,16 @@ def log_if_wide(ax, which: str, lo: float, hi: float, factor: float = 30.0) -> b
     return False
 
 
+def square_log_axes(ax, lo: float, hi: float) -> None:
+    """Both axes log over [lo, hi] with plain labels: a parity plot's frame."""
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(lo, hi)
+    ax.set_ylim(lo, hi)
+    plain_log_labels(ax.xaxis)
+    plain_log_labels(ax.yaxis)
+
+
 def plain_log_labels(axis) -> None:
     """Label a log axis with plain numbers (300, 4000), minor ticks too when it spans few decades."""
     for setter in (axis.set_major_formatter, axis.set_minor_formatter):
