@@ -40,8 +40,8 @@ UNITS = {"metric_init_ms": "ms", "metric_ns_per_copy": "ns", "metric_ns_per_load
 def figures_from_measured(model: Model, frame: pl.DataFrame, *, statistic: str = "min") -> list[Figure]:
     """One Figure per distinct measured point of `model` with status ok (rows of other sources,
     when the frame has a `source` column, are ignored). `statistic`: which summary of a row's
-    repeats is the figure, "min" (measure_min, the least disturbed time: on a host other jobs
-    share it is what repeats within ~1-3%) or "median" (the row's metric)."""
+    repeats is the figure, "min" (measure_min, the least disturbed time, which repeats best on a
+    host other jobs share) or "median" (the row's metric)."""
     if statistic not in STATISTICS:
         raise ValueError(f"'statistic' must be one of {sorted(STATISTICS)} (got {statistic!r}).")
     if model.name not in ID_AXES:
@@ -108,9 +108,9 @@ def host_profile(profile: Profile, facts: dict[str, str]) -> Profile:
 def fit_start(model: Model, profile: Profile, figures, *, free=None, grid: int = 4, refine: int = 3) -> Profile:
     """`profile` with the `free` parameters (default: the model's free_for_measured) at the best
     least-squares fit among starts taken from a coarse grid (`grid` log-spaced values per parameter
-    inside its bounds, plus the profile's own values): the `refine` best grid points by cost are each fit. Pass the result to
-    workers.calibrate.calibrate(), whose fits then start there. (The models' max() kinks leave flat
-    directions where a single least-squares start stops early.)"""
+    inside its bounds, plus the profile's own values): the `refine` best grid points by cost are each
+    fit. Pass the result to workers.calibrate.calibrate(), whose fits then start there. (The models'
+    max() kinks leave flat directions where a single least-squares start stops early.)"""
     free, figures = (model.free_for_measured if free is None else tuple(free)), tuple(figures)
     published = np.array([f.published for f in figures])
 

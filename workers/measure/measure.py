@@ -8,10 +8,11 @@ memory, timed by the thread's CPU time (or wall time); the other metrics stay
 null. `measure_min` is the least disturbed value (plans.Samples.floor). The
 points of one call whose memory fits together are sampled round-robin: on a
 shared host, noise comes in bursts of seconds, which then cost one sample of
-several points instead of every sample of one. A point is infeasible when the model says it cannot exist (same rules,
-same reasons as modeled rows), when this node cannot honour one of its axes
-(plans.py says why), when its memory does not fit MemAvailable minus a safety
-margin, or when the node has no C compiler.
+several points instead of every sample of one. A point is infeasible when the
+model says it cannot exist (same rules, same reasons as modeled rows), when
+this node cannot honour one of its axes (plans.py says why), when its memory
+does not fit MemAvailable minus a safety margin, or when the node has no C
+compiler.
 """
 
 from __future__ import annotations

@@ -89,14 +89,6 @@ def summarize(run: Run, runs: list[Stretches]) -> Samples:
     return Samples(values=values, huge_pages=run.huge_pages, floor=floor)
 
 
-def measure_alone(plan: Plan, k: Kernels, warmup: int, repeats: int) -> Samples:
-    """One plan's Samples, its runs back to back (measure.py interleaves several plans instead)."""
-    with plan.open(k) as run:
-        for _ in range(warmup):
-            run.sample()
-        return summarize(run, [run.sample() for _ in range(repeats)])
-
-
 def _pages(nbytes: int) -> int:
     return -(-nbytes // PAGE) * PAGE
 

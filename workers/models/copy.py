@@ -17,7 +17,7 @@ n = namespace_size // s copies. Three ways to copy (axis `strategy`):
   MOVNTI sequences (mainline 4/8/16; patched 4/8/16/32/48/64/80/96 as in patch
   8/8 of the seed series); any other size takes the nt_call path.
 
-Price (per copy, ns) = max(compute, memory) + serialized misses x latency:
+Price (per copy, ns) = max(compute, memory + serialized misses x latency):
 compute = store instructions (cached moves, MOVNTI, split stores counted
 twice, CLWB) x store_ns + out-of-line calls x call_ns + iterations of
 __memcpy_flushcache()'s three copy loops x loop_ns; memory = the traffic the
@@ -28,7 +28,9 @@ seed's rebinds do) min(1, LLC / footprint) of its lines are LLC-resident, so
 their RFO is served by the LLC and they are not written back during the copy.
 Non-temporal stores always go to DRAM. A cached store to a line that still has
 non-temporal bytes in flight (an unaligned nt_call's head/tail next to MOVNTI
-data) waits for the write-combining buffer and the line: one DRAM latency.
+data) waits for the write-combining buffer and the line: one DRAM latency,
+which holds up the store stream but not the instructions around it (as in the
+memmap model).
 
 The memmap model prices its struct-page copies with `instructions()`,
 `compute_ns()` and `memory_ns()` from here: there is one set of copy costs.
@@ -267,7 +269,7 @@ class CopyModel(Model):
         "metric_serial_misses": "serialized DRAM misses per copy (cached fragment next to in-flight MOVNTI data)",
         "metric_compute_ns": "instruction time per copy: stores x store_ns + calls x call_ns + loop iterations x loop_ns",
         "metric_bound_ns": "memory-bandwidth lower bound per copy (LLC-priced when the array fits)",
-        "metric_ns_per_copy": "modeled time per copy: max(compute, bound) + serialized misses x latency",
+        "metric_ns_per_copy": "modeled time per copy: max(compute, bound + serialized misses x latency)",
         "metric_gbs": "copy throughput: struct_page_size / ns per copy (GB/s)",
         "metric_total_ms": "time for all copies",
         "metric_memory_bound": "the bandwidth bound exceeds the instruction time",
@@ -304,7 +306,7 @@ class CopyModel(Model):
         compute = compute_ns(stores, t["calls"], cost, t["loops"])
         bound = np.where(cached, memory_ns(footprint / per, 0.0, 0.0, footprint, cost),
                          memory_ns(0.0, t["flushed"] * LINE, t["nt_bytes"], footprint, cost))
-        ns = np.maximum(compute, bound) + t["serial"] * cost.dram_latency_ns
+        ns = np.maximum(compute, bound + t["serial"] * cost.dram_latency_ns)
         metrics = pl.DataFrame({
             "metric_copies": n, "metric_inline": t["inline"], "metric_calls": t["calls"],
             "metric_movnti": t["movnti"], "metric_cached_stores": t["cached_stores"],

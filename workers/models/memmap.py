@@ -28,10 +28,11 @@ bandwidth, not as a DRAM stream). A serialized miss stalls the store stream,
 not the instructions around it: out-of-order execution carries on under it,
 so it adds to the memory side (the published devdax template_nt time is within
 2% of fsdax's, while devdax template_nt_inline, memory-bound, is 23% slower).
-The serialized misses are those of the non-temporal strategies at each compound: __SetPageHead()
-reads the head's flags right after MOVNTI wrote that line, the first tail's
-slow init stores to a line nothing prefetched, and prep_compound_head()'s
-_deferred_list store lands in page[2]'s line that MOVNTI just evicted.
+The serialized misses are those of the non-temporal strategies at each
+compound: __SetPageHead() reads the head's flags right after MOVNTI wrote that
+line, the first tail's slow init stores to a line nothing prefetched, and
+prep_compound_head()'s _deferred_list store lands in page[2]'s line that
+MOVNTI just evicted.
 `metric_init_ms` is memmap_init_zone_device()'s time (what the seed's
 pr_debug() reports); the map=dev memmap-area pages memmap_init_range() writes
 earlier are counted (`metric_area_pages`) but not timed.
