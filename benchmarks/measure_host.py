@@ -1,6 +1,6 @@
 """Measured backend on this host: the acceptance numbers of issue 7, printed as Markdown.
 
-    .venv/bin/python benchmarks/measure_host.py [--repeats 5] [--cpu 0] [--clock thread|wall] [--save DIR]
+    .venv/bin/python benchmarks/measure_host.py [--repeats 5] [--cpu 0] [--clock thread|wall] [--span-ms 2000] [--save DIR]
 
 1. Inline-MOVNTI memmap analog bandwidth (100 GiB fsdax namespace, map=dev) vs
    the host's streaming non-temporal write bandwidth measured by the same
@@ -30,7 +30,7 @@ from workers.calibrate import calibrate, predict
 from workers.measure.fit import figures_from_measured, fit_start, host_profile
 from workers.measure.host import host_facts, machine_arch
 from workers.measure.kernels import Mapping, load
-from workers.measure.measure import measure, pinned
+from workers.measure.measure import SPAN_MS, measure, pinned
 from workers.measure.plans import plan_memmap
 from workers.models.memmap import MODEL as MEMMAP
 from workers.models.pfnmap import MODEL as PFNMAP
@@ -49,14 +49,14 @@ def frame(model, rows: list[dict]) -> pl.DataFrame:
                                              dtype=a.dtype) for a in model.axes})
 
 
-CLOCK = {"clock": "thread"}  # set from --clock in main()
+HOW = {"clock": "thread", "span_ms": SPAN_MS}  # set from --clock / --span-ms in main()
 
 
 def run(model, rows, repeats, cpu) -> pl.DataFrame:
     """Measure rows as a sweep's measured chunks do: MEASURED_CHUNK_POINTS points per measure() call."""
     points = frame(model, rows)
     step = MEASURED_CHUNK_POINTS
-    out = [measure(model, points[i:i + step], repeats=repeats, cpu=cpu, **CLOCK) for i in range(0, len(rows), step)]
+    out = [measure(model, points[i:i + step], repeats=repeats, cpu=cpu, **HOW) for i in range(0, len(rows), step)]
     return pl.concat([points, pl.concat(out)], how="horizontal")
 
 
@@ -67,7 +67,7 @@ def load_line() -> str:
 def nt_bandwidth(repeats: int, cpu: int, nbytes: int) -> dict[str, tuple[float, float]]:
     """(best, median) GB/s of the MOVNTI and MOVNTDQ streams over nbytes of pre-faulted THP memory."""
     k = load()
-    k.set_clock(CLOCK["clock"])
+    k.set_clock(HOW["clock"])
     out = {}
     with pinned(cpu), Mapping(k, nbytes) as m:
         m.advise(0, nbytes, True)
@@ -195,19 +195,21 @@ def main() -> None:
     ap.add_argument("--cpu", type=int, default=0)
     ap.add_argument("--clock", choices=("thread", "wall"), default="thread",
                     help="time by the measuring thread's CPU time (default) or by wall clock")
+    ap.add_argument("--span-ms", type=int, default=SPAN_MS,
+                    help=f"least time the round-robin of each 8-point chunk lasts (default {SPAN_MS}, as specs)")
     ap.add_argument("--save", type=Path, default=None, help="write the measured frames as Parquet here")
     ap.add_argument("--only", choices=("bandwidth", "latency", "holdout"), default=None)
     ap.add_argument("--reuse", type=Path, default=None,
                     help="refit the hold-out from DIR/memmap_holdout.parquet (a --save of an earlier run)")
     a = ap.parse_args()
-    CLOCK["clock"] = a.clock
+    HOW.update(clock=a.clock, span_ms=a.span_ms)
     if a.save:
         a.save.mkdir(parents=True, exist_ok=True)
     facts = host_facts()
     t0 = time.perf_counter()
     print("# memsweep measure backend on this host\n")
     print(", ".join(f"{k} = {v}" for k, v in facts.items()) + f"; {os.cpu_count()} CPUs; pinned to CPU {a.cpu}; "
-          f"{a.repeats} repeats after 1 warm-up; {a.clock} clock.\n")
+          f"{a.repeats} repeats after 1 warm-up, rounds spanning at least {a.span_ms} ms; {a.clock} clock.\n")
     print(f"Load average (1/5/15 min) at start: {load_line()}\n")
     if a.only in (None, "bandwidth"):
         section_bandwidth(a.repeats, a.cpu)
