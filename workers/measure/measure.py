@@ -43,8 +43,8 @@ PFNMAP_HEADLINE = {"lat_mem_rd_random": "metric_ns_per_load", "memcpy_seq": "met
 SAFETY_MIN_BYTES = 512 * MiB  # memory left to the rest of the node, at least ...
 SAFETY_FRACTION = 0.10  # ... or this share of MemAvailable, whichever is larger
 FEASIBILITY_PROFILE = "seed"  # the models' infeasibility rules do not depend on the profile's costs
-# Noise on a shared host comes in bursts of ~0.1-5 s (benchmarks/RESULTS.md): the rounds of one batch of
-# points last at least this long, so every point has samples outside a burst.
+# Noise on a shared host comes in bursts, from under a second to minutes (benchmarks/RESULTS.md): the rounds
+# of one batch of points last at least this long, so quick points are not all sampled inside one short burst.
 SPAN_MS = 2000
 MAX_ROUNDS_FACTOR = 20  # ... but at most this many times `repeats` rounds
 
