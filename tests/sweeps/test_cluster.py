@@ -56,9 +56,23 @@ def stop_sessions(sids: list[int]) -> None:
         p.kill()
 
 
-@pytest.fixture
+MEASURED_SPEC = """name = "measured-cluster"
+models = ["memmap"]
+source = "measured"
+[measure]
+repeats = 2
+span_ms = 200
+[axes.memmap]
+namespace_size = ["8MiB", "16MiB", "24MiB", "32MiB", "40MiB", "48MiB", "56MiB", "64MiB"]
+map = ["mem"]
+strategy = ["slow", "template", "template_nt", "template_nt_inline"]
+"""
+
+
+@pytest.fixture(scope="module")
 def cluster():
-    """Head (1 CPU, Jobs API on) plus a second node (1 CPU), token-authenticated, on 127.0.0.1."""
+    """Head (1 CPU, Jobs API on) plus a second node (1 CPU), token-authenticated, on 127.0.0.1; each node
+    with a HOME of its own, so nothing it builds under ~/.cache is shared with the other or the test."""
     env = {
         **os.environ,
         "RAY_AUTH_MODE": "token",
@@ -76,22 +90,26 @@ def cluster():
         return [f"--dashboard-agent-listen-port={free_port()}", f"--dashboard-agent-grpc-port={free_port()}",
                 f"--runtime-env-agent-port={free_port()}", f"--metrics-export-port={free_port()}"]
     temp = tempfile.mkdtemp(prefix="ray-", dir="/tmp")  # short: Ray's unix socket paths are length-limited
+    homes = [Path(tempfile.mkdtemp(prefix=f"home-{n}-")) for n in ("head", "second")]
     sids: list[int] = []
     try:
         sids.append(ray_start(["--head", f"--port={port}", "--include-dashboard=true", "--dashboard-host=127.0.0.1",
                                f"--dashboard-port={dash}", f"--temp-dir={temp}",
-                               f"--ray-client-server-port={free_port()}", *own_ports(), *common], env))
+                               f"--ray-client-server-port={free_port()}", *own_ports(), *common],
+                              {**env, "HOME": str(homes[0])}))
         sids.append(ray_start([f"--address=127.0.0.1:{port}", "--resources", json.dumps({"second_node": 1}),
-                               *own_ports(), *common], env))
-        yield env, f"http://127.0.0.1:{dash}"
+                               *own_ports(), *common], {**env, "HOME": str(homes[1])}))
+        yield env, f"http://127.0.0.1:{dash}", homes
     finally:
         stop_sessions(sids)
         shutil.rmtree(temp, ignore_errors=True)
+        for home in homes:
+            shutil.rmtree(home, ignore_errors=True)
 
 
 def test_submitted_sweep_runs_on_both_nodes_and_verifies(cluster, spec_file, tmp_path):
     """`memsweep submit --wait` runs the sweep as a Ray job; rows come from both nodes; verify passes."""
-    env, address = cluster
+    env, address, _ = cluster
     out = tmp_path / "out"
     job = memsweep("submit", str(spec_file(SPEC)), "--address", address, "--out", str(out), "--wait",
                    env=env, timeout=600)
@@ -102,6 +120,24 @@ def test_submitted_sweep_runs_on_both_nodes_and_verifies(cluster, spec_file, tmp
     df = pl.read_parquet(out / "cluster" / "model=probe" / "*.parquet")
     assert df.height == 400 and df["point_id"].n_unique() == 400
     assert df["env_ray_node_id"].n_unique() == 2
+
+
+def test_a_measured_sweep_compiles_the_kernels_on_each_node_it_measures_on(cluster, spec_file, tmp_path):
+    """Nodes that got the project only as the job's working directory build the C kernels on first use,
+    each into its own cache, and measure there: ok measured rows from both nodes, and verify passes."""
+    env, address, homes = cluster
+    assert not any(list(home.rglob("libmemsweep.so")) for home in homes)
+    out = tmp_path / "out"
+    job = memsweep("submit", str(spec_file(MEASURED_SPEC)), "--address", address, "--out", str(out), "--wait",
+                   env=env, timeout=600)
+    assert job.returncode == 0, job.stdout + job.stderr
+    assert "32 points in 4 chunks (4 computed" in job.stdout
+    assert memsweep("verify", str(out / "measured-cluster"), env=env).returncode == 0
+    df = pl.read_parquet(out / "measured-cluster" / "model=memmap" / "*.parquet")
+    assert df.height == 32 and (df["source"] == "measured").all() and (df["status"] == "ok").all()
+    assert (df["measure_min"] > 0).all() and df["env_ray_node_id"].n_unique() == 2
+    for home in homes:
+        assert len(list(home.rglob("libmemsweep.so"))) == 1, f"no kernels built under {home}"
 
 
 def test_submit_rejects_a_bad_spec_before_contacting_the_cluster(spec_file, capsys):
