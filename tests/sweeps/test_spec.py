@@ -58,6 +58,7 @@ BAD_SPECS = [
     ('source = "measure"\n' + GOOD, "'source' must be one of \\['both', 'measured', 'model'\\] \\(got 'measure'\\)"),
     (HEAD + "[measure]\nrepeats = 0\n", "'measure.repeats' must be an integer >= 1 \\(got 0\\)"),
     (HEAD + "[measure]\ncpus = 1\n", "'measure.cpus' is not a measure key"),
+    (HEAD + "[measure]\nspan_ms = 1.5\n", "'measure.span_ms' must be an integer >= 0 \\(got 1.5\\)"),
     ('name = "t"\nmodels = ["memmap"]\n[axes.memmap]\nstrategy = ["fast"]\n',
      "'axes.memmap.strategy' must be one of 'slow'.* \\(got 'fast'\\)"),
 ]
