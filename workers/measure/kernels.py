@@ -62,11 +62,12 @@ class Kernels:
                     start_pfn: int, refcount_reset: bool, segment_heads: int = 0) -> list[int]:
         """Initialize heads x per_compound struct pages at addr (see memmap.c). Returns the elapsed ns
         of each stretch of `segment_heads` heads in order (one value, the whole run, when 0)."""
-        marks = (U64 * max(1, (heads - 1) // segment_heads if segment_heads > 0 and heads > 0 else 1))()
+        segments = -(-heads // segment_heads) if segment_heads > 0 and heads > 0 else 1
+        marks = (U64 * max(1, segments - 1))()  # the C side marks where segments 2.. start
         ns = self.lib.ms_memmap_init(psize, MEMMAP_STRATEGIES.index(strategy), addr, heads, per_compound, order,
                                      start_pfn, int(refcount_reset), max(0, segment_heads), marks)
         _checked(ns, f"ms_memmap_init(P={psize}, {strategy}, per_compound={per_compound}, order={order})")
-        if segment_heads <= 0 or heads <= segment_heads:
+        if segments == 1:
             return [ns]
         ends = [*marks, ns]
         return [b - a for a, b in zip([0, *ends[:-1]], ends)]

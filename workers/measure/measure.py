@@ -103,7 +103,7 @@ def measure(model: Model, points: pl.DataFrame, *, repeats: int = 5, cpu: int | 
                     results[i] = outcome
                 else:
                     status[i], reason[i] = STATUS_ERROR, outcome
-    return _frame(model, points, status, reason, results, repeats)
+    return _frame(model, points, status, reason, results)
 
 
 def batches(todo: list[tuple[int, Plan]], root: Path | str = "/") -> Iterator[list[tuple[int, Plan]]]:
@@ -199,7 +199,7 @@ def headline(model: Model, points: pl.DataFrame) -> list[str | None]:
 
 
 def _frame(model: Model, points: pl.DataFrame, status: list[str], reason: list[str | None],
-           results: list[Samples | None], repeats: int) -> pl.DataFrame:
+           results: list[Samples | None]) -> pl.DataFrame:
     n = points.height
     cols: dict[str, list] = {"status": status, "reason": reason}
     cols.update({m: [None] * n for m in model.metrics})
@@ -214,7 +214,7 @@ def _frame(model: Model, points: pl.DataFrame, status: list[str], reason: list[s
         if model.name == "copy":
             cols["metric_gbs"][i] = sizes[i] / med if med > 0 else None
         cols["measure_repeats"][i] = len(res.values)
-        cols["measure_min"][i] = res.least
+        cols["measure_min"][i] = res.floor
         cols["measure_median"][i] = med
         cols["measure_huge_pages"][i] = res.huge_pages
     schema = {"status": pl.Utf8, "reason": pl.Utf8, **model.metrics, **MEASURE_COLUMNS}

@@ -51,15 +51,11 @@ class Samples:
     `floor` is the least disturbed value: each run is timed in stretches (memmap: segments of
     SEGMENT_PAGES struct pages, summed over the fastest repeat of each; the chase: slices of
     SLICE_LOADS loads, the fastest), so a burst of host noise costs one stretch, not the whole
-    repeat. None means min(values)."""
+    repeat."""
 
     values: tuple[float, ...]
+    floor: float
     huge_pages: bool | None = None
-    floor: float | None = None
-
-    @property
-    def least(self) -> float:
-        return min(self.values) if self.floor is None else self.floor
 
 
 Stretches = list[tuple[int, int]]  # one timed run: (ns, units of work) per stretch
