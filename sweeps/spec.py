@@ -291,7 +291,7 @@ def _expand_range(fieldname: str, axis: Axis, r: dict) -> list:
     extra = sorted(set(r) - RANGE_KEYS)
     if extra:
         raise SpecError(f"'{fieldname}.{extra[0]}' is not a range key; a range has {sorted(RANGE_KEYS)}.")
-    if axis.kind not in ("size", "int", "float"):
+    if axis.kind not in ("size", "extent", "int", "float"):
         raise SpecError(f"'{fieldname}' must be a list of values, not a range: it is {axis.allowed}.")
     if "from" not in r or "to" not in r:
         raise SpecError(f"'{fieldname}' range must give both 'from' and 'to' (got {r!r}).")
@@ -328,7 +328,7 @@ def _expand_range(fieldname: str, axis: Axis, r: dict) -> list:
 def _step(fieldname: str, axis: Axis, raw: object) -> int | float:
     """A linear range's step: a positive size, integer or number, as the axis kind (not its rule)."""
     try:
-        if axis.kind == "size":
+        if axis.kind in ("size", "extent"):
             step = parse_size(raw)
         elif axis.kind == "int" and not isinstance(raw, bool) and isinstance(raw, int):
             step = raw

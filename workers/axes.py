@@ -17,7 +17,7 @@ import polars as pl
 
 from .units import KiB, format_size, is_power_of_two, parse_size
 
-KINDS = ("size", "int", "float", "choice", "bool", "order")
+KINDS = ("size", "int", "float", "choice", "bool", "order", "extent")
 _DTYPES = {
     "size": pl.Int64,
     "int": pl.Int64,
@@ -25,8 +25,10 @@ _DTYPES = {
     "choice": pl.Utf8,
     "bool": pl.Boolean,
     "order": pl.Int64,  # null means "auto": the kernel's (or model's) own choice
+    "extent": pl.Int64,  # a size, or null for "all" (the whole of what the point maps)
 }
 AUTO = "auto"
+ALL = "all"
 MAX_ORDER = 18  # PUD leaves / 1 GiB compounds with 4 KiB pages
 
 
@@ -68,6 +70,7 @@ class Axis:
             "float": "a number",
             "bool": "true or false",
             "order": f"an integer order 0..{MAX_ORDER} or 'auto'",
+            "extent": f"a size (integer bytes or '64MiB', '4GiB', ...) or '{ALL}'",
         }[self.kind]
         return f"{base}, {self.rule}" if self.rule else base
 
@@ -80,7 +83,9 @@ class Axis:
 
     def _convert(self, value: object) -> object:
         bad = ValueError(f"must be {self.allowed} (got {value!r})")
-        if self.kind == "size":
+        if self.kind == "extent" and value == ALL:
+            return None
+        if self.kind in ("size", "extent"):
             try:
                 v = parse_size(value)
             except ValueError:
@@ -113,8 +118,8 @@ class Axis:
     def label(self, value: object) -> str:
         """Short canonical text of a value, used in point names and tables."""
         if value is None:
-            return AUTO
-        if self.kind == "size":
+            return ALL if self.kind == "extent" else AUTO
+        if self.kind in ("size", "extent"):
             return format_size(int(value))
         if self.kind == "bool":
             return "true" if value else "false"

@@ -56,8 +56,7 @@ def figures_from_measured(model: Model, frame: pl.DataFrame, *, statistic: str =
         value = row.get(metric) if value is None else value
         if value is None or value <= 0:
             continue
-        params = {a.name: ("auto" if row[a.column] is None and a.kind == "order" else row[a.column])
-                  for a in model.axes}
+        params = {a.name: (a.label(None) if row[a.column] is None else row[a.column]) for a in model.axes}
         fid = figure_id(model, params)
         host = " ".join(str(row[c]) for c in ("env_host", "env_cpu_model") if row.get(c)) or "this host"
         groups.setdefault(fid, (metric, params, [], set()))
@@ -76,13 +75,13 @@ def figure_id(model: Model, params: dict) -> str:
     parts = []
     for name in ID_AXES[model.name]:
         axis = model.axis(name)
-        label = axis.label(None if axis.kind == "order" and params[name] == "auto" else params[name])
+        label = axis.label(axis.canonical(params[name]))
         parts.append(f"P{label}" if name == "struct_page_size" else
                      f"order{label}" if name == "compound_order" else label)
     for axis in model.axes:
         if axis.name in ID_AXES[model.name]:
             continue
-        value = None if axis.kind == "order" and params[axis.name] == "auto" else params[axis.name]
+        value = axis.canonical(params[axis.name])
         if value != axis.canonical(axis.default):
             parts.append(f"{axis.name}={axis.label(value)}")
     return f"{model.name}/measured/" + "/".join(parts)

@@ -47,6 +47,7 @@ import polars as pl
 from ..axes import ALIGN, COMPOUND_ORDER, NAMESPACE_SIZE, Axis, choice
 from ..model import Figure, FreeParam, Model, Reasons, status_columns
 from ..profiles import Profile
+from ..units import KiB, MiB
 from .pfnmap_geometry import LEAF_ORDERS, PAGE, PMD_ORDER, PUD, kind_bytes, leaves, starts
 from .pfnmap_tlb import Machine, entries, random_access, reach, sequential_copy
 
@@ -71,7 +72,14 @@ ARCH = choice("arch", ("arm64", "x86_64"), "arm64",
               "x86_64: no cont bit")
 ACCESS = choice("access", ("lat_mem_rd_random", "memcpy_seq"), "lat_mem_rd_random",
                 "lat_mem_rd_random: lmbench lat_mem_rd -t (each load to a different page, random page "
-                "order, stride 64); memcpy_seq: one streaming copy of the whole mapping")
+                "order, stride 64); memcpy_seq: one streaming copy of the working set")
+WORKING_SET = Axis(
+    name="working_set", kind="extent", unit="bytes", default="all",
+    doc="bytes the access touches: lat_mem_rd_random chains working_set / 4 KiB pages picked at random from "
+        "the whole mapping (lmbench -t: a row of a larger run); memcpy_seq copies the first working_set bytes; "
+        "'all' (null) is the whole mapping",
+    rule="a multiple of 4KiB", check=lambda v: v % PAGE == 0,
+)
 
 INT, FLOAT = pl.Int64, pl.Float64
 # The geometry the access model reads (gathered per access pattern).
@@ -95,7 +103,7 @@ class PfnmapModel(Model):
     version = "1"
     description = ("remap_pfn_range() with PMD (RFC) or PUD (what-if) leaves: leaves, page tables, setup, "
                    "TLB misses, page walks, ns per random load and ms per streaming copy")
-    axes = (NAMESPACE_SIZE, ALIGN, COMPOUND_ORDER, PA_OFFSET, VA_OFFSET, ARCH, ACCESS)
+    axes = (NAMESPACE_SIZE, ALIGN, COMPOUND_ORDER, PA_OFFSET, VA_OFFSET, ARCH, ACCESS, WORKING_SET)
     metrics = {
         "metric_pte_leaves": INT, "metric_cont_blocks": INT, "metric_pmd_leaves": INT,
         "metric_pud_leaves": INT, "metric_pt_pages": INT, "metric_pt_deposited_pages": INT,
@@ -132,6 +140,7 @@ class PfnmapModel(Model):
         FreeParam(section="pfnmap", key="walk_ref_ns", lower=0.0, upper=200.0),
         FreeParam(section="pfnmap", key="copy_gbs", lower=0.5, upper=200.0),
         FreeParam(section="pfnmap", key="copy_tlb_miss_ns", lower=0.0, upper=1000.0),
+        FreeParam(section="pfnmap", key="l2_bytes", lower=256 * KiB, upper=16 * MiB),
     )
 
     def evaluate(self, points: pl.DataFrame, profile: Profile) -> pl.DataFrame:
@@ -142,10 +151,11 @@ class PfnmapModel(Model):
         cont_on = a["arm64"] & bool(profile.value("pfnmap", "contpte_special"))
         pa, va = starts(a["align"], a["pa_offset"], a["va_offset"])
         g = leaves(a["length"], pa, va, a["order"], cont_on)
-        g0 = leaves(a["length"], pa, va, np.zeros_like(a["order"]), cont_on)  # mainline, PTEs only
-        kb, kb0 = kind_bytes(g), kind_bytes(g0)
-        cost = self._access(m, a, g, kb)
-        base = self._access(m, a, g0, kb0)
+        # What the access sees: the whole mapping (random pages from all of it), or the copied prefix.
+        span = np.where(a["seq"], a["working_set"], a["length"])
+        cost = self._access(m, a, leaves(span, pa, va, a["order"], cont_on))
+        base = self._access(m, a, leaves(span, pa, va, np.zeros_like(a["order"]), cont_on))  # mainline
+        kb = kind_bytes(g)
         per_kind, per_size = entries(m, kb)
         setup = {k: float(profile.value("pfnmap", k)) for k in SETUP_KEYS}
         setup_ns = (setup["remap_call_ns"] + g["pte"] * setup["pte_set_ns"]
@@ -185,12 +195,17 @@ class PfnmapModel(Model):
             pl.when((va >= 0) & (va < PUD)).then(va // PAGE * PAGE).otherwise(0).alias("va_offset"),
             (pl.col("param_arch") == "arm64").fill_null(False).alias("arm64"),
             (pl.col("param_access") == "memcpy_seq").fill_null(False).alias("seq"),
-        )
+            pl.col("param_working_set").alias("ws"),
+        ).with_columns(  # "all" (null) is the whole mapping; bad values are nulled later
+            pl.min_horizontal(pl.col("ws").fill_null(pl.col("length")).clip(PAGE, None) // PAGE * PAGE,
+                              pl.col("length")).alias("working_set"),
+        ).drop("ws")
         return {c: arr[c].to_numpy() for c in arr.columns}
 
     @staticmethod
-    def _access(m: Machine, a: dict, g: dict, kb: dict) -> dict[str, np.ndarray]:
+    def _access(m: Machine, a: dict, g: dict) -> dict[str, np.ndarray]:
         """The access pattern's cost per point: random loads or the streaming copy, each on its rows."""
+        kb = kind_bytes(g)
         n = a["seq"].size
         out = {k: np.zeros(n) for k in ("ns", "miss_rate", "walk_ns_per_access", "walk_ns", "walk_refs")}
         for rows, fn in ((np.flatnonzero(~a["seq"]), random_access), (np.flatnonzero(a["seq"]), sequential_copy)):
@@ -199,7 +214,7 @@ class PfnmapModel(Model):
             whole = rows.size == n
             pick = (lambda x: x) if whole else (lambda x: x[rows])  # noqa: E731
             res = fn(m, {k: pick(g[k]) for k in ACCESS_NEEDS}, {k: pick(v) for k, v in kb.items()},
-                     pick(a["length"]))
+                     pick(a["length"]), pick(a["working_set"]))
             for k, v in res.items():
                 out[k][rows] = v
         return out
@@ -208,7 +223,7 @@ class PfnmapModel(Model):
     def _reasons() -> pl.Expr:
         """Why a point cannot exist (first rule that matches), or null."""
         size, align, order = pl.col("param_namespace_size"), pl.col("param_align"), order_expr()
-        pa, va = pl.col("param_pa_offset"), pl.col("param_va_offset")
+        pa, va, ws = pl.col("param_pa_offset"), pl.col("param_va_offset"), pl.col("param_working_set")
         return (Reasons()
                 .add(size.is_null() | (size <= 0) | (size % PAGE != 0),
                      "namespace_size must be a positive multiple of 4KiB (remap_pfn_range maps whole pages)")
@@ -225,27 +240,32 @@ class PfnmapModel(Model):
                 .add(va % PAGE != 0,
                      "va_offset must be a multiple of 4KiB: remap_pfn_range() warns and fails on an "
                      "unaligned address (WARN_ON_ONCE(!PAGE_ALIGNED(addr)))")
+                .add(ws.is_not_null() & ((ws <= 0) | (ws % PAGE != 0)),
+                     "working_set must be a positive multiple of 4KiB (the chase visits whole pages) or 'all'")
+                .add(ws.is_not_null() & (ws > size),
+                     "working_set must not exceed namespace_size: the access touches pages of the mapping")
                 .expr())
 
     def figures(self) -> tuple[Figure, ...]:
-        # The RFC's machine is arm64-class (the series targets arm64 and riscv); device memory taken as
-        # 1 GiB aligned, va == pa modulo 1 GiB, so every whole 2 MiB block gets a PMD leaf.
-        base = {"align": "1GiB", "pa_offset": NOT_GIVEN, "va_offset": 0, "arch": "arm64"}
+        # lat_mem_rd -t 4096M on a 4 GiB mmap(device_fd): every row is a working set of the one 4 GiB
+        # mapping; memcpy_test copies 1/2/4 GiB of it. The RFC's machine is arm64-class (the series targets
+        # arm64 and riscv); device memory taken as 1 GiB aligned, va == pa modulo 1 GiB, so every whole
+        # 2 MiB block gets a PMD leaf.
+        base = {"namespace_size": "4GiB", "align": "1GiB", "pa_offset": NOT_GIVEN, "va_offset": 0, "arch": "arm64"}
         out = []
         for size, (pte, pmd) in LAT_FIGURES.items():
             for leaf, order, value in (("pte", 0, pte), ("pmd", PMD_ORDER, pmd)):
                 out.append(Figure(
                     id=f"pfnmap/lat_mem_rd/{leaf}/{size}", model=self.name, metric="metric_ns_per_load",
                     published=value, unit="ns",
-                    params={**base, "namespace_size": size, "compound_order": order,
-                            "access": "lat_mem_rd_random"},
-                    source=SOURCE + f": numactl -C 0 lat_mem_rd -t, {size}, {leaf} mapping"))
+                    params={**base, "working_set": size, "compound_order": order, "access": "lat_mem_rd_random"},
+                    source=SOURCE + f": numactl -C 0 lat_mem_rd -t 4096M, row {size}, {leaf} mapping"))
         for size, (pte, pmd) in COPY_FIGURES.items():
             for leaf, order, value in (("pte", 0, pte), ("pmd", PMD_ORDER, pmd)):
                 out.append(Figure(
                     id=f"pfnmap/copy/{leaf}/{size}", model=self.name, metric="metric_copy_ms",
                     published=value, unit="ms",
-                    params={**base, "namespace_size": size, "compound_order": order, "access": "memcpy_seq"},
+                    params={**base, "working_set": size, "compound_order": order, "access": "memcpy_seq"},
                     source=SOURCE + f": numactl -C 0 memcpy_test, {size}, {leaf} mapping"))
         return tuple(out)
 

@@ -36,6 +36,7 @@ import numpy as np
 from ..exceptions import ProfileError
 from ..profiles import Profile
 from ..units import GiB
+from .pfnmap_footprint import touched
 from .pfnmap_geometry import CONT, ENTRY_BYTES, PAGE, PMD, PUD
 
 LINE = 64  # bytes per cache line
@@ -153,40 +154,69 @@ def _hits(n: np.ndarray, cap: float, cyclic: bool) -> np.ndarray:
     return np.minimum(1.0, cap / np.maximum(n, 1))
 
 
-def random_access(m: Machine, g: dict, kb: dict, length: np.ndarray) -> dict[str, np.ndarray]:
-    """lat_mem_rd_random: ns per load, miss rate, and the mean walk (ns, references)."""
-    per_kind, per_size = entries(m, kb)
-    hit1 = {s: _hits(n, m.tlb_l1[s], s == PAGE) for s, n in per_size.items()}
-    hit2 = {s: np.maximum(hit1[s], _hits(n, m.tlb_l2[s], s == PAGE)) for s, n in per_size.items()}
+def _tlb_hits(touched_entries, chosen_pages, cap: float) -> np.ndarray:
+    """Hit rate of an LRU pool of `cap` entries under lat_mem_rd's chase.
+
+    Each lap visits the chosen pages in one fixed random order. An entry's first
+    visit in a lap comes a whole lap after its last one, so it hits only if every
+    touched entry fits (cyclic LRU); its further visits in the lap (entries
+    holding several chosen pages) come at random, and hit cap / touched.
+    """
+    d = np.maximum(touched_entries, TINY)
+    first = np.minimum(1.0, d / np.maximum(chosen_pages, TINY))
+    return first * (d <= cap) + (1.0 - first) * np.minimum(1.0, cap / d)
+
+
+def random_access(m: Machine, g: dict, kb: dict, length: np.ndarray, working_set: np.ndarray) -> dict[str, np.ndarray]:
+    """lat_mem_rd_random: ns per load, miss rate, and the mean walk (ns, references).
+
+    `working_set` bytes of pages are chosen at random from the whole mapping
+    (pfnmap_footprint); the counts below are of what they touch.
+    """
     lf = length.astype(np.float64)
-    q = {k: kb[k] / lf for k in KINDS}
+    total, chosen = lf / PAGE, working_set.astype(np.float64) / PAGE
+    q = {k: kb[k] / lf for k in KINDS}  # share of the chosen pages under each leaf kind
+    # Distinct TLB entries touched per entry size, and the chosen pages they hold.
+    seen = {k: touched(kb[k] / m.entry_size(k), total, chosen, m.entry_size(k) // PAGE) for k in KINDS}
+    sizes = {m.entry_size(k) for k in KINDS}
+    d = {s: sum(seen[k] for k in KINDS if m.entry_size(k) == s) for s in sizes}
+    c = {s: chosen * sum(q[k] for k in KINDS if m.entry_size(k) == s) for s in sizes}
+    hit1 = {s: _tlb_hits(d[s], c[s], m.tlb_l1[s]) for s in sizes}
+    hit2 = {s: np.maximum(hit1[s], _tlb_hits(d[s], c[s], m.tlb_l2[s])) for s in sizes}
     miss = {k: q[k] * (1.0 - hit2[m.entry_size(k)]) for k in KINDS}  # misses per load, by kind
     l2_hits = sum(q[k] * (hit2[m.entry_size(k)] - hit1[m.entry_size(k)]) for k in KINDS)
     walked = [k for k in KINDS if miss[k].any()]  # kinds whose walks happen at all in this frame
     # Host walks per guest walk: one per guest table page and one for the data page the nested TLB misses.
     host_walks = {k: 0.0 for k in walked}
     if m.virtualized:
-        tables = {1: g["pte_tables"], 2: g["pmd_tables"]}
+        tables = {1: touched(g["pte_tables"], total, chosen, PMD // PAGE),
+                  2: touched(g["pmd_tables"], total, chosen, PUD // PAGE)}
+        pages = touched(np.ceil(lf / m.host_page), total, chosen, m.host_page // PAGE)
         for k in walked:
             host_walks[k] = (sum(1.0 - _hits(tables.get(lvl, 1), m.tlb_nested, False) for lvl in m.guest_levels(k))
-                             + 1.0 - _hits(np.ceil(lf / m.host_page), m.tlb_nested, False))
-    # Line classes a walk reads: guest table levels 1..levels, then host levels (keys 'h1'..).
-    lines = {1: np.ceil(g["pte"] / ENTRIES_PER_LINE), 2: np.ceil(g["pmd_entries"] / ENTRIES_PER_LINE),
-             3: np.ceil(g["pud_entries"] / ENTRIES_PER_LINE)}
+                             + 1.0 - _hits(pages, m.tlb_nested, False))
+    # Line classes a walk reads: guest table levels 1..levels, then host levels (keys 'h1'..): the
+    # distinct lines the chosen pages touch (a line holds 8 entries: 8 x the level's span).
+    per_line = {lvl: ENTRIES_PER_LINE * LEVEL_SPAN[lvl] // PAGE for lvl in LEVEL_SPAN}
+    lines = {1: touched(np.ceil(g["pte"] / ENTRIES_PER_LINE), total, chosen, per_line[1]),
+             2: touched(np.ceil(g["pmd_entries"] / ENTRIES_PER_LINE), total, chosen, per_line[2]),
+             3: touched(np.ceil(g["pud_entries"] / ENTRIES_PER_LINE), total, chosen, per_line[3])}
     rate = {lvl: sum(miss[k] for k in walked if lvl in m.guest_levels(k))
             for lvl in sorted({lvl for k in walked for lvl in m.guest_levels(k)})}
     for lvl in m.host_levels() if walked else ():
-        lines[f"h{lvl}"] = np.ceil(np.ceil(lf / LEVEL_SPAN[lvl]) / ENTRIES_PER_LINE)
+        lines[f"h{lvl}"] = touched(np.ceil(np.ceil(lf / LEVEL_SPAN[lvl]) / ENTRIES_PER_LINE), total, chosen,
+                                   per_line[lvl])
         rate[f"h{lvl}"] = sum(miss[k] * host_walks[k] for k in walked)
     for key in rate:
         lines.setdefault(key, np.ones_like(lf))
-    data_lines = lf / LINE
+    # Every load is to a new data line until the chase has visited every line of the working set.
+    data_lines = working_set.astype(np.float64) / LINE
 
     def line_ns_after(gap):
         pt = sum(_distinct(lines[c], rate[c], gap) for c in rate)
         return m.line_ns(np.minimum(gap, data_lines), pt)
 
-    t = {c: line_ns_after(lines[c] / np.maximum(rate[c], TINY)) for c in rate}
+    t = {c: line_ns_after(np.maximum(lines[c], 1.0) / np.maximum(rate[c], TINY)) for c in rate}
     t_data = line_ns_after(data_lines)
     h = len(m.host_levels())
     host_ns = sum(t[f"h{lvl}"] for lvl in m.host_levels()) + m.walk_ref_ns * h if walked and h else 0.0
@@ -196,10 +226,11 @@ def random_access(m: Machine, g: dict, kb: dict, length: np.ndarray) -> dict[str
     return _summary(lf, miss, walk, refs, t_data + l2_hits * m.tlb_l2_hit_ns, per_access=1.0)
 
 
-def sequential_copy(m: Machine, g: dict, kb: dict, length: np.ndarray) -> dict[str, np.ndarray]:
-    """memcpy_seq: ns for one streaming copy of the mapping, misses per line, and the mean walk."""
+def sequential_copy(m: Machine, g: dict, kb: dict, length: np.ndarray, working_set: np.ndarray) -> dict[str, np.ndarray]:
+    """memcpy_seq: ns for one streaming copy of the working set (the first `working_set` bytes of the
+    mapping; `g` and `kb` are that prefix's leaves), misses per line, and the mean walk."""
     per_kind, per_size = entries(m, kb)
-    lf = length.astype(np.float64)
+    lf = working_set.astype(np.float64)
     fits_l2 = {s: n <= m.tlb_l2[s] for s, n in per_size.items()}
     l2_hits = sum(np.where(fits_l2[s] & (n > m.tlb_l1[s]), n, 0) for s, n in per_size.items())
     # A line first used this pass was last used a whole copy ago (source and destination streams).
