@@ -13,7 +13,8 @@ from workers.calibrate import calibrate, predict
 from workers.evaluate import evaluate
 from workers.models import copy as cp
 from workers.models.memmap import MODEL, STRATEGIES
-from workers.profiles import load_profile
+from workers.exceptions import ProfileError
+from workers.profiles import Profile, load_profile
 from workers.model import points_frame
 
 PROFILE = load_profile("seed")
@@ -53,11 +54,11 @@ LAYOUTS = [
     (dict(namespace_size=GiB + 3 * MiB + 4 * KiB),
      dict(offset=18874368, end_trunc=1052672, R=262656, D=258048, area=4606, heads=258048, tails_w=0,
           tails_a=0, optimized=False, resched=8)),
-    # P=72 with NVDIMM_KMSAN: 8K + 72*26214398 = 1887444848 -> 901 x 2M = 1889533952; data from pfn 461312:
-    # section-aligned pfns 15 x 32768 .. 799 x 32768 -> 785 cond_resched
-    (dict(struct_page_size=72, nvdimm_kmsan=True),
-     dict(offset=1889533952, end_trunc=0, R=26214400, D=25753088, area=461310, heads=25753088, tails_w=0,
-          tails_a=0, optimized=False, resched=785)),
+    # P=80 with NVDIMM_KMSAN: 8K + 80*26214398 = 2097160032 -> 1001 x 2M = 2099249152; data from pfn 512512:
+    # section-aligned pfns 16 x 32768 .. 799 x 32768 -> 784 cond_resched
+    (dict(struct_page_size=80, nvdimm_kmsan=True),
+     dict(offset=2099249152, end_trunc=0, R=26214400, D=25701888, area=512510, heads=25701888, tails_w=0,
+          tails_a=0, optimized=False, resched=784)),
     # P=96 with NVDIMM_KMSAN: 8K + 96*26214398 = 2516590400 -> 1201 x 2M = 2518679552; from pfn 614912:
     # 19 x 32768 .. 799 x 32768 -> 781
     (dict(struct_page_size=96, nvdimm_kmsan=True),
@@ -110,23 +111,73 @@ def test_layout_and_counts_match_the_kernel_formulas(params, want):
     assert r["metric_struct_pages_written"] + r["metric_tails_aliased"] == covered
 
 
-@pytest.mark.parametrize("psize", [64, 72, 80, 96])
+@pytest.mark.parametrize("psize", [64, 80, 96])
 @pytest.mark.parametrize("align", ["2MiB", "1GiB"])
 @pytest.mark.parametrize("map_", ["dev", "mem"])
 def test_vmemmap_dedup_only_for_map_mem_and_power_of_two_struct_pages(psize, align, map_):
-    """vmemmap_can_optimize(): no altmap and P a power of two; 80- and 96-byte struct pages lose it."""
+    """vmemmap_can_optimize(): no altmap and P a power of two; 80- and 96-byte struct pages lose it. Struct pages
+    in DRAM (the DRAM bytes less the page tables): none with map=dev (whole sections, altmap leaves), 2 pages per
+    compound when optimized, else R x P in 2 MiB leaves (R x P is a whole number of them here)."""
     r = row(mode="devdax", struct_page_size=psize, align=align, map=map_, nvdimm_kmsan=True)
     assert r["metric_vmemmap_optimized"] == (map_ == "mem" and psize == 64)
-    expected_dram = 0 if map_ == "dev" else (r["metric_heads"] * 2 * 4096 if psize == 64 else 26214400 * psize)
-    assert r["metric_memmap_dram_bytes"] == expected_dram
+    expected = 0 if map_ == "dev" else (r["metric_heads"] * 2 * 4096 if psize == 64 else 26214400 * psize)
+    assert r["metric_memmap_dram_bytes"] - r["metric_vmemmap_pt_bytes"] == expected
 
 
 def test_memmap_bytes_and_overhead():
-    """map=dev gives up offset - 8K of the namespace to the memmap; map=mem puts R x P bytes in DRAM."""
+    """map=dev gives up offset - 8K of the namespace to the memmap and keeps only the 2 PMD tables of its 1600 MiB
+    vmemmap in DRAM; map=mem puts R x P bytes (800 PMD leaves) in DRAM plus the same 2 PMD tables."""
     dev, mem = run({}, {"map": "mem"}).rows(named=True)
-    assert (dev["metric_memmap_device_bytes"], dev["metric_memmap_dram_bytes"]) == (1679818752 - 8192, 0)
-    assert dev["metric_overhead_fraction"] == pytest.approx((1679818752 - 8192) / (100 * GiB))
-    assert (mem["metric_memmap_device_bytes"], mem["metric_memmap_dram_bytes"]) == (0, 26214400 * 64)
+    assert (dev["metric_memmap_device_bytes"], dev["metric_memmap_dram_bytes"]) == (1679818752 - 8192, 2 * 4096)
+    assert dev["metric_overhead_fraction"] == pytest.approx((1679818752 - 8192 + 8192) / (100 * GiB))
+    assert (mem["metric_memmap_device_bytes"], mem["metric_memmap_dram_bytes"]) == (0, 26214400 * 64 + 2 * 4096)
+
+
+# Every DRAM byte of a bind, from the kernel's vmemmap population (mm/sparse-vmemmap.c, arch/x86/mm/init_64.c
+# vmemmap_populate()); PTE table = 2 MiB of vmemmap, PMD table = 1 GiB of vmemmap, each a 4 KiB page.
+DRAM_BYTES = [
+    # devdax 1 TiB, align 1 GiB, P=64, map=mem: optimized. 1024 compounds x 2 vmemmap pages (head + tail page,
+    # vmemmap_populate_compound_pages()) = 8 MiB; the 16 GiB span (2^28 pfns x 64) is all 4 KiB PTEs:
+    # 8192 PTE tables (32 MiB) + 16 PMD tables
+    (dict(mode="devdax", align="1GiB", namespace_size="1TiB", map="mem"),
+     1024 * 2 * 4096 + (16 * GiB // (2 * MiB)) * 4096 + 16 * 4096, (16 * GiB // (2 * MiB) + 16) * 4096),
+    # the same on map=dev: 8192 whole sections, vmemmap_populate_hugepages() takes 2 MiB leaves from the altmap;
+    # only the 16 PMD tables of the 16 GiB span are DRAM
+    (dict(mode="devdax", align="1GiB", namespace_size="1TiB", map="dev"), 16 * 4096, 16 * 4096),
+    # devdax 1 TiB, align 1 GiB, P=80, map=mem: not a power of two, no dedup: 2^28 x 80 = 20 GiB of 2 MiB leaves
+    # from DRAM + 20 PMD tables
+    (dict(mode="devdax", align="1GiB", namespace_size="1TiB", map="mem", struct_page_size=80),
+     20 * GiB + 20 * 4096, 20 * 4096),
+    # devdax 100 GiB, align 2 MiB, P=64, map=mem: optimized, 51200 compounds x 2 pages = 400 MiB; the 1600 MiB
+    # span in PTEs: 800 PTE tables + 2 PMD tables
+    (dict(mode="devdax", map="mem"), 51200 * 2 * 4096 + 800 * 4096 + 2 * 4096, 802 * 4096),
+    # fsdax 100 GiB, align 2 MiB, P=80, map=mem: 800 sections x 2.5 MiB = 1000 leaves + 2 PMD tables
+    (dict(struct_page_size=80, map="mem"), 1000 * 2 * MiB + 2 * 4096, 2 * 4096),
+    # fsdax 100 GiB, align 2 MiB, P=80 (KMSAN), map=dev, starting 2 MiB into a section (pfns 512 .. 26214912):
+    # head partial section, pfns 512 .. 32768: vmemmap [40960, 2621440) < a section's worth -> basepages with a
+    # NULL altmap: 630 DRAM pages in 2 PTE tables; whole sections 1 .. 799: vmemmap [2.5 MiB, 2000 MiB) touches
+    # 999 PMDs, the first already a PTE table (384 pages from the altmap), 998 altmap leaves; tail partial
+    # section pfns 26214400 .. 26214912: [2000 MiB, +40 KiB) -> 10 DRAM pages, 1 PTE table; 2 PMD tables
+    (dict(struct_page_size=80, nvdimm_kmsan=True, start_offset=2 * MiB), (630 + 10) * 4096 + (3 + 2) * 4096,
+     5 * 4096),
+]
+
+
+@pytest.mark.parametrize("params,dram,pt", DRAM_BYTES, ids=[str(p) for p, _, _ in DRAM_BYTES])
+def test_dram_bytes_of_a_bind_follow_vmemmap_population(params, dram, pt):
+    """memmap_dram_bytes = struct pages in DRAM + the vmemmap's PTE and PMD tables, per the kernel arithmetic."""
+    r = row(**params)
+    assert r["status"] == "ok", r["reason"]
+    assert (r["metric_memmap_dram_bytes"], r["metric_vmemmap_pt_bytes"]) == (dram, pt)
+    assert r["metric_overhead_fraction"] == pytest.approx(
+        (r["metric_memmap_device_bytes"] + dram) / r["param_namespace_size"])
+
+
+def test_a_partial_tail_section_costs_dram_even_with_map_dev():
+    """1 GiB + 3 MiB + 4 KiB: 8 whole sections and 512 pfns of a ninth; their 32 KiB of struct pages come from
+    DRAM (vmemmap_populate() basepages, NULL altmap) with one PTE table, plus one PMD table."""
+    r = row(namespace_size=GiB + 3 * MiB + 4 * KiB)
+    assert (r["metric_memmap_dram_bytes"], r["metric_vmemmap_pt_bytes"]) == (8 * 4096 + 2 * 4096, 2 * 4096)
 
 
 def test_store_counts_per_kind_and_strategy():
@@ -142,15 +193,18 @@ def test_store_counts_per_kind_and_strategy():
 
 
 def test_copy_calls_follow_the_copy_model_inline_sets():
-    """template_nt calls __memcpy_flushcache for every copy; template_nt_inline only for sizes outside 4..96."""
-    nt, inl64, inl72, inl80 = run(
+    """template_nt calls __memcpy_flushcache for every copy; template_nt_inline never does on x86_64, whose struct
+    page sizes (64/80/96) are all inline in patch 8. The copy primitive still calls out of line for 72 bytes,
+    but a 72-byte struct page cannot exist on x86_64."""
+    nt, inl64, inl80, inl96, inl72 = run(
         {"strategy": "template_nt"}, {"strategy": "template_nt_inline"},
-        {"strategy": "template_nt_inline", "struct_page_size": 72, "nvdimm_kmsan": True},
         {"strategy": "template_nt_inline", "struct_page_size": 80, "nvdimm_kmsan": True},
+        {"strategy": "template_nt_inline", "struct_page_size": 96, "nvdimm_kmsan": True},
+        {"strategy": "template_nt_inline", "struct_page_size": 72, "nvdimm_kmsan": True},
     ).rows(named=True)
     assert nt["metric_copy_calls"] == 25804288 - 1
-    assert inl64["metric_copy_calls"] == 0 and inl80["metric_copy_calls"] == 0
-    assert inl72["metric_copy_calls"] == inl72["metric_data_pfns"] - 1
+    assert inl64["metric_copy_calls"] == inl80["metric_copy_calls"] == inl96["metric_copy_calls"] == 0
+    assert inl72["status"] == "infeasible" and "multiple of 16" in inl72["reason"]
     assert cp.instructions(72, 0, cp.NT_INLINE, True)["calls"] == 1
 
 
@@ -186,6 +240,9 @@ def test_small_namespaces_are_priced_at_llc_not_dram():
 
 INFEASIBLE = [
     (dict(struct_page_size=104, map="mem"), "above 96 bytes does not build"),
+    (dict(struct_page_size=72, nvdimm_kmsan=True), "multiple of 16 on x86_64 .*HAVE_ALIGNED_STRUCT_PAGE"),
+    (dict(struct_page_size=88, map="mem"), "multiple of 16 on x86_64"),
+    (dict(struct_page_size=56, map="mem"), "multiple of 16 on x86_64"),
     (dict(align="64KiB"), "align must be 4KiB, 2MiB or 1GiB"),
     (dict(start_offset=4096), "start_offset must be a multiple of 2MiB"),
     (dict(compound_order=9), "fsdax \\(nd_pmem\\) maps order-0 pages"),
@@ -254,13 +311,14 @@ SIZES_STEP = st.integers(1, 64)
 @settings(max_examples=40, deadline=None)
 @given(k=st.integers(1, 400), grow=SIZES_STEP, mode=st.sampled_from(["fsdax", "devdax"]),
        map_=st.sampled_from(["dev", "mem"]), align=st.sampled_from(["4KiB", "2MiB", "1GiB"]),
-       psize=st.sampled_from([56, 64, 72, 80, 88, 96]), strategy=st.sampled_from(STRATEGIES))
-def test_init_time_never_decreases_as_the_namespace_grows(k, grow, mode, map_, align, psize, strategy):
-    """In whole steps of max(align', 128 MiB section), a bigger namespace never initializes faster; the
-    bandwidth bound never exceeds the modeled time; counts are non-negative integers that conserve pfns."""
+       psize=st.sampled_from([64, 80, 96]), strategy=st.sampled_from(STRATEGIES),
+       medium=st.sampled_from(["dram", "pmem"]))
+def test_init_time_never_decreases_as_the_namespace_grows(k, grow, mode, map_, align, psize, strategy, medium):
+    """In whole steps of max(align', 128 MiB section), a bigger namespace never initializes faster nor takes less
+    DRAM; the bandwidth bound never exceeds the modeled time; counts are non-negative integers that conserve pfns."""
     step = max({"4KiB": 2 * MiB, "2MiB": 2 * MiB, "1GiB": GiB}[align], 128 * MiB)
     base = {"mode": mode, "map": map_, "align": align, "struct_page_size": psize, "strategy": strategy,
-            "nvdimm_kmsan": True}
+            "nvdimm_kmsan": True, "medium": medium}
     out = run({**base, "namespace_size": k * step}, {**base, "namespace_size": (k + grow) * step})
     ok = out.filter(pl.col("status") == "ok")
     for r in ok.rows(named=True):
@@ -270,8 +328,67 @@ def test_init_time_never_decreases_as_the_namespace_grows(k, grow, mode, map_, a
     if ok.height == 2:
         small, big = ok["metric_init_ms"].to_list()
         assert big >= small
+        small, big = ok["metric_memmap_dram_bytes"].to_list()
+        assert big >= small
     for c, dt in MODEL.metrics.items():
         assert out.schema[c] == dt
+
+
+def test_pmem_map_dev_is_slower_than_dram_for_the_nt_strategies():
+    """With map=dev the struct pages are stored to the namespace: on pmem the NT streams run at one core's ntstore
+    bandwidth to Optane (4.13 GB/s, below the seed's 16.5 GB/s DRAM), so both NT strategies take longer."""
+    for mode in ("fsdax", "devdax"):
+        for strategy in ("template_nt", "template_nt_inline"):
+            dram, pmem = run(*({"mode": mode, "strategy": strategy, "medium": m} for m in ("dram", "pmem"))).rows(
+                named=True)
+            assert pmem["metric_init_ms"] > 1.5 * dram["metric_init_ms"], (mode, strategy)
+            assert pmem["metric_dominant"] == "memory"
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+@pytest.mark.parametrize("mode", ["fsdax", "devdax"])
+def test_map_mem_is_unaffected_by_the_medium(mode, strategy):
+    """map=mem keeps the struct pages in DRAM: every metric is the same on dram and pmem namespaces."""
+    out = run(*({"mode": mode, "strategy": strategy, "map": "mem", "medium": m} for m in ("dram", "pmem")))
+    dram, pmem = out.select(list(MODEL.metrics)).rows()
+    assert dram == pmem
+
+
+def test_pmem_speedup_of_template_nt_inline_is_the_rfo_it_saves_and_shrinks_with_compounds():
+    """On pmem (map=dev) slow and template_nt_inline are both bound by the medium: slow's cached stores read each
+    line for ownership and write it back (1/read + 1/write ns a byte), MOVNTI only writes it (1/write), so fsdax's
+    speedup is about 1 + write/read bandwidth = 1 + 4.13/2.88 = 2.43 (a little less: the seeding inits and the
+    re-touched lines still pay both). devdax adds 3 serialized misses a compound, at pmem's 305 ns rather than
+    DRAM's 100 ns, to the NT side only, so its speedup shrinks from DRAM's."""
+    rows = [{"mode": mode, "strategy": s, "medium": m} for mode in ("fsdax", "devdax")
+            for m in ("dram", "pmem") for s in ("slow", "template_nt_inline")]
+    t = dict(zip([(r["mode"], r["medium"], r["strategy"]) for r in rows], run(*rows)["metric_init_ms"].to_list()))
+    speedup = {(mode, m): t[(mode, m, "slow")] / t[(mode, m, "template_nt_inline")]
+               for mode in ("fsdax", "devdax") for m in ("dram", "pmem")}
+    rfo_saved = 1 + PROFILE.value("memmap", "pmem_nt_write_gbs") / PROFILE.value("memmap", "pmem_read_gbs")
+    assert speedup[("fsdax", "pmem")] == pytest.approx(rfo_saved, rel=0.05)
+    assert speedup[("fsdax", "pmem")] < rfo_saved
+    assert speedup[("devdax", "pmem")] < 0.9 * speedup[("devdax", "dram")]
+    assert speedup[("devdax", "pmem")] < speedup[("fsdax", "pmem")]
+
+
+def test_pmem_costs_are_published_and_only_pmem_points_need_them():
+    """The seed's pmem costs cite published figures; a profile without them still prices dram points, and a pmem
+    map=dev point fails naming the missing key (error rows from evaluate(); ProfileError from the model)."""
+    for key in ("pmem_nt_write_gbs", "pmem_read_gbs", "pmem_latency_ns"):
+        assert PROFILE.sections["memmap"][key].source == "published"
+    bare = Profile(name="bare", description="", sections={**PROFILE.sections, "memmap": {}})
+    assert run({"medium": "dram"}, {"medium": "pmem", "map": "mem"}, profile=bare)["status"].to_list() == ["ok", "ok"]
+    failed = run({"medium": "pmem"}, profile=bare).row(0, named=True)
+    assert failed["status"] == "error" and "memmap.pmem_nt_write_gbs" in failed["reason"]
+    with pytest.raises(ProfileError, match="memmap.pmem_nt_write_gbs"):
+        MODEL.evaluate(frame({"medium": "pmem"}), bare)
+
+
+def test_figures_are_at_medium_dram():
+    """The seed measured pmem emulated in DRAM: the eight figures are the default medium, dram."""
+    assert {f.params["medium"] for f in MODEL.figures()} == {"dram"}
+    assert next(a for a in MODEL.axes if a.name == "medium").default == "dram"
 
 
 def test_every_metric_is_documented():

@@ -36,9 +36,32 @@ MOVNTI just evicted.
 `metric_init_ms` is memmap_init_zone_device()'s time (what the seed's
 pr_debug() reports); the map=dev memmap-area pages memmap_init_range() writes
 earlier are counted (`metric_area_pages`) but not timed.
+
+Medium (axis `medium`): what the namespace is. `dram` is what the seed
+measured (its VM emulates pmem in DRAM), priced with the [copy] costs. `pmem`
+is Optane-class persistent memory: with map=dev the struct pages live on the
+namespace, so every store, write-back, read for ownership and serialized miss
+of the init goes to the medium, priced with the profile's [memmap]
+pmem_nt_write_gbs (non-temporal stores and write-backs), pmem_read_gbs (reads
+for ownership) and pmem_latency_ns (a serialized miss); LLC-resident lines
+stay at LLC cost. With map=mem the struct pages are in DRAM whatever the
+medium, so the medium changes nothing.
+
+Memory (`metric_memmap_dram_bytes`): every DRAM byte the bind takes for the
+memmap: struct pages in DRAM (map=mem; with map=dev only those of partial
+sections, which vmemmap_populate() maps with base pages from DRAM) plus the
+page tables that map the vmemmap (`metric_vmemmap_pt_bytes`); counts and
+assumptions in memmap_layout.py (`vmemmap()`).
+
+x86_64 only: sizeof(struct page) is a multiple of 16 (struct page is
+__aligned(2 * sizeof(unsigned long)) with CONFIG_HAVE_ALIGNED_STRUCT_PAGE,
+include/linux/mm_types.h, which x86 selects), so 64, 80 and 96 are the sizes
+patch 8 names; other sizes are infeasible here (the copy model still takes any).
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import numpy as np
 import polars as pl
@@ -67,6 +90,7 @@ TAIL_EXTRA = 4  # prep_compound_tail(): mapping, compound_head, private; set_pag
 COMPOUND_FIXED = 9
 DEFERRED_LIST = 2  # INIT_LIST_HEAD(&folio->_deferred_list), order > 1; in page[2] (struct folio)
 MAX_ZEROED = 96  # __mm_zero_struct_page(): BUILD_BUG_ON(sizeof(struct page) > 96)
+STRUCT_PAGE_ALIGN = 16  # _struct_page_alignment: __aligned(2 * sizeof(unsigned long)), HAVE_ALIGNED_STRUCT_PAGE
 SUPPORTED_ALIGNS = (4 * KiB, 2 * MiB, 1 * GiB)  # nd_pfn_supported_alignments(): PAGE, PMD, PUD sizes
 SOURCE = ("Li Zhe, [PATCH v10 {n}/8] ZONE_DEVICE memmap init template fast path, linux-mm, Aug 2026 "
           "(seeds/zone-device-memmap-template-init.v10.txt): 100 GB namespace, map=dev, Ice Lake server VM, "
@@ -76,6 +100,10 @@ MODE = choice("mode", ("fsdax", "devdax"), "fsdax",
               "fsdax: nd_pmem, MEMORY_DEVICE_FS_DAX, order-0 pages; devdax: dax_pmem, MEMORY_DEVICE_GENERIC, "
               "compound pages of the namespace align")
 MAP = choice("map", ("dev", "mem"), "dev", "dev: the memmap lives on the namespace (altmap); mem: in DRAM")
+MEDIUM = choice("medium", ("dram", "pmem"), "dram",
+                "what backs the namespace: dram (pmem emulated in DRAM, as the seed's VM) or pmem (Optane-class, "
+                "priced with the profile's memmap.pmem_* costs); with map=dev the struct pages are stored to it, "
+                "with map=mem they stay in DRAM whatever the medium")
 STRATEGY = choice("strategy", STRATEGIES, "template_nt_inline",
                   "slow: field-by-field init (mainline); template: memcpy of a template (patches 4-5); "
                   "template_nt: memcpy_nontemporal (patch 7); template_nt_inline: + inline MOVNTI (patch 8)")
@@ -112,6 +140,14 @@ def _copy_table() -> dict[str, np.ndarray]:
 
 
 _COPY_TABLE = _copy_table()
+
+
+def pmem_costs(cost: cp.CopyCosts, profile: Profile) -> cp.CopyCosts:
+    """`cost` with the memory terms of a struct-page array stored on pmem (the [memmap] pmem_* entries):
+    non-temporal stores and write-backs, reads for ownership, and a serialized miss go to the medium."""
+    v = lambda k: float(profile.value("memmap", k))  # noqa: E731
+    return replace(cost, dram_write_gbs=v("pmem_nt_write_gbs"), dram_rfo_gbs=v("pmem_read_gbs"),
+                   dram_latency_ns=v("pmem_latency_ns"))
 
 
 def timing(strategy, w: dict, stored_lines, psize, order, fsdax, cost: cp.CopyCosts) -> dict:
@@ -157,17 +193,18 @@ def timing(strategy, w: dict, stored_lines, psize, order, fsdax, cost: cp.CopyCo
 
 class MemmapModel(Model):
     name = "memmap"
-    version = "1"
+    version = "2"
     description = ("memmap_init_zone_device(): struct pages written, memmap placement and init time of the "
                    "slow / template / template_nt / template_nt_inline strategies")
     axes = (NAMESPACE_SIZE, STRUCT_PAGE_SIZE, ALIGN, COMPOUND_ORDER, MODE, MAP, STRATEGY, START_OFFSET,
-            NVDIMM_KMSAN)
+            NVDIMM_KMSAN, MEDIUM)
     metrics = {
         "metric_pfns_in_range": INT, "metric_data_pfns": INT, "metric_pfns_covered": INT,
         "metric_offset_bytes": INT, "metric_end_trunc_bytes": INT, "metric_compound_order": INT,
         "metric_vmemmap_optimized": BOOL, "metric_struct_pages_written": INT, "metric_heads": INT,
         "metric_tails_written": INT, "metric_tails_aliased": INT, "metric_area_pages": INT,
-        "metric_memmap_device_bytes": INT, "metric_memmap_dram_bytes": INT, "metric_overhead_fraction": FLOAT,
+        "metric_memmap_device_bytes": INT, "metric_memmap_dram_bytes": INT, "metric_vmemmap_pt_bytes": INT,
+        "metric_overhead_fraction": FLOAT,
         "metric_stores": INT, "metric_bytes_stored": INT, "metric_lines_stored": INT,
         "metric_lines_partial": INT, "metric_rfo_bytes": INT, "metric_copy_calls": INT,
         "metric_cond_resched": INT, "metric_serial_misses": INT, "metric_compute_ms": FLOAT,
@@ -188,8 +225,12 @@ class MemmapModel(Model):
         "metric_tails_aliased": "compound tails left to the shared vmemmap page (vmemmap optimization)",
         "metric_area_pages": "struct pages of the map=dev memmap area, written by memmap_init_range() (not timed)",
         "metric_memmap_device_bytes": "namespace bytes given to the memmap (map=dev: offset - 8 KiB info block)",
-        "metric_memmap_dram_bytes": "DRAM bytes of the vmemmap (map=mem): pfns x P, or 2 pages per compound when optimized",
-        "metric_overhead_fraction": "memmap bytes (device + DRAM) / namespace_size",
+        "metric_memmap_dram_bytes": "every DRAM byte of the bind's memmap: struct pages in DRAM (map=mem: 2 MiB leaves, "
+                                    "or 2 pages per compound when optimized; any map: partial sections' base pages) "
+                                    "+ vmemmap_pt_bytes",
+        "metric_vmemmap_pt_bytes": "page tables mapping the range's vmemmap (DRAM): a PTE table per 2 MiB of vmemmap "
+                                   "mapped with 4 KiB pages, a PMD table per 1 GiB of vmemmap",
+        "metric_overhead_fraction": "memmap bytes (device + DRAM, page tables included) / namespace_size",
         "metric_stores": "store instructions of memmap_init_zone_device() (field stores, copy moves/MOVNTIs)",
         "metric_bytes_stored": "struct page bytes memmap_init_zone_device() writes (pages written x P)",
         "metric_lines_stored": "cache lines of the struct pages written",
@@ -197,9 +238,10 @@ class MemmapModel(Model):
         "metric_rfo_bytes": "bytes read for ownership by cached stores (all lines, or the re-touched lines with NT)",
         "metric_copy_calls": "out-of-line __memcpy_flushcache() calls",
         "metric_cond_resched": "cond_resched() calls: heads at a PAGES_PER_SECTION-aligned pfn",
-        "metric_serial_misses": "DRAM misses the NT strategies serialize per compound (3 when order > 1)",
+        "metric_serial_misses": "misses the NT strategies serialize per compound (3 when order > 1), to the medium "
+                                "the struct pages live on",
         "metric_compute_ms": "instruction time: stores x store_ns + calls x call_ns + copy-loop iterations x loop_ns",
-        "metric_stall_ms": "serialized misses x dram_latency_ns",
+        "metric_stall_ms": "serialized misses x the miss latency of the medium the struct pages live on",
         "metric_bound_ms": "memory-bandwidth lower bound of the traffic (LLC-priced when the memmap fits)",
         "metric_init_ms": "modeled memmap_init_zone_device() time: max(compute, bound + stall)",
         "metric_speedup_vs_slow": "init time of slow / init time of this strategy",
@@ -234,6 +276,7 @@ class MemmapModel(Model):
                 {s: i for i, s in enumerate(STRATEGIES)}, default=SLOW, return_dtype=pl.Int64).alias("strategy"),
             pl.col("param_start_offset").fill_null(0).clip(0, None).alias("start"),
             pl.col("param_nvdimm_kmsan").fill_null(False).alias("kmsan"),
+            (pl.col("param_medium") == "pmem").fill_null(False).alias("pmem"),
         )
         a = {c: arr[c].to_numpy() for c in arr.columns}
         size, psize, align, start, map_dev, devdax = (a[k] for k in ("size", "psize", "align", "start",
@@ -246,8 +289,12 @@ class MemmapModel(Model):
         cost = cp.CopyCosts.of(profile)
         fsdax = (~devdax).astype(np.int64)
         t = timing(a["strategy"], w, geo["lines"], psize, order, fsdax, cost)
-        dram = np.where(map_dev, 0, np.where(w["optimized"], w["heads"] * ml.VMEMMAP_RESERVE_NR * ml.PAGE,
-                                             w["walked"] * psize))
+        on_pmem = map_dev & a["pmem"]  # map=mem keeps the struct pages in DRAM whatever the medium
+        if on_pmem.any():
+            tp = timing(a["strategy"], w, geo["lines"], psize, order, fsdax, pmem_costs(cost, profile))
+            t = {k: np.where(on_pmem, tp[k], v) for k, v in t.items()}
+        vm = ml.vmemmap(lay, start, map_dev, w["optimized"], w["heads"], psize)
+        dram = vm["struct_dram"] + vm["pt_bytes"]
         device = np.where(map_dev, lay["offset"] - ml.INFO_BLOCK, 0)
         written = t["written"]
         memory_side = t["bound"] + t["stall"]
@@ -262,7 +309,8 @@ class MemmapModel(Model):
                 "metric_struct_pages_written": written + lay["area_pages"], "metric_heads": w["heads"],
                 "metric_tails_written": w["tails_written"], "metric_tails_aliased": w["tails_aliased"],
                 "metric_area_pages": lay["area_pages"], "metric_memmap_device_bytes": device,
-                "metric_memmap_dram_bytes": dram, "metric_overhead_fraction": (device + dram) / size,
+                "metric_memmap_dram_bytes": dram, "metric_vmemmap_pt_bytes": vm["pt_bytes"],
+                "metric_overhead_fraction": (device + dram) / size,
                 "metric_stores": t["stores"], "metric_bytes_stored": written * psize,
                 "metric_lines_stored": geo["lines"], "metric_lines_partial": geo["partial"],
                 "metric_rfo_bytes": t["rfo"], "metric_copy_calls": t["calls"],
@@ -274,9 +322,9 @@ class MemmapModel(Model):
                     {0: "compute", 1: "memory", 2: "latency"}, return_dtype=pl.Utf8),
             }, schema=self.metrics)
         status = pl.DataFrame({
-            "p_big": psize > MAX_ZEROED, "bad_align": ~np.isin(align, SUPPORTED_ALIGNS),
-            "bad_start": start % ml.COMPAT_ALIGN != 0, "fs_order": ~devdax & (order > 0),
-            "dd_order": devdax & (order != kernel_order), "kmsan": map_dev & (psize > 64) & ~a["kmsan"],
+            "p_big": psize > MAX_ZEROED, "p_align": psize % STRUCT_PAGE_ALIGN != 0,
+            "bad_align": ~np.isin(align, SUPPORTED_ALIGNS), "bad_start": start % ml.COMPAT_ALIGN != 0,
+            "fs_order": ~devdax & (order > 0), "dd_order": devdax & (order != kernel_order), "kmsan": map_dev & (psize > 64) & ~a["kmsan"],
             "dd_mem_start": devdax & ~map_dev & (start % align != 0), "small": ~lay["ok"],
         }).select(*status_columns(self._reasons()))
         return pl.concat([status, metrics], how="horizontal")  # evaluate() nulls the metrics of rows not ok
@@ -288,6 +336,9 @@ class MemmapModel(Model):
         return (Reasons()
                 .add(c("p_big"), "sizeof(struct page) above 96 bytes does not build on x86_64 "
                      "(__mm_zero_struct_page() BUILD_BUG_ON, include/linux/mm.h)")
+                .add(c("p_align"), "sizeof(struct page) must be a multiple of 16 on x86_64 (64, 80 or 96): struct "
+                     "page is __aligned(2 * sizeof(unsigned long)) with CONFIG_HAVE_ALIGNED_STRUCT_PAGE, which x86 "
+                     "selects (_struct_page_alignment, include/linux/mm_types.h)")
                 .add(c("bad_align"), "align must be 4KiB, 2MiB or 1GiB: the pfn-device alignments x86_64 "
                      "supports (nd_pfn_supported_alignments(): PAGE_SIZE, HPAGE_PMD_SIZE, HPAGE_PUD_SIZE)")
                 .add(c("bad_start"), "start_offset must be a multiple of 2MiB: nd_pfn_init() rejects a namespace "
@@ -306,7 +357,8 @@ class MemmapModel(Model):
     def figures(self) -> tuple[Figure, ...]:
         """The eight memmap init times of the seed series (MODEL.md): 100 GiB, P = 64, map=dev."""
         base = {"namespace_size": "100GiB", "struct_page_size": 64, "align": "2MiB", "compound_order": "auto",
-                "map": "dev", "start_offset": 0, "nvdimm_kmsan": False}
+                "map": "dev", "start_offset": 0, "nvdimm_kmsan": False,
+                "medium": "dram"}  # the seed's VM emulates pmem in DRAM
         published = {
             ("fsdax", "slow"): (244.28, 4), ("fsdax", "template"): (215.55, 4),
             ("fsdax", "template_nt"): (150.83, 7), ("fsdax", "template_nt_inline"): (96.79, 8),
