@@ -16,7 +16,7 @@ import polars as pl
 from pyarrow.fs import FileSelector
 
 from workers import MODELS
-from workers.calibrate import Calibration, FigureResult, calibrate, predict
+from workers.calibrate import DEFAULT_STARTS, Calibration, FigureResult, calibrate, predict, validation_figures
 from workers.profiles import Profile, dump_profile, load_profile
 from workers.units import parse_size
 
@@ -25,7 +25,8 @@ from .store import exists, locate
 
 
 def run_calibration(profile_name: str, *, models: list[str] | None, as_json: bool, save: str | None,
-                    source: str | None = None, holdout: list[str] | None = None, statistic: str | None = None) -> int:
+                    source: str | None = None, holdout: list[str] | None = None, statistic: str | None = None,
+                    starts: int = DEFAULT_STARTS) -> int:
     """Calibrate each model to its published figures, or (`source`) to a sweep's measured rows."""
     profile = load_profile(profile_name)
     if source:
@@ -39,12 +40,13 @@ def run_calibration(profile_name: str, *, models: list[str] | None, as_json: boo
     results: list[Calibration] = []
     predictions: list[FigureResult] = []
     for model, figures, free in jobs:
-        cal = calibrate(model, profile, figures, free)
+        validation = () if source else validation_figures(model, profile)
+        cal = calibrate(model, profile, figures, free, starts=starts, validation=validation)
         profile = cal.profile  # later models keep earlier fits (they own other sections)
         results.append(cal)
         if held.get(model.name):
             predictions += _predict(model, held[model.name], profile)
-    rows = [r for cal in results for r in cal.results]
+    rows = [r for cal in results for r in (*cal.results, *cal.validation)]
     if as_json:
         print(json.dumps([{**r.to_dict(), "held_out": False} for r in rows]
                          + [{**r.to_dict(), "held_out": True} for r in predictions], indent=1))
@@ -142,11 +144,16 @@ def format_holdout(rows: list[FigureResult]) -> str:
 
 
 def format_calibration(cal: Calibration) -> str:
-    """A plain-text table: figure, published, model, error, leave-one-out error."""
-    width = max(len(r.figure) for r in cal.results)
+    """Plain text: the fitted costs with their uncertainty, every figure (published, model, error,
+    leave-one-out error), the starts that ended elsewhere, hand-set costs at -+20%, and the validation
+    figures apart ("predicted, not fit")."""
+    width = max(len(r.figure) for r in (*cal.results, *cal.validation))
+    agree = len(cal.starts) - len(cal.disagreeing_starts)
     lines = [
-        f"{cal.model}: {len(cal.free)} free parameters fit to {len(cal.results)} figures",
-        *(f"  {p.section}.{p.key} = {cal.fitted[(p.section, p.key)]:.6g}" for p in cal.free),
+        f"{cal.model}: {len(cal.free)} free parameters fit to {len(cal.results)} figures "
+        f"(best of {len(cal.starts)} neutral starts; {agree} reach the same costs within 1%)",
+        *(f"  {p.section}.{p.key} = {cal.fitted[(p.section, p.key)]:.6g}"
+          + _interval(cal.uncertainty.get((p.section, p.key))) for p in cal.free),
         f"  {'figure':<{width}}  {'published':>12}  {'model':>12}  {'error':>8}  {'LOO error':>9}",
     ]
     for r in cal.results:
@@ -154,4 +161,23 @@ def format_calibration(cal: Calibration) -> str:
             f"  {r.figure:<{width}}  {r.published:>12.4g}  {r.model:>12.4g}  {r.error:>+8.1%}  {r.loo_error:>+9.1%}"
         )
     lines.append(f"  max |error| {cal.max_error:.1%}, max |LOO error| {cal.max_loo_error:.1%}")
+    for s in cal.disagreeing_starts:
+        costs = ", ".join(f"{p.key} {v:.4g}" for p, v in zip(cal.free, s.values))
+        lines.append(f"  a start ended elsewhere: {costs} (max |error| {s.max_error:.1%})")
+    if cal.sensitivity:
+        lines.append("  hand-set costs (source assumed), worst |error| with each at -20% / +20%:")
+        lines += [f"    {h.section}.{h.key} = {h.value:.6g}: {h.max_error_low:.1%} / {h.max_error_high:.1%}"
+                  for h in cal.sensitivity]
+    if cal.validation:
+        lines.append(f"  validation figures: predicted, not fit ({len(cal.validation)})")
+        lines += [f"  {r.figure:<{width}}  {r.published:>12.4g}  {r.model:>12.4g}  {r.error:>+8.1%}"
+                  for r in cal.validation]
     return "\n".join(lines)
+
+
+def _interval(bounds: tuple[float, float] | None) -> str:
+    """' (1.2 .. 3.4 keeps the worst error within 1 point)' for a fitted cost's linearized range."""
+    if bounds is None:
+        return ""
+    lo, hi = (f"{b:.4g}" for b in bounds)
+    return f"   [{lo} .. {hi} keeps the worst |error| within 1 point, others refit]"

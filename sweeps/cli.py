@@ -70,7 +70,10 @@ def _parser() -> argparse.ArgumentParser:
     cal = sub.add_parser("calibrate", help="fit a profile to the published figures; per-figure and leave-one-out error")
     cal.add_argument("--profile", default="seed", help="profile name or file (default: seed)")
     cal.add_argument("--model", action="append", help="calibrate only this model (repeatable)")
-    cal.add_argument("--json", action="store_true", help="print a JSON list of per-figure results")
+    cal.add_argument("--json", action="store_true",
+                     help="print a JSON list of per-figure results; 'use' is 'fit' or 'validation'")
+    cal.add_argument("--starts", type=_positive_int, default=10, metavar="N",
+                     help="neutral starts per fit (default 10; leave-one-out refits take 3)")
     cal.add_argument("--save", metavar="FILE", help="write the fitted profile to FILE (TOML)")
     cal.add_argument("--from", dest="source", metavar="OUT/SWEEP",
                      help="fit to this sweep's measured rows (source = measured) instead of the published figures")
@@ -163,7 +166,8 @@ def cmd_calibrate(args) -> int:
     from .calibration import run_calibration
 
     return run_calibration(args.profile, models=args.model, as_json=args.json, save=args.save,
-                           source=args.source, holdout=args.holdout, statistic=args.statistic)
+                           source=args.source, holdout=args.holdout, statistic=args.statistic,
+                           starts=args.starts)
 
 
 COMMANDS = {

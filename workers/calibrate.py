@@ -2,23 +2,42 @@
 
 For each model with figures, the free parameters it names (`Model.free_params`)
 are fit by least squares on the log of model/published (relative error,
-symmetric in over- and under-prediction). Every figure is reported with the
-published value, the fitted model's value, the relative error, and the
-leave-one-out error: the figure predicted by a fit that did not see it.
+symmetric in over- and under-prediction). A fit never starts from the values it
+is asked to find: it starts from neutral points inside each cost's bounds (the
+profile's `bounds`, else the model's): the middle of the box and scrambled
+Sobol points, searched in a unit cube (log-scaled where the bounds span a
+decade or more). The best end wins; every start that ends elsewhere is
+reported. Leave-one-out refits start from the same neutral points.
+
+Reported per model: every figure's published value, the fitted model's value,
+the error and the leave-one-out error; the starts that disagree; how far each
+fitted cost can move, the others refit, before the worst error grows by one
+point (linearized at the fit); the figure errors with each hand-set
+(`assumed`) cost at -20% and +20%; and the profile's validation figures,
+predicted by the fitted profile and never used in any fit.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import polars as pl
 from scipy.optimize import least_squares
+from scipy.stats import qmc
 
 from .evaluate import evaluate
 from .model import Figure, FreeParam, Model, points_frame
-from .profiles import Profile
+from .exceptions import ProfileError
+from .profiles import Profile, Quantity
+
+FIT, VALIDATION = "fit", "validation"
+DEFAULT_STARTS = 10
+LOO_STARTS = 3
+AGREE = 0.01  # starts whose costs all lie within 1% of the best's reach "the same costs"
+SENSITIVITY = 0.2  # hand-set costs are moved by +-20%
+SLACK = 0.01  # uncertainty: how far a cost moves before the worst |error| grows by one point
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -27,14 +46,36 @@ class FigureResult:
     published: float
     model: float
     error: float  # (model - published) / published
-    loo_error: float  # the same, from a fit without this figure
+    loo_error: float  # the same, from a fit without this figure (equal to error for validation figures)
     unit: str
+    use: str = FIT  # "fit" or "validation" (predicted, never fit)
+    source: str = ""
 
     def to_dict(self) -> dict:
         return {
             "figure": self.figure, "published": self.published, "model": self.model,
-            "error": self.error, "loo_error": self.loo_error, "unit": self.unit,
+            "error": self.error, "loo_error": self.loo_error, "unit": self.unit, "use": self.use,
         }
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Start:
+    """Where one start of the fit ended: the costs, its worst |error|, and whether it agrees with the best."""
+
+    values: tuple[float, ...]
+    max_error: float
+    agrees: bool
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Sensitivity:
+    """A hand-set cost, and the worst |figure error| with it at -20% and +20%."""
+
+    section: str
+    key: str
+    value: float
+    max_error_low: float
+    max_error_high: float
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -44,6 +85,10 @@ class Calibration:
     free: tuple[FreeParam, ...]
     fitted: dict[tuple[str, str], float]
     results: tuple[FigureResult, ...]
+    starts: tuple[Start, ...] = ()
+    uncertainty: dict[tuple[str, str], tuple[float, float]] = field(default_factory=dict)
+    sensitivity: tuple[Sensitivity, ...] = ()
+    validation: tuple[FigureResult, ...] = ()
 
     @property
     def max_error(self) -> float:
@@ -53,18 +98,23 @@ class Calibration:
     def max_loo_error(self) -> float:
         return max(abs(r.loo_error) for r in self.results)
 
+    @property
+    def disagreeing_starts(self) -> tuple[Start, ...]:
+        return tuple(s for s in self.starts if not s.agrees)
+
 
 def figure_frame(model: Model, figures: tuple[Figure, ...] | list[Figure]) -> pl.DataFrame:
     """The figures' points as a points frame the model can evaluate."""
     return points_frame(model, (f.params for f in figures))
 
 
-def predict(model: Model, figures, profile: Profile) -> np.ndarray:
-    """The model's value for each figure (NaN where the point is not ok)."""
-    out = evaluate(model, figure_frame(model, figures), profile)
-    bad = out.filter(pl.col("status") != "ok")
-    if bad.height:
-        raise ValueError(f"calibration figure points of {model.name!r} are not ok: {bad['reason'].to_list()}")
+def predict(model: Model, figures, profile: Profile, frame: pl.DataFrame | None = None) -> np.ndarray:
+    """The model's value for each figure; ValueError naming the figures whose point is not ok."""
+    figures = tuple(figures)
+    out = evaluate(model, figure_frame(model, figures) if frame is None else frame, profile)
+    bad = [f"{f.id}: {r}" for f, s, r in zip(figures, out["status"], out["reason"]) if s != "ok"]
+    if bad:
+        raise ValueError(f"calibration figure points of {model.name!r} are not ok: {bad}")
     return np.array([out[f.metric][i] for i, f in enumerate(figures)], dtype=float)
 
 
@@ -72,25 +122,79 @@ def _apply(profile: Profile, free: tuple[FreeParam, ...], x: np.ndarray) -> Prof
     return profile.with_values({(p.section, p.key): v for p, v in zip(free, x)}, source="calibrated")
 
 
-def fit(model: Model, figures, profile: Profile, free: tuple[FreeParam, ...]) -> np.ndarray:
-    """Least-squares values of the free parameters (log relative residuals)."""
-    published = np.array([f.published for f in figures], dtype=float)
-    x0 = np.array([float(profile.value(p.section, p.key)) for p in free])
-    lower = np.array([p.lower for p in free])
-    upper = np.array([p.upper for p in free])
-    x0 = np.clip(x0, lower + 1e-12 * (upper - lower), upper - 1e-12 * (upper - lower))
+@dataclass(frozen=True, slots=True)
+class Box:
+    """The free costs' bounds, and the unit cube a fit searches: u in [0, 1] per cost, log-scaled
+    where the bounds are positive and span a decade or more (latencies, bandwidths, sizes)."""
 
-    def residuals(x: np.ndarray) -> np.ndarray:
-        pred = predict(model, figures, _apply(profile, free, x))
+    lower: np.ndarray
+    upper: np.ndarray
+    log: np.ndarray
+
+    @classmethod
+    def of(cls, profile: Profile, free: tuple[FreeParam, ...]) -> Box:
+        pairs = [profile.bounds(p.section, p.key) or (p.lower, p.upper) for p in free]
+        lo, hi = (np.array(v, dtype=float) for v in zip(*pairs)) if pairs else (np.zeros(0), np.zeros(0))
+        return cls(lo, hi, (lo > 0) & (hi >= 10 * np.maximum(lo, 1e-300)))
+
+    def value(self, u: np.ndarray) -> np.ndarray:
+        u = np.clip(u, 0.0, 1.0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            logv = np.exp(np.log(np.where(self.log, self.lower, 1.0))
+                          + u * np.log(np.where(self.log, self.upper / self.lower, 1.0)))
+        return np.where(self.log, logv, self.lower + u * (self.upper - self.lower))
+
+    def unit(self, x: np.ndarray) -> np.ndarray:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            logu = np.log(np.maximum(x, 1e-300) / self.lower) / np.log(self.upper / self.lower)
+        return np.where(self.log, logu, (x - self.lower) / (self.upper - self.lower))
+
+
+def neutral_starts(k: int, n: int) -> np.ndarray:
+    """n start points in the unit cube: its centre, then scrambled Sobol points (fixed seed, so a
+    calibration is reproducible). None depends on any fitted value."""
+    if n <= 1:
+        return np.full((1, k), 0.5)
+    m = max(1, math.ceil(math.log2(n - 1)))
+    sobol = qmc.Sobol(d=k, scramble=True, seed=20261130).random_base2(m)[: n - 1]
+    return np.vstack([np.full((1, k), 0.5), 0.02 + 0.96 * sobol])
+
+
+@dataclass(frozen=True, slots=True)
+class _End:
+    x: np.ndarray
+    cost: float
+    residuals: np.ndarray
+
+
+def _fit_from(model: Model, figures, profile: Profile, free, box: Box, starts: np.ndarray) -> list[_End]:
+    """One least-squares run (log relative residuals) from each start, in the unit cube."""
+    published = np.array([f.published for f in figures], dtype=float)
+    frame = figure_frame(model, figures)
+
+    def residuals(u: np.ndarray) -> np.ndarray:
+        pred = predict(model, figures, _apply(profile, free, box.value(u)), frame)
         return np.log(np.maximum(pred, 1e-300) / published)
 
-    sol = least_squares(residuals, x0, bounds=(lower, upper), x_scale="jac", max_nfev=2000)
-    return sol.x
+    ends = []
+    for u0 in starts:
+        # diff_step: a relative step of 1e-4 in the cube, so costs that enter through float32 terms move
+        sol = least_squares(residuals, u0, bounds=(0.0, 1.0), diff_step=1e-4, max_nfev=400)
+        ends.append(_End(x=box.value(sol.x), cost=float(sol.cost), residuals=sol.fun))
+    return ends
 
 
-def calibrate(model: Model, profile: Profile, figures=None, free: tuple[FreeParam, ...] | None = None) -> Calibration:
-    """Fit `free` (default: `model.free_params`) to the figures (default: the model's published ones);
-    report errors and leave-one-out errors."""
+def fit(model: Model, figures, profile: Profile, free: tuple[FreeParam, ...], starts: int = DEFAULT_STARTS) -> np.ndarray:
+    """Least-squares values of the free parameters: the best of `starts` neutral starts."""
+    ends = _fit_from(model, tuple(figures), profile, free, Box.of(profile, free), neutral_starts(len(free), starts))
+    return min(ends, key=lambda e: e.cost).x
+
+
+def calibrate(model: Model, profile: Profile, figures=None, free: tuple[FreeParam, ...] | None = None, *,
+              starts: int = DEFAULT_STARTS, loo_starts: int = LOO_STARTS, validation=()) -> Calibration:
+    """Fit `free` (default: `model.free_params`) to the figures (default: the model's published ones)
+    from neutral starts; report errors, leave-one-out errors, disagreeing starts, uncertainty,
+    hand-set sensitivity and the `validation` figures (predicted, never fit)."""
     figures = tuple(figures if figures is not None else model.figures())
     free = model.free_params if free is None else tuple(free)
     if len(free) >= len(figures):
@@ -98,22 +202,122 @@ def calibrate(model: Model, profile: Profile, figures=None, free: tuple[FreePara
             f"model {model.name!r} has {len(free)} free parameters for {len(figures)} figures; "
             "a fit with as many parameters as figures proves nothing."
         )
-    x = fit(model, figures, profile, free)
-    fitted_profile = _apply(profile, free, x)
+    box = Box.of(profile, free)
+    ends = _fit_from(model, figures, profile, free, box, neutral_starts(len(free), starts))
+    best = min(ends, key=lambda e: e.cost)
+    fitted_profile = _apply(profile, free, best.x)
     values = predict(model, figures, fitted_profile)
+    loo_points = neutral_starts(len(free), loo_starts)
     results = []
     for i, f in enumerate(figures):
         rest = figures[:i] + figures[i + 1:]
-        x_loo = fit(model, rest, profile, free)
-        loo = predict(model, (f,), _apply(profile, free, x_loo))[0]
+        loo_ends = _fit_from(model, rest, profile, free, box, loo_points)
+        loo = predict(model, (f,), _apply(profile, free, min(loo_ends, key=lambda e: e.cost).x))[0]
         results.append(FigureResult(
             figure=f.id, published=f.published, model=float(values[i]),
-            error=_rel(values[i], f.published), loo_error=_rel(loo, f.published), unit=f.unit,
+            error=_rel(values[i], f.published), loo_error=_rel(loo, f.published), unit=f.unit, source=f.source,
         ))
     return Calibration(
         model=model.name, profile=fitted_profile, free=free,
-        fitted={(p.section, p.key): float(v) for p, v in zip(free, x)}, results=tuple(results),
+        fitted={(p.section, p.key): float(v) for p, v in zip(free, best.x)}, results=tuple(results),
+        starts=tuple(_start(e, best) for e in ends),
+        uncertainty=_uncertainty(model, figures, fitted_profile, free, best),
+        sensitivity=_sensitivity(model, figures, fitted_profile, free),
+        validation=tuple(predict_validation(model, validation, fitted_profile)),
     )
+
+
+def _start(end: _End, best: _End) -> Start:
+    """A start agrees when every cost it found is within 1% of the best's (and its fit is as good)."""
+    close = np.all(np.abs(end.x - best.x) <= AGREE * np.maximum(np.abs(best.x), 1e-12))
+    worst = float(np.max(np.abs(np.expm1(end.residuals))))
+    return Start(values=tuple(float(v) for v in end.x), max_error=worst, agrees=bool(close))
+
+
+def _uncertainty(model: Model, figures, profile: Profile, free, best: _End) -> dict:
+    """How far each cost can move, the others refit, before the worst |error| grows by one point.
+
+    Linearized at the fit: with J the Jacobian of the log residuals in each cost's own units, moving
+    cost i by d and refitting the others changes the residuals by d * (I - P) J_i, P the projection
+    onto the other costs' columns; the interval is where every figure stays within the worst |error| + 1%.
+    """
+    x = best.x
+    r0 = best.residuals
+    published = np.array([f.published for f in figures], dtype=float)
+    frame = figure_frame(model, figures)
+    cols = []
+    for i, p in enumerate(free):
+        h = 1e-4 * max(abs(x[i]), 1e-9)
+        xp = x.copy()
+        xp[i] += h
+        pred = predict(model, figures, _apply(profile, free, xp), frame)
+        cols.append((np.log(np.maximum(pred, 1e-300) / published) - r0) / h)
+    jac = np.array(cols).T
+    limit = np.log1p(float(np.max(np.abs(np.expm1(r0)))) + SLACK)
+    out = {}
+    for i, p in enumerate(free):
+        others = np.delete(jac, i, axis=1)
+        col = jac[:, i]
+        if others.size:
+            coef, *_ = np.linalg.lstsq(others, col, rcond=None)
+            col = col - others @ coef
+        out[(p.section, p.key)] = (x[i] - _reach(r0, -col, limit), x[i] + _reach(r0, col, limit))
+    return out
+
+
+def _reach(r0: np.ndarray, slope: np.ndarray, limit: float) -> float:
+    """How far d >= 0 one can go before some |r0 + d * slope| exceeds `limit`; inf when no figure responds."""
+    steps = []
+    for r, s in zip(r0, slope):
+        if abs(s) > 1e-15:
+            edge = limit if s > 0 else -limit
+            steps.append(max(0.0, (edge - r) / s))
+    return min(steps) if steps else math.inf
+
+
+def _sensitivity(model: Model, figures, profile: Profile, free) -> tuple[Sensitivity, ...]:
+    """Every hand-set (source "assumed") number of the sections the model reads, moved by -+20%:
+    the worst |figure error| each way. Entries that move no figure's error by a tenth of a point are left out."""
+    published = np.array([f.published for f in figures], dtype=float)
+    frame = figure_frame(model, figures)
+    sections = {model.name} | {p.section for p in free}
+    base = np.max(np.abs(predict(model, figures, profile, frame) / published - 1.0))
+    out = []
+    for section in sorted(sections):
+        for key, e in profile.sections.get(section, {}).items():
+            if not isinstance(e, Quantity) or e.source != "assumed" or isinstance(e.value, bool) or e.value == 0:
+                continue
+            worst = []
+            for factor in (1.0 - SENSITIVITY, 1.0 + SENSITIVITY):
+                moved = profile.with_values({(section, key): e.value * factor}, source="assumed")
+                try:
+                    worst.append(float(np.max(np.abs(predict(model, figures, moved, frame) / published - 1.0))))
+                except (ValueError, ArithmeticError, ProfileError):
+                    break  # a value the model refuses (a page size that is not one): no sensitivity to show
+            if len(worst) == 2 and any(abs(w - base) > 0.001 for w in worst):
+                out.append(Sensitivity(section=section, key=key, value=float(e.value),
+                                       max_error_low=worst[0], max_error_high=worst[1]))
+    return tuple(out)
+
+
+def validation_figures(model: Model, profile: Profile) -> tuple[Figure, ...]:
+    """The profile's `[[validation]]` figures of this model, as Figures."""
+    return tuple(
+        Figure(id=v["id"], model=model.name, metric=v["metric"], published=float(v["published"]), unit=v["unit"],
+               params=v["params"], source=v["source"] + (f" ({v['note']})" if v.get("note") else ""))
+        for v in profile.validation if v["model"] == model.name
+    )
+
+
+def predict_validation(model: Model, figures, profile: Profile) -> list[FigureResult]:
+    """Validation figures predicted by `profile` (use = "validation"; never part of a fit)."""
+    figures = tuple(figures)
+    if not figures:
+        return []
+    values = predict(model, figures, profile)
+    return [FigureResult(figure=f.id, published=f.published, model=float(v), error=_rel(v, f.published),
+                         loo_error=_rel(v, f.published), unit=f.unit, use=VALIDATION, source=f.source)
+            for f, v in zip(figures, values)]
 
 
 def _rel(value: float, published: float) -> float:

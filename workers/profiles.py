@@ -22,7 +22,7 @@ from .exceptions import ProfileError
 
 PROFILE_DIR = Path(__file__).parent / "profiles"
 SOURCES = ("published", "calibrated", "datasheet", "measured", "assumed")
-ENTRY_KEYS = {"value", "unit", "source", "note"}
+ENTRY_KEYS = {"value", "unit", "source", "note", "bounds"}
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -31,15 +31,23 @@ class Quantity:
     unit: str
     source: str
     note: str = ""
+    # Where calibration may look for this cost: a fit starts inside these neutral bounds, never at `value`.
+    bounds: tuple[float, float] | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
 class Profile:
-    """A named machine profile; `sections[section][key]` is a Quantity or a str."""
+    """A named machine profile; `sections[section][key]` is a Quantity or a str.
+
+    `validation` holds published figures measured on this profile's machines that
+    calibration predicts but never fits (`[[validation]]` tables: model, id,
+    metric, published, unit, params, source, and a note on what was assumed).
+    """
 
     name: str
     description: str
     sections: dict[str, dict[str, Quantity | str]] = field(default_factory=dict)
+    validation: tuple[dict, ...] = ()
 
     def value(self, section: str, key: str) -> float:
         """The number at section.key; ProfileError naming the key if it is missing."""
@@ -60,22 +68,33 @@ class Profile:
         sections = {s: dict(entries) for s, entries in self.sections.items()}
         for (section, key), v in updates.items():
             old = sections[section][key]
-            sections[section][key] = Quantity(value=float(v), unit=old.unit, source=source, note=note or old.note)
-        return Profile(name=self.name, description=self.description, sections=sections)
+            sections[section][key] = Quantity(value=float(v), unit=old.unit, source=source, note=note or old.note,
+                                              bounds=old.bounds)
+        return Profile(name=self.name, description=self.description, sections=sections, validation=self.validation)
+
+    def bounds(self, section: str, key: str) -> tuple[float, float] | None:
+        entry = self.sections.get(section, {}).get(key)
+        return entry.bounds if isinstance(entry, Quantity) else None
 
     def to_dict(self) -> dict:
         out: dict = {"name": self.name, "description": self.description}
         for s, entries in self.sections.items():
-            out[s] = {
-                k: (e if isinstance(e, str) else {"value": e.value, "unit": e.unit, "source": e.source, "note": e.note})
-                for k, e in entries.items()
-            }
+            out[s] = {k: (e if isinstance(e, str) else _entry_dict(e)) for k, e in entries.items()}
+        if self.validation:
+            out["validation"] = list(self.validation)
         return out
 
     def digest(self) -> str:
         """A short content hash: changes whenever any value changes (part of chunk ids)."""
         blob = json.dumps(self.to_dict(), sort_keys=True).encode()
         return hashlib.blake2b(blob, digest_size=8).hexdigest()
+
+
+def _entry_dict(e: Quantity) -> dict:
+    out = {"value": e.value, "unit": e.unit, "source": e.source, "note": e.note}
+    if e.bounds is not None:
+        out["bounds"] = list(e.bounds)
+    return out
 
 
 def available_profiles() -> list[str]:
@@ -110,7 +129,8 @@ def _inherit(base: Profile, own: Profile) -> Profile:
     sections = {s: dict(entries) for s, entries in base.sections.items()}
     for s, entries in own.sections.items():
         sections.setdefault(s, {}).update(entries)
-    return Profile(name=own.name, description=own.description, sections=sections)
+    # Validation figures are not inherited: they were measured on the machines the base profile describes.
+    return Profile(name=own.name, description=own.description, sections=sections, validation=own.validation)
 
 
 def profile_from_dict(data: dict, *, origin: str = "<dict>") -> Profile:
@@ -118,13 +138,42 @@ def profile_from_dict(data: dict, *, origin: str = "<dict>") -> Profile:
     if not isinstance(name, str) or not name:
         raise ProfileError(f"{origin}: 'name' must be a non-empty string (got {name!r}).")
     sections: dict[str, dict[str, Quantity | str]] = {}
+    validation = _validation(origin, data.get("validation", []))
     for section, entries in data.items():
-        if section in ("name", "description"):
+        if section in ("name", "description", "validation"):
             continue
         if not isinstance(entries, dict):
             raise ProfileError(f"{origin}: '{section}' must be a table of entries (got {entries!r}).")
         sections[section] = {k: _entry(origin, f"{section}.{k}", e) for k, e in entries.items()}
-    return Profile(name=name, description=str(data.get("description", "")), sections=sections)
+    return Profile(name=name, description=str(data.get("description", "")), sections=sections,
+                   validation=validation)
+
+
+VALIDATION_KEYS = {"model", "id", "metric", "published", "unit", "params", "source"}
+
+
+def _validation(origin: str, items: object) -> tuple[dict, ...]:
+    """The `[[validation]]` figures, each checked for the keys a figure needs."""
+    if not isinstance(items, list):
+        raise ProfileError(f"{origin}: 'validation' must be an array of tables ([[validation]]) (got {items!r}).")
+    out = []
+    for i, item in enumerate(items):
+        missing = VALIDATION_KEYS - set(item) if isinstance(item, dict) else VALIDATION_KEYS
+        if missing:
+            raise ProfileError(f"{origin}: 'validation[{i}]' must give {sorted(VALIDATION_KEYS)} and an optional "
+                               f"note (missing {sorted(missing)}).")
+        extra = set(item) - VALIDATION_KEYS - {"note"}
+        if extra:
+            raise ProfileError(f"{origin}: 'validation[{i}].{sorted(extra)[0]}' is not a validation key; "
+                               f"allowed: {sorted(VALIDATION_KEYS | {'note'})}.")
+        if not isinstance(item["published"], (int, float)) or isinstance(item["published"], bool) \
+                or not item["published"] > 0:
+            raise ProfileError(f"{origin}: 'validation[{i}].published' must be a positive number "
+                               f"(got {item['published']!r}).")
+        if not isinstance(item["params"], dict):
+            raise ProfileError(f"{origin}: 'validation[{i}].params' must be a table of axis values.")
+        out.append(dict(item))
+    return tuple(out)
 
 
 def _entry(origin: str, field_name: str, e: object) -> Quantity | str:
@@ -139,7 +188,16 @@ def _entry(origin: str, field_name: str, e: object) -> Quantity | str:
         raise ProfileError(f"{origin}: '{field_name}.source' must be one of {SOURCES} (got {e['source']!r}).")
     if not isinstance(e["value"], (int, float, bool)):
         raise ProfileError(f"{origin}: '{field_name}.value' must be a number or boolean (got {e['value']!r}).")
-    return Quantity(value=e["value"], unit=str(e["unit"]), source=e["source"], note=str(e.get("note", "")))
+    bounds = e.get("bounds")
+    if bounds is not None:
+        if (not isinstance(bounds, list) or len(bounds) != 2
+                or not all(isinstance(b, (int, float)) and not isinstance(b, bool) for b in bounds)
+                or not bounds[0] < bounds[1]):
+            raise ProfileError(f"{origin}: '{field_name}.bounds' must be [lower, upper] with lower < upper "
+                               f"(got {bounds!r}).")
+        bounds = (float(bounds[0]), float(bounds[1]))
+    return Quantity(value=e["value"], unit=str(e["unit"]), source=e["source"], note=str(e.get("note", "")),
+                    bounds=bounds)
 
 
 def dump_profile(profile: Profile) -> str:
@@ -153,5 +211,22 @@ def dump_profile(profile: Profile) -> str:
                 continue
             v = ("true" if e.value else "false") if isinstance(e.value, bool) else repr(e.value)
             note = f", note = {json.dumps(e.note)}" if e.note else ""
-            lines.append(f'{key} = {{ value = {v}, unit = {json.dumps(e.unit)}, source = "{e.source}"{note} }}')
+            bounds = f", bounds = [{e.bounds[0]!r}, {e.bounds[1]!r}]" if e.bounds else ""
+            lines.append(f'{key} = {{ value = {v}, unit = {json.dumps(e.unit)}, source = "{e.source}"{bounds}{note} }}')
+    for item in profile.validation:
+        lines += ["", "[[validation]]"]
+        for k, v in item.items():
+            if k == "params":
+                inner = ", ".join(f"{pk} = {_toml_value(pv)}" for pk, pv in v.items())
+                lines.append(f"params = {{ {inner} }}")
+            else:
+                lines.append(f"{k} = {_toml_value(v)}")
     return "\n".join(lines) + "\n"
+
+
+def _toml_value(v: object) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return repr(v)
+    return json.dumps(str(v))

@@ -20,11 +20,33 @@ def results():
 
 
 def test_cli_json_has_the_documented_keys(capsys):
-    """--json prints a list of objects keyed figure/published/model/error/loo_error."""
+    """--json prints a list of objects keyed figure/published/model/error/loo_error/use: the fit figures,
+    then the seed profile's validation figures (use = "validation")."""
     assert main(["calibrate", "--model", "young", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
-    assert [r["figure"] for r in rows] == [f.id for f in MODELS["young"].figures()]
-    assert all({"figure", "published", "model", "error", "loo_error"} <= set(r) for r in rows)
+    fit = [r["figure"] for r in rows if r["use"] == "fit"]
+    validation = [r["figure"] for r in rows if r["use"] == "validation"]
+    assert fit == [f.id for f in MODELS["young"].figures()]
+    assert validation == [v["id"] for v in load_profile("seed").validation if v["model"] == "young"]
+    assert all({"figure", "published", "model", "error", "loo_error", "use"} <= set(r) for r in rows)
+
+
+def test_validation_figures_come_from_two_sources_at_least():
+    """The seed profile holds at least 6 validation figures from at least 2 sources, none a fit figure."""
+    seed = load_profile("seed")
+    fit_ids = {f.id for m in MODELS.values() for f in m.figures()}
+    ids = [v["id"] for v in seed.validation]
+    assert len(ids) >= 6 and not set(ids) & fit_ids
+    assert len({v["source"].split(",")[0] for v in seed.validation}) >= 2
+
+
+def test_cli_prints_validation_apart(capsys):
+    """The text output lists the validation figures under 'predicted, not fit', after the fit ones."""
+    assert main(["calibrate", "--model", "young", "--starts", "2"]) == 0
+    text = capsys.readouterr().out
+    assert "validation figures: predicted, not fit" in text
+    assert text.index("young/validation/classic/arm64/per_pte") > text.index("max |error|")
+    assert "young.call_ns = 15: " in text  # the hand-set cost, at -20% / +20%
 
 
 def test_cli_table_and_save_write_a_loadable_profile(tmp_path, capsys):

@@ -60,3 +60,57 @@ def test_as_many_parameters_as_figures_is_refused():
     """Two costs for two figures prove nothing: calibrate says so."""
     with pytest.raises(ValueError, match="2 free parameters for 2 figures"):
         calibrate(Line([(1.0, 5.0), (2.0, 8.0)]), PROFILE)
+
+
+def test_the_fit_does_not_start_from_the_profile_values():
+    """Two profiles that differ only in the stored values of the free costs fit to the same costs."""
+    model = Line([(1.0, 3.0), (2.0, 5.0), (3.0, 7.5)])
+    far = PROFILE.with_values({("line", "per_unit"): 90.0, ("line", "fixed"): 0.01}, source="assumed")
+    a, b = calibrate(model, PROFILE), calibrate(model, far)
+    assert a.fitted == pytest.approx(b.fitted, rel=1e-6)
+    assert a.max_loo_error == pytest.approx(b.max_loo_error, rel=1e-6)
+
+
+def test_every_start_is_reported_and_agrees_on_a_convex_fit():
+    """A linear model has one minimum: all ten neutral starts reach it, none is reported as elsewhere."""
+    cal = calibrate(Line([(1.0, 3.0), (2.0, 5.0), (3.0, 7.0)]), PROFILE, starts=10)
+    assert len(cal.starts) == 10 and not cal.disagreeing_starts
+
+
+def test_profile_bounds_confine_the_fit():
+    """A cost's `bounds` in the profile replace the model's: the fit stays inside them."""
+    bounded = profile_from_dict({"name": "p", "line": {
+        "per_unit": {"value": 1.0, "unit": "ms", "source": "assumed", "bounds": [0.0, 1.5]},
+        "fixed": {"value": 1.0, "unit": "ms", "source": "assumed"}}})
+    cal = calibrate(Line([(1.0, 3.0), (2.0, 5.0), (3.0, 7.0)]), bounded)
+    assert cal.fitted[("line", "per_unit")] == pytest.approx(1.5)
+
+
+def test_uncertainty_brackets_each_fitted_cost():
+    """The interval within which the worst error grows by at most one point contains the fitted value."""
+    cal = calibrate(Line([(1.0, 3.0), (2.0, 5.1), (3.0, 6.9)]), PROFILE)
+    for key, value in cal.fitted.items():
+        lo, hi = cal.uncertainty[key]
+        assert lo < value < hi
+
+
+def test_hand_set_costs_are_shown_at_plus_and_minus_20_percent():
+    """An assumed cost that moves the figures is listed with the worst error at 0.8x and 1.2x of it."""
+    model = Line([(1.0, 3.0), (2.0, 5.0), (3.0, 7.0)])
+    model.free_params = model.free_params[:1]  # fit per_unit only; `fixed` stays hand-set
+    cal = calibrate(model, PROFILE)
+    (hand,) = cal.sensitivity
+    assert (hand.key, hand.value) == ("fixed", 1.0)
+    assert hand.max_error_low > cal.max_error and hand.max_error_high > cal.max_error
+
+
+def test_validation_figures_are_predicted_and_never_fit():
+    """A validation figure far off the line is reported with use 'validation' and does not move the fit."""
+    model = Line([(1.0, 3.0), (2.0, 5.0), (3.0, 7.0)])
+    far = Figure(id="line/validation/10", model="line", metric="metric_time_ms", published=100.0, unit="ms",
+                 params={"x": 10.0}, source="test")
+    cal = calibrate(model, PROFILE, validation=(far,))
+    assert cal.fitted == pytest.approx(calibrate(model, PROFILE).fitted)
+    (v,) = cal.validation
+    assert v.use == "validation" and v.model == pytest.approx(21.0, rel=1e-4)
+    assert all(r.use == "fit" for r in cal.results)
