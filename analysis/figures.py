@@ -88,8 +88,9 @@ def parity(sweep: Sweep, outdir: Path) -> Rendered | Skipped:
     fig, (ax, bx) = plt.subplots(1, 2, figsize=(13.0, max(5.6, 0.2 * df.height + 1.6)),
                                  gridspec_kw={"width_ratios": [1.0, 1.1]})
     _parity_panel(ax, df, models, palette)
-    err = df.with_columns((pl.col("error") * 100).alias("error_pct"))
-    bx.barh(range(err.height), err["error_pct"], color=[palette[m] for m in err["model"]])
+    err = df.sort("use", "model", "id").with_columns((pl.col("error") * 100).alias("error_pct"))
+    bx.barh(range(err.height), err["error_pct"], color=[palette[m] for m in err["model"]],
+            hatch=["//" if u == "validation" else "" for u in err["use"]], edgecolor="0.2", linewidth=0.3)
     bx.set_yticks(range(err.height), err["id"].to_list(), fontsize=7)
     bx.invert_yaxis()
     bx.axvline(0, color="0.3", lw=1)
@@ -101,7 +102,10 @@ def parity(sweep: Sweep, outdir: Path) -> Rendered | Skipped:
     fig.tight_layout()
     median = float(df["error"].abs().median())
     worst = df.sort(pl.col("error").abs(), descending=True).row(0, named=True)
-    caption = (f"Each point is one published figure (the models' figures(), from MODEL.md) at its own parameters; "
+    n_val = err.filter(pl.col("use") == "validation").height
+    caption = (f"Each point is one published figure at its own parameters: circles are the figures the profile was "
+               f"fit to, crosses (hatched bars, listed last) the {n_val} validation figures of the profile, predicted "
+               f"and never fit; "
                f"the parity panel's grey bands are ±10% and ±25%; open circles, if any, are this sweep's own "
                f"measurements at that point. Median absolute error {median:.1%}; largest "
                f"{worst['error']:+.1%} ({worst['id']}). Profile: {sweep.manifest.get('profile', '?')}.")
@@ -116,7 +120,8 @@ def _parity_panel(ax, df: pl.DataFrame, models: list[str], palette: dict) -> Non
     ax.fill_between(line, line / 1.1, line * 1.1, color="0.75", label="±10%")
     ax.plot(line, line, color="0.3", lw=1, label="model = published")
     sns.scatterplot(data=df.to_pandas(), x="published", y="model_value", hue="model", hue_order=models,
-                    palette=palette, style="unit", s=60, ax=ax, edgecolor="black", linewidth=0.5)
+                    palette=palette, style="use", style_order=["fit", "validation"], markers={"fit": "o", "validation": "X"},
+                    s=60, ax=ax, edgecolor="black", linewidth=0.5)
     meas = df.filter(pl.col("measured_value").is_not_null() & (pl.col("measured_value") > 0))
     if meas.height:  # this sweep's own hardware: context, not a check of the model
         ax.scatter(meas["published"], meas["measured_value"], s=80, facecolors="none", edgecolors="black",

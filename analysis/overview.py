@@ -250,12 +250,13 @@ def memmap_overhead_table(sweep: Sweep) -> list[Table]:
 
 def published_table(sweep: Sweep) -> Table:
     """Every published figure: published value, this sweep's modeled (and measured) value at its
-    point, and the error."""
-    df = published_comparison(sweep)
+    point, and the error; the profile's validation figures (predicted, never fit) after the fit ones."""
+    df = published_comparison(sweep).sort(pl.col("use") == "validation", maintain_order=True)
     measured = bool(df.height) and df["measured_rows"].sum() > 0
     rows = []
     for r in df.iter_rows(named=True):
-        row = {"figure": r["id"], "metric": r["metric"], "published": format_value(r["published"], r["unit"]),
+        row = {"figure": r["id"], "use": "fit" if r["use"] == "fit" else "validation: predicted, not fit",
+               "metric": r["metric"], "published": format_value(r["published"], r["unit"]),
                "model": format_value(r["model_value"], r["unit"]) if r["in_sweep"] else "not in sweep",
                "error": "-" if r["error"] is None else f"{r['error']:+.1%}"}
         if measured:
@@ -263,13 +264,17 @@ def published_table(sweep: Sweep) -> Table:
             row["measured vs published"] = "-" if r["measured_error"] is None else f"{r['measured_error']:+.1%}"
         rows.append(row)
     n = int(df["in_sweep"].sum()) if df.height else 0
-    errs = df.filter(pl.col("error").is_not_null())["error"].abs()
-    tail = f"; median |error| {errs.median():.1%}, max {errs.max():.1%}" if errs.len() else ""
+    tail = ""
+    for use, label in (("fit", "fit figures"), ("validation", "validation figures")):
+        errs = df.filter((pl.col("use") == use) & pl.col("error").is_not_null())["error"].abs()
+        if errs.len():
+            tail += f"; {label}: median |error| {errs.median():.1%}, max {errs.max():.1%}"
     note = " 'measured here' is this sweep's measurement on its own hardware, not the published machine." \
         if measured else ""
     return Table(title="Model vs published figures",
                  caption=f"{n} of {df.height} published figures have their point in this sweep{tail}. A figure's "
-                         "point is every axis at the figure's value (others at their defaults)." + note,
+                         "point is every axis at the figure's value (others at their defaults). Validation figures "
+                         "come from other sources than the seed documents and are never used in a fit." + note,
                  frame=pl.DataFrame(rows) if rows else pl.DataFrame({"figure": []}))
 
 

@@ -20,7 +20,9 @@ import pyarrow.fs as pafs
 
 from workers import MODELS, load_plugins
 from workers.axes import Axis
+from workers.exceptions import ProfileError
 from workers.model import STATUS_OK, Model
+from workers.profiles import Profile, load_profile
 
 from .exceptions import AnalysisError
 
@@ -131,6 +133,13 @@ class Sweep:
     def model_object(self, model: str) -> Model | None:
         """The registered model of that name, or None (a sweep may outlive a model)."""
         return MODELS.get(model)
+
+    def profile_object(self) -> Profile | None:
+        """The machine profile the sweep ran with (a shipped name, or a path that still exists), or None."""
+        try:
+            return load_profile(str(self.manifest.get("profile") or self.spec.get("profile") or "seed"))
+        except ProfileError:
+            return None
 
     def axis_values(self, model: str) -> dict[str, pl.DataFrame]:
         """param column -> frame (value, n_ok) of its distinct values among ok rows, most common first."""

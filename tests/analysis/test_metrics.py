@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 
 import polars as pl
+
+from workers.profiles import load_profile
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -167,7 +169,9 @@ def test_published_comparison_matches_figure_points_and_computes_errors(tmp_path
         pl.Series("metric_time_reduction_vs_per_pte", [0.0, 0.0]))
     sweep = Sweep(write_sweep(tmp_path, "pub", {"young": df}))
     out = {r["id"]: r for r in M.published_comparison(sweep).iter_rows(named=True)}
-    assert set(out) == set(figs)
+    validation = {v["id"] for v in load_profile("seed").validation if v["model"] == "young"}
+    assert set(out) == set(figs) | validation
+    assert {i for i, r in out.items() if r["use"] == "validation"} == validation  # the profile's, apart
     hit = out["young/arm64/per_pte"]
     assert hit["in_sweep"] and hit["rows"] == 1 and hit["model_value"] == 517.0
     assert hit["error"] == pytest.approx((517.0 - 470.0) / 470.0)
