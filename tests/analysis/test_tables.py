@@ -14,22 +14,22 @@ from tests.conftest import memsweep
 from workers import get_model
 
 RFC_LATENCY = """\
-namespace_size    PTE           PMD           Improvement
---------------    ---           ---           -----------
-64MiB             148.858 ns    100.780 ns    32.3%
-128MiB            164.745 ns    103.537 ns    37.2%
-256MiB            169.907 ns    103.179 ns    39.3%
-512MiB            171.285 ns    103.072 ns    39.8%
-1GiB              173.054 ns    103.055 ns    40.4%
-2GiB              172.820 ns    103.091 ns    40.3%
-4GiB              172.877 ns    103.115 ns    40.4%"""
+working_set    PTE           PMD           Improvement
+-----------    ---           ---           -----------
+64MiB          148.858 ns    100.780 ns    32.3%
+128MiB         164.745 ns    103.537 ns    37.2%
+256MiB         169.907 ns    103.179 ns    39.3%
+512MiB         171.285 ns    103.072 ns    39.8%
+1GiB           173.054 ns    103.055 ns    40.4%
+2GiB           172.820 ns    103.091 ns    40.3%
+4GiB           172.877 ns    103.115 ns    40.4%"""
 
 RFC_COPY = """\
-namespace_size    PTE          PMD          Improvement
---------------    ---          ---          -----------
-1GiB              95.76 ms     77.91 ms     18.6%
-2GiB              190.87 ms    155.64 ms    18.5%
-4GiB              380.84 ms    311.45 ms    18.2%"""
+working_set    PTE          PMD          Improvement
+-----------    ---          ---          -----------
+1GiB           95.76 ms     77.91 ms     18.6%
+2GiB           190.87 ms    155.64 ms    18.5%
+4GiB           380.84 ms    311.45 ms    18.2%"""
 
 
 def rfc_sweep(tmp_path) -> str:
@@ -47,7 +47,7 @@ def rfc_sweep(tmp_path) -> str:
 
 def test_reproduces_the_rfc_latency_table(tmp_path):
     """Memory size rows, PTE / PMD columns and the improvement in percent, as in the RFC's cover letter."""
-    out = text_table(rfc_sweep(tmp_path), model="pfnmap", rows="namespace_size", cols="compound_order",
+    out = text_table(rfc_sweep(tmp_path), model="pfnmap", rows="working_set", cols="compound_order",
                      metric="metric_ns_per_load")
     assert out.startswith("rfc: pfnmap ns_per_load, median over ok rows per cell (lower is better)")
     assert "access=lat_mem_rd_random\n" + RFC_LATENCY in out
@@ -56,7 +56,7 @@ def test_reproduces_the_rfc_latency_table(tmp_path):
 
 def test_reproduces_the_rfc_copy_table(tmp_path):
     """The memcpy table: 1/2/4 GiB, ms, improvement 18.6 / 18.5 / 18.2 %."""
-    out = text_table(rfc_sweep(tmp_path), model="pfnmap", rows="namespace_size", cols="compound_order",
+    out = text_table(rfc_sweep(tmp_path), model="pfnmap", rows="working_set", cols="compound_order",
                      metric="copy_ms")
     assert "access=memcpy_seq\n" + RFC_COPY in out
 
@@ -75,13 +75,13 @@ def body_rows(out: str, first_col: str = "namespace_size") -> tuple[list[str], l
 def test_seed_sweep_gives_both_rfc_tables(seed_sweep):
     """From the shipped seed sweep: 7 sizes (latency) and 3 sizes (copy) x PTE, PMD, Improvement,
     each improvement = (PTE - PMD) / PTE of its own cells."""
-    lat = text_table(seed_sweep, model="pfnmap", rows="namespace_size", cols="compound_order")
-    copy = text_table(seed_sweep, model="pfnmap", rows="namespace_size", cols="compound_order",
+    lat = text_table(seed_sweep, model="pfnmap", rows="working_set", cols="compound_order")
+    copy = text_table(seed_sweep, model="pfnmap", rows="working_set", cols="compound_order",
                       metric="metric_copy_ms")
     for out, unit, sizes in ((lat, "ns", ["64MiB", "128MiB", "256MiB", "512MiB", "1GiB", "2GiB", "4GiB"]),
                              (copy, "ms", ["1GiB", "2GiB", "4GiB"])):
-        header, body = body_rows(out)
-        assert header == ["namespace_size", "PTE", "PMD", "Improvement"]
+        header, body = body_rows(out, "working_set")
+        assert header == ["working_set", "PTE", "PMD", "Improvement"]
         assert [b.split()[0] for b in body] == sizes
         for b in body:
             m = re.match(rf"\S+\s+([\d.]+) {unit}\s+([\d.]+) {unit}\s+([\d.]+)%$", b)
@@ -92,7 +92,7 @@ def test_seed_sweep_gives_both_rfc_tables(seed_sweep):
 
 def test_memsweep_table_prints_the_table(seed_sweep):
     """The CLI command prints the same table and exits 0."""
-    r = memsweep("table", seed_sweep, "--model", "pfnmap", "--rows", "namespace_size", "--cols", "compound_order")
+    r = memsweep("table", seed_sweep, "--model", "pfnmap", "--rows", "working_set", "--cols", "compound_order")
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == text_table(seed_sweep, model="pfnmap", rows="namespace_size",
                                           cols="compound_order").strip()
