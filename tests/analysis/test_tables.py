@@ -94,7 +94,7 @@ def test_memsweep_table_prints_the_table(seed_sweep):
     """The CLI command prints the same table and exits 0."""
     r = memsweep("table", seed_sweep, "--model", "pfnmap", "--rows", "working_set", "--cols", "compound_order")
     assert r.returncode == 0, r.stderr
-    assert r.stdout.strip() == text_table(seed_sweep, model="pfnmap", rows="namespace_size",
+    assert r.stdout.strip() == text_table(seed_sweep, model="pfnmap", rows="working_set",
                                           cols="compound_order").strip()
 
 
