@@ -112,6 +112,99 @@ def test_chase_visits_every_page_once_per_lap_and_every_line_once_per_cycle(kern
     assert trace[-1] == trace[0]  # the chain closes
 
 
+def bit_reversed_lines(n: int) -> list[int]:
+    """lmbench's words_initialize(n, stride): line i of a page is line bitreverse(i) (n a power of two)."""
+    bits = n.bit_length() - 1
+    return [int(f"{i:0{bits}b}"[::-1], 2) * CHASE_STRIDE if bits else 0 for i in range(n)]
+
+
+def lmbench_thrash_chain(order: list[int]) -> dict[int, int]:
+    """thrash_initialize() over the pages `order` (byte offsets): {offset of a line: offset it points to}."""
+    words, n, k = bit_reversed_lines(PAGE // CHASE_STRIDE), PAGE // CHASE_STRIDE, len(order)
+    chain = {}
+    for i, page in enumerate(order):
+        for j in range(n):
+            nxt = order[0] + words[(j + 1) % n] if i == k - 1 else order[i + 1] + words[(i + j + 1) % n]
+            chain[page + words[(i + j) % n]] = nxt
+    return chain
+
+
+def build_and_read(kernels, npages, working_set, seed):
+    """(the chain's first lap of pages, every pointer written {offset: target offset}, start offset)."""
+    nbytes = npages * PAGE
+    with Mapping(kernels, nbytes) as m:
+        m.prefault()
+        start = kernels.chase_build(m.addr, nbytes, working_set=working_set, stride=CHASE_STRIDE, seed=seed)
+        k = (working_set or nbytes) // PAGE
+        lap = [off // PAGE * PAGE for off in kernels.chase_trace(m.addr, start, k)]
+        raw = m.read(0, nbytes)
+        base = m.addr
+    words = struct.unpack(f"<{nbytes // 8}Q", raw)
+    written = {8 * i: w - base for i, w in enumerate(words) if w}
+    return lap, written, start - base
+
+
+@pytest.mark.parametrize("npages,k", [(64, 16), (64, 1), (64, 63), (512, 64), (16, 16)])
+def test_a_working_set_chain_is_lmbenchs_thrash_chain_over_its_chosen_pages(kernels, npages, k):
+    """base_initialize() + thrash_initialize(): the chain runs through k = working_set / 4 KiB pages of the
+    mapping, every pointer where lmbench's formula puts it, no other page written, all inside the mapping."""
+    lap, written, start = build_and_read(kernels, npages, k * PAGE, seed=7)
+    assert len(set(lap)) == k and all(0 <= p < npages * PAGE for p in lap)
+    assert written == lmbench_thrash_chain(lap)  # exactly the chosen pages' lines, nothing else touched
+    assert start == lap[0]  # lmbench starts at the first page's first line (bit-reversed line 0)
+
+
+@pytest.mark.parametrize("npages,k", [(64, 16), (256, 3), (32, 32)])
+def test_a_working_set_chase_visits_each_chosen_page_once_per_lap(kernels, npages, k):
+    """Each load to another chosen page, each lap the same k pages, the cycle every line of them once."""
+    lines = PAGE // CHASE_STRIDE
+    with Mapping(kernels, npages * PAGE) as m:
+        m.prefault()
+        start = kernels.chase_build(m.addr, npages * PAGE, working_set=k * PAGE, stride=CHASE_STRIDE, seed=11)
+        trace = kernels.chase_trace(m.addr, start, k * lines + 1)
+    pages = [off // PAGE for off in trace]
+    chosen = sorted(pages[:k])
+    assert len(set(chosen)) == k and chosen[-1] < npages
+    for lap in range(lines):
+        assert sorted(pages[lap * k:(lap + 1) * k]) == chosen
+    if k > 1:
+        assert all(a != b for a, b in zip(pages, pages[1:]))
+    assert sorted(trace[:-1]) == [p * PAGE + j * CHASE_STRIDE for p in chosen for j in range(lines)]
+    assert trace[-1] == trace[0]
+
+
+def test_the_chosen_pages_are_the_first_of_one_shuffle_of_all_pages(kernels):
+    """lmbench shuffles all MAXLEN pages once and a row takes a prefix: with the same seed the working set's
+    page order is the first pages of the whole mapping's order, so a smaller set is inside a larger one."""
+    full, _, _ = build_and_read(kernels, 128, None, seed=3)
+    for k in (1, 5, 32, 127):
+        lap, _, _ = build_and_read(kernels, 128, k * PAGE, seed=3)
+        assert lap == full[:k]
+
+
+def test_a_working_set_is_scattered_over_the_whole_mapping(kernels):
+    """An eighth of a 1024-page mapping is picked from all of it, not its first eighth: each quarter holds
+    between 15% and 35% of the chosen pages."""
+    lap, _, _ = build_and_read(kernels, 1024, 128 * PAGE, seed=1)
+    quarters = [sum(1 for p in lap if q * 256 * PAGE <= p < (q + 1) * 256 * PAGE) for q in range(4)]
+    assert all(0.15 * 128 <= n <= 0.35 * 128 for n in quarters), quarters
+
+
+def test_a_working_set_of_the_whole_mapping_is_the_old_chain(kernels):
+    """working_set = length (or not given) chains every page, pointer for pointer the same chain."""
+    none = build_and_read(kernels, 48, None, seed=9)
+    whole = build_and_read(kernels, 48, 48 * PAGE, seed=9)
+    assert none == whole and sorted(none[0]) == [p * PAGE for p in range(48)]
+    assert none[1] == lmbench_thrash_chain(none[0])
+
+
+@pytest.mark.parametrize("working_set", [17 * PAGE, PAGE + 8, 4096 * 3 // 2])
+def test_chase_build_refuses_a_working_set_that_is_not_whole_pages_of_the_mapping(kernels, working_set):
+    """More than the mapping, or not a multiple of 4 KiB: MeasureError, nothing built."""
+    with Mapping(kernels, 16 * PAGE) as m, pytest.raises(MeasureError, match="failed"):
+        kernels.chase_build(m.addr, 16 * PAGE, working_set=working_set)
+
+
 def test_chase_samples_whole_laps_up_to_the_full_cycle():
     """Loads per sample are a multiple of the page count and never more than every line once."""
     for length in (PAGE, 64 * PAGE, 1 << 30, 1 << 34):

@@ -84,6 +84,77 @@ def test_pfnmap_points_this_node_cannot_honour_are_refused(points, row, match):
     assert isinstance(reason, str) and match in reason
 
 
+@pytest.mark.parametrize("access", ["lat_mem_rd_random", "memcpy_seq"])
+@pytest.mark.parametrize("working_set,expected", [("2MiB", 2 * MiB), ("all", None), ("8MiB", None)])
+def test_pfnmap_plans_carry_the_working_set(points, access, working_set, expected):
+    """The access touches working_set bytes of the whole mapping; 'all' (or the whole mapping) is None."""
+    frame = points(PFNMAP, {"arch": machine_arch(), "namespace_size": "8MiB", "compound_order": 0,
+                            "access": access, "working_set": working_set})
+    (plan,) = plans.plan_pfnmap(frame)
+    assert (plan.length, plan.working_set, plan.touched) == (8 * MiB, expected, expected or 8 * MiB)
+    assert plan.span == 8 * MiB  # the whole mapping is mapped (and pre-faulted), whatever the working set
+
+
+@pytest.mark.parametrize("column", [None, -1])
+def test_a_points_frame_without_a_working_set_measures_the_whole_mapping(points, column):
+    """A frame from before the axis (no column), or -1 (not given), touches every page, as before."""
+    frame = points(PFNMAP, {"arch": machine_arch(), "namespace_size": "4MiB", "compound_order": 0})
+    frame = (frame.drop("param_working_set") if column is None
+             else frame.with_columns(pl.lit(column, pl.Int64).alias("param_working_set")))
+    (plan,) = plans.plan_pfnmap(frame)
+    assert plan.working_set is None and plan.touched == 4 * MiB
+
+
+@pytest.mark.parametrize("working_set", [0, 6000, 16 * MiB])
+def test_a_working_set_the_chase_cannot_visit_is_refused(points, working_set):
+    """Not whole pages of the mapping: a reason, not a plan (the model refuses these points first)."""
+    frame = points(PFNMAP, {"arch": machine_arch(), "namespace_size": "8MiB", "compound_order": 0})
+    frame = frame.with_columns(pl.lit(working_set, pl.Int64).alias("param_working_set"))
+    (reason,) = plans.plan_pfnmap(frame)
+    assert isinstance(reason, str) and "working_set" in reason
+
+
+def test_a_working_set_chase_samples_laps_over_its_own_pages(kernels):
+    """The chase of a 1 MiB working set in an 8 MiB mapping times whole laps of its 256 pages, in slices."""
+    plan = plans.PfnmapPlan(length=8 * MiB, offset=0, huge=False, copy=False, working_set=1 * MiB)
+    with plan.open(kernels) as run:
+        stretches = run.sample()
+    loads = sum(n for _, n in stretches)
+    assert loads == plans.chase_loads(1 * MiB) and loads % 256 == 0
+    assert all(n <= plans.SLICE_LOADS for _, n in stretches) and run.per_unit
+
+
+def test_a_chase_sample_starts_warm_and_times_only_its_own_loads():
+    """Before each sample an untimed pass (the full cycle when short, else whole laps) puts the chain back in
+    its steady state, as lmbench's timed intervals are: only the sample's loads are timed, in slices."""
+    calls = []
+
+    class FakeKernels:
+        def chase(self, at, n):
+            calls.append(n)
+            return 10 * n, at + n
+
+    chain = plans.Chain(FakeKernels(), 0)
+    assert chain.follow(3 * plans.SLICE_LOADS, warm=1000) == [(10 * plans.SLICE_LOADS, plans.SLICE_LOADS)] * 3
+    assert calls == [1000] + [plans.SLICE_LOADS] * 3 and chain.at == 1000 + 3 * plans.SLICE_LOADS
+    lines = plans.PAGE // plans.CHASE_STRIDE
+    for ws in (plans.PAGE, 1 * MiB, 16 * MiB, 64 * MiB, 1 * GiB, 16 * GiB):
+        warm, npages = plans.chase_warm_loads(ws), ws // plans.PAGE
+        assert warm % npages == 0 and npages <= warm <= npages * lines
+        if npages * lines <= plans.CHASE_WARM_LOADS:
+            assert warm == npages * lines  # a working set that fits a cache is all in it
+
+
+def test_a_working_set_copy_copies_its_first_bytes(kernels, monkeypatch):
+    """memcpy_seq copies the first working_set bytes of the region (the model's sequential_copy)."""
+    copied = []
+    monkeypatch.setattr(type(kernels), "stream_copy", lambda self, dst, src, n: copied.append(n) or 1)
+    plan = plans.PfnmapPlan(length=4 * MiB, offset=4096, huge=False, copy=True, working_set=64 * 1024)
+    with plan.open(kernels) as run:
+        run.sample()
+    assert copied == [64 * 1024] and plan.memory == 2 * plan.span
+
+
 def test_a_streaming_copy_maps_two_regions():
     """memcpy_seq needs a source and a destination of the span each."""
     plan = plans.PfnmapPlan(length=3 * MiB, offset=4096, huge=True, copy=True)

@@ -34,7 +34,7 @@ _SIGNATURES = {
     "ms_unmap": (INT, [PTR, SIZE]),
     "ms_advise": (INT, [PTR, SIZE, INT]),
     "ms_prefault": (None, [PTR, SIZE]),
-    "ms_chase_build": (PTR, [PTR, SIZE, SIZE, U64]),
+    "ms_chase_build": (PTR, [PTR, SIZE, SIZE, SIZE, U64]),
     "ms_chase": (U64, [PTR, U64, ctypes.POINTER(PTR)]),
     "ms_chase_trace": (None, [PTR, PTR, U64, ctypes.POINTER(U64)]),
     "ms_stream_copy": (U64, [PTR, PTR, SIZE]),
@@ -82,11 +82,18 @@ class Kernels:
         fn = self.lib.ms_nt_stream_sse if vector else self.lib.ms_nt_stream_movnti
         return fn(addr, nbytes)
 
-    def chase_build(self, addr: int, nbytes: int, *, stride: int = 64, seed: int = 1) -> int:
-        """Write lmbench's thrash chain over [addr, addr + nbytes); returns the start address."""
-        start = self.lib.ms_chase_build(addr, nbytes, stride, seed)
+    def chase_build(self, addr: int, nbytes: int, *, working_set: int | None = None, stride: int = 64,
+                    seed: int = 1) -> int:
+        """Write lmbench's thrash chain over [addr, addr + nbytes); returns the start address.
+
+        As `lat_mem_rd -t`: all nbytes / 4 KiB pages are shuffled (base_initialize()) and the chain runs
+        through the first working_set / 4 KiB of them (thrash_initialize()), so a working set smaller
+        than the mapping is scattered over all of it. None (or nbytes) chains every page."""
+        ws = nbytes if working_set is None else working_set
+        start = self.lib.ms_chase_build(addr, nbytes, ws, stride, seed)
         if not start:
-            raise MeasureError(f"ms_chase_build({nbytes} bytes, stride {stride}) failed: bad size or no memory")
+            raise MeasureError(f"ms_chase_build({nbytes} bytes, working set {ws}, stride {stride}) failed: "
+                               "bad size or no memory")
         return start
 
     def chase(self, start: int, loads: int) -> tuple[int, int]:

@@ -10,7 +10,10 @@ headline metric:
 - copy: metric_ns_per_copy, namespace_size // P copies over the destination;
 - pfnmap: metric_ns_per_load (lat_mem_rd_random, timed in slices of
   SLICE_LOADS loads) or metric_copy_ms (memcpy_seq) over a mapping of 4 KiB
-  pages (compound_order 0) or 2 MiB THPs (9 or auto).
+  pages (compound_order 0) or 2 MiB THPs (9 or auto); the chase runs through
+  working_set / 4 KiB pages picked at random from the whole mapping (as a row
+  of lmbench `lat_mem_rd -t MAXLEN`), the copy copies the first working_set
+  bytes.
 measure.py keeps the Runs of several points open at once and samples them in
 turn, so a stretch of host noise lands on one sample of many points rather
 than on every sample of one.
@@ -38,6 +41,10 @@ PAGE = 4 * KiB
 CHASE_STRIDE = 64  # lmbench lat_mem_rd's default stride on 64-bit (512 / sizeof(char *))
 CHASE_LOADS = 1 << 22  # loads per sample: whole laps over the pages, at most the chain's full cycle
 SLICE_LOADS = 1 << 16  # a sample is timed in slices of this many loads (~10-20 ms), for Samples.floor
+# Untimed loads before each chase sample, so it is timed in the chain's steady state as lmbench's are (its timed
+# intervals follow the same chain's previous ones; ours follow other points' samples): the full cycle when it
+# is at most this long (a working set that fits a cache is then in it), else whole laps of about this many.
+CHASE_WARM_LOADS = 1 << 20
 SEGMENT_PAGES = 1 << 16  # a memmap run is timed in segments of about this many struct pages (~0.2 ms)
 NT_STRATEGIES = ("template_nt", "template_nt_inline", "nt_call", "nt_inline")
 YOUNG_REASON = ("young has no user-space analog: test_and_clear_young_ptes() clears access bits in the "
@@ -149,12 +156,21 @@ class CopyPlan:
 @dataclass(frozen=True, kw_only=True, slots=True)
 class PfnmapPlan:
     """A region of `length` bytes starting `offset` bytes into a 2 MiB block; THP on its whole 2 MiB
-    blocks when huge (the partial head and tail blocks stay 4 KiB, as remap_pfn_range()'s do)."""
+    blocks when huge (the partial head and tail blocks stay 4 KiB, as remap_pfn_range()'s do). The
+    access touches `working_set` bytes of it (None: all): the chase, working_set / 4 KiB pages picked
+    at random from the whole region (lmbench -t's base_initialize() + thrash_initialize()); the copy,
+    the first working_set bytes."""
 
     length: int
     offset: int
     huge: bool
     copy: bool  # memcpy_seq (a streaming copy into a second such region) or the lat_mem_rd -t chase
+    working_set: int | None = None
+
+    @property
+    def touched(self) -> int:
+        """Bytes the access touches: the working set, or the whole region."""
+        return self.length if self.working_set is None else self.working_set
 
     @property
     def span(self) -> int:
@@ -189,12 +205,13 @@ class PfnmapPlan:
             if self.copy:
                 dst = stack.enter_context(self._region(k))
                 yield Run(sample=lambda: [(k.stream_copy(dst.addr + self.offset, src.addr + self.offset,
-                                                         self.length), 1)],
+                                                         self.touched), 1)],
                           scale=1e-6, huge_pages=self._huge_backed(src) and self._huge_backed(dst))
                 return
-            chain = Chain(k, k.chase_build(src.addr + self.offset, self.length, stride=CHASE_STRIDE, seed=1))
-            loads = chase_loads(self.length)
-            yield Run(sample=lambda: chain.follow(loads), scale=1.0, per_unit=True,
+            chain = Chain(k, k.chase_build(src.addr + self.offset, self.length, working_set=self.touched,
+                                           stride=CHASE_STRIDE, seed=1))
+            loads, warm = chase_loads(self.touched), chase_warm_loads(self.touched)
+            yield Run(sample=lambda: chain.follow(loads, warm=warm), scale=1.0, per_unit=True,
                       huge_pages=self._huge_backed(src))
 
 
@@ -204,8 +221,11 @@ class Chain:
     def __init__(self, k: Kernels, start: int):
         self.k, self.at = k, start
 
-    def follow(self, loads: int) -> Stretches:
-        """`loads` dependent loads, timed in slices of SLICE_LOADS: (ns, loads) per slice."""
+    def follow(self, loads: int, warm: int = 0) -> Stretches:
+        """`warm` untimed loads, then `loads` dependent loads timed in slices of SLICE_LOADS: (ns, loads)
+        per slice."""
+        if warm:
+            _, self.at = self.k.chase(self.at, warm)
         out = []
         while loads:
             n = min(loads, SLICE_LOADS)
@@ -215,12 +235,20 @@ class Chain:
         return out
 
 
-def chase_loads(length: int) -> int:
-    """Loads per sample: whole laps over the 4 KiB pages (each page once per lap), about CHASE_LOADS,
-    at most the full cycle (every line once)."""
-    npages = max(1, length // PAGE)
+def chase_loads(working_set: int) -> int:
+    """Loads per sample: whole laps over the working set's 4 KiB pages (each page once per lap), about
+    CHASE_LOADS, at most the full cycle (every line once)."""
+    npages = max(1, working_set // PAGE)
     laps = min(PAGE // CHASE_STRIDE, max(1, math.ceil(CHASE_LOADS / npages)))
     return laps * npages
+
+
+def chase_warm_loads(working_set: int) -> int:
+    """Untimed loads before a sample: the full cycle (every line of the working set once) when it is at most
+    CHASE_WARM_LOADS, else whole laps (every page once each) of about that many: the data lines, page-table
+    lines and TLB entries the steady state keeps are back before the timing starts."""
+    npages = max(1, working_set // PAGE)
+    return min(PAGE // CHASE_STRIDE, max(1, round(CHASE_WARM_LOADS / npages))) * npages
 
 
 Plan = MemmapPlan | CopyPlan | PfnmapPlan
@@ -239,6 +267,7 @@ def plan_memmap(points: pl.DataFrame) -> list[Plan | str]:
         pl.col("param_start_offset").fill_null(0).alias("start"),
         pl.col("param_nvdimm_kmsan").fill_null(False).alias("kmsan"),
         pl.col("param_strategy").fill_null("slow").alias("strategy"),
+        ((pl.col("param_medium") == "pmem") & (pl.col("param_map") == "dev")).fill_null(False).alias("pmem"),
     )
     a = {c: arr[c].to_numpy() for c in arr.columns}
     order, _ = mm.resolve_order(a["order"], a["devdax"], a["align"])
@@ -249,7 +278,10 @@ def plan_memmap(points: pl.DataFrame) -> list[Plan | str]:
     out: list[Plan | str] = []
     for i in range(points.height):
         psize, strategy, heads = int(a["psize"][i]), str(a["strategy"][i]), int(w["heads"][i])
-        if psize not in MEMMAP_SIZES:
+        if a["pmem"][i]:
+            out.append("medium = pmem with map=dev stores the struct pages to persistent memory; the analog writes "
+                       "this node's DRAM, so it cannot measure that (use medium = dram, or map = mem)")
+        elif psize not in MEMMAP_SIZES:
             out.append(f"struct_page_size {psize} has no compiled analog: the memmap kernels are built for "
                        f"P = {', '.join(map(str, MEMMAP_SIZES))} bytes")
         elif strategy in NT_STRATEGIES and not x86:
@@ -286,13 +318,16 @@ def plan_copy(points: pl.DataFrame) -> list[Plan | str]:
 def plan_pfnmap(points: pl.DataFrame) -> list[Plan | str]:
     """A THP or 4 KiB mapping per point. The physical placement (align, pa_offset) is honoured through the
     virtual offset into a 2 MiB block (THP keeps va and pa congruent); va_offset not a multiple of 2 MiB
-    allows no huge leaves, so such points map 4 KiB pages; 1 GiB leaves cannot be had from THP."""
+    allows no huge leaves, so such points map 4 KiB pages; 1 GiB leaves cannot be had from THP.
+    `param_working_set` (missing, null or -1: the whole mapping) is what the access touches."""
+    ws = (pl.col("param_working_set") if "param_working_set" in points.columns else pl.lit(None, pl.Int64))
     arr = points.select(
         pl.col("param_namespace_size").alias("length"), pl.col("param_align").alias("align"),
         pl.col("param_compound_order").fill_null(9).alias("order"),
         pl.col("param_pa_offset").fill_null(-1).alias("pa_offset"),
         pl.col("param_va_offset").fill_null(0).alias("va_offset"),
         pl.col("param_arch").alias("arch"), pl.col("param_access").alias("access"),
+        ws.cast(pl.Int64).fill_null(-1).alias("working_set"),
     )
     a = {c: arr[c].to_numpy() for c in arr.columns}
     _, va = starts(a["align"], a["pa_offset"], a["va_offset"])
@@ -307,8 +342,14 @@ def plan_pfnmap(points: pl.DataFrame) -> list[Plan | str]:
                        "pages (9); 1 GiB leaves would need reserved hugetlbfs gigantic pages")
         else:
             huge = order == 9 and int(a["va_offset"][i]) % PMD == 0
-            out.append(PfnmapPlan(length=int(a["length"][i]), offset=int(va[i]) % PMD, huge=huge,
-                                  copy=str(a["access"][i]) == "memcpy_seq"))
+            length, ws = int(a["length"][i]), int(a["working_set"][i])
+            if ws != -1 and not (0 < ws <= length and ws % PAGE == 0):
+                out.append(f"working_set {ws} cannot be measured: the chase visits whole 4 KiB pages of the "
+                           f"{length}-byte mapping (a multiple of 4KiB from 4KiB to namespace_size, or all)")
+                continue
+            out.append(PfnmapPlan(length=length, offset=int(va[i]) % PMD, huge=huge,
+                                  copy=str(a["access"][i]) == "memcpy_seq",
+                                  working_set=None if ws < 0 or ws >= length else ws))
     return out
 
 

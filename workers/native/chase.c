@@ -3,13 +3,18 @@
  * or 2 MiB transparent huge pages (MADV_HUGEPAGE, 2 MiB aligned), an lmbench
  * `lat_mem_rd -t` pointer chase over them, and a streaming copy.
  *
- * The chase follows lmbench's thrash_initialize() (src/lib_mem.c): the 4 KiB
- * pages (getpagesize()) in a random order, each page's lines (stride bytes
- * apart) in bit-reversed order (words_initialize()); line (i + j) mod n of
- * page i points to line (i + j + 1) mod n of the next page in the order, and
- * the last page to the first with j + 1. So every load goes to a different
- * page, each lap of npages loads visits every page once, and the whole cycle
- * (npages x n loads) visits every line once. lmbench's default stride is 64.
+ * The chase follows lmbench's `lat_mem_rd -t` (src/lib_mem.c): base_initialize()
+ * shuffles ALL the 4 KiB pages (getpagesize()) of the MAXLEN buffer, and
+ * thrash_initialize() chains only the first range / 4 KiB pages of that
+ * shuffle for a row of size `range`, so a row's pages are scattered over the
+ * whole buffer. Here the buffer is the `length`-byte mapping and the row is
+ * the `working_set`. Each page's lines (stride bytes apart) are taken in
+ * bit-reversed order (words_initialize()); line (i + j) mod n of chosen page i
+ * points to line (i + j + 1) mod n of the next chosen page, and the last page
+ * to the first with j + 1. So every load goes to a different page, each lap of
+ * k = working_set / 4 KiB loads visits every chosen page once, and the whole
+ * cycle (k x n loads) visits every line of the chosen pages once. lmbench's
+ * default stride is 64.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -82,35 +87,53 @@ static uint64_t xorshift64star(uint64_t *s)
 	return x * 0x2545f4914f6cdd1dull;
 }
 
+/* A random order of the npages pages (byte offsets), as lmbench's permutation(): Fisher-Yates. */
+static size_t *permutation(size_t npages, uint64_t *s)
+{
+	size_t *pages = malloc(npages * sizeof(*pages)), i;
+
+	if (!pages)
+		return NULL;
+	for (i = 0; i < npages; i++)
+		pages[i] = i * PAGE;
+	for (i = npages - 1; i > 0; i--) {
+		size_t k = xorshift64star(s) % (i + 1), t = pages[i];
+
+		pages[i] = pages[k];
+		pages[k] = t;
+	}
+	return pages;
+}
+
 /*
- * Build the thrash chain over [base, base + bytes) (bytes a multiple of 4 KiB,
- * stride a power of two from 8 to 4096). Returns the chain's start, or NULL.
+ * Build the thrash chain over working_set / 4 KiB pages of [base, base + length):
+ * the first pages of a random order of all length / 4 KiB pages (length and
+ * working_set multiples of 4 KiB, 0 < working_set <= length; working_set 0 is
+ * length; stride a power of two from 8 to 4096). Only the chosen pages are
+ * written. Returns the chain's start, or NULL.
  */
-void *ms_chase_build(void *base, size_t bytes, size_t stride, uint64_t seed)
+void *ms_chase_build(void *base, size_t length, size_t working_set, size_t stride, uint64_t seed)
 {
 	char *b = base;
-	size_t npages = bytes / PAGE, nwords, nbits, i, j;
+	size_t npages, k, nwords, nbits, i, j;
 	size_t *pages, *words;
 	uint64_t s = seed ? seed : 0x9e3779b97f4a7c15ull;
 	void *start;
 
-	if (bytes % PAGE || npages == 0 || stride < sizeof(void *) || stride > PAGE || (stride & (stride - 1)))
+	if (!working_set)
+		working_set = length;
+	npages = length / PAGE;
+	k = working_set / PAGE;
+	if (length % PAGE || working_set % PAGE || k == 0 || working_set > length || stride < sizeof(void *) ||
+	    stride > PAGE || (stride & (stride - 1)))
 		return NULL;
 	nwords = PAGE / stride;
-	pages = malloc(npages * sizeof(*pages));
+	pages = permutation(npages, &s); /* base_initialize(): every page of the buffer */
 	words = malloc(nwords * sizeof(*words));
 	if (!pages || !words) {
 		free(pages);
 		free(words);
 		return NULL;
-	}
-	for (i = 0; i < npages; i++) /* permutation(): a random order of the pages */
-		pages[i] = i * PAGE;
-	for (i = npages - 1; i > 0; i--) {
-		size_t k = xorshift64star(&s) % (i + 1), t = pages[i];
-
-		pages[i] = pages[k];
-		pages[k] = t;
 	}
 	for (nbits = 0; (1u << nbits) < nwords; nbits++)
 		;
@@ -122,8 +145,8 @@ void *ms_chase_build(void *base, size_t bytes, size_t stride, uint64_t seed)
 				r |= 1u << (nbits - j - 1);
 		words[i] = r * stride;
 	}
-	for (i = 0; i < npages; i++) {
-		int last = i + 1 == npages;
+	for (i = 0; i < k; i++) { /* thrash_initialize(): the first k pages of the order */
+		int last = i + 1 == k;
 
 		for (j = 0; j < nwords; j++) {
 			size_t cur = pages[i] + words[(i + j) % nwords];

@@ -29,6 +29,17 @@ void ms_sfence(void);
 /* hidden: the analogs call it directly (as the kernel calls __memcpy_flushcache()), not through the PLT */
 __attribute__((visibility("hidden"))) void ms_memcpy_flushcache(void *dst, const void *src, size_t n);
 
+/* chase.c: pfnmap analogs (anonymous mappings, lmbench lat_mem_rd -t chase, streaming copy) */
+void *ms_map(size_t bytes, size_t align);
+int ms_unmap(void *p, size_t bytes);
+int ms_advise(void *p, size_t bytes, int huge);
+void ms_prefault(void *p, size_t bytes);
+/* the chain over working_set / 4 KiB pages picked at random from the length-byte mapping (0: all of it) */
+void *ms_chase_build(void *base, size_t length, size_t working_set, size_t stride, uint64_t seed);
+uint64_t ms_chase(void *start, uint64_t loads, void **end);
+void ms_chase_trace(void *base, void *start, uint64_t loads, uint64_t *offsets);
+uint64_t ms_stream_copy(void *dst, const void *src, size_t bytes);
+
 #ifdef MS_X86
 /* movnti_4() / movnti_8() of patch 8/8: one non-temporal store each, with a memory clobber. */
 MS_ALWAYS_INLINE void ms_movnti_4(void *dst, const void *src)
