@@ -18,6 +18,7 @@ from pathlib import Path
 import pyarrow.fs as pafs
 
 from .figures import render_all
+from .findings import findings_html, key_findings
 from .overview import (Table, best_tables, growth_tables, measured_tables, memmap_overhead_table, provenance,
                        published_table, reasons, speedup_tables, status_summary)
 from .plotting import Rendered, Skipped
@@ -89,8 +90,9 @@ def render_html(sweep: Sweep, figures: list[Rendered | Skipped], seconds: float 
         f'<body data-figure-count="{len(drawn)}">',
         f"<h1>memsweep report: {esc(sweep.name)}</h1>",
         f'<p class="description">{esc(sweep.description) or "<em>(no description)</em>"}</p>',
-        '<nav><a href="#summary">Summary</a><a href="#provenance">Provenance</a><a href="#figures">Figures</a>'
-        '<a href="#tables">Tables</a><a href="#spec">Spec</a></nav>', notes,
+        '<nav><a href="#findings">Key findings</a><a href="#summary">Summary</a><a href="#provenance">Provenance</a>'
+        '<a href="#figures">Figures</a><a href="#tables">Tables</a><a href="#spec">Spec</a></nav>', notes,
+        f'<section id="key-findings">{findings_html(key_findings(sweep), {f.id for f in drawn}, esc)}</section>',
         '<section id="summary"><h2>Summary</h2>', *(html_table(t) for t in summary), "</section>",
         f'<section id="provenance">{html_table(provenance(sweep)).replace("<h3>", "<h2>").replace("</h3>", "</h2>")}'
         "</section>",

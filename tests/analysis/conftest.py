@@ -63,6 +63,12 @@ def small_sweep(tmp_path_factory) -> str:
 
 
 @pytest.fixture(scope="session")
+def default_sweep(tmp_path_factory) -> str:
+    """The shipped `default` spec, computed once per session (~30,000 points)."""
+    return run_sweep(tmp_path_factory.mktemp("default"), "default", "default")
+
+
+@pytest.fixture(scope="session")
 def seed_sweep(tmp_path_factory) -> str:
     """The shipped `seed` spec (the published configurations), computed once per session."""
     return run_sweep(tmp_path_factory.mktemp("seed"), "seed", "seed")

@@ -1,0 +1,113 @@
+"""Key findings (analysis/findings.py): each sentence's numbers, recomputed from the rows by hand."""
+
+from __future__ import annotations
+
+import html
+
+import polars as pl
+import pytest
+
+from analysis import findings as F
+from analysis.read import Sweep
+from tests.analysis.conftest import write_sweep
+
+
+def rows(sweep_dir: str, model: str) -> pl.DataFrame:
+    """Every ok modeled row of a model, read eagerly (not through the lazy scans findings use)."""
+    df = pl.read_parquet(f"{sweep_dir}/model={model}/*.parquet")
+    return df.filter((pl.col("status") == "ok") & (pl.col("source") == "model"))
+
+
+def test_the_default_sweep_has_at_least_six_findings_each_with_a_figure(default_sweep):
+    """At least 6 findings, each with numbers, linked to a figure id."""
+    found = F.key_findings(Sweep(default_sweep))
+    assert len(found) >= 6
+    for f in found:
+        assert any(ch.isdigit() for ch in f.text) and f.figure
+
+
+def test_best_strategy_counts_unique_wins_only(default_sweep):
+    """The winner's count equals a by-hand count of configurations it wins outright (ties excluded)."""
+    f = F.best_strategy(Sweep(default_sweep))
+    df = rows(default_sweep, "memmap")
+    keys = [c for c in df.columns if c.startswith("param_") and c != "param_strategy"]
+    per = df.group_by(keys).agg(pl.col("param_strategy").sort_by("metric_init_ms").alias("order"),
+                                pl.col("metric_init_ms").sort().alias("t"))
+    wins = sum(1 for order, t in zip(per["order"], per["t"])
+               if order[0] == f.data["strategy"] and (len(t) == 1 or t[1] - t[0] > 1e-9 * t[0]))
+    assert f.data["wins"] == wins and f.data["configurations"] == per.height
+    assert f"{wins:,} of {per.height:,}" in f.text
+
+
+def test_dedup_lost_sizes_and_dram_per_tib(default_sweep):
+    """Sizes that never get vmemmap_optimized with map=mem compounds, and their DRAM per TiB at that align."""
+    f = F.dedup_lost(Sweep(default_sweep))
+    df = rows(default_sweep, "memmap").filter((pl.col("param_map") == "mem") & (pl.col("metric_compound_order") > 0))
+    opt = df.group_by("param_struct_page_size").agg(pl.col("metric_vmemmap_optimized").any())
+    assert f.data["lost"] == sorted(opt.filter(~pl.col("metric_vmemmap_optimized"))["param_struct_page_size"])
+    at = df.filter((pl.col("param_align") == f.data["align"]) & (pl.col("param_struct_page_size") == f.data["lost_size"]))
+    per_tib = (at["metric_memmap_dram_bytes"] / at["param_namespace_size"] * 2**40).median()
+    assert f.data["lost_per_tib"] == pytest.approx(per_tib)
+    assert f.data["lost_per_tib"] > 4 * f.data["kept_per_tib"]
+
+
+def test_huge_leaf_gain_split_by_coverage(default_sweep):
+    """Median speedup over PTEs where more than half the mapping is huge, and where not (order >= 9)."""
+    f = F.huge_leaf_alignment(Sweep(default_sweep))
+    df = rows(default_sweep, "pfnmap").filter((pl.col("param_compound_order") >= 9)
+                                              & pl.col("metric_ns_per_load").is_not_null())
+    huge = df.filter(pl.col("metric_huge_fraction") > 0.5)["metric_speedup_vs_pte"].median()
+    rest = df.filter(pl.col("metric_huge_fraction") <= 0.5)["metric_speedup_vs_pte"].median()
+    assert (f.data["aligned"], f.data["misaligned"]) == pytest.approx((huge, rest))
+    assert f.data["aligned"] > 1.2 and f.data["misaligned"] == pytest.approx(1.0, abs=0.05)
+
+
+def test_young_batching_by_order(default_sweep):
+    """The best and worst folio orders of the arm64 batched speedup, as medians of the rows."""
+    f = F.young_batching(Sweep(default_sweep))
+    df = rows(default_sweep, "young").filter((pl.col("param_batching") == "batched") & (pl.col("param_arch") == "arm64"))
+    med = df.group_by("param_compound_order").agg(pl.col("metric_speedup_vs_per_pte").median()).sort(
+        "metric_speedup_vs_per_pte")
+    assert f.data["best_order"] == med["param_compound_order"][-1] and f.data["worst_order"] == med["param_compound_order"][0]
+    assert f.data["best"] == pytest.approx(med["metric_speedup_vs_per_pte"][-1])
+
+
+def test_medium_and_inline_findings_match_the_rows(default_sweep):
+    """pmem vs DRAM speedups of template_nt_inline (map=dev), and the inline-over-call gain, from the rows."""
+    sweep = Sweep(default_sweep)
+    df = rows(default_sweep, "memmap")
+    m = F.medium(sweep)
+    dev = df.filter((pl.col("param_map") == "dev") & (pl.col("param_strategy") == "template_nt_inline")
+                    & (pl.col("param_mode") == "devdax"))
+    assert m.data["devdax"] == pytest.approx(
+        (dev.filter(pl.col("param_medium") == "dram")["metric_speedup_vs_slow"].median(),
+         dev.filter(pl.col("param_medium") == "pmem")["metric_speedup_vs_slow"].median()))
+    inline = F.inline_movnti(sweep)
+    assert inline.data["max_gain"] >= inline.data["min_gain"] >= 1.0 - 1e-9
+
+
+def test_a_sweep_without_those_models_gets_no_findings_and_says_so(tmp_path):
+    """Only an unknown model: no finding, and the section says why instead of staying empty."""
+    df = pl.DataFrame({"param_i": [1, 2], "status": "ok", "metric_i_squared": [1, 4]})
+    sweep = Sweep(write_sweep(tmp_path, "other", {"other": df}))
+    assert F.key_findings(sweep) == []
+    assert "none of the rows" in F.findings_html([], set(), html.escape)
+
+
+def test_findings_html_escapes_and_links_only_drawn_figures():
+    """Text is escaped; a finding links to its figure only when that figure was drawn."""
+    fs = [F.Finding(text="a <b> & c", figure="memmap_init"), F.Finding(text="d", figure="young_scan")]
+    page = F.findings_html(fs, {"memmap_init"}, html.escape)
+    assert "a &lt;b&gt; &amp; c" in page and 'href="#fig-memmap_init"' in page and "#fig-young_scan" not in page
+
+
+def test_the_default_report_opens_with_its_findings(default_sweep, tmp_path):
+    """report.html's first section after the navigation is Key findings, one list item per finding."""
+    from analysis.report import write_report
+
+    page = (tmp_path / "r.html")
+    write_report(default_sweep, str(page))
+    text = page.read_text()
+    section = text[text.index('<section id="key-findings">'):text.index('<section id="summary">')]
+    assert section.count("<li ") == len(F.key_findings(Sweep(default_sweep))) >= 6
+    assert text.index("Key findings") < text.index("<h2>Summary</h2>")
