@@ -9,7 +9,7 @@
 2. lat_mem_rd -t ns/load with 4 KiB and 2 MiB pages, 64 MiB .. 1 GiB, run
    twice; the 2M/4K ratio and the spread between the runs. Target: < 10%.
 3. Hold-out: memmap analog times at 1..100 GiB (P = 64/80/96, both modes, all
-   strategies); the memmap free costs are fit (fit_start + calibrate) on some
+   strategies); the memmap free costs are fit (calibrate, from neutral starts) on some
    sizes and predict the others. Target: within 15%.
 The machine is shared: the load average is printed before and after.
 """
@@ -27,7 +27,7 @@ import polars as pl
 
 from sweeps.plan import MEASURED_CHUNK_POINTS
 from workers.calibrate import calibrate, predict
-from workers.measure.fit import figures_from_measured, fit_start, host_profile
+from workers.measure.fit import figures_from_measured, host_profile
 from workers.measure.host import host_facts, machine_arch
 from workers.measure.kernels import Mapping, load
 from workers.measure.measure import SPAN_MS, measure, pinned
@@ -166,13 +166,13 @@ def holdout(data: pl.DataFrame, statistic: str) -> None:
     test = [f for f in figs if f.params["namespace_size"] // GiB not in TRAIN_SIZES]
     base = host_profile(load_profile("seed"), host_facts())
     t0 = time.perf_counter()
-    cal = calibrate(MEMMAP, fit_start(MEMMAP, base, train), figures=train, free=MEMMAP.free_for_measured)
+    cal = calibrate(MEMMAP, base, figures=train, free=MEMMAP.free_for_measured)
     fit_s = time.perf_counter() - t0
     pred = predict(MEMMAP, test, cal.profile)
     err = np.array([(p - f.published) / f.published for p, f in zip(pred, test)])
     print(f"### Figures = the {statistic} of each point's repeats\n")
     print(f"Fit on {len(train)} measured points at {', '.join(f'{s} GiB' for s in TRAIN_SIZES)} "
-          f"(fit_start + calibrate, {fit_s:.0f} s): " + ", ".join(f"{k[1]} = {v:.3g}" for k, v in cal.fitted.items())
+          f"(calibrate from neutral starts, {fit_s:.0f} s): " + ", ".join(f"{k[1]} = {v:.3g}" for k, v in cal.fitted.items())
           + f"; max error on the fitted points {cal.max_error:.1%}, max leave-one-out {cal.max_loo_error:.1%}.\n")
     print(f"Predicted {len(test)} points at the other sizes: max |error| {np.abs(err).max():.1%}, "
           f"median {np.median(np.abs(err)):.1%}, within 15%: {np.mean(np.abs(err) <= 0.15):.0%}; "

@@ -74,9 +74,9 @@ def published_jobs(models: list[str] | None) -> list[tuple]:
 def measured_jobs(sweep_dir: str, profile: Profile, models: list[str] | None, holdout: list[str],
                   statistic: str = "min"):
     """(model, figures, free parameters) to fit from a sweep's measured rows (`statistic` of each
-    point's repeats), the held-out figures per model, and the profile to start from (the host's cache
-    size, the best of several starts)."""
-    from workers.measure.fit import figures_from_measured, fit_start, host_profile
+    point's repeats), the held-out figures per model, and the profile to fit (with the host's cache
+    sizes; the fit starts from neutral points, never from its values)."""
+    from workers.measure.fit import figures_from_measured, host_profile
 
     sizes = set()
     for text in holdout:
@@ -100,7 +100,6 @@ def measured_jobs(sweep_dir: str, profile: Profile, models: list[str] | None, ho
                 "measure more sizes or strategies (a fit needs more figures than parameters)."
             )
         profile = host_profile(profile, _facts(frame))
-        profile = fit_start(model, profile, fit_on, free=free)
         jobs.append((model, fit_on, free))
     if not jobs:
         raise DatasetError(f"'--from' must be a sweep with measured memmap or pfnmap rows (got {sweep_dir!r}: none).")

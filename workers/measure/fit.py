@@ -5,24 +5,20 @@ into `Figure`s (published = the measured least disturbed time, measure_min, or
 the median; params = the row's point) for `workers.calibrate.calibrate(model,
 profile, figures=..., free=model.free_for_measured)`. The same point measured
 more than once (reruns, several nodes of one CPU model) becomes one figure, the
-median of the values. `host_profile()` puts the host's own cache size into the
-profile the fit starts from, and `fit_start()` moves the free parameters to the
-best of several least-squares starts: the memmap fit started
-from the seed profile's Ice Lake costs stops in a local minimum on another
-machine (on this project's EPYC guest: RFO 47 GB/s + NT writes 50 GB/s, 30%
-errors, where RFO 183 GB/s + NT writes 28 GB/s gives 5% rms).
+median of the values. `host_profile()` puts the host's own cache sizes into the
+profile the fit uses. The fit itself starts from neutral points inside each
+cost's bounds (workers.calibrate): a single start from the seed profile's Ice
+Lake costs stops in a local minimum on another machine (on this project's EPYC
+guest: RFO 47 GB/s + NT writes 50 GB/s, 30% errors, where RFO 183 GB/s + NT
+writes 28 GB/s gives 5% rms).
 """
 
 from __future__ import annotations
 
-import itertools
-import math
 import statistics
 
-import numpy as np
 import polars as pl
 
-from ..calibrate import fit, predict
 from ..model import STATUS_OK, Figure, Model
 from ..profiles import Profile
 from .measure import HEADLINE, PFNMAP_HEADLINE
@@ -102,33 +98,3 @@ def host_profile(profile: Profile, facts: dict[str, str]) -> Profile:
                                           note=f"{fact.split('_')[0].upper()} of cpu0 on the measuring host "
                                                "(/sys/devices/system/cpu)")
     return profile
-
-
-def fit_start(model: Model, profile: Profile, figures, *, free=None, grid: int = 4, refine: int = 3) -> Profile:
-    """`profile` with the `free` parameters (default: the model's free_for_measured) at the best
-    least-squares fit among starts taken from a coarse grid (`grid` log-spaced values per parameter
-    inside its bounds, plus the profile's own values): the `refine` best grid points by cost are each
-    fit. Pass the result to workers.calibrate.calibrate(), whose fits then start there. (The models'
-    max() kinks leave flat directions where a single least-squares start stops early.)"""
-    free, figures = (model.free_for_measured if free is None else tuple(free)), tuple(figures)
-    published = np.array([f.published for f in figures])
-
-    def at(x) -> Profile:
-        return profile.with_values({(p.section, p.key): v for p, v in zip(free, x)}, source="calibrated")
-
-    def cost(x) -> float:
-        pred = predict(model, figures, at(x))
-        return float(np.sum(np.log(np.maximum(pred, 1e-300) / published) ** 2))
-
-    axes = [[_log_between(p.lower, p.upper, (j + 0.5) / grid) for j in range(grid)] for p in free]
-    points = [np.array([float(profile.value(p.section, p.key)) for p in free])]
-    points += [np.array(x) for x in itertools.product(*axes)]
-    ranked = sorted(points, key=cost)[:refine]
-    fitted = [fit(model, figures, at(x0), free) for x0 in ranked]
-    return at(min(fitted, key=cost))
-
-
-def _log_between(lower: float, upper: float, q: float) -> float:
-    """The point a share q of the way from lower to upper in log space (a zero lower bound counts as upper/1000)."""
-    lo = lower if lower > 0 else 1e-3 * upper
-    return float(math.exp(math.log(lo) + q * (math.log(upper) - math.log(lo))))
