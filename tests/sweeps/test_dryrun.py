@@ -1,0 +1,156 @@
+"""`memsweep plan`: the run's own plan and statuses, computed without Ray, writing nothing."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import polars as pl
+import pytest
+
+import sweeps.task
+from sweeps.dryrun import as_dict, dry_run, makespan
+from sweeps.plan import plan
+from sweeps.spec import load_spec, parse_spec
+from tests.conftest import memsweep, tree_state
+
+# Two memmap chunks (chunk_points = 60 of 96 points) and one young chunk, both with infeasible points.
+TINY = """name = "tiny"
+models = ["memmap", "young"]
+chunk_points = 60
+[axes.memmap]
+namespace_size = ["1GiB", "4GiB", "16GiB"]
+struct_page_size = [64, 72, 80, 96]
+align = ["2MiB"]
+mode = ["fsdax", "devdax"]
+map = ["dev", "mem"]
+strategy = ["slow", "template"]
+[axes.young]
+namespace_size = ["1GiB"]
+compound_order = [0, 4]
+arch = ["arm64", "x86_64"]
+first_pte_cont = [true, false]
+batching = ["per_pte", "batched"]
+"""
+BAD_SPECS = {
+    "unknown key": 'name = "bad"\ncolour = "red"\n',
+    "bad axis value": 'name = "bad"\nmodels = ["memmap"]\n[axes.memmap]\nstruct_page_size = ["big"]\n',
+    "bad toml": 'name = "bad\n',
+}
+
+
+def plan_json(*args: str, **kw) -> dict:
+    out = memsweep("plan", *args, "--json", "--quiet", **kw)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+def test_plan_default_counts_the_points_and_chunks_the_runner_plans(tmp_path):
+    """`plan default` reports the spec's points and exactly the chunks sweeps.plan gives the runner."""
+    spec = load_spec("default")
+    chunks = plan(spec)
+    text = memsweep("plan", "default", "--out", str(tmp_path / "out"), "--quiet", cwd=tmp_path)
+    assert text.returncode == 0, text.stderr
+    assert text.stdout.startswith(f"default: {spec.total_points:,} points")
+    d = plan_json("default", "--out", str(tmp_path / "out"), cwd=tmp_path)
+    assert (d["points"], d["rows"], d["chunks"]) == (spec.total_points, spec.total_rows, len(chunks))
+    for m in spec.models:
+        mine = [c for c in chunks if c.model == m]
+        assert d["models"][m]["points"] == spec.points(m)
+        assert d["models"][m]["chunks"] == len(mine)
+        assert d["models"][m]["chunk_points"] == max(c.points for c in mine)
+        assert sum(d["models"][m][k] for k in ("feasible", "infeasible", "error")) == spec.points(m)
+
+
+def test_plan_counts_equal_the_statuses_and_reasons_of_a_real_run(spec_file, tmp_path):
+    """Feasible, infeasible and per-reason counts equal the rows of `run` on an embedded Ray (--cpus 1)."""
+    path = spec_file(TINY)
+    run = memsweep("run", str(path), "--out", str(tmp_path / "out"), "--cpus", "1", "--no-report", "--quiet")
+    assert run.returncode == 0, run.stderr
+    manifest = json.loads((tmp_path / "out" / "tiny" / "manifest.json").read_text())
+    d = plan_json(str(path), "--out", str(tmp_path / "elsewhere"))
+    assert d["chunks"] == manifest["chunks_expected"] == 3 and d["points"] == manifest["points_expected"]
+    for m in ("memmap", "young"):
+        rows = pl.read_parquet(f"{tmp_path}/out/tiny/model={m}/*.parquet", hive_partitioning=False)
+        status = dict(rows["status"].value_counts().iter_rows())
+        assert (d["models"][m]["feasible"], d["models"][m]["infeasible"]) == (status["ok"], status["infeasible"])
+        not_ok = rows.filter(pl.col("status") != "ok")
+        assert d["models"][m]["reasons"] == dict(not_ok["reason"].value_counts().iter_rows())
+        assert d["models"][m]["infeasible"] > 0 and d["models"][m]["error"] == 0
+    young_part = next(p for p in manifest["parts"].values() if p["model"] == "young")
+    # young is one chunk: its sample part is that chunk, built as the task built it (only the node id differs)
+    assert d["models"]["young"]["bytes"] == pytest.approx(young_part["bytes"], rel=0.01)
+
+
+@pytest.mark.parametrize("name", sorted(BAD_SPECS))
+def test_bad_spec_gives_runs_message_and_exit_2(name, spec_file, tmp_path):
+    """A bad spec file gives `plan` the same message as `run`, exit status 2, and nothing written."""
+    path = spec_file(BAD_SPECS[name])
+    _same_error_as_run(str(path), tmp_path)
+
+
+def test_unknown_spec_name_gives_runs_message_and_exit_2(tmp_path):
+    """A spec name that is neither a file nor a shipped spec fails as it does for `run`."""
+    _same_error_as_run("no-such-spec", tmp_path)
+
+
+def _same_error_as_run(spec: str, tmp_path) -> None:
+    ran = memsweep("run", spec, "--out", str(tmp_path / "a"), "--no-report", "--quiet", cwd=tmp_path)
+    planned = memsweep("plan", spec, "--out", str(tmp_path / "b"), cwd=tmp_path)
+    assert ran.returncode == planned.returncode == 2 and planned.stdout == ""
+    assert planned.stderr.startswith("memsweep plan: error: ")
+    assert planned.stderr.removeprefix("memsweep plan: ") == ran.stderr.removeprefix("memsweep run: ")
+    assert not (tmp_path / "b").exists()
+
+
+def test_plan_writes_nothing(tmp_path):
+    """No --out folder, no ./results, no file in the working directory after a plan."""
+    (tmp_path / "keep.txt").write_text("x")
+    before = tree_state(tmp_path)
+    assert memsweep("plan", "default", "--out", str(tmp_path / "out"), "--quiet", cwd=tmp_path).returncode == 0
+    assert memsweep("plan", "seed", "--quiet", cwd=tmp_path).returncode == 0
+    assert tree_state(tmp_path) == before
+    assert not (tmp_path / "out").exists() and not (tmp_path / "results").exists()
+
+
+def test_json_keys_and_cpus(tmp_path):
+    """--json names every number of the text output; --cpus is the CPU count the time is estimated on."""
+    d = plan_json("seed", "--cpus", "3", cwd=tmp_path)
+    assert set(d) == {"sweep", "dataset", "sources", "cpus", "points", "rows", "chunks", "feasible", "infeasible",
+                      "error", "bytes", "seconds", "model_seconds", "plan_seconds", "models", "measured"}
+    assert d["cpus"] == 3 and d["sweep"] == "seed" and d["dataset"].endswith("results/seed")
+    assert set(d["models"]) == {"memmap", "pfnmap", "young"}
+    assert set(d["models"]["memmap"]) == {
+        "points", "chunks", "chunk_points", "feasible", "infeasible", "error", "reasons", "points_per_second",
+        "bytes_per_row", "bytes", "measured_points", "measured_chunks"}
+    assert set(d["measured"]) == {"points", "chunks", "repeats", "warmup", "cpu", "span_ms", "min_seconds_one_node"}
+    assert d["bytes"] > 0 and d["seconds"] >= d["model_seconds"] > 0
+
+
+def test_measured_points_are_counted_not_measured(monkeypatch):
+    """A `source = both` spec counts its measured points and chunks; no measure kernel runs."""
+    calls = []
+    monkeypatch.setattr(sweeps.task, "measure", lambda *a, **k: calls.append(a))
+    spec = load_spec("measure")
+    d = as_dict(dry_run(spec, cpus=2, progress=False))
+    measured = Counter(c.model for c in plan(spec) if c.source == "measured")
+    assert calls == [] and d["sources"] == ["model", "measured"]
+    assert d["measured"]["points"] == spec.total_points and d["rows"] == 2 * spec.total_points
+    assert {m: v["measured_chunks"] for m, v in d["models"].items()} == dict(measured)
+    assert d["measured"]["min_seconds_one_node"] == sum(measured.values()) * spec.measure["span_ms"] / 1000
+
+
+def test_measured_only_spec_evaluates_nothing():
+    """With `source = measured` there are no modeled rows to evaluate, only measured points to count."""
+    spec = parse_spec('name = "m"\nmodels = ["copy"]\nsource = "measured"\n[axes.copy]\nstrategy = ["memcpy"]\n')
+    d = as_dict(dry_run(spec, progress=False))
+    assert d["models"]["copy"]["points"] == 0 and d["measured"]["points"] == spec.total_points
+    assert d["seconds"] == 0 and d["bytes"] == 0
+
+
+def test_makespan_starts_each_chunk_on_the_first_free_cpu():
+    """Chunks in order on N CPUs: the wall time is the busiest CPU's, never less than the longest chunk."""
+    assert makespan([1.0, 1.0, 1.0, 1.0], 2) == 2.0
+    assert makespan([3.0, 1.0, 1.0, 1.0], 2) == 3.0
+    assert makespan([2.0, 1.0], 8) == 2.0
+    assert makespan([], 4) == 0.0
