@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: report test browser clean
+.PHONY: report test browser slurm clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -25,7 +25,11 @@ browser:
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium >/dev/null; \
 	  else echo "make test needs chromium: sudo apt-get install chromium" >&2; exit 1; fi; }
 
-test: $(STAMP) browser
+# The Slurm tests start munged, slurmctld and two slurmd from Debian's slurm-wlm and munge.
+slurm:
+	@sh tests/support/install_slurm.sh
+
+test: $(STAMP) browser slurm
 	$(BIN)/python -m pytest
 
 clean:

@@ -1,20 +1,25 @@
 """The `memsweep` command line.
 
 Bad input (a spec, an argument, a corrupt dataset) prints one message naming
-the field and what is allowed, exits with status 2, and writes nothing.
+the field and what is allowed, exits with status 2, and writes nothing; so does
+a sweep another driver is running (its lease). A failed write (no space, no
+permission, an I/O error, an object store that keeps failing) prints one line
+and exits with status 3.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import signal
 import sys
 
 from analysis.exceptions import AnalysisError
 from workers.exceptions import ProfileError
 
-from .exceptions import DatasetError, SpecError, UsageError
+from .exceptions import DatasetError, LeaseError, SpecError, StoreIOError, UsageError
 
-EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, EXIT_IO = 0, 1, 2, 3
 
 
 def _positive_int(text: str) -> int:
@@ -43,13 +48,32 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--cpus", type=_positive_int, help="CPUs of the embedded Ray (default: all of this machine's)")
     r.add_argument("--no-report", action="store_true", help="do not write report/report.html at the end")
     r.add_argument("--quiet", action="store_true", help="no progress bar")
+    r.add_argument("--wait-lease", action="store_true",
+                   help="if another driver is running this sweep, wait for it to end instead of refusing")
+    r.add_argument("--verbose", action="store_true", help="show Ray's own logs and the workers' output")
 
-    s = sub.add_parser("submit", help="submit a sweep to a Ray cluster as a batch job (Ray Jobs)")
+    dry = sub.add_parser("plan", help="dry run of `run`: points, chunks, feasible counts, dataset size, time")
+    dry.add_argument("spec", metavar="SPEC", help="a spec file, or a shipped spec: default, seed, large, measure")
+    dry.add_argument("--out", default="results", help="where run would write (default: ./results); nothing is written")
+    dry.add_argument("--cpus", type=_positive_int, help="CPUs to estimate the time on (default: this machine's)")
+    dry.add_argument("--json", action="store_true", help="print the same numbers as JSON")
+    dry.add_argument("--quiet", action="store_true", help="no progress bar")
+
+    s = sub.add_parser("submit", help="submit a sweep as a batch job: to a Ray cluster (Ray Jobs) or to Slurm")
     s.add_argument("spec", metavar="SPEC")
-    s.add_argument("--address", required=True, help="the cluster's Jobs address, http://HEAD:8265")
-    s.add_argument("--out", default="results",
-                   help="output folder or URI as the cluster sees it (default: results, relative to the job)")
-    s.add_argument("--wait", action="store_true", help="wait for the job and print its logs")
+    s.add_argument("--address", help="the cluster's Jobs address, http://HEAD:8265 (without --slurm)")
+    s.add_argument("--out", help="output folder or URI as the cluster sees it (Ray Jobs default: results, "
+                                 "relative to the job; required with --slurm: a shared folder or URI)")
+    s.add_argument("--wait", action="store_true", help="wait for the job to end (and print its logs: Ray Jobs)")
+    s.add_argument("--slurm", action="store_true",
+                   help="submit with sbatch: the job starts a Ray head and workers in its allocation")
+    s.add_argument("--nodes", type=int, help="--slurm: nodes to allocate (default 1)")
+    s.add_argument("--partition", help="--slurm: the partition")
+    s.add_argument("--time", help="--slurm: the time limit, as sbatch takes it")
+    s.add_argument("--account", help="--slurm: the account to charge")
+    s.add_argument("--sbatch-arg", action="append", default=[], metavar="ARG",
+                   help="--slurm: one more sbatch option, e.g. --sbatch-arg=--exclusive (repeatable)")
+    s.add_argument("--dry-run", action="store_true", help="--slurm: print the batch script; submit nothing")
 
     for name, text in (("status", "chunks done/total and failures"),
                        ("verify", "check every part, the row counts and point ids")):
@@ -66,6 +90,16 @@ def _parser() -> argparse.ArgumentParser:
     t.add_argument("--rows", required=True, metavar="AXIS")
     t.add_argument("--cols", required=True, metavar="AXIS")
     t.add_argument("--metric", help="metric column (default: the model's headline metric)")
+
+    cmp = sub.add_parser("compare", help="two sweeps side by side: B/A per point, '~' within the noise")
+    cmp.add_argument("a", metavar="A", help="the baseline sweep folder (OUT/SWEEP)")
+    cmp.add_argument("b", metavar="B", help="the sweep compared with it (may be A itself, with --sources)")
+    cmp.add_argument("--metric", help="metric column (default: each model's headline metric)")
+    cmp.add_argument("--model", help="compare only this model (default: every model both sweeps have)")
+    cmp.add_argument("--sources", metavar="A_SOURCE:B_SOURCE",
+                     help="rows compared, e.g. measured:model (A's measured rows vs B's modeled ones); "
+                          "default: like with like (model vs model, measured vs measured)")
+    cmp.add_argument("--out", metavar="FILE", help="the HTML comparison (default: B/report/compare-<A name>.html)")
 
     cal = sub.add_parser("calibrate", help="fit a profile to the published figures; per-figure and leave-one-out error")
     cal.add_argument("--profile", default="seed", help="profile name or file (default: seed)")
@@ -86,15 +120,52 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    finally:
+        _finalize_s3()
+
+
+def _finalize_s3() -> None:
+    """Shut pyarrow's S3 client down now, while the interpreter is whole: left to pyarrow's atexit
+    hook, a process that used s3:// sometimes aborts at exit ("terminate called without an active
+    exception", apache/arrow#34314) after its work succeeded."""
+    fs = sys.modules.get("pyarrow.fs")
+    if fs is not None and hasattr(fs, "ensure_s3_finalized"):
+        import gc
+
+        gc.collect()  # the S3FileSystem objects of the command are gone by now
+        fs.ensure_s3_finalized()
+
+
+def _main(argv: list[str] | None) -> int:
     args = _parser().parse_args(argv)
+    if args.command == "run":  # SIGTERM (kill, ray job stop) ends a run as Ctrl-C does: lease released
+        signal.signal(signal.SIGTERM, _interrupt)
     try:
         return COMMANDS[args.command](args)
-    except (SpecError, UsageError, DatasetError, ProfileError, AnalysisError) as e:
+    except (SpecError, UsageError, DatasetError, ProfileError, AnalysisError, LeaseError) as e:
         print(f"memsweep {args.command}: error: {e}", file=sys.stderr)
         return EXIT_USAGE
+    except OSError as e:  # StoreIOError from the dataset, or any other failed write (the report)
+        text = str(e) if isinstance(e, StoreIOError) else _os_error_line(e)
+        print(f"memsweep {args.command}: I/O failure: {text}", file=sys.stderr)
+        return EXIT_IO
     except KeyboardInterrupt:
         print(f"memsweep {args.command}: interrupted; rerun the same command to resume.", file=sys.stderr)
         return 130
+
+
+def _interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt
+
+
+def _os_error_line(e: OSError) -> str:
+    """One line for an OSError raised outside the dataset store (the report's files)."""
+    from .store import describe_os_error
+
+    where = f" {e.filename}" if e.filename else ""
+    return f"writing{where} failed: {describe_os_error(e)}; nothing was left half-written."
 
 
 def cmd_run(args) -> int:
@@ -104,7 +175,8 @@ def cmd_run(args) -> int:
     spec = load_spec(args.spec)
     if args.cpus and args.address:
         raise UsageError("'--cpus' sizes the embedded Ray; it cannot be given with '--address'.")
-    summary = run(spec, args.out, address=args.address, fresh=args.fresh, progress=not args.quiet, cpus=args.cpus)
+    summary = run(spec, args.out, address=args.address, fresh=args.fresh, progress=not args.quiet, cpus=args.cpus,
+                  wait_lease=args.wait_lease, verbose=args.verbose)
     rate = summary.points / summary.seconds if summary.seconds else 0.0
     print(
         f"{spec.name}: {summary.points} points in {summary.chunks} chunks "
@@ -121,14 +193,42 @@ def cmd_run(args) -> int:
     if not args.no_report:
         from analysis.report import write_report
 
-        print(f"report: {write_report(summary.location.uri)}")
+        try:
+            print(f"report: {write_report(summary.location.uri)}")
+        except OSError as e:
+            raise StoreIOError(e.errno, "the sweep is complete but its report is not: "
+                               + _os_error_line(e)) from None
+    return EXIT_OK
+
+
+def cmd_plan(args) -> int:
+    from .dryrun import as_dict, dry_run, format_text
+    from .spec import load_spec
+
+    result = dry_run(load_spec(args.spec), args.out, cpus=args.cpus, progress=not args.quiet)
+    print(json.dumps(as_dict(result), indent=1) if args.json else format_text(result))
     return EXIT_OK
 
 
 def cmd_submit(args) -> int:
+    slurm_only = [f"--{n.replace('_', '-')}" for n in ("nodes", "partition", "time", "account", "sbatch_arg", "dry_run")
+                  if getattr(args, n) not in (None, [], False)]
+    if args.slurm:
+        from .slurm import SlurmOptions, submit_slurm
+
+        if args.address:
+            raise UsageError("'--address' cannot be given with '--slurm': the Slurm job starts its own Ray cluster.")
+        options = SlurmOptions(nodes=1 if args.nodes is None else args.nodes, partition=args.partition,
+                               time=args.time, account=args.account, sbatch_args=tuple(args.sbatch_arg))
+        return submit_slurm(args.spec, args.out, options, wait=args.wait, dry_run=args.dry_run)
+    if slurm_only:
+        raise UsageError(f"'{slurm_only[0]}' must come with '--slurm' (got it without).")
+    if not args.address:
+        raise UsageError("'--address' must be given: the Ray cluster's Jobs address, http://HEAD:8265 "
+                         "(or submit to Slurm with '--slurm').")
     from .submit import submit
 
-    return submit(args.spec, args.address, args.out, wait=args.wait)
+    return submit(args.spec, args.address, args.out or "results", wait=args.wait)
 
 
 def cmd_status(args) -> int:
@@ -162,6 +262,16 @@ def cmd_table(args) -> int:
     return EXIT_OK
 
 
+def cmd_compare(args) -> int:
+    from analysis.compare import compare, text
+    from analysis.figures_compare import write
+
+    result = compare(args.a, args.b, metric=args.metric, model=args.model, sources=args.sources)
+    print(text(result))
+    print(f"\ncomparison: {write(result, args.out)}")
+    return EXIT_OK
+
+
 def cmd_calibrate(args) -> int:
     from .calibration import run_calibration
 
@@ -171,8 +281,8 @@ def cmd_calibrate(args) -> int:
 
 
 COMMANDS = {
-    "run": cmd_run, "submit": cmd_submit, "status": cmd_status, "verify": cmd_verify,
-    "report": cmd_report, "table": cmd_table, "calibrate": cmd_calibrate,
+    "run": cmd_run, "plan": cmd_plan, "submit": cmd_submit, "status": cmd_status, "verify": cmd_verify,
+    "report": cmd_report, "table": cmd_table, "compare": cmd_compare, "calibrate": cmd_calibrate,
 }
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """Errors of the sweeps package; each derives from the nearest builtin.
 
 Every message follows one template: "'{field}' must be {rule} (got {value!r})."
-plus, where it helps, what to do. The CLI prints it and exits with status 2.
+plus, where it helps, what to do. The CLI prints it and exits with status 2 (3 for StoreIOError).
 """
 
 
@@ -15,3 +15,15 @@ class UsageError(ValueError):
 
 class DatasetError(RuntimeError):
     """A dataset on disk is missing, corrupt, or belongs to a different spec."""
+
+
+class LeaseError(RuntimeError):
+    """Another driver holds the sweep's lease (or took it over from this one)."""
+
+
+class StoreIOError(OSError):
+    """Writing or reading the dataset failed: no space, no permission, an I/O error, or an object
+    store that kept failing after its retries. The CLI prints it and exits with status 3."""
+
+    def __str__(self) -> str:
+        return self.strerror or super().__str__()

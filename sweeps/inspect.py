@@ -20,14 +20,47 @@ def _open(sweep_dir: str) -> tuple[Location, dict]:
     return loc, manifest
 
 
+def _without_manifest(sweep_dir: str) -> list[str] | None:
+    """For a sweep folder with parts but no manifest (a run stopped before writing it): what is there,
+    per model the parts and their rows. None when there is a manifest or no part."""
+    loc = locate(sweep_dir)
+    if not exists(loc, loc.root) or read_manifest(loc) is not None:
+        return None
+    present = list_parts(loc)
+    if not present:
+        return None
+    lines = [f"{loc.uri}: no {MANIFEST} (the run stopped before writing one); the parts present:"]
+    for model, cids in sorted(present.items()):
+        rows, unreadable = 0, 0
+        for cid in cids:
+            try:
+                with loc.fs.open_input_file(loc.part_path(model, cid)) as f:
+                    rows += pq.read_metadata(f).num_rows
+            except (OSError, pa.ArrowException):
+                unreadable += 1
+        bad = f", {unreadable} unreadable" if unreadable else ""
+        lines.append(f"  {model}: {len(cids)} parts, {rows} rows{bad}")
+    lines.append("incomplete: rerun the same 'memsweep run' command to finish it (finished parts are kept).")
+    return lines
+
+
 def status(sweep_dir: str) -> str:
-    """A few lines: chunks done/total, rows by status, failures."""
+    """A few lines: the Slurm job's state (if submitted with --slurm), chunks done/total, rows by status."""
+    from .slurm import status_lines
+
+    slurm = status_lines(locate(sweep_dir))
+    unmanifested = _without_manifest(sweep_dir)
+    if unmanifested:
+        return "\n".join([*slurm, *unmanifested])
+    if slurm and read_manifest(locate(sweep_dir)) is None:
+        return "\n".join([*slurm, "no manifest yet: the job has not started the sweep."])
     _, m = _open(sweep_dir)
     by_status: dict[str, int] = {}
     for rec in m["parts"].values():
         for s, n in rec["status"].items():
             by_status[s] = by_status.get(s, 0) + n
     lines = [
+        *slurm,
         f"sweep {m['sweep']} (profile {m['profile']}, updated {m['updated']})",
         f"chunks: {m['chunks_done']} of {m['chunks_expected']} done",
         f"rows: {m['rows']} of {m['rows_expected']} ({m['points_expected']} points x sources {m['sources']})",
@@ -43,6 +76,9 @@ def status(sweep_dir: str) -> str:
 
 def verify(sweep_dir: str) -> tuple[list[str], str]:
     """(problems, summary): every part readable and matching the manifest, no duplicate point_id."""
+    unmanifested = _without_manifest(sweep_dir)
+    if unmanifested:
+        return [f"no {MANIFEST}: the parts cannot be checked against it"], "\n".join(unmanifested)
     loc, m = _open(sweep_dir)
     problems: list[str] = []
     if not exists(loc, loc.path(SPEC_FILE)):

@@ -5,12 +5,21 @@ object store) and shut down at the end; with an address, the sweep joins that
 cluster. Each task writes its own part; the driver sees only small records.
 A rerun of the same command resumes: a chunk whose part exists and is valid is
 skipped. Tasks are retried when their worker dies.
+
+One driver per sweep: `run` holds the sweep's lease (sweeps.lease) from before
+it writes anything until it is done. A write that fails (no space, permission,
+I/O error, an object store that keeps failing) stops the sweep: the tasks in
+flight finish, the manifest records the finished chunks, temporary files are
+removed, and StoreIOError carries one line saying what failed where.
 """
 
 from __future__ import annotations
 
+import logging
 import os
+import signal
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 
@@ -22,14 +31,16 @@ from tqdm import tqdm
 
 from workers import get_model
 
-from .exceptions import DatasetError
+from .exceptions import DatasetError, StoreIOError
 from .grid import grid_for
+from .lease import LEASE_FILE, Lease
 from .plan import Chunk, plan
 from .provenance import git_sha, host_provenance
+from .reaper import Reaper
 from .spec import SweepSpec
 from .store import (
     SCHEMA_VERSION, SPEC_FILE, Location, delete_sweep, exists, list_parts, locate, part_checksum,
-    part_rows, read_manifest, read_text, write_bytes, write_manifest,
+    part_rows, read_manifest, read_text, remove_temp_files, write_bytes, write_manifest,
 )
 from .task import TaskConfig, run_chunk
 
@@ -42,6 +53,9 @@ TASK_ENV = {"POLARS_MAX_THREADS": "1", "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THR
 # Workers import the task code (polars, pyarrow, the models) as they start, not on their first task.
 RUNTIME_ENV = {"env_vars": TASK_ENV, "worker_process_setup_hook": "sweeps.task.warm_up"}
 JOB_DRIVER_VAR = "RAY_JOB_CONFIG_JSON_ENV_VAR"  # set by Ray for the entrypoint of a submitted job
+TOKEN_NOTICE_LOGGER = "ray._private.authentication.authentication_token_setup"
+TOKEN_NOTICE = "Token authentication is enabled for this Ray cluster"
+IN_FLIGHT_WAIT_S = 120.0  # after an I/O failure: how long the tasks in flight may take to finish
 
 
 @dataclass
@@ -66,40 +80,114 @@ def _chunk_task(cfg: TaskConfig, chunk: Chunk) -> dict:
 
 
 def prepare(spec: SweepSpec, out: str, fresh: bool) -> Location:
-    """Check OUT/<sweep> can take this spec; clear it with --fresh; write spec.toml."""
+    """Check OUT/<sweep> can take this spec; clear it with --fresh (keeping the lease); write spec.toml."""
     loc = locate(out, spec.name)
     spec_path = loc.path(SPEC_FILE)
     if fresh:
-        delete_sweep(loc)
-    elif exists(loc, spec_path) and read_text(loc, spec_path) != spec.text:
-        raise DatasetError(
-            f"{loc.uri} holds a sweep run from a different spec; rerun with --fresh to replace it, "
-            "or give the spec another 'name'."
-        )
+        delete_sweep(loc, keep=(LEASE_FILE,))
+    else:
+        check_spec(loc, spec)
     write_bytes(loc, spec_path, spec.text.encode())
     return loc
 
 
-def init_ray(address: str | None, cpus: int | None = None) -> bool:
-    """Connect to `address`, or start an embedded Ray with `cpus` CPUs; True if we started it."""
+def check_spec(loc: Location, spec: SweepSpec) -> None:
+    """Refuse a folder that holds a sweep of another spec (reads only)."""
+    spec_path = loc.path(SPEC_FILE)
+    if exists(loc, spec_path) and read_text(loc, spec_path) != spec.text:
+        raise DatasetError(
+            f"{loc.uri} holds a sweep run from a different spec; rerun with --fresh to replace it, "
+            "or give the spec another 'name'."
+        )
+
+
+class _EmbeddedRay:
+    """What init_ray started: the embedded Ray (True) and its reaper, or nothing for a cluster."""
+
+    def __init__(self, started: bool, reaper: Reaper | None = None):
+        self.started, self.reaper = started, reaper
+
+    def __bool__(self) -> bool:
+        return self.started
+
+    def shutdown(self) -> None:
+        if self.started:
+            ray.shutdown()
+        if self.reaper is not None:
+            self.reaper.stop()
+
+
+def init_ray(address: str | None, cpus: int | None = None, verbose: bool = False) -> _EmbeddedRay:
+    """Connect to `address`, or start an embedded Ray with `cpus` CPUs (true if we started it).
+
+    Quiet unless verbose: Ray logs at WARNING and workers' output stays in Ray's log files. The
+    embedded Ray keeps Ray's default token authentication; only Ray's
+    notice that it turned it on ("Token authentication is enabled ... Set RAY_AUTH_MODE=disabled
+    to opt out"), printed on every run, is dropped unless verbose."""
     if ray.is_initialized():
-        return False
+        return _EmbeddedRay(False)
     # TASK_ENV as the job's runtime env lets Ray hand tasks its prestarted workers; a Ray Job
     # driver (memsweep submit) already has it from the job's own runtime env.
     job_env = {} if JOB_DRIVER_VAR in os.environ else {"runtime_env": RUNTIME_ENV}
-    if address:
-        ray.init(address=address, logging_level="WARNING", log_to_driver=True, **job_env)
-        return False
-    ray.init(
-        num_cpus=cpus or os.cpu_count(), include_dashboard=False, object_store_memory=OBJECT_STORE_BYTES,
-        logging_level="WARNING", configure_logging=True, **job_env,
-    )
-    return True
+    logs = {"logging_level": "INFO" if verbose else "WARNING", "log_to_driver": verbose}
+    on_sigterm = signal.getsignal(signal.SIGTERM)  # ray.init replaces it with sys.exit(15)
+    try:
+        if address:
+            ray.init(address=address, **logs, **job_env)
+            return _EmbeddedRay(False)
+        if not verbose:
+            _quiet_token_notice()
+        ray.init(
+            num_cpus=cpus or os.cpu_count(), include_dashboard=False, object_store_memory=OBJECT_STORE_BYTES,
+            configure_logging=True, **logs, **job_env,
+        )
+        return _EmbeddedRay(True, Reaper.start(_session_dir()))
+    finally:
+        if callable(on_sigterm) and threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, on_sigterm)  # the caller's own handler (the CLI's) wins
+
+
+class _DropTokenNotice(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return TOKEN_NOTICE not in record.getMessage()
+
+
+def _quiet_token_notice() -> None:
+    """Drop Ray's notice that token authentication is on (it stays on): a filter on its one logger."""
+    logger = logging.getLogger(TOKEN_NOTICE_LOGGER)
+    if not any(isinstance(f, _DropTokenNotice) for f in logger.filters):
+        logger.addFilter(_DropTokenNotice())
+
+
+def _session_dir() -> str | None:
+    node = getattr(ray._private.worker, "_global_node", None)
+    try:
+        return node.get_session_dir_path() if node is not None else None
+    except AttributeError:
+        return None
 
 
 def run(spec: SweepSpec, out: str, *, address: str | None = None, fresh: bool = False,
-        progress: bool = True, cpus: int | None = None) -> RunSummary:
-    """Evaluate every point of the spec into OUT/<sweep>; resume what exists."""
+        progress: bool = True, cpus: int | None = None, wait_lease: bool = False, verbose: bool = False,
+        say=None) -> RunSummary:
+    """Evaluate every point of the spec into OUT/<sweep>; resume what exists.
+
+    Holds the sweep's lease throughout (LeaseError if another driver has it and not wait_lease);
+    `say` prints the lease's messages (default: stderr)."""
+    loc = locate(out, spec.name)
+    if not fresh:
+        check_spec(loc, spec)  # a refusal writes nothing, not even a lease
+    lease = Lease(loc, say=say or (lambda m: print(m, file=sys.stderr)))
+    lease.acquire(wait=wait_lease)
+    try:
+        remove_temp_files(loc)  # left by a driver or worker that was killed mid-write
+        return _run_leased(spec, out, lease, address=address, fresh=fresh, progress=progress, cpus=cpus,
+                           verbose=verbose)
+    finally:
+        lease.release()
+
+
+def _run_leased(spec, out, lease, *, address, fresh, progress, cpus, verbose) -> RunSummary:
     loc = prepare(spec, out, fresh)
     chunks = plan(spec)
     old = read_manifest(loc) or {}
@@ -107,15 +195,25 @@ def run(spec: SweepSpec, out: str, *, address: str | None = None, fresh: bool = 
     todo = [c for c in chunks if c.chunk_id not in records]
     summary = RunSummary(location=loc, chunks=len(chunks), skipped=len(records), points=spec.total_points)
     t0 = time.perf_counter()
-    started = init_ray(address, cpus) if todo else False
+    embedded = init_ray(address, cpus, verbose) if todo else _EmbeddedRay(False)
     summary.ray_start_seconds = time.perf_counter() - t0
+    failure: StoreIOError | None = None
     try:
         if todo:
-            _execute(spec, loc, chunks, todo, records, summary, progress)
+            _execute(spec, loc, chunks, todo, records, summary, progress, lease)
+    except StoreIOError as e:
+        failure = e
     finally:
-        write_manifest(loc, _manifest(spec, chunks, records))
-        if started:
-            ray.shutdown()
+        try:
+            write_manifest(loc, _manifest(spec, chunks, records))
+        except StoreIOError as e:
+            failure = failure or e
+        finally:
+            embedded.shutdown()
+            remove_temp_files(loc)
+    if failure is not None:
+        raise StoreIOError(failure.errno, f"{failure}; the {len(records)} finished chunks are kept: "
+                           "fix the cause and rerun the same command to resume.")
     summary.seconds = time.perf_counter() - t0
     for r in records.values():
         for s, n in r["status"].items():
@@ -193,7 +291,7 @@ class _Measurer:
         return run_chunk(cfg, chunk, ray.get_runtime_context().get_node_id())
 
 
-def _execute(spec, loc, chunks, todo, records, summary, progress) -> None:
+def _execute(spec, loc, chunks, todo, records, summary, progress, lease) -> None:
     """Model chunks first, then measured ones (so nothing of ours runs beside a measurement)."""
     cfg = TaskConfig(
         sweep=spec.name, grids={m: grid_for(spec, m) for m in spec.models}, profile=spec.profile,
@@ -209,19 +307,29 @@ def _execute(spec, loc, chunks, todo, records, summary, progress) -> None:
         for source, pool in (("model", _TaskPool), ("measured", _MeasurePool)):
             mine = [c for c in todo if c.source == source]
             if mine:
-                _drain(pool(cfg_ref), mine, spec, loc, chunks, records, summary, bar)
+                _drain(pool(cfg_ref), mine, spec, loc, chunks, records, summary, bar, lease)
     finally:
         bar.close()
         summary.exec_seconds = time.perf_counter() - t_exec
 
 
-def _drain(pool, todo, spec, loc, chunks, records, summary, bar) -> None:
-    """Run every chunk of `todo` on `pool`, keeping it full; record results; save the manifest now and then."""
+def _drain(pool, todo, spec, loc, chunks, records, summary, bar, lease) -> None:
+    """Run every chunk of `todo` on `pool`, keeping it full; record results; save the manifest now and then.
+
+    A chunk whose part could not be written stops the submitting: the chunks in flight finish (so no
+    worker is left writing), then StoreIOError with the first failure's message."""
     pending = list(reversed(todo))
     in_flight: dict = {}
     last_manifest = time.monotonic()
-    while pending or in_flight:
-        while pending and len(in_flight) < pool.capacity:
+    io_error: str | None = None
+    deadline = None
+    while (pending and io_error is None) or in_flight:
+        lease.check()
+        if io_error is not None and deadline is None:
+            deadline = time.monotonic() + IN_FLIGHT_WAIT_S
+        if deadline is not None and time.monotonic() > deadline:
+            break
+        while pending and io_error is None and len(in_flight) < pool.capacity:
             c = pending.pop()
             in_flight[pool.submit(c)] = c
         done, _ = ray.wait(list(in_flight), num_returns=1, timeout=1.0)
@@ -233,13 +341,18 @@ def _drain(pool, todo, spec, loc, chunks, records, summary, bar) -> None:
             except (ray.exceptions.RayError, OSError) as e:
                 summary.failed.append(f"{c.model} {c.source} chunk {c.chunk_id} [{c.start}, {c.stop}): {e}")
                 continue
+            if "io_error" in rec:
+                io_error = io_error or rec["io_error"]
+                continue
             records[c.chunk_id] = rec
             summary.computed += 1
             summary.task_seconds += rec.get("total_s", 0.0)
             bar.update(c.points)
-        if time.monotonic() - last_manifest > MANIFEST_EVERY_S:
+        if io_error is None and time.monotonic() - last_manifest > MANIFEST_EVERY_S:
             write_manifest(loc, _manifest(spec, chunks, records))
             last_manifest = time.monotonic()
+    if io_error is not None:
+        raise StoreIOError(None, io_error)
 
 
 def _manifest(spec: SweepSpec, chunks: list[Chunk], records: dict) -> dict:

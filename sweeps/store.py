@@ -3,25 +3,33 @@
     OUT/<sweep>/model=<name>/part-<chunk_id>.parquet
     OUT/<sweep>/manifest.json
     OUT/<sweep>/spec.toml
+    OUT/<sweep>/slurm.json          Slurm submissions of the sweep (memsweep submit --slurm)
 
 A part is written whole or not at all: under a temporary name and renamed on a
 local filesystem, one PUT on an object store. A reader never sees half a part.
+A write that fails (no space, no permission, an I/O error) removes its temporary
+file and raises StoreIOError naming the file; object-store requests that fail
+transiently (HTTP 5xx, SlowDown/throttling, timeouts) are retried with backoff.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import io
 import json
 import os
+import re
+import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from .exceptions import DatasetError, UsageError
+from .exceptions import DatasetError, StoreIOError, UsageError
 
 SCHEMA_VERSION = "2"
 # Schema history:
@@ -30,8 +38,19 @@ SCHEMA_VERSION = "2"
 #      metrics (null on modeled rows); env_kernel_release, env_thp_mode, env_caches
 MANIFEST = "manifest.json"
 SPEC_FILE = "spec.toml"
+SUBMISSIONS = "slurm.json"  # written at submit time, before any manifest; every manifest carries it as "slurm"
 IDENTITY_COLUMNS = ("sweep", "model", "model_version", "profile", "source", "point_id", "chunk_id", "status",
                     "reason")
+TEMP_PREFIX = ".tmp-"  # every temporary file of a write starts with it (and lives beside its target)
+# Object-store retries: 5 tries, waiting 0.2, 0.4, 0.8, 1.6 s between them (at most 3 s), on top of
+# the AWS SDK's own attempts inside each pyarrow call. Only errors that read as transient are retried.
+RETRY_TRIES = 5
+RETRY_FIRST_S, RETRY_MAX_S = 0.2, 3.0
+TRANSIENT = re.compile(
+    r"SLOW_?DOWN|THROTTL|TOO_MANY_REQUESTS|REQUEST_?TIMEOUT|SERVICE_?UNAVAILABLE|INTERNAL_?(FAILURE|ERROR)"
+    r"|HTTP (response|status)? ?code:? ?5\d\d|timed out|timeout|NETWORK_CONNECTION|connection",
+    re.IGNORECASE,
+)
 PROVENANCE_COLUMNS = ("env_host", "env_cpu_model", "env_caches", "env_thp_mode", "env_kernel_release",
                       "env_memsweep_version", "env_git_sha", "env_ray_node_id")
 
@@ -71,27 +90,103 @@ def locate(out: str, sweep: str | None = None) -> Location:
     return Location(fs=fs, root=root, uri=uri + sep + query)
 
 
+def describe_os_error(e: OSError) -> str:
+    """One line for an OSError: the errno's name for local faults, the first line of pyarrow's text otherwise."""
+    if e.errno in (errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EPERM, errno.EIO, errno.EROFS):
+        return os.strerror(e.errno).lower()
+    text = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+    return text[:300]
+
+
+def retrying(loc: Location, what: str, path: str, fn: Callable):
+    """fn() with object-store transient errors retried (RETRY_TRIES, exponential backoff); any other
+    OSError, or the last transient one, becomes StoreIOError("<what> <path> failed: <why>")."""
+    delay = RETRY_FIRST_S
+    for attempt in range(1, RETRY_TRIES + 1):
+        try:
+            return fn()
+        except StoreIOError:
+            raise
+        except FileNotFoundError:
+            raise
+        except OSError as e:
+            transient = not loc.is_local and bool(TRANSIENT.search(str(e)))
+            if transient and attempt < RETRY_TRIES:
+                time.sleep(delay)
+                delay = min(2 * delay, RETRY_MAX_S)
+                continue
+            tries = f" after {attempt} tries" if transient else ""
+            raise StoreIOError(e.errno, f"{what} {_display(loc, path)} failed{tries}: {describe_os_error(e)}") from None
+    raise AssertionError("unreachable")
+
+
+def _display(loc: Location, path: str) -> str:
+    """A path as the user named it: the URI's scheme and options kept for object stores."""
+    if loc.is_local or not path.startswith(loc.root.rstrip("/")):
+        return path
+    base, sep, query = loc.uri.partition("?")
+    return base + path[len(loc.root.rstrip("/")):]
+
+
 def exists(loc: Location, path: str) -> bool:
-    return loc.fs.get_file_info(path).type != pafs.FileType.NotFound
+    return retrying(loc, "reading", path, lambda: loc.fs.get_file_info(path).type != pafs.FileType.NotFound)
 
 
 def write_bytes(loc: Location, path: str, data: bytes) -> None:
-    """Write a whole file atomically: temp name + rename locally, one PUT on object stores."""
-    parent = path.rsplit("/", 1)[0]
-    loc.fs.create_dir(parent, recursive=True)
+    """Write a whole file atomically: temp name + rename locally, one PUT on object stores.
+
+    On failure nothing is left behind (the temp file is removed) and StoreIOError names the file."""
+    parent, name = path.rsplit("/", 1)
     if not loc.is_local:
-        with loc.fs.open_output_stream(path) as f:
-            f.write(data)
+        def put() -> None:
+            loc.fs.create_dir(parent, recursive=True)
+            with loc.fs.open_output_stream(path) as f:
+                f.write(data)
+
+        retrying(loc, "writing", path, put)
         return
-    tmp = f"{parent}/.tmp-{uuid.uuid4().hex}-{path.rsplit('/', 1)[1]}"
-    with loc.fs.open_output_stream(tmp) as f:
-        f.write(data)
-    loc.fs.move(tmp, path)
+    tmp = f"{parent}/{TEMP_PREFIX}{uuid.uuid4().hex}-{name}"
+
+    def write_and_rename() -> None:
+        loc.fs.create_dir(parent, recursive=True)
+        try:
+            with loc.fs.open_output_stream(tmp) as f:
+                f.write(data)
+            loc.fs.move(tmp, path)
+        except BaseException:
+            remove_quietly(loc, tmp)
+            raise
+
+    retrying(loc, "writing", path, write_and_rename)
+
+
+def remove_quietly(loc: Location, path: str) -> None:
+    """Delete a file if it is there; cleanup after a failure must not raise a second error."""
+    try:
+        loc.fs.delete_file(path)
+    except OSError:
+        pass
+
+
+def remove_temp_files(loc: Location) -> int:
+    """Delete the temporary files (.tmp-*) writes left in the sweep folder and its model folders
+    (a worker killed mid-write leaves one); only the lease holder calls this. Returns how many."""
+    if not loc.is_local or not exists(loc, loc.root):
+        return 0
+    n = 0
+    for info in loc.fs.get_file_info(pafs.FileSelector(loc.root, recursive=True)):
+        if info.type == pafs.FileType.File and info.base_name.startswith(TEMP_PREFIX):
+            remove_quietly(loc, info.path)
+            n += 1
+    return n
 
 
 def read_text(loc: Location, path: str) -> str:
-    with loc.fs.open_input_stream(path) as f:
-        return f.read().decode()
+    def read() -> str:
+        with loc.fs.open_input_stream(path) as f:
+            return f.read().decode()
+
+    return retrying(loc, "reading", path, read)
 
 
 def parquet_bytes(table: pa.Table) -> bytes:
@@ -156,9 +251,37 @@ def read_manifest(loc: Location) -> dict | None:
 
 
 def write_manifest(loc: Location, manifest: dict) -> None:
+    submissions = read_submissions(loc)
+    if submissions:
+        manifest = {**manifest, "slurm": submissions}
     write_bytes(loc, loc.path(MANIFEST), json.dumps(manifest, indent=1, sort_keys=True).encode())
 
 
-def delete_sweep(loc: Location) -> None:
-    if exists(loc, loc.root):
-        loc.fs.delete_dir(loc.root)
+def read_submissions(loc: Location) -> dict | None:
+    """OUT/<sweep>/slurm.json: {"jobs": [...]}, one record per `submit --slurm` (job id, script, options)."""
+    path = loc.path(SUBMISSIONS)
+    if not exists(loc, path):
+        return None
+    try:
+        return json.loads(read_text(loc, path))
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise DatasetError(f"{loc.uri}/{SUBMISSIONS} is not valid JSON ({e}); delete it to forget the Slurm jobs.") from None
+
+
+def add_submission(loc: Location, record: dict) -> None:
+    """Append one Slurm submission to OUT/<sweep>/slurm.json (earlier ones are kept)."""
+    jobs = (read_submissions(loc) or {}).get("jobs", [])
+    write_bytes(loc, loc.path(SUBMISSIONS), json.dumps({"jobs": [*jobs, record]}, indent=1).encode())
+
+
+def delete_sweep(loc: Location, keep: tuple[str, ...] = ()) -> None:
+    """Delete OUT/<sweep>'s contents except the top-level files named in `keep` (the lease)."""
+    if not exists(loc, loc.root):
+        return
+    for info in loc.fs.get_file_info(pafs.FileSelector(loc.root, recursive=False)):
+        if info.base_name in keep:
+            continue
+        if info.type == pafs.FileType.Directory:
+            retrying(loc, "deleting", info.path, lambda p=info.path: loc.fs.delete_dir(p))
+        else:
+            retrying(loc, "deleting", info.path, lambda p=info.path: loc.fs.delete_file(p))

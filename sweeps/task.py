@@ -19,6 +19,7 @@ from workers.profiles import Profile
 
 from .grid import Grid, decode
 from .plan import Chunk
+from .exceptions import StoreIOError
 from .provenance import host_provenance
 from .store import IDENTITY_COLUMNS, PROVENANCE_COLUMNS, SCHEMA_VERSION, Location, write_part
 
@@ -72,7 +73,8 @@ def measured(model, params: pl.DataFrame, how: dict) -> pl.DataFrame:
 
 
 def run_chunk(cfg: TaskConfig, chunk: Chunk, node_id: str = "") -> dict:
-    """Compute and write one chunk; return its manifest record."""
+    """Compute and write one chunk; return its manifest record, or {"io_error": message} when the
+    part could not be written (the message reaches the driver as it is, not as a Ray traceback)."""
     t0 = time.perf_counter()
     frame = chunk_frame(cfg, chunk, node_id)
     table = frame.to_arrow()
@@ -84,7 +86,10 @@ def run_chunk(cfg: TaskConfig, chunk: Chunk, node_id: str = "") -> dict:
         "memsweep.provenance": json.dumps({k: frame[k][0] for k in PROVENANCE_COLUMNS} if frame.height else {}),
     }
     table = table.replace_schema_metadata({**(table.schema.metadata or {}), **kv})
-    record = write_part(cfg.location, chunk.model, chunk.chunk_id, table)
+    try:
+        record = write_part(cfg.location, chunk.model, chunk.chunk_id, table)
+    except StoreIOError as e:
+        return {"io_error": str(e), "chunk_id": chunk.chunk_id}
     counts = frame["status"].value_counts()
     record.update(
         chunk_id=chunk.chunk_id, model=chunk.model, source=chunk.source, start=chunk.start, stop=chunk.stop,

@@ -50,10 +50,16 @@ def stop_sessions(sids: list[int]) -> None:
         except (ProcessLookupError, PermissionError, psutil.Error):
             pass
     for p in procs:
-        p.terminate()
+        try:
+            p.terminate()
+        except psutil.NoSuchProcess:  # it ended on its own between the listing and now
+            pass
     _, alive = psutil.wait_procs(procs, timeout=15)
     for p in alive:
-        p.kill()
+        try:
+            p.kill()
+        except psutil.NoSuchProcess:
+            pass
 
 
 MEASURED_SPEC = """name = "measured-cluster"

@@ -1,0 +1,209 @@
+"""`memsweep submit --slurm`: a sweep as one Slurm batch job that brings its own Ray cluster.
+
+The batch script (written here, given to `sbatch` on its stdin) starts a Ray head on the first
+node of the allocation and a Ray node on each other one (srun steps of `sweeps.slurm_node`,
+the pattern of Ray's Slurm deployment guide), runs `memsweep run SPEC --address HEAD --out OUT`
+on the first node, and stops every Ray process of the job when it ends or is cancelled.
+
+Ray's token authentication is on: a fresh token per job travels only in sbatch's environment
+(`--export=ALL`), never in the script, a file, a command line or the output. Each submission
+(job id, script, options) is appended to OUT/<sweep>/slurm.json, which every manifest the job
+writes carries as "slurm"; `memsweep status` shows the job's Slurm state.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+
+from .exceptions import UsageError
+from .spec import load_spec
+from .store import Location, add_submission, delete_sweep, exists, locate, read_submissions
+
+TERMINAL = {"COMPLETED", "CANCELLED", "FAILED", "TIMEOUT", "NODE_FAIL", "PREEMPTED", "OUT_OF_MEMORY",
+            "BOOT_FAIL", "DEADLINE"}
+POLL_S = 2.0
+LOST_AFTER_S = 60.0  # --wait gives up when neither squeue nor sacct knows the job for this long
+TOKEN_PLACEHOLDER = "<generated per job at submission; in the job's environment only>"
+
+SCRIPT = """\
+#!/bin/bash
+{directives}
+# memsweep submit --slurm: a Ray head on the allocation's first node and a Ray node on each other
+# one (srun steps), then `memsweep run` against that cluster on the first node; every Ray process
+# of the job is stopped when the script ends or the job is cancelled (scancel: SIGTERM).
+# RAY_AUTH_MODE=token, RAY_AUTH_TOKEN={token}
+set -u
+: "${{RAY_AUTH_TOKEN:?must come in the job environment: submit with memsweep submit --slurm}}"
+export RAY_AUTH_MODE=token RAY_USAGE_STATS_ENABLED=0
+python={python}
+mapfile -t nodes < <(scontrol show hostnames "$SLURM_JOB_NODELIST")
+head_ip=$("$python" -m sweeps.slurm_node address "${{nodes[0]}}") || exit 1
+port=$("$python" -m sweeps.slurm_node free-port "$head_ip") || exit 1
+address="$head_ip:$port"
+children=() steps=()
+stop_ray() {{
+  trap - EXIT TERM INT
+  kill -TERM "${{children[@]}}" 2>/dev/null
+  # SIGTERM to the Ray steps' tasks (not to this batch step): each stops its node and exits. A SIGTERM
+  # to srun itself would make it kill its step one second later.
+  scancel --signal=TERM "$SLURM_JOB_ID" 2>/dev/null || kill -TERM "${{steps[@]}}" 2>/dev/null
+  wait
+}}
+trap 'rc=$?; stop_ray; exit $rc' EXIT
+trap 'exit 143' TERM INT
+# in the background, so that a SIGTERM is handled at once, not when the command ends
+run() {{ "$@" & children+=($!); wait $!; }}
+echo "memsweep: Ray head on ${{nodes[0]}} at $address; $((${{#nodes[@]}} - 1)) more node(s)"
+srun --nodes=1 --ntasks=1 --nodelist="${{nodes[0]}}" "$python" -m sweeps.slurm_node head --address "$address" &
+steps+=($!)
+for node in "${{nodes[@]:1}}"; do
+  srun --nodes=1 --ntasks=1 --nodelist="$node" "$python" -m sweeps.slurm_node worker --address "$address" &
+  steps+=($!)
+done
+run "$python" -m sweeps.slurm_node wait --address "$address" --nodes "${{#nodes[@]}}" || exit 1
+run "$python" -m sweeps.cli run {spec} --address "$address" --out {out} --quiet --wait-lease
+"""
+
+
+@dataclass(frozen=True, kw_only=True)
+class SlurmOptions:
+    """What the job asks Slurm for; validated on construction."""
+
+    nodes: int = 1
+    partition: str | None = None
+    time: str | None = None
+    account: str | None = None
+    sbatch_args: tuple[str, ...] = ()
+
+    def __post_init__(self):
+        if not isinstance(self.nodes, int) or self.nodes < 1:
+            raise UsageError(f"'--nodes' must be a positive integer (got {self.nodes!r}).")
+        for name in ("partition", "time", "account"):
+            value = getattr(self, name)
+            if value is not None and (not value.strip() or any(c.isspace() for c in value)):
+                raise UsageError(f"'--{name}' must be one word (got {value!r}).")
+        for arg in self.sbatch_args:
+            if not arg.startswith("-") or "\n" in arg:
+                raise UsageError(f"'--sbatch-arg' must be one sbatch option such as --sbatch-arg=--exclusive (got {arg!r}).")
+
+    def directives(self, sweep: str, log: str | None) -> list[str]:
+        lines = [f"--job-name=memsweep-{sweep}", f"--nodes={self.nodes}", "--ntasks-per-node=1"]
+        lines += [f"--{n}={v}" for n in ("partition", "time", "account") if (v := getattr(self, n)) is not None]
+        lines += list(self.sbatch_args)
+        if log:
+            lines.append(f"--output={log}")
+        lines.append("--export=ALL")
+        return [f"#SBATCH {line}" for line in lines]
+
+
+def render_script(*, spec: str, sweep: str, out: str, options: SlurmOptions, log: str | None,
+                  python: str = sys.executable, token: str = TOKEN_PLACEHOLDER) -> str:
+    """The batch script; the token line is only a note (the token itself is in the environment)."""
+    return SCRIPT.format(directives="\n".join(options.directives(sweep, log)), token=token,
+                         python=shlex.quote(python), spec=shlex.quote(spec), out=shlex.quote(out))
+
+
+def submit_slurm(spec: str, out: str | None, options: SlurmOptions, *, wait: bool, dry_run: bool) -> int:
+    """Write the batch script and sbatch it (or print it); with wait, follow the job to its end."""
+    if not out:
+        raise UsageError("'--out' must be given with '--slurm': a folder every node of the allocation can "
+                         "write (a shared file system) or an object-store URI such as s3://bucket/prefix.")
+    parsed = load_spec(spec)  # a bad spec never reaches the queue
+    spec_ref = os.path.abspath(spec) if os.path.isfile(spec) else spec  # a file, or a shipped spec's name
+    out = out if "://" in out else os.path.abspath(out)
+    loc = locate(out, parsed.name)
+    log = os.path.join(loc.root, "slurm-%j.out") if loc.is_local else None
+    script = render_script(spec=spec_ref, sweep=parsed.name, out=out, options=options, log=log)
+    if dry_run:
+        print(script, end="")
+        return 0
+    sbatch = shutil.which("sbatch")
+    if sbatch is None:
+        raise UsageError("'--slurm' needs Slurm's sbatch on PATH (not found): submit from a Slurm login node, "
+                         "or see the script with --dry-run.")
+    from .runner import check_spec
+
+    check_spec(loc, parsed)  # a folder of another spec is refused now, not once the job runs
+    created = not exists(loc, loc.root)
+    if loc.is_local:
+        loc.fs.create_dir(loc.root, recursive=True)  # Slurm opens the job's log there as the job starts
+    env = {**os.environ, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32)}
+    r = subprocess.run([sbatch, "--parsable", "--export=ALL"], input=script, env=env, capture_output=True,
+                       text=True, timeout=120)
+    if r.returncode != 0:
+        if created:
+            delete_sweep(loc)
+        said = " / ".join(line for line in (r.stderr or r.stdout).splitlines() if line.strip())
+        raise UsageError(f"sbatch refused the job (exit {r.returncode}): {said}")
+    job_id = r.stdout.strip().split(";")[0]
+    add_submission(loc, {
+        "job_id": job_id, "submitted": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "nodes": options.nodes, "partition": options.partition, "time": options.time,
+        "account": options.account, "sbatch_args": list(options.sbatch_args),
+        "log": log.replace("%j", job_id) if log else None, "script": script,
+    })
+    print(f"submitted {parsed.name} as Slurm job {job_id} ({options.nodes} node(s)); output: {out}")
+    if not wait:
+        print(f"follow it with: memsweep status {loc.uri}")
+        return 0
+    state = follow(job_id)
+    where = f"; its log: {log.replace('%j', job_id)}" if log else ""
+    if state == "COMPLETED":
+        print(f"Slurm job {job_id}: COMPLETED{where}")
+        return 0
+    print(f"memsweep submit: Slurm job {job_id} ended {state}{where}; submit again to resume.", file=sys.stderr)
+    return 1
+
+
+def job_state(job_id: str) -> str | None:
+    """PENDING, RUNNING, COMPLETED, CANCELLED, FAILED, ... from squeue (which keeps ended jobs for
+    MinJobAge), else from sacct; None when neither knows the job or neither is installed."""
+    for cmd in (["squeue", "-h", "-j", job_id, "-t", "all", "-o", "%T"],
+                ["sacct", "-n", "-X", "-P", "-j", job_id, "-o", "State"]):
+        exe = shutil.which(cmd[0])
+        if exe is None:
+            continue
+        try:
+            r = subprocess.run([exe, *cmd[1:]], capture_output=True, text=True, timeout=30)
+        except subprocess.TimeoutExpired:
+            continue
+        if r.returncode == 0 and r.stdout.split():
+            return r.stdout.split()[0]  # sacct says "CANCELLED by 0"
+    return None
+
+
+def follow(job_id: str) -> str:
+    """Poll the job's state until it is terminal; print each change."""
+    last, lost_since = None, None
+    while True:
+        state = job_state(job_id)
+        if state is None:
+            lost_since = lost_since or time.monotonic()
+            if time.monotonic() - lost_since > LOST_AFTER_S:
+                return "UNKNOWN (neither squeue nor sacct knows it)"
+        else:
+            lost_since = None
+            if state != last:
+                print(f"Slurm job {job_id}: {state}", flush=True)
+                last = state
+            if state in TERMINAL:
+                return state
+        time.sleep(POLL_S)
+
+
+def status_lines(loc: Location) -> list[str]:
+    """The latest Slurm job of the sweep and its state, or nothing when it was never submitted to Slurm."""
+    jobs = (read_submissions(loc) or {}).get("jobs", [])
+    if not jobs:
+        return []
+    job = jobs[-1]
+    state = job_state(job["job_id"]) or "state unknown (not in squeue or sacct)"
+    log = f"; log {job['log']}" if job.get("log") else ""
+    return [f"Slurm job {job['job_id']}: {state} (submitted {job['submitted']}, {job['nodes']} node(s){log})"]

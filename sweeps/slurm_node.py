@@ -1,0 +1,196 @@
+"""One Ray node inside a Slurm allocation: the steps of the batch script `memsweep submit --slurm` writes.
+
+    python -m sweeps.slurm_node address NODE                         # NODE's Slurm NodeAddr, as an IPv4 address
+    python -m sweeps.slurm_node free-port IP                         # a TCP port nothing listens on, on IP
+    python -m sweeps.slurm_node head --address IP:PORT               # (srun, first node) the Ray head, GCS on PORT
+    python -m sweeps.slurm_node worker --address IP:PORT             # (srun, other nodes) a Ray node joining it
+    python -m sweeps.slurm_node wait --address IP:PORT --nodes N     # until N Ray nodes are alive
+
+A node binds to its own NodeAddr and takes ports that are free on it (several slurmd may share a
+host), keeps Ray's files under $TMPDIR/msray-<job>-<node>, and runs `ray start --block` in a
+session of its own. On SIGTERM (scancel, or the batch script ending) it stops `ray start`, then
+every process left in that session or naming its temp folder: no Ray process of the job outlives
+its step. Nothing here uses `ray stop`, which would stop every Ray of the user on the host.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+JOIN_WAIT_S = 300.0  # a worker waits this long for the head's GCS port; `wait` for all nodes
+TERM_GRACE_S = 0.4  # after SIGTERM, the node's processes get this long before SIGKILL
+STOP_WAIT_S = 10.0
+TEMP_PREFIX = "msray"
+MAX_TEMP_DIR = 40  # Ray's unix socket paths (session dir + sockets/...) must stay under 108 bytes
+
+
+def node_address(node: str) -> str:
+    """The IPv4 address Slurm reaches `node` at (its NodeAddr; the node name when none is set)."""
+    r = subprocess.run(["scontrol", "show", "node", node, "-o"], capture_output=True, text=True)
+    m = re.search(r"\bNodeAddr=(\S+)", r.stdout)
+    addr = m.group(1) if m else node
+    return socket.getaddrinfo(addr, None, socket.AF_INET)[0][4][0]
+
+
+def free_port(ip: str) -> int:
+    with socket.socket() as s:
+        s.bind((ip, 0))
+        return s.getsockname()[1]
+
+
+def temp_dir() -> str:
+    """$TMPDIR/msray-<job>-<node> (/tmp when $TMPDIR is too long for Ray's socket paths)."""
+    base = tempfile.gettempdir()
+    if len(base) > MAX_TEMP_DIR:
+        base = "/tmp"
+    return os.path.join(base, f"{TEMP_PREFIX}-{os.environ.get('SLURM_JOB_ID', os.getpid())}-"
+                              f"{os.environ.get('SLURMD_NODENAME', socket.gethostname())}")
+
+
+def ray_args(head: bool, address: str, ip: str, temp: str) -> list[str]:
+    """`ray start` arguments: this node's address, its own free ports, the dashboard off."""
+    from .runner import OBJECT_STORE_BYTES  # imports Ray: only the steps that start a node pay for it
+
+    cpus = os.environ.get("SLURM_CPUS_ON_NODE") or str(os.cpu_count())
+    args = ["start", "--block", f"--node-ip-address={ip}", f"--temp-dir={temp}", f"--num-cpus={cpus}",
+            f"--object-store-memory={OBJECT_STORE_BYTES}", "--disable-usage-stats"]
+    for opt in ("node-manager-port", "object-manager-port", "dashboard-agent-listen-port",
+                "dashboard-agent-grpc-port", "runtime-env-agent-port", "metrics-export-port"):
+        args.append(f"--{opt}={free_port(ip)}")
+    if head:
+        port = address.rsplit(":", 1)[1]
+        return [*args, "--head", f"--port={port}", "--include-dashboard=false",
+                f"--ray-client-server-port={free_port(ip)}"]
+    return [*args, f"--address={address}"]
+
+
+def wait_for_port(address: str, timeout: float) -> bool:
+    host, port = address.rsplit(":", 1)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection((host, int(port)), timeout=2.0):
+                return True
+        except OSError:
+            time.sleep(1.0)
+    return False
+
+
+def run_node(head: bool, address: str) -> int:
+    """Run `ray start --block` until it ends or we are signalled; then leave no process of it behind."""
+    ip = node_address(os.environ["SLURMD_NODENAME"]) if "SLURMD_NODENAME" in os.environ else address.rsplit(":", 1)[0]
+    if not head and not wait_for_port(address, JOIN_WAIT_S):
+        print(f"memsweep slurm node: the Ray head at {address} did not answer in {JOIN_WAIT_S:.0f} s", file=sys.stderr)
+        return 1
+    temp = temp_dir()
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, lambda *_: stop.set())
+    ray = Path(sys.executable).with_name("ray")
+    proc = subprocess.Popen([str(ray) if ray.exists() else "ray", *ray_args(head, address, ip, temp)],
+                            start_new_session=True)
+    try:
+        while not stop.is_set() and proc.poll() is None:
+            stop.wait(1.0)
+    finally:
+        stop_node(proc, temp)
+    return 0 if stop.is_set() else (proc.returncode or 1)
+
+
+def stop_node(proc: subprocess.Popen, temp: str) -> None:
+    """SIGTERM every process of the node (the session of `ray start`, or naming its temp folder),
+    SIGKILL what is left a moment later, until none is left. Quick on purpose: when a job is
+    cancelled, srun follows its SIGTERM to this step with a SIGKILL one second later."""
+    start = time.monotonic()
+    while left := leftovers(proc.pid, temp):
+        elapsed = time.monotonic() - start
+        if elapsed > STOP_WAIT_S:
+            print(f"memsweep slurm node: processes {left} did not stop", file=sys.stderr)
+            break
+        sig = signal.SIGTERM if elapsed < TERM_GRACE_S else signal.SIGKILL
+        for pid in left:
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
+        time.sleep(0.05)
+        proc.poll()  # reap `ray start`, our child
+
+
+def leftovers(sid: int, temp: str) -> list[int]:
+    """Processes of session `sid`, or whose command line names `temp` (Ray passes its session
+    folder to every process it starts), other than this one."""
+    found, mark = [], temp.encode()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                stat = f.read().rsplit(b")", 1)[1].split()
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                cmdline = f.read()
+        except OSError:
+            continue
+        if stat[0] == b"Z":
+            continue
+        if int(stat[3]) == sid or mark + b"/" in cmdline or mark + b"\0" in cmdline:
+            found.append(int(entry))
+    return found
+
+
+def wait_for_nodes(address: str, nodes: int, timeout: float) -> int:
+    """Return 0 once `nodes` Ray nodes are alive in the cluster at `address`, 1 after `timeout`."""
+    if not wait_for_port(address, timeout):
+        print(f"memsweep slurm: the Ray head at {address} did not start in {timeout:.0f} s", file=sys.stderr)
+        return 1
+    import ray
+
+    ray.init(address=address, logging_level="WARNING", log_to_driver=False)
+    try:
+        deadline = time.monotonic() + timeout
+        while (alive := sum(n["Alive"] for n in ray.nodes())) < nodes:
+            if time.monotonic() > deadline:
+                print(f"memsweep slurm: {alive} of {nodes} Ray nodes joined in {timeout:.0f} s", file=sys.stderr)
+                return 1
+            time.sleep(1.0)
+    finally:
+        ray.shutdown()
+    print(f"memsweep slurm: Ray cluster at {address} with {nodes} nodes")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m sweeps.slurm_node")
+    sub = p.add_subparsers(dest="cmd", required=True)
+    sub.add_parser("address").add_argument("node")
+    sub.add_parser("free-port").add_argument("ip")
+    for name in ("head", "worker"):
+        sub.add_parser(name).add_argument("--address", required=True)
+    w = sub.add_parser("wait")
+    w.add_argument("--address", required=True)
+    w.add_argument("--nodes", type=int, required=True)
+    w.add_argument("--timeout", type=float, default=JOIN_WAIT_S)
+    args = p.parse_args(argv)
+    if args.cmd == "address":
+        print(node_address(args.node))
+        return 0
+    if args.cmd == "free-port":
+        print(free_port(args.ip))
+        return 0
+    if args.cmd == "wait":
+        return wait_for_nodes(args.address, args.nodes, args.timeout)
+    return run_node(args.cmd == "head", args.address)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

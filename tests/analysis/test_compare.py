@@ -1,0 +1,251 @@
+"""`memsweep compare A B`: B/A per point_id, `~` within the noise, aggregation, one-side points, errors, the page."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from analysis.compare import MAX_POINTS, TOP, compare, default_name, parse_sources, text
+from analysis.figures_compare import write
+from analysis.exceptions import AnalysisError
+from tests.analysis.conftest import write_sweep
+from tests.conftest import memsweep, tree_state
+
+# The RFC's lat_mem_rd rows (7 working sets x PTE / PMD) on the seed machine, and again in a guest whose
+# host backs memory with 4 KiB pages (profile guest_4k_host): the same 14 point_ids.
+PFNMAP_SPEC = """
+name = "{name}"
+description = "pfnmap lat_mem_rd rows, profile {profile}"
+models = ["pfnmap"]
+profile = "{profile}"
+
+[axes.pfnmap]
+namespace_size = ["4GiB"]
+working_set = {{ from = "64MiB", to = "4GiB", scale = "log2" }}
+align = ["1GiB"]
+compound_order = [0, 9]
+arch = ["arm64"]
+access = ["lat_mem_rd_random"]
+"""
+GiB = 1 << 30
+
+
+@pytest.fixture(scope="module")
+def profile_pair(tmp_path_factory) -> tuple[str, str]:
+    """The small pfnmap spec run for real twice (embedded Ray, 1 CPU): profile seed (A), guest_4k_host (B)."""
+    root = tmp_path_factory.mktemp("profiles")
+    out = []
+    for name, profile in (("pfn-seed", "seed"), ("pfn-guest", "guest_4k_host")):
+        spec = root / f"{name}.toml"
+        spec.write_text(PFNMAP_SPEC.format(name=name, profile=profile))
+        r = memsweep("run", str(spec), "--out", str(root), "--cpus", "1", "--no-report", "--quiet")
+        assert r.returncode == 0, r.stderr[-3000:]
+        out.append(str(root / name))
+    return out[0], out[1]
+
+
+def table_rows(out: str, first_col: str) -> tuple[list[str], list[list[str]]]:
+    """The header and body cells (split on the 4-space gaps) of the first table whose header starts so."""
+    lines = out.splitlines()
+    i = next(k for k, line in enumerate(lines) if line.startswith(first_col))
+    body = []
+    for line in lines[i + 2:]:
+        if not line.strip():
+            break
+        body.append(re.split(r"\s{4,}", line.strip()))
+    return re.split(r"\s{4,}", lines[i].strip()), body
+
+
+def test_seed_against_guest_4k_host_gives_a_ratio_table(profile_pair):
+    """14 shared points, one row each: leaf order x working set, A, B, B/A = B / A and improvement (A - B) / A;
+    a guest on 4 KiB host pages is 1.5-2x slower at every point (two-dimensional walks), PMD still beats PTE."""
+    a, b = profile_pair
+    r = memsweep("compare", a, b)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("memsweep compare: A = pfn-seed (profile seed), B = pfn-guest (profile guest_4k_host)")
+    assert "pfnmap ns_per_load, model (A) vs model (B) (lower is better): 14 points: one row per configuration" \
+        in r.stdout
+    header, body = table_rows(r.stdout, "compound_order")
+    assert header == ["compound_order", "working_set", "A", "B", "B/A", "Improvement", "Change"]
+    sizes = ["64MiB", "128MiB", "256MiB", "512MiB", "1GiB", "2GiB", "4GiB"]
+    assert [(row[0], row[1]) for row in body] == [(o, ws) for o in ("PTE (order 0)", "PMD (order 9)") for ws in sizes]
+    guest = {}
+    for order, ws, va, vb, ratio, imp, change in body:
+        x, y = float(va.removesuffix(" ns")), float(vb.removesuffix(" ns"))
+        assert float(ratio) == pytest.approx(y / x, abs=6e-4)
+        assert float(imp.removesuffix("%")) == pytest.approx(100 * (x - y) / x, abs=0.06)
+        assert change == "slower" and 1.5 < y / x < 2.0
+        guest[(order, ws)] = y
+    assert all(guest[("PMD (order 9)", ws)] < guest[("PTE (order 0)", ws)] for ws in sizes)  # PMD still helps
+    assert "14 points compared" in r.stdout and "14 slower" in r.stdout and "only" not in r.stdout
+    page = Path(b) / "report" / "compare-pfn-seed.html"
+    assert r.stdout.rstrip().endswith(f"comparison: {page}") and page.is_file()
+    assert {"compare-pfn-seed.png", "compare-pfn-seed.svg"} <= {p.name for p in page.parent.iterdir()}
+
+
+def memmap_rows(source: str, values: list[float], least: list[float | None] | None = None) -> pl.DataFrame:
+    """memmap rows at namespace sizes 1..n GiB (point_id = index), with measure_min / measure_median if measured."""
+    n = len(values)
+    measured = source == "measured"
+    return pl.DataFrame({
+        "point_id": pl.Series(range(n), dtype=pl.UInt64),
+        "param_namespace_size": [(i + 1) * GiB for i in range(n)], "param_strategy": "template", "source": source,
+        "status": "ok", "metric_init_ms": values,
+        "measure_min": pl.Series(least if measured else [None] * n, dtype=pl.Float64),
+        "measure_median": pl.Series(values if measured else [None] * n, dtype=pl.Float64),
+    })
+
+
+# (modeled value, measured median, measured min, the mark): `~` exactly where the model lies in [min, median]
+TWINS = [(1.0, 1.2, 0.9, "~"), (2.0, 3.0, 2.5, "faster"), (3.0, 3.0, 2.8, "~"), (4.0, 3.5, 3.0, "slower"),
+         (5.0, 5.5, 5.0, "~"), (6.0, 6.6, None, "faster")]
+
+
+def test_measured_sweep_against_its_modeled_twin_marks_the_noise(tmp_path):
+    """--sources measured:model on one sweep: a point is `~` when its modeled value lies inside the measured
+    spread [measure_min, median]; outside it (or with no measure_min) the change is real."""
+    model, median, least, marks = zip(*TWINS)
+    df = pl.concat([memmap_rows("model", list(model)), memmap_rows("measured", list(median), list(least))])
+    sweep = write_sweep(tmp_path, "twin", {"memmap": df})
+    r = memsweep("compare", sweep, sweep, "--sources", "measured:model")
+    assert r.returncode == 0, r.stderr
+    assert "memmap init_ms, measured (A) vs model (B) (lower is better): 6 points" in r.stdout
+    header, body = table_rows(r.stdout, "namespace_size")
+    assert header == ["namespace_size", "A", "B", "B/A", "Improvement", "Change"]
+    assert [row[0] for row in body] == [f"{i}GiB" for i in range(1, 7)]
+    assert [row[-1] for row in body] == list(marks)
+    assert "2 faster, 1 slower, 3 within the noise (~), 0 equal (=)" in r.stdout
+
+
+def test_like_with_like_by_default_measured_spreads_on_both_sides(tmp_path):
+    """Two sweeps with modeled and measured rows: one block per source; measured rows are `~` when the
+    two spreads overlap, modeled rows `=` when equal."""
+    a = pl.concat([memmap_rows("model", [1.0, 2.0, 3.0]), memmap_rows("measured", [1.0, 1.1, 2.0], [0.9, 1.0, 1.9])])
+    b = pl.concat([memmap_rows("model", [1.0, 2.0, 2.0]), memmap_rows("measured", [1.05, 1.3, 1.0], [0.95, 1.2, 0.9])])
+    cmp = compare(write_sweep(tmp_path, "a", {"memmap": a}), write_sweep(tmp_path, "b", {"memmap": b}))
+    assert [(bl.source_a, bl.source_b) for bl in cmp.blocks] == [("model", "model"), ("measured", "measured")]
+    out = text(cmp)
+    first, second = out.split("memmap init_ms, measured (A)")
+    assert [row[-1] for row in table_rows(first, "namespace_size")[1]] == ["=", "=", "faster"]
+    assert [row[-1] for row in table_rows(second, "namespace_size")[1]] == ["~", "slower", "faster"]
+
+
+def grid(factor: dict[int, float], sizes: int = 10, offset: int = 0) -> pl.DataFrame:
+    """pfnmap rows over sizes x leaf orders 0/9/18 x two archs: ns_per_load = 100 x factor[order]."""
+    rows = [(s, o, arch) for s in range(sizes) for o in (0, 9, 18) for arch in ("arm64", "x86_64")]
+    return pl.DataFrame({
+        "point_id": pl.Series([offset + i for i in range(len(rows))], dtype=pl.UInt64),
+        "param_namespace_size": [(s + 1) * GiB for s, _, _ in rows],
+        "param_compound_order": [o for _, o, _ in rows], "param_arch": [a for _, _, a in rows],
+        "source": "model", "status": "ok",
+        "metric_ns_per_load": [100.0 * (1 + s / 100) * factor[o] for s, o, _ in rows],
+    })
+
+
+def test_a_big_comparison_is_aggregated_by_the_axis_that_matters(tmp_path):
+    """60 points (over MAX_POINTS): a summary, B/A grouped by compound_order (it explains all the variation),
+    and the TOP largest changes, not one row per point."""
+    a = write_sweep(tmp_path, "a", {"pfnmap": grid({0: 1.0, 9: 1.0, 18: 1.0})})
+    b = write_sweep(tmp_path, "b", {"pfnmap": grid({0: 1.0, 9: 1.5, 18: 0.5})})
+    out = text(compare(a, b))
+    assert 60 > MAX_POINTS
+    assert ("60 points: B/A grouped by compound_order (together they explain 100% of the variance of log B/A), "
+            f"then the {TOP} largest changes") in out
+    assert "60 points compared: B/A median 1.000 (min 0.500, max 1.500); 20 faster, 20 slower, 0 within the " \
+           "noise (~), 20 equal (=)" in out
+    header, body = table_rows(out, "compound_order")
+    assert header[:5] == ["compound_order", "points", "B/A median", "B/A min", "B/A max"]
+    assert [row[:3] for row in body] == [["PTE (order 0)", "20", "1.000"], ["PMD (order 9)", "20", "1.500"],
+                                         ["PUD (order 18)", "20", "0.500"]]
+    assert [row[5] for row in body] == ["0.0%", "-50.0%", "50.0%"]
+    _, top = table_rows(out, "namespace_size")
+    assert len(top) == TOP and all(row[-1] in ("faster", "slower") for row in top)
+    assert len(out.splitlines()) < 40
+
+
+def test_points_on_one_side_only_are_counted_and_listed(tmp_path):
+    """A has 60 points, B 54 of them and 4 of its own: both counts, and the first ids with their configuration."""
+    a = grid({0: 1.0, 9: 1.0, 18: 1.0})
+    b = pl.concat([grid({0: 1.0, 9: 1.0, 18: 1.0}).head(54), grid({0: 1.0, 9: 1.0, 18: 1.0}, offset=1000).head(4)])
+    out = text(compare(write_sweep(tmp_path, "a", {"pfnmap": a}), write_sweep(tmp_path, "b", {"pfnmap": b})))
+    assert "54 points compared" in out
+    assert "equal at every one of the 54 points: no table" in out
+    assert "ok in A only: 6 points (first 5):\n  54  namespace_size=10GiB, compound_order=PTE (order 0), arch=arm64" \
+        in out and "  59  " not in out
+    assert "ok in B only: 4 points:\n  1000  namespace_size=1GiB, compound_order=PTE (order 0), arch=arm64" in out
+
+
+def test_higher_is_better_metrics_improve_upwards(tmp_path):
+    """GB/s: B twice A is `better` by +100%."""
+    df = lambda v: pl.DataFrame({"param_struct_page_size": [64, 80], "status": "ok", "metric_gbs": v})  # noqa: E731
+    out = text(compare(write_sweep(tmp_path, "a", {"copy": df([4.0, 4.0])}),
+                       write_sweep(tmp_path, "b", {"copy": df([8.0, 4.0])}), metric="gbs"))
+    assert "(higher is better)" in out
+    _, body = table_rows(out, "struct_page_size")
+    assert body[0][-3:] == ["2.000", "100.0%", "better"] and body[1][-1] == "="
+
+
+def pfnmap(n: int = 3, offset: int = 0) -> pl.DataFrame:
+    return grid({0: 1.0, 9: 1.0, 18: 1.0}, offset=offset).head(n)
+
+
+@pytest.mark.parametrize("make, args, message", [
+    (lambda t: (str(t / "nope"), write_sweep(t, "b", {"pfnmap": pfnmap()})), [],
+     r"'A' must be a sweep folder written by 'memsweep run' \(got '.*nope': no such folder\)"),
+    (lambda t: (write_sweep(t, "a", {"pfnmap": pfnmap()}), str(t)), [],
+     r"'B' must hold a manifest.json written by 'memsweep run'"),
+    (lambda t: (write_sweep(t, "a", {"memmap": memmap_rows("model", [1.0])}),
+                write_sweep(t, "b", {"pfnmap": pfnmap()})), [], r"'A' and 'B' must have a model in common \(got A: \['memmap'\], B: \['pfnmap'\]\)"),
+    (lambda t: (write_sweep(t, "a", {"pfnmap": pfnmap()}), write_sweep(t, "b", {"pfnmap": pfnmap(4, offset=100)})), [],
+     r"no shared points: the sweeps evaluate different grids \(A: pfnmap model 3 ok points; B: pfnmap model 4 ok "
+     r"points\)"),
+    (lambda t: (write_sweep(t, "a", {"pfnmap": pfnmap()}), write_sweep(t, "b", {"pfnmap": pfnmap()})),
+     ["--model", "copy"], r"'--model' must be one of the models both sweeps have \['pfnmap'\] \(got 'copy'\)"),
+    (lambda t: (write_sweep(t, "a", {"pfnmap": pfnmap()}), write_sweep(t, "b", {"pfnmap": pfnmap()})),
+     ["--metric", "ms"], r"'--metric' must be a metric of model 'pfnmap' in both sweeps, one of "
+                         r"\['metric_ns_per_load'\] \(got 'ms'\)"),
+    (lambda t: (write_sweep(t, "a", {"pfnmap": pfnmap()}), write_sweep(t, "b", {"pfnmap": pfnmap()})),
+     ["--sources", "measured"], r"'--sources' must be A_SOURCE:B_SOURCE, each one of \['model', 'measured'\]"),
+    (lambda t: (write_sweep(t, "a", {"pfnmap": pfnmap()}), write_sweep(t, "b", {"pfnmap": pfnmap()})),
+     ["--sources", "measured:model"], r"'--sources' must name sources the sweeps have: A 'measured' and B 'model' "
+                                      r"\(pfnmap: A \['model'\], B \['model'\]\)"),
+])
+def test_mismatched_sweeps_and_bad_arguments_exit_2_with_one_message(tmp_path, make, args, message):
+    """Not a sweep, no model in common, no shared points, unknown model / metric, bad sources: one message
+    on stderr, exit 2, nothing written."""
+    a, b = make(tmp_path)
+    before = tree_state(tmp_path)
+    r = memsweep("compare", a, b, *args)
+    assert r.returncode == 2 and r.stdout == "", r.stderr
+    assert re.fullmatch(rf"memsweep compare: error: {message}.*\n", r.stderr, re.S), r.stderr
+    assert tree_state(tmp_path) == before
+
+
+def test_errors_are_analysis_errors(tmp_path):
+    """The API raises AnalysisError (the CLI turns it into exit 2); a source pair parses."""
+    with pytest.raises(AnalysisError, match=r"'A' must be a sweep folder"):
+        compare(str(tmp_path / "x"), str(tmp_path / "y"))
+    assert parse_sources("measured:model") == ("measured", "model") and parse_sources(None) is None
+
+
+def test_the_page_is_self_contained_escaped_and_written_atomically(tmp_path):
+    """--out FILE: the page (figure embedded, figure files beside it), markup from the data escaped, no
+    temporary file left; the default name is compare-<A name>.html made safe for a path."""
+    a = write_sweep(tmp_path, "a<b>x", {"pfnmap": grid({0: 1.0, 9: 1.0, 18: 1.0})})
+    b = write_sweep(tmp_path, "b", {"pfnmap": grid({0: 1.0, 9: 1.5, 18: 0.5})})
+    cmp = compare(a, b)
+    assert default_name(cmp) == "compare-a_b_x.html"
+    out = Path(write(cmp, str(tmp_path / "pages" / "cmp.html")))
+    assert out == tmp_path / "pages" / "cmp.html"
+    assert sorted(p.name for p in out.parent.iterdir()) == ["cmp.html", "cmp.png", "cmp.svg"]
+    page = out.read_text()
+    assert "a<b>x" not in page and "a&lt;b&gt;x" in page
+    assert len(re.findall(r'<img src="data:image/png;base64,[A-Za-z0-9+/=]+"', page)) == 1
+    assert re.findall(r'\bsrc="(?!data:)', page) == [] and re.findall(r'\bhref="(?!#)', page) == []
+    assert "<script" not in page and 'data-figure-count="1"' in page
+    assert "<th>compound_order</th>" in page and "PUD (order 18)" in page
+    default = Path(write(cmp))
+    assert default == Path(b) / "report" / "compare-a_b_x.html" and default.is_file()

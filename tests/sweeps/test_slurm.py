@@ -1,0 +1,177 @@
+"""`memsweep submit --slurm` against a real Slurm on this machine: munged, slurmctld and two slurmd
+(n1, n2; tests/slurm_cluster.py). Each job starts its own Ray head on n1 and a Ray node on n2."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from sweeps.slurm import job_state
+from tests import slurm_cluster
+from tests.conftest import memsweep
+
+BIN = Path(sys.executable).parent
+SPEC = """name = "slurm"
+models = ["probe"]
+plugins = ["tests.support.probe"]
+chunk_points = 20
+[axes.probe]
+i = { from = 0, to = 239, step = 1 }
+delay_ms = [300.0]
+"""
+# 40 chunks of half a second on 2 CPUs: long enough to be cancelled mid-run
+LONG_SPEC = SPEC.replace('"slurm"', '"slurm-long"').replace("to = 239", "to = 799").replace("300.0", "500.0")
+TOKEN = re.compile(r"\b[0-9a-f]{64}\b")  # secrets.token_hex(32)
+CANCEL_WAIT_S = 15.0
+
+
+@pytest.fixture(scope="module")
+def slurm():
+    cluster = slurm_cluster.start({**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}",
+                                   "RAY_USAGE_STATS_ENABLED": "0"})
+    try:
+        yield cluster
+    finally:
+        slurm_cluster.stop(cluster)
+
+
+def submissions(sweep_dir: Path) -> list[dict]:
+    return json.loads((sweep_dir / "slurm.json").read_text())["jobs"]
+
+
+def job_processes(job_id: str) -> list[str]:
+    """Processes of this Slurm job still alive: its environment names the job, or its command line
+    names the Ray temp folders the job's nodes were given (msray-<job>-<node>)."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            env = Path(f"/proc/{pid}/environ").read_bytes()
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
+            state = Path(f"/proc/{pid}/stat").read_bytes().rsplit(b")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state != b"Z" and (f"SLURM_JOB_ID={job_id}\0".encode() in env or f"msray-{job_id}-".encode() in cmd):
+            found.append(f"{pid}: " + cmd.replace(b"\0", b" ").decode(errors="replace")[:200])
+    return found
+
+
+def test_a_two_node_job_runs_the_sweep_on_both_nodes(slurm, spec_file, tmp_path):
+    """submit --slurm --nodes 2 --wait: COMPLETED, a verified dataset whose rows come from the head on n1
+    and the worker on n2, and the job id and script in the manifest, without the token."""
+    out = tmp_path / "out"
+    job = memsweep("submit", str(spec_file(SPEC)), "--slurm", "--nodes", "2", "--out", str(out), "--wait",
+                   env=slurm.env, timeout=600)
+    sweep = out / "slurm"
+    logs = "".join(p.read_text() for p in sweep.glob("slurm-*.out"))
+    assert job.returncode == 0, job.stdout + job.stderr + logs + slurm.log()
+    assert "COMPLETED" in job.stdout
+    check = memsweep("verify", str(sweep), env=slurm.env)
+    assert check.returncode == 0, check.stdout
+    df = pl.read_parquet(sweep / "model=probe" / "*.parquet")
+    assert df.height == 240 and df["point_id"].n_unique() == 240
+    assert df["env_ray_node_id"].n_unique() == 2
+    [record] = submissions(sweep)
+    manifest = json.loads((sweep / "manifest.json").read_text())
+    assert manifest["slurm"]["jobs"] == [record]
+    assert "#SBATCH --nodes=2" in record["script"] and "slurm_node head" in record["script"]
+    assert not TOKEN.search(json.dumps(manifest)) and not TOKEN.search(job.stdout + job.stderr + logs)
+    status = memsweep("status", str(sweep), env=slurm.env)
+    assert f"Slurm job {record['job_id']}: COMPLETED" in status.stdout
+
+
+def test_a_cancelled_job_leaves_no_ray_process_and_a_resubmission_completes(slurm, spec_file, tmp_path, monkeypatch):
+    """scancel mid-run: within 15 s no process of the job is left; status says CANCELLED; submitting
+    again resumes and completes with every row once (verify)."""
+    monkeypatch.setenv("SLURM_CONF", slurm.env["SLURM_CONF"])  # for squeue, run from this process
+    spec, out = str(spec_file(LONG_SPEC)), tmp_path / "out"
+    sweep = out / "slurm-long"
+    first = memsweep("submit", spec, "--slurm", "--nodes", "2", "--out", str(out), env=slurm.env)
+    assert first.returncode == 0, first.stdout + first.stderr
+    job_id = submissions(sweep)[-1]["job_id"]
+    deadline = time.monotonic() + 300
+    while len(list(sweep.glob("model=probe/part-*.parquet"))) < 4:
+        assert time.monotonic() < deadline, "".join(p.read_text() for p in sweep.glob("slurm-*.out")) + slurm.log()
+        time.sleep(0.5)
+    running = memsweep("status", str(sweep), env=slurm.env)
+    assert f"Slurm job {job_id}: RUNNING" in running.stdout, running.stdout + running.stderr
+    assert job_processes(job_id)
+    subprocess.run(["scancel", job_id], env=slurm.env, check=True)
+    deadline = time.monotonic() + CANCEL_WAIT_S
+    while (left := job_processes(job_id)) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not left, "\n".join(left)
+    while (state := job_state(job_id)) != "CANCELLED" and time.monotonic() < deadline:
+        time.sleep(0.5)  # COMPLETING until slurmd reports every step gone
+    assert state == "CANCELLED"
+    assert f"Slurm job {job_id}: CANCELLED" in memsweep("status", str(sweep), env=slurm.env).stdout
+    done = len(list(sweep.glob("model=probe/part-*.parquet")))
+    assert 4 <= done < 40
+
+    again = memsweep("submit", spec, "--slurm", "--nodes", "2", "--out", str(out), "--wait", env=slurm.env,
+                     timeout=600)
+    assert again.returncode == 0, again.stdout + again.stderr + slurm.log()
+    check = memsweep("verify", str(sweep), env=slurm.env)
+    assert check.returncode == 0, check.stdout
+    df = pl.read_parquet(sweep / "model=probe" / "*.parquet")
+    assert df.height == 800 and df["point_id"].n_unique() == 800
+    assert [j["job_id"] for j in submissions(sweep)][0] == job_id and len(submissions(sweep)) == 2
+
+
+def test_dry_run_prints_the_script_without_a_token_and_submits_nothing(spec_file, tmp_path):
+    """--dry-run prints #SBATCH lines for every option, srun steps for the head and the workers, a
+    placeholder where the token would be noted; it needs no sbatch and writes nothing."""
+    out = tmp_path / "out"
+    r = memsweep("submit", str(spec_file(SPEC)), "--slurm", "--nodes", "2", "--partition", "debug", "--time",
+                 "00:20:00", "--account", "lab", "--sbatch-arg=--exclusive", "--sbatch-arg=--mem=0",
+                 "--out", str(out), "--dry-run", env={**os.environ, "PATH": str(tmp_path)})
+    assert r.returncode == 0, r.stderr
+    for line in ("#SBATCH --nodes=2", "#SBATCH --partition=debug", "#SBATCH --time=00:20:00",
+                 "#SBATCH --account=lab", "#SBATCH --exclusive", "#SBATCH --mem=0"):
+        assert line in r.stdout.splitlines()
+    assert re.search(r'^srun .*--nodelist="\$\{nodes\[0\]\}" .*slurm_node head', r.stdout, re.M)
+    assert re.search(r'^  srun .*--nodelist="\$node" .*slurm_node worker', r.stdout, re.M)
+    assert "RAY_AUTH_TOKEN=<generated per job" in r.stdout and not TOKEN.search(r.stdout)
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("args, message", [
+    ([], "'--out' must be given with '--slurm'"),
+    (["--out", "OUT", "--nodes", "0"], "'--nodes' must be a positive integer (got 0)"),
+    (["--out", "OUT", "--address", "http://127.0.0.1:8265"], "'--address' cannot be given with '--slurm'"),
+    (["--out", "OUT", "--sbatch-arg", "exclusive"], "'--sbatch-arg' must be one sbatch option"),
+])
+def test_bad_slurm_arguments_exit_2_with_one_message(spec_file, tmp_path, capsys, args, message):
+    """Each bad combination is refused with one message naming the argument, exit 2, nothing written."""
+    from sweeps.cli import main
+
+    args = [str(tmp_path / "out") if a == "OUT" else a for a in args]
+    assert main(["submit", str(spec_file(SPEC)), "--slurm", *args]) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "out").exists()
+
+
+def test_slurm_options_need_slurm(spec_file, capsys):
+    """--nodes without --slurm is refused, exit 2."""
+    from sweeps.cli import main
+
+    assert main(["submit", str(spec_file(SPEC)), "--nodes", "2", "--address", "http://127.0.0.1:1"]) == 2
+    assert "'--nodes' must come with '--slurm'" in capsys.readouterr().err
+
+
+def test_submit_without_sbatch_on_path_exits_2(spec_file, tmp_path, monkeypatch, capsys):
+    """No sbatch on PATH: one message saying so, exit 2, nothing written."""
+    from sweeps.cli import main
+
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    assert main(["submit", str(spec_file(SPEC)), "--slurm", "--out", str(tmp_path / "out")]) == 2
+    assert "needs Slurm's sbatch on PATH" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
