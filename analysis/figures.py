@@ -156,12 +156,15 @@ def render_all(sweep: Sweep, outdir: Path) -> list[Rendered | Skipped]:
     """Every figure of the registry, rendered or skipped with its reason.
 
     A figure that fails unexpectedly is reported as skipped and raises an AnalysisWarning, so
-    one bad figure never costs the whole report (and tests, which turn warnings into errors, see it)."""
+    one bad figure never costs the whole report (and tests, which turn warnings into errors, see it).
+    An OSError (the folder is full or not writable) is raised: that report cannot be written."""
     theme()
     out: list[Rendered | Skipped] = []
     for fid, title, fn in registry():
         try:
             out.append(fn(sweep, outdir))
+        except OSError:
+            raise  # no space, no permission: the report cannot be written, not a broken figure
         except Exception as e:  # noqa: BLE001 - a report survives one broken figure
             plt.close("all")
             msg = f"could not be drawn: {type(e).__name__}: {e}"

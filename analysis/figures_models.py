@@ -31,8 +31,9 @@ def panels(n: int, width: float = 5.2, height: float = 4.2):
 
 
 def lines(ax, df: pl.DataFrame, x: str, y: str, hue: str, hue_order: list[str], palette: dict) -> None:
+    """One line per hue value; markers only while they stay apart (a thousand sizes would hide the lines)."""
     sns.lineplot(data=df.to_pandas(), x=x, y=y, hue=hue, hue_order=hue_order, palette=palette,
-                 marker="o", markersize=5, ax=ax, errorbar=None)
+                 marker="o" if df[x].n_unique() <= 40 else None, markersize=5, ax=ax, errorbar=None)
 
 
 def pfnmap_latency(sweep: Sweep, outdir: Path) -> Rendered | Skipped:

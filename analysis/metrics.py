@@ -7,6 +7,7 @@ already-aggregated rows), so a caller aggregates before anything is collected.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -112,93 +113,245 @@ def loglog_exponent(lf: pl.LazyFrame, x: str, y: str, by: list[str]) -> pl.LazyF
     return out if by else out.drop("_all")
 
 
-def regime_changes(df: pl.DataFrame, x: str, y: str, by: list[str], tol: float = 0.15) -> pl.DataFrame:
+def series_points(lf: pl.LazyFrame | pl.DataFrame, x: str, y: str, by: list[str],
+                  values: dict[str, list] | None = None) -> pl.DataFrame:
+    """Per series (one per combination of `by`; one series when `by` is empty): its distinct x > 0,
+    sorted, with the rows (`_w`), the sum (`_y`) and the sum of squares (`_yy`) of log y at each, as
+    lists: one collected row per series, sorted by `by`. Rows with y <= 0 are left out.
+
+    The growth fits (`growth_exponents`, `regimes_of`) read only these sums, so the rows are reduced
+    once, streaming, to the distinct (series, x) pairs: each series is first coded as one integer
+    from the position of its values in `values` (column -> every value it takes; found with one
+    streaming pass per column when not given), which keeps the grouping state small."""
+    lf = lf.lazy().filter((pl.col(x) > 0) & (pl.col(y) > 0))
+    if values is None:
+        values = {c: lf.group_by(c).len().collect(engine="streaming")[c].to_list() for c in by}
+    values = {c: sorted(values[c], key=lambda v: (v is None, v if v is not None else 0)) for c in by}
+    code, radix = combination_code(by, values)
+    if code is None:  # too many combinations for one integer: group by the columns
+        return _series_points_by_columns(lf, x, y, by)
+    sums = (
+        lf.group_by(code.alias("_s"), pl.col(x).alias("_x"))
+        .agg(pl.len().alias("_w"), pl.col(y).cast(pl.Float64).log().sum().alias("_y"),
+             (pl.col(y).cast(pl.Float64).log() ** 2).sum().alias("_yy"))
+        .collect(engine="streaming")
+    )
+    series = sums.group_by("_s").agg(pl.col("_x", "_w", "_y", "_yy").sort_by("_x")).sort("_s")
+    codes = series["_s"].to_numpy()
+    keys = {}
+    for c, r in reversed(list(zip(by, radix))):
+        known = pl.Series(c, [*values[c], None], dtype=lf.collect_schema()[c])
+        keys[c] = known.gather(codes % r)
+        codes = codes // r
+    out = series.drop("_s").with_columns(*(keys[c] for c in by)) if by else \
+        series.drop("_s").with_columns(pl.lit(0).alias("_all"))
+    return out.select(*(by or ["_all"]), "_x", "_w", "_y", "_yy")
+
+
+def combination_code(columns: list[str], values: dict[str, list]) -> tuple[pl.Expr | None, list[int]]:
+    """One UInt64 per row that numbers its combination of `columns` (mixed radix over the position of
+    each value in `values[column]`, sorted as given), and the radixes; (None, radixes) when the
+    combinations do not fit in 63 bits. Grouping by it instead of by the columns keeps a grouping
+    over millions of rows small."""
+    radix = [len(values[c]) + 1 for c in columns]  # + 1: a value not listed (none, when `values` is right)
+    if math.prod(radix) >= 1 << 63:
+        return None, radix
+    code = pl.lit(0, dtype=pl.UInt64)
+    for c, r in zip(columns, radix):
+        code = code * r + _position(c, values[c])
+    return code, radix
+
+
+def _series_points_by_columns(lf: pl.LazyFrame, x: str, y: str, by: list[str]) -> pl.DataFrame:
+    """`series_points` grouping by the columns themselves (more memory: for very many series)."""
+    ly = pl.col(y).cast(pl.Float64).log()
+    return (
+        lf.group_by(*by, pl.col(x).alias("_x"))
+        .agg(pl.len().alias("_w"), ly.sum().alias("_y"), (ly ** 2).sum().alias("_yy"))
+        .group_by(by).agg(pl.col("_x", "_w", "_y", "_yy").sort_by("_x"))
+        .collect(engine="streaming").sort(by, nulls_last=True)
+    )
+
+
+def _position(column: str, values: list) -> pl.Expr:
+    """Each row's position in `values` of its value of `column` (len(values) when absent): a chain of
+    comparisons for a few values (elementwise, so the streaming engine runs it as it reads), a
+    lookup for many."""
+    fallback = pl.lit(len(values), dtype=pl.UInt64)
+    if len(values) > 16:
+        listed = [v for v in values if v is not None]
+        found = pl.col(column).replace_strict(listed, list(range(len(listed))), default=None,
+                                              return_dtype=pl.UInt64)
+        if None in values:
+            found = pl.when(pl.col(column).is_null()).then(pl.lit(values.index(None), dtype=pl.UInt64)) \
+                .otherwise(found)
+        return found.fill_null(fallback)
+    expr = None
+    for i, v in enumerate(values):
+        hit = pl.col(column).is_null() if v is None else pl.col(column) == v
+        expr = (pl.when(hit) if expr is None else expr.when(hit)).then(pl.lit(i, dtype=pl.UInt64))
+    return fallback if expr is None else expr.otherwise(fallback)
+
+
+def growth_exponents(points: pl.DataFrame, by: list[str]) -> pl.DataFrame:
+    """Per series of `series_points`: the slope of log(y) on log(x) over its rows (1 = linear
+    growth), its rows (`points`) and x range; series with fewer than 2 rows are left out. The same
+    numbers as `loglog_exponent`, from the sums."""
+    key = by or ["_all"]
+    lx = pl.col("_x").cast(pl.Float64).log()
+    n, sx, sy = pl.col("_w").sum(), (pl.col("_w") * lx).sum(), pl.col("_y").sum()
+    out = (
+        points.explode("_x", "_w", "_y", "_yy").group_by(key, maintain_order=True)
+        .agg(((lx * pl.col("_y")).sum() - sx * sy / n) / ((pl.col("_w") * lx * lx).sum() - sx * sx / n),
+             n.alias("points"), pl.col("_x").min().alias("x_min"), pl.col("_x").max().alias("x_max"))
+        .rename({"_x": "exponent"}).filter(pl.col("points") >= 2)
+    )
+    return out if by else out.drop("_all")
+
+
+def regime_changes(df: pl.DataFrame | pl.LazyFrame, x: str, y: str, by: list[str],
+                   tol: float = 0.15) -> pl.DataFrame:
     """Per series of (x, y) points: the best single break of a continuous two-slope log-log fit.
 
     Returns by..., break_x (the x where the slope changes; null when it does not), slope_before,
-    slope_after and `changes` (the slopes differ by more than `tol`). Series with fewer than 4 points are left out.
-    Vectorized over series: one least-squares solve per candidate break, batched.
-    """
+    slope_after and `changes` (the slopes differ by more than `tol`). Series with fewer than 4 rows
+    are left out. See `regimes_of` (the same from `series_points`)."""
+    return regimes_of(series_points(df, x, y, by), by, tol)
+
+
+def regimes_of(series: pl.DataFrame, by: list[str], tol: float = 0.15) -> pl.DataFrame:
+    """`regime_changes` from the sums of `series_points`: every candidate break (each x of the data)
+    is scored for all series at once, so the cost grows with the distinct (series, x) pairs times
+    the candidates, not with the rows."""
     key = by or ["_all"]
-    d = df.filter((pl.col(x) > 0) & (pl.col(y) > 0)).select(
-        *(by or [pl.lit(0).alias("_all")]),
-        pl.col(x).cast(pl.Float64).log().alias("_lx"),
-        pl.col(y).cast(pl.Float64).log().alias("_ly"),
-        pl.col(x).alias("_x"),
-    )
-    d = d.with_columns(pl.len().over(key).alias("_n")).filter(pl.col("_n") >= 4)
-    empty = pl.DataFrame(schema={**{k: d.schema[k] for k in by}, "break_x": df.schema.get(x, pl.Float64),
+    x_type = series.schema["_x"].inner
+    empty = pl.DataFrame(schema={**{k: series.schema[k] for k in by}, "break_x": x_type,
                                  "slope_before": pl.Float64, "slope_after": pl.Float64, "changes": pl.Boolean})
-    if d.height == 0:
+    series = series.filter(pl.col("_w").list.sum() >= 4).with_row_index("_g")
+    if series.height == 0:
         return empty
-    groups = d.select(key).unique(maintain_order=True).with_row_index("_g")
-    d = d.join(groups, on=key, how="left", nulls_equal=True)
-    candidates = d.select("_x", "_lx").unique().sort("_x")
-    best_sse = np.full(groups.height, np.inf)
-    best = np.full((groups.height, 3), np.nan)
-    best_x = np.full(groups.height, np.nan)
-    for cx, clx in candidates.iter_rows():
-        h = (pl.col("_lx") - clx).clip(0.0, None)
-        inside = pl.col("_x") > cx
-        sums = d.group_by("_g").agg(
-            pl.len().alias("n"), pl.col("_lx").sum().alias("sx"), h.sum().alias("sh"),
-            (pl.col("_lx") ** 2).sum().alias("sxx"), (pl.col("_lx") * h).sum().alias("sxh"),
-            (h * h).sum().alias("shh"), pl.col("_ly").sum().alias("sy"),
-            (pl.col("_lx") * pl.col("_ly")).sum().alias("sxy"), (h * pl.col("_ly")).sum().alias("shy"),
-            (pl.col("_ly") ** 2).sum().alias("syy"),
-            (~inside).sum().alias("left"), inside.sum().alias("right"),
-        ).sort("_g")
-        s = {c: sums[c].to_numpy().astype(float) for c in sums.columns}
-        g = sums["_g"].to_numpy()
-        a = np.stack([np.stack([s["n"], s["sx"], s["sh"]], -1), np.stack([s["sx"], s["sxx"], s["sxh"]], -1),
-                      np.stack([s["sh"], s["sxh"], s["shh"]], -1)], 1)
-        b = np.stack([s["sy"], s["sxy"], s["shy"]], -1)
-        usable = (s["left"] >= 2) & (s["right"] >= 2) & (np.abs(np.linalg.det(a)) > 1e-12)
-        if not usable.any():
-            continue
-        coef = np.linalg.solve(a[usable], b[usable][..., None])[..., 0]
-        sse = s["syy"][usable] - np.einsum("ij,ij->i", coef, b[usable])
-        gi = g[usable]
-        better = sse < best_sse[gi] - 1e-12
-        best_sse[gi[better]] = sse[better]
-        best[gi[better]] = coef[better]
-        best_x[gi[better]] = cx
-    found = ~np.isnan(best_x)
+    groups = series.select("_g", *key)
+    pts = series.select("_g", "_x", "_w", "_y", "_yy").explode("_x", "_w", "_y", "_yy")
+    cand = pts["_x"].unique().sort()
+    slopes, pick = _hinge_fits(pts, cand.cast(pl.Float64).to_numpy(), groups.height)
+    found = pick >= 0
     if not found.any():
         return empty
     out = groups.filter(pl.Series(found)).drop("_g").with_columns(
-        pl.Series("break_x", best_x[found]).cast(df.schema.get(x, pl.Float64)),
-        pl.Series("slope_before", best[found, 1]),
-        pl.Series("slope_after", best[found, 1] + best[found, 2]),
+        cand.gather(pick[found]).cast(x_type).alias("break_x"),
+        pl.Series("slope_before", slopes[found, 0]),
+        pl.Series("slope_after", slopes[found, 0] + slopes[found, 1]),
     ).with_columns(((pl.col("slope_after") - pl.col("slope_before")).abs() > tol).alias("changes"))
     out = out.with_columns(pl.when(pl.col("changes")).then(pl.col("break_x")).alias("break_x"))
     return out.drop("_all") if not by else out
 
 
-def best_by(lf: pl.LazyFrame, axis: str, metric: str, keys: list[str], minimize: bool = True) -> pl.LazyFrame:
-    """Per configuration (`keys`): the `axis` value with the best metric, its value, and the
-    runner-up's value (null when only one variant is feasible)."""
-    order = pl.col(metric).sort(descending=not minimize)
+def _hinge_fits(pts: pl.DataFrame, cand: np.ndarray, n_groups: int, block: int = 1 << 19):
+    """Least squares of log y on (1, log x, max(log x - log c, 0)) for every series and candidate c.
+
+    `pts`: (_g, _x, _w rows, _y sum of log y, _yy sum of its squares), sorted by (_g, _x). A break
+    needs at least 2 rows on each side. Returns each series' slope and change of slope at its best
+    break, and the index in `cand` of that break (-1: none usable); among breaks whose residuals are equal within 1e-12, the smallest x. Sums are taken
+    around each series' means (so the intercept drops out and they stay well conditioned), and
+    the normal equations are solved in closed form, for every (series, candidate) at once."""
+    g = pts["_g"].to_numpy()
+    w = pts["_w"].to_numpy().astype(float)
+    xv = pts["_x"].cast(pl.Float64).to_numpy()
+    lx, ys, yys = np.log(xv), pts["_y"].to_numpy(), pts["_yy"].to_numpy()
+    starts = np.searchsorted(g, np.arange(n_groups))
+    tot_w = np.add.reduceat(w, starts)
+    mx, my = np.add.reduceat(w * lx, starts) / tot_w, np.add.reduceat(ys, starts) / tot_w
+    xc, yc = lx - mx[g], ys - w * my[g]
+    sxx = np.add.reduceat(w * xc * xc, starts)
+    sxy = np.add.reduceat(xc * yc, starts)
+    syy = np.add.reduceat(yys - 2 * my[g] * ys + w * my[g] ** 2, starts)
+    n_c = len(cand)
+    rank = np.searchsorted(cand, xv)
+    clx = np.log(cand)
+    best = np.full((n_groups, 2), np.nan)
+    best_pick = np.full(n_groups, -1)
+    step = max(1, block // max(n_c, 1))
+    for g0 in range(0, n_groups, step):
+        g1 = min(g0 + step, n_groups)
+        lo, hi = starts[g0], (starts[g1] if g1 < n_groups else len(g))
+        cell = (g[lo:hi] - g0) * n_c + rank[lo:hi]
+        size = (g1 - g0) * n_c
+
+        def upto(v):  # per (series, candidate): sum of v over the series' rows with x <= candidate
+            return np.cumsum(np.bincount(cell, weights=v, minlength=size).reshape(g1 - g0, n_c), axis=1)
+
+        part = slice(lo, hi)
+        left_w = upto(w[part])
+        rw = tot_w[g0:g1, None] - left_w
+        rx = -upto(w[part] * xc[part])  # the centred sums total 0: right = -left
+        rxx = sxx[g0:g1, None] - upto(w[part] * xc[part] ** 2)
+        ry = -upto(yc[part])
+        rxy = sxy[g0:g1, None] - upto(xc[part] * yc[part])
+        c = clx[None, :] - mx[g0:g1, None]
+        n = tot_w[g0:g1, None]
+        sh, sxh, shh, shy = rx - c * rw, rxx - c * rx, rxx - 2 * c * rx + c * c * rw, rxy - c * ry
+        shh_c, shy_c = shh - sh * sh / n, shy  # h centred (the y sums are centred already)
+        det = sxx[g0:g1, None] * shh_c - sxh * sxh
+        usable = (left_w >= 2) & (rw >= 2) & (np.abs(n * det) > 1e-12)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            b1 = (shh_c * sxy[g0:g1, None] - sxh * shy_c) / det
+            b2 = (sxx[g0:g1, None] * shy_c - sxh * sxy[g0:g1, None]) / det
+        sse = np.where(usable, syy[g0:g1, None] - b1 * sxy[g0:g1, None] - b2 * shy_c, np.inf)
+        low = sse.min(axis=1)
+        rows = np.flatnonzero(np.isfinite(low))
+        first = np.argmax(sse <= (low + 1e-12)[:, None], axis=1)[rows]
+        best_pick[g0 + rows] = first
+        best[g0 + rows, 0] = b1[rows, first]
+        best[g0 + rows, 1] = b2[rows, first]
+    return best, best_pick
+
+
+TIE_RTOL = 1e-9  # variants whose metric is within this relative distance of the best tie for the win
+
+
+def best_by(lf: pl.LazyFrame, axis: str, metric: str, keys: list[str], minimize: bool = True,
+            values: dict[str, list] | None = None) -> pl.LazyFrame:
+    """Per configuration (`keys`): the `axis` values with the best metric and its value, ties kept.
+
+    `tied`: every value whose metric is within TIE_RTOL (relative) of the best, sorted; `best`: the
+    first of them; `runner_up_value`: the best metric among the values that do not tie (null when
+    none); `variants`: feasible values compared. Where every variant takes the same time (e.g. no
+    huge leaf is possible, so the leaf orders do the same work) all of them tie. With `values` (every
+    value of each key column) the configurations are grouped by `combination_code` and come out as
+    one `_config` number instead of the key columns: for counting wins over millions of rows."""
+    m = pl.col(metric)
+    top = m.min() if minimize else m.max()
+    near = (m - top).abs() <= TIE_RTOL * top.abs()
+    code = combination_code(keys, values)[0] if values is not None and keys else None
+    if code is not None:
+        return (ok(lf).filter(m.is_not_null() & m.is_finite()).group_by(code.alias("_config"))
+                .agg(pl.col(axis).filter(near).sort(nulls_last=True).alias("tied"), pl.len().alias("variants"))
+                .with_columns(pl.col("tied").list.first().alias("best"), pl.col("tied").list.len().alias("n_tied")))
     return (
-        ok(lf).filter(pl.col(metric).is_not_null() & pl.col(metric).is_finite())
+        ok(lf).filter(m.is_not_null() & m.is_finite())
         .group_by(keys or [pl.lit(0).alias("_all")])
         .agg(
-            pl.col(axis).sort_by(metric, descending=not minimize).first().alias("best"),
-            order.first().alias("best_value"),
-            order.get(1, null_on_oob=True).alias("runner_up_value"),
+            pl.col(axis).filter(near).sort(nulls_last=True).alias("tied"),
+            top.alias("best_value"),
+            (m.filter(~near).min() if minimize else m.filter(~near).max()).alias("runner_up_value"),
             pl.len().alias("variants"),
         )
+        .with_columns(pl.col("tied").list.first().alias("best"), pl.col("tied").list.len().alias("n_tied"))
         .sort(keys or "_all", nulls_last=True)
         .drop([] if keys else ["_all"])
     )
 
 
 def win_counts(best: pl.LazyFrame) -> pl.LazyFrame:
-    """How many configurations each variant wins, and its share: (best, configurations, share)."""
+    """How many configurations each outcome wins, and its share: (tied, tie, configurations, share).
+
+    An outcome is one variant winning alone (`tie` false) or a set of variants tying (`tie` true,
+    counted apart from the wins of each of them)."""
     return (
-        best.group_by("best").agg(pl.len().alias("configurations"))
-        .with_columns((pl.col("configurations") / pl.col("configurations").sum()).alias("share"))
-        .sort("configurations", descending=True)
+        best.group_by("tied").agg(pl.len().alias("configurations"))
+        .with_columns((pl.col("tied").list.len() > 1).alias("tie"), pl.col("tied").list.first().alias("best"),
+                      (pl.col("configurations") / pl.col("configurations").sum()).alias("share"))
+        .sort(["configurations", "tie", "best"], descending=[True, False, False], nulls_last=True)
     )
 
 

@@ -13,9 +13,9 @@ import polars as pl
 
 from workers.model import STATUS_ERROR, STATUS_INFEASIBLE, STATUS_OK
 
-from .metrics import (COMPARISONS, best_by, group_medians, headline_metric, loglog_exponent, ok,
-                      measured_vs_model, published_comparison, reason_counts, regime_changes, speedup,
-                      speedup_summary, win_counts)
+from .metrics import (COMPARISONS, TIE_RTOL, best_by, group_medians, growth_exponents, headline_metric, ok,
+                      measured_vs_model, published_comparison, reason_counts, regimes_of, series_points,
+                      speedup, speedup_summary, win_counts)
 from .read import MEASURED, MODELED, SOURCE, Sweep, describe, label, pin
 from .tables import format_value, metric_unit
 
@@ -91,12 +91,10 @@ def reasons(sweep: Sweep) -> Table:
 def provenance(sweep: Sweep) -> Table:
     """Hosts, CPU models, caches, kernels, THP modes, memsweep versions and git commits the rows came
     from, and the number of Ray nodes."""
-    queries = [sweep.scan(m, None).select(pl.col(c).unique().implode() for c in PROVENANCE if c in sweep.schema(m))
-               for m in sweep.models]
     seen: dict[str, set] = {c: set() for c in PROVENANCE}
-    for f in (pl.collect_all(queries) if queries else []):
-        for c in f.columns:
-            seen[c].update(v for v in f[c][0] if v not in (None, ""))
+    for m in sweep.models:
+        for c, values in sweep.distinct(m, [c for c in PROVENANCE if c in sweep.schema(m)]).items():
+            seen[c] |= {v for v in values if v != ""}
     driver = sweep.manifest.get("driver", {})
     rows = [
         ("hosts", ", ".join(sorted(seen["env_host"])) or "-"),
@@ -131,14 +129,16 @@ def best_tables(sweep: Sweep) -> list[Table]:
     for m, comp in _comparisons(sweep):
         others = [c for c in sweep.params(m) if c != comp.axis]
         minimize = not comp.metric.endswith("_gbs")
-        wins = win_counts(best_by(sweep.scan(m), comp.axis, comp.metric, others, minimize)).collect()
-        wins = wins.select(pl.col("best").map_elements(lambda v: label(sweep, m, comp.axis, v),
-                                                       return_dtype=pl.Utf8).alias(comp.label),
-                           pl.col("configurations").map_elements(lambda n: f"{n:,}", return_dtype=pl.Utf8),
-                           pl.col("share").map_elements(lambda s: f"{s:.1%}", return_dtype=pl.Utf8))
+        values = {c: sweep.axis_values(m)[c]["value"].to_list() for c in others}
+        wins = win_counts(best_by(sweep.scan(m), comp.axis, comp.metric, others, minimize, values)).collect()
+        wins = pl.DataFrame({comp.label: [winners(sweep, m, comp.axis, t) for t in wins["tied"].to_list()],
+                             "configurations": [f"{n:,}" for n in wins["configurations"].to_list()],
+                             "share": [f"{v:.1%}" for v in wins["share"].to_list()]})
         out.append(Table(title=f"{m}: best {comp.label} across all configurations",
                          caption=f"Configurations (every other axis value combination with at least one feasible "
-                                 f"{comp.label}) won by each {comp.label}, by {comp.metric}.", frame=wins))
+                                 f"{comp.label}) won by each {comp.label}, by {comp.metric}. Values within a "
+                                 f"relative {TIE_RTOL:g} of the best tie: a tie is its own line (\"tie: a = b\"), "
+                                 "counted for none of the tied values.", frame=wins))
         keys = [k for k in BEST_KEYS.get(m, []) if k in sweep.varying(m)]
         if not keys:
             continue
@@ -149,15 +149,23 @@ def best_tables(sweep: Sweep) -> list[Table]:
         best = best.join(sp, on=keys, how="left", nulls_equal=True).head(MAX_ROWS)
         unit = metric_unit(comp.metric)
         rows = [{**{k.removeprefix("param_"): label(sweep, m, k, r[k]) for k in keys},
-                 f"best {comp.label}": label(sweep, m, comp.axis, r["best"]),
+                 f"best {comp.label}": winners(sweep, m, comp.axis, r["tied"]),
                  comp.metric.removeprefix("metric_"): format_value(r["best_value"], unit),
                  "runner-up": format_value(r["runner_up_value"], unit),
                  f"speedup over {label(sweep, m, comp.axis, comp.baseline)}":
                      "-" if r["speedup"] is None else f"{r['speedup']:.2f}x"} for r in best.iter_rows(named=True)]
         out.append(Table(title=f"{m}: best {comp.label} per configuration",
-                         caption=f"Held fixed: {describe(sweep, m, held) or 'nothing'}. At most {MAX_ROWS} rows.",
+                         caption=f"Held fixed: {describe(sweep, m, held) or 'nothing'}. Ties (within a relative "
+                                 f"{TIE_RTOL:g}) list every tied {comp.label}; the runner-up is the best that does "
+                                 f"not tie. At most {MAX_ROWS} rows.",
                          frame=pl.DataFrame(rows)))
     return out
+
+
+def winners(sweep: Sweep, model: str, axis: str, tied: list) -> str:
+    """The winner of a configuration, or every tied value: 'template_nt_inline', 'tie: nt_call = nt_inline'."""
+    names = [label(sweep, model, axis, v) for v in tied]
+    return names[0] if len(names) == 1 else "tie: " + " = ".join(names)
 
 
 def speedup_tables(sweep: Sweep) -> list[Table]:
@@ -187,11 +195,12 @@ def growth_tables(sweep: Sweep) -> list[Table]:
         if metric is None or SIZE not in sweep.varying(m):
             continue
         series = [c for c in sweep.varying(m) if c != SIZE]
-        exps = loglog_exponent(sweep.scan(m), SIZE, metric, series).collect()
+        values = {c: sweep.axis_values(m)[c]["value"].to_list() for c in series}
+        points = series_points(ok(sweep.scan(m)).filter(pl.col(metric).is_not_null()), SIZE, metric, series, values)
+        exps = growth_exponents(points, series)
         if exps.height == 0:
             continue
-        points = ok(sweep.scan(m)).select(*series, SIZE, metric).filter(pl.col(metric).is_not_null()).collect()
-        regimes = regime_changes(points, SIZE, metric, series)
+        regimes = regimes_of(points, series)
         changed = regimes.filter(pl.col("changes"))
         q = exps["exponent"]
         summary = pl.DataFrame([{

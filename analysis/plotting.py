@@ -11,10 +11,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import matplotlib
+import numpy as np
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import seaborn as sns  # noqa: E402
+from matplotlib.collections import PathCollection  # noqa: E402
 from matplotlib.ticker import FixedLocator, FuncFormatter, LogFormatter, MultipleLocator, NullLocator  # noqa: E402
 
 DPI = 110
@@ -30,6 +32,8 @@ class Rendered:
     caption: str
     png: Path
     svg: Path
+    panels: int = 0  # data panels (Axes other than colour bars) drawn
+    empty_panels: int = 0  # of those, panels with nothing plotted (see panel_counts)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -110,10 +114,42 @@ def save(fig, outdir: Path, fid: str, title: str, caption: str) -> Rendered:
     outdir.mkdir(parents=True, exist_ok=True)
     stem = fid.replace("/", "_")
     png, svg = outdir / f"{stem}.png", outdir / f"{stem}.svg"
-    fig.savefig(png, dpi=DPI, bbox_inches="tight")
-    fig.savefig(svg, bbox_inches="tight")
+    # bbox_inches="tight" lays the figure out once more per file: lay it out once, crop both alike
+    fig.draw_without_rendering()
+    bbox = fig.get_tightbbox(fig.canvas.get_renderer()).padded(0.1)
+    fig.savefig(png, dpi=DPI, bbox_inches=bbox)
+    fig.savefig(svg, bbox_inches=bbox)
+    panels, empty = panel_counts(fig)
     plt.close(fig)
-    return Rendered(id=fid, title=title, caption=caption, png=png, svg=svg)
+    return Rendered(id=fid, title=title, caption=caption, png=png, svg=svg, panels=panels, empty_panels=empty)
+
+
+def panel_counts(fig) -> tuple[int, int]:
+    """(panels, empty panels) of a figure: its visible Axes other than colour bars, and those of them
+    with no data drawn (no line with a finite point, no marker, no bar, no heatmap cell with a value)."""
+    panels = [ax for ax in fig.axes if ax.get_visible() and ax.get_label() != "<colorbar>"]
+    return len(panels), sum(not has_data(ax) for ax in panels)
+
+
+def has_data(ax) -> bool:
+    """Whether an Axes shows data: a line in data coordinates with a finite point (reference lines
+    such as axvline do not count), scatter markers, a filled area or line segments, a heatmap cell
+    with a value, a bar, or an image."""
+    for line in ax.get_lines():
+        xy = np.asarray(line.get_xydata(), dtype=float)
+        if line.get_transform() is ax.transData and xy.size and np.isfinite(xy).all(axis=-1).any():
+            return True
+    for coll in ax.collections:
+        values = coll.get_array()
+        if values is not None:
+            if np.ma.count(np.ma.masked_invalid(values)):
+                return True
+        elif isinstance(coll, PathCollection):  # scatter: its paths are the marker, offsets the points
+            if len(coll.get_offsets()):
+                return True
+        elif len(coll.get_paths()):
+            return True
+    return bool(ax.patches) or bool(ax.images)
 
 
 def pick(values: list, limit: int, keep: tuple = ()) -> list:

@@ -17,6 +17,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.fs as pafs
+import pyarrow.parquet as pq
 
 from workers import MODELS, load_plugins
 from workers.axes import Axis
@@ -99,10 +100,12 @@ class Sweep:
         names (its options, e.g. an endpoint_override, are in the URI's query and only pyarrow reads them)."""
         if isinstance(self.fs, pafs.LocalFileSystem):
             return pl.scan_parquet(f"{self.root}/model={model}/{PART_GLOB}", hive_partitioning=False)
+        return pl.scan_pyarrow_dataset(ds.dataset(self._part_paths(model), filesystem=self.fs, format="parquet"))
+
+    def _part_paths(self, model: str) -> list[str]:
         folder = f"{self.root}/model={model}"
-        parts = [i.path for i in self.fs.get_file_info(pafs.FileSelector(folder))
-                 if i.base_name.startswith("part-") and i.base_name.endswith(".parquet")]
-        return pl.scan_pyarrow_dataset(ds.dataset(parts, filesystem=self.fs, format="parquet"))
+        return sorted(i.path for i in self.fs.get_file_info(pafs.FileSelector(folder))
+                      if i.base_name.startswith("part-") and i.base_name.endswith(".parquet"))
 
     def sources(self, model: str) -> list[str]:
         """The sources of this model's rows: ["model"], ["measured"] or both (schema 1 has only "model")."""
@@ -110,7 +113,7 @@ class Sweep:
             if SOURCE not in self.schema(model):
                 self._sources[model] = [MODELED]
             else:
-                found = self.scan(model, None).select(pl.col(SOURCE).unique()).collect()[SOURCE].to_list()
+                found = self.scan(model, None).group_by(SOURCE).len().collect(engine="streaming")[SOURCE].to_list()
                 self._sources[model] = sorted((s for s in found if s), key=lambda s: (s != MODELED, s))
         return self._sources[model]
 
@@ -142,23 +145,59 @@ class Sweep:
             return None
 
     def axis_values(self, model: str) -> dict[str, pl.DataFrame]:
-        """param column -> frame (value, n_ok) of its distinct values among ok rows, most common first."""
+        """param column -> frame (value, n_ok) of its distinct values among ok rows, most common first
+        (then by value). One streaming pass per column: memory stays flat whatever the rows."""
         cache = self._values
         if model not in cache:
-            params = self.params(model)
             lf = self.scan(model).filter(pl.col("status") == STATUS_OK)
-            row = lf.select(pl.col(c).value_counts(sort=True).implode() for c in params).collect()
-            out = {}
-            for c in params:
-                counts = row[c][0].struct.unnest() if row.height else pl.DataFrame()
-                out[c] = counts.rename({c: "value", "count": "n_ok"}) if counts.width else pl.DataFrame(
-                    {"value": [], "n_ok": []})
-            cache[model] = out
+            cache[model] = {
+                c: lf.group_by(pl.col(c).alias("value")).agg(pl.len().alias("n_ok")).collect(engine="streaming")
+                .sort(["n_ok", "value"], descending=[True, False], nulls_last=True)
+                for c in self.params(model)}
         return cache[model]
+
+    def distinct(self, model: str, columns: list[str]) -> dict[str, set]:
+        """Distinct non-null values of `columns` over all of the model's rows (every source), e.g. the
+        provenance columns: from each part's Parquet statistics where a row group holds one value
+        (min == max, exact), otherwise from that part's rows. A part's provenance is one worker's, so
+        this reads footers only, whatever the number of rows."""
+        seen: dict[str, set] = {c: set() for c in columns}
+        for path in self._part_paths(model):
+            meta = pq.read_metadata(path, filesystem=self.fs)
+            found = {c: set() for c in columns if c in meta.schema.names}
+            exact = True
+            for r in range(meta.num_row_groups):
+                group = meta.row_group(r)
+                for i in range(group.num_columns):
+                    col = group.column(i)
+                    if col.path_in_schema in found:
+                        known, value = _one_value(col.statistics, group.num_rows)
+                        exact = exact and known
+                        if known and value is not None:
+                            found[col.path_in_schema].add(value)
+            if not exact:
+                table = pq.read_table(path, columns=list(found), filesystem=self.fs)
+                found = {c: {v for v in table.column(c).unique().to_pylist() if v is not None} for c in found}
+            for c, values in found.items():
+                seen[c] |= values
+        return seen
 
     def varying(self, model: str) -> list[str]:
         """Param columns that take more than one value among ok rows."""
         return [c for c, f in self.axis_values(model).items() if f.height > 1]
+
+
+def _one_value(stats, rows: int) -> tuple[bool, object]:
+    """(True, the value) when a column chunk's statistics show it holds one value (None: only
+    nulls); (False, None) when they cannot tell."""
+    if stats is None:
+        return False, None
+    if stats.has_null_count and stats.null_count == rows:
+        return True, None
+    exact = getattr(stats, "is_min_value_exact", True) and getattr(stats, "is_max_value_exact", True)
+    if stats.has_min_max and exact and stats.min == stats.max and (not stats.has_null_count or stats.null_count == 0):
+        return True, stats.min
+    return False, None
 
 
 def axis_of(model: Model | None, column: str) -> Axis | None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import html
+import os
 import shutil
 import tempfile
 import time
@@ -67,8 +68,11 @@ def _numeric(v: object) -> bool:
 
 
 def html_figure(fig: Rendered) -> str:
+    """A figure as <figure>, its PNG inline; data-panels / data-empty-panels carry how many panels it
+    has and how many of them show no data (counted when it was drawn)."""
     data = base64.b64encode(fig.png.read_bytes()).decode("ascii")
-    return (f'<figure id="fig-{esc(fig.id)}" class="memsweep-figure">'
+    return (f'<figure id="fig-{esc(fig.id)}" class="memsweep-figure" data-panels="{fig.panels}" '
+            f'data-empty-panels="{fig.empty_panels}">'
             f'<img src="data:image/png;base64,{data}" alt="{esc(fig.title)}">'
             f"<figcaption><strong>{esc(fig.title)}.</strong> {esc(fig.caption)} "
             f"<em>Files: {esc(fig.png.name)}, {esc(fig.svg.name)}.</em></figcaption></figure>")
@@ -143,10 +147,16 @@ def write_report(sweep_dir: str, out: str | None = None) -> str:
 
 
 def _write_local(sweep: Sweep, target: Path, t0: float) -> None:
-    """Render figures into target's folder and write the page atomically (temp name + rename)."""
-    figures = render_all(sweep, target.parent)
-    page = render_html(sweep, figures, time.perf_counter() - t0)
-    tmp = target.with_name(f".{target.name}.tmp")
-    tmp.write_text(page, encoding="utf-8")
-    shutil.move(tmp, target)
+    """Render the figures and the page in a temporary folder beside target, then rename each into
+    place; a failure (no space, no permission) removes the temporary folder and leaves the old
+    report as it was: nothing half-written."""
+    tmp = Path(tempfile.mkdtemp(prefix=".tmp-report-", dir=target.parent))
+    try:
+        figures = render_all(sweep, tmp)
+        page = render_html(sweep, figures, time.perf_counter() - t0)
+        (tmp / target.name).write_text(page, encoding="utf-8")
+        for path in sorted(tmp.iterdir(), key=lambda f: f.name == target.name):  # the page last
+            os.replace(path, target.parent / path.name)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 

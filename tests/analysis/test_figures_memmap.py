@@ -29,9 +29,44 @@ def test_memmap_figures_render_png_and_svg(sweep, tmp_path, fn):
 
 
 def test_init_figure_holds_kmsan_on_so_80_and_96_byte_pages_show_under_map_dev(sweep, tmp_path):
-    """CONFIG_NVDIMM_KMSAN is held on: it only matters for P > 64, where map=dev needs it."""
+    """CONFIG_NVDIMM_KMSAN is held on: it only matters for P > 64, where map=dev needs it; map is a facet."""
     r = FM.memmap_init(sweep, tmp_path)
-    assert "nvdimm_kmsan=true" in r.caption and "map=dev" in r.caption
+    assert "nvdimm_kmsan=true" in r.caption and "map=" not in r.caption.split("held at:")[1]
+    assert "struct_page_size, mode, map" in r.caption
+
+
+@pytest.mark.parametrize("fn", [FM.memmap_init, FM.memmap_heatmap, FM.memmap_overhead])
+def test_memmap_figures_have_no_empty_panel(sweep, tmp_path, fn):
+    """Every panel drawn has data: facets are the combinations with feasible rows."""
+    r = fn(sweep, tmp_path)
+    assert r.panels >= 2 and r.empty_panels == 0
+
+
+def test_init_figure_drops_infeasible_facets_instead_of_drawing_them(tmp_path):
+    """map=dev at P = 80 has no feasible row: 3 panels (P64 dev, P64 mem, P80 mem), not 4."""
+    rows = []
+    for p in (64, 80):
+        for m in ("dev", "mem"):
+            for size in (1 << 30, 2 << 30, 4 << 30):
+                for strategy, t in (("slow", 2.0), ("template", 1.0)):
+                    bad = p == 80 and m == "dev"
+                    rows.append({"param_namespace_size": size, "param_struct_page_size": p, "param_map": m,
+                                 "param_mode": "fsdax", "param_strategy": strategy,
+                                 "status": "infeasible" if bad else "ok", "metric_init_ms": None if bad else t})
+    s = Sweep(write_sweep(tmp_path, "facets", {"memmap": pl.DataFrame(rows)}))
+    r = FM.memmap_init(s, tmp_path)
+    assert isinstance(r, Rendered) and (r.panels, r.empty_panels) == (3, 0)
+
+
+def test_heatmap_lays_out_the_axes_that_vary_when_compound_order_is_auto(tmp_path):
+    """Order 'auto' only: the grid is align x mode, and the title says so."""
+    rows = [{"param_namespace_size": 1 << 30, "param_struct_page_size": 64, "param_align": a,
+             "param_compound_order": None, "param_mode": mode, "param_strategy": st, "status": "ok",
+             "metric_init_ms": t} for a in (4096, 2 << 20) for mode in ("fsdax", "devdax")
+            for st, t in (("slow", 2.0), ("template", 1.0))]
+    df = pl.DataFrame(rows, schema_overrides={"param_compound_order": pl.Int64})
+    r = FM.memmap_heatmap(Sweep(write_sweep(tmp_path, "auto", {"memmap": df})), tmp_path)
+    assert isinstance(r, Rendered) and r.title.endswith("across align x mode") and r.empty_panels == 0
 
 
 def test_overhead_figure_names_the_namespace_size_it_holds(sweep, tmp_path):
@@ -49,13 +84,13 @@ def test_memmap_figures_skip_when_the_model_is_absent(tmp_path):
         assert isinstance(r, Skipped) and r.reason.startswith("model absent")
 
 
-def test_heatmap_skips_when_neither_align_nor_order_varies(tmp_path):
-    """With one align and one order there is no grid to draw."""
+def test_heatmap_skips_when_no_grid_axis_varies(tmp_path):
+    """With one align, one order and one mode there is no grid to draw."""
     df = pl.DataFrame({"param_namespace_size": [1 << 30] * 2, "param_struct_page_size": [64] * 2,
                        "param_align": [2 << 20] * 2, "param_compound_order": [0, 0], "param_mode": ["fsdax"] * 2,
                        "param_strategy": ["slow", "template"], "status": "ok", "metric_init_ms": [2.0, 1.0]})
     r = FM.memmap_heatmap(Sweep(write_sweep(tmp_path, "flat", {"memmap": df})), tmp_path)
-    assert isinstance(r, Skipped) and r.reason == "neither align nor compound_order varies in this sweep"
+    assert isinstance(r, Skipped) and r.reason.startswith("none of compound_order, align, mode")
 
 
 def test_init_figure_skips_when_size_does_not_vary(tmp_path):

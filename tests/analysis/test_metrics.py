@@ -202,3 +202,35 @@ def test_published_comparison_adds_measured_values_when_measured(tmp_path):
     hit = out["young/arm64/batched"]
     assert (hit["model_value"], hit["error"], hit["measured_value"]) == (180.0, 0.0, 90.0)
     assert hit["measured_error"] == pytest.approx(-0.5) and hit["measured_rows"] == 1
+
+
+def test_best_by_keeps_ties_and_win_counts_count_them_apart():
+    """Equal times (within a relative 1e-9) tie: the tie lists both, the runner-up is the next distinct
+    value, and a tie is its own outcome in the win counts, not a win of either."""
+    rows = [{"param_order": o, "param_size": s, "metric_ns": t}
+            for s, times in ((1, (100.0, 100.0 * (1 + 1e-12), 150.0)), (2, (100.0, 60.0, 150.0)),
+                             (3, (70.0, 70.0, 70.0)))
+            for o, t in zip((0, 9, 18), times)]
+    lf = pl.DataFrame(rows).with_columns(pl.lit("ok").alias("status")).lazy()
+    best = M.best_by(lf, "param_order", "metric_ns", ["param_size"]).collect()
+    by_size = {r["param_size"]: r for r in best.iter_rows(named=True)}
+    assert by_size[1]["tied"] == [0, 9] and by_size[1]["runner_up_value"] == 150.0 and by_size[1]["n_tied"] == 2
+    assert by_size[2]["tied"] == [9] and by_size[2]["best"] == 9 and by_size[2]["runner_up_value"] == 100.0
+    assert by_size[3]["tied"] == [0, 9, 18] and by_size[3]["runner_up_value"] is None
+    wins = M.win_counts(best.lazy()).collect()
+    outcomes = {tuple(r["tied"]): (r["tie"], r["configurations"]) for r in wins.iter_rows(named=True)}
+    assert outcomes == {(0, 9): (True, 1), (9,): (False, 1), (0, 9, 18): (True, 1)}
+    assert wins["share"].sum() == pytest.approx(1.0)
+
+
+def test_series_points_and_growth_exponents_match_the_row_wise_fit():
+    """The sums per (series, x) give the same exponents as loglog_exponent on the rows, repeated rows too."""
+    xs = [2.0 ** i for i in range(10, 16)]
+    df = pl.DataFrame({"status": "ok", "s": ["a"] * 12 + ["b"] * 6, "x": xs * 3,
+                       "y": [3 * x for x in xs] * 2 + [x ** 1.5 for x in xs]})
+    pts = M.series_points(df.lazy(), "x", "y", ["s"])
+    assert pts["s"].to_list() == ["a", "b"] and pts["_w"].to_list()[0] == [2] * 6
+    got = M.growth_exponents(pts, ["s"]).sort("s")
+    want = M.loglog_exponent(df.lazy(), "x", "y", ["s"]).collect().sort("s")
+    assert got["exponent"].to_list() == pytest.approx(want["exponent"].to_list())
+    assert got["points"].to_list() == want["points"].to_list() == [12, 6]

@@ -80,7 +80,7 @@ def test_growth_table_finds_linear_series_and_the_knee(sweep):
     summary, regimes = O.growth_tables(sweep)
     row = summary.frame.row(0, named=True)
     assert row["series"] == "4" and row["exponent min"] == "1.000" and row["series changing regime"] == "2 of 4"
-    assert regimes.frame.rows() == [("2", "4GiB", "1.00", "2.00", "arch=x86_64, batching=per_pte")]
+    assert regimes.frame.rows() == [("2", "4GiB", "1.00", "2.00", "arch=x86_64, batching=batched")]  # first by axes
 
 
 def test_memmap_overhead_table_shows_where_the_vmemmap_optimization_applies(small_sweep):
@@ -140,3 +140,18 @@ def test_tables_of_modeled_metrics_use_modeled_rows_only(tmp_path):
     """Speedups come from the modeled rows alone (the measured ones would double the configurations)."""
     (t,) = O.speedup_tables(both_sources(tmp_path))
     assert t.frame.rows()[0] == ("batched", "12", "4.00x", "4.00x", "4.00x")
+
+
+def test_best_tables_show_ties_as_ties(tmp_path):
+    """Where two copy paths take the same time, the win table has a 'tie: ...' line counted apart, and the
+    per-configuration table lists both."""
+    rows = [{"param_struct_page_size": p, "param_inline_sizes": "mainline", "param_strategy": st,
+             "metric_ns_per_copy": t, "status": "ok"}
+            for p, times in ((16, (5.0, 3.0, 3.0)), (64, (8.0, 6.0, 4.0)))
+            for st, t in zip(("memcpy", "nt_call", "nt_inline"), times)]
+    s = Sweep(write_sweep(tmp_path, "ties", {"copy": pl.DataFrame(rows)}))
+    wins, per_config = O.best_tables(s)
+    assert sorted(wins.frame.rows()) == [("nt_inline", "1", "50.0%"), ("tie: nt_call = nt_inline", "1", "50.0%")]
+    assert "tie" in wins.caption
+    best = dict(zip(per_config.frame["struct_page_size"], per_config.frame["best copy path"]))
+    assert best == {"16": "tie: nt_call = nt_inline", "64": "nt_inline"}

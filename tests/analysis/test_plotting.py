@@ -53,3 +53,34 @@ def test_save_writes_png_and_svg(tmp_path):
     r = save(fig, tmp_path / "figs", "a/b", "T", "C")
     assert r.png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert r.svg.read_text().lstrip().startswith("<?xml") and r.png.name == "a_b.png"
+
+
+def test_panel_counts_find_panels_without_data():
+    """Colour bars and hidden axes are no panels; a text-only panel, an empty scatter (a legend proxy),
+    a reference line and an all-NaN heatmap are empty; a line, a marker or one heatmap value is data."""
+    import numpy as np
+    import seaborn as sns
+
+    from analysis.plotting import panel_counts
+
+    fig, axes = plt.subplots(2, 4)
+    axes[0][0].plot([1, 2], [3, 4])
+    axes[0][1].scatter([], [])
+    axes[0][1].axvline(1.0)
+    axes[0][1].text(0.5, 0.5, "no feasible points")
+    sns.heatmap(np.full((2, 2), np.nan), ax=axes[0][2], vmin=0, vmax=1)
+    sns.heatmap(np.array([[1.0, np.nan], [np.nan, np.nan]]), ax=axes[0][3])
+    axes[1][0].scatter([1], [2])
+    axes[1][1].bar([1], [2])
+    axes[1][2].plot([np.nan], [np.nan])
+    axes[1][3].set_visible(False)
+    assert panel_counts(fig) == (7, 3)
+    plt.close(fig)
+
+
+def test_save_records_panels_and_empty_panels(tmp_path):
+    """save() counts a figure's panels and its empty ones into Rendered."""
+    fig, (a, b) = plt.subplots(1, 2)
+    a.plot([1, 2], [1, 2])
+    r = save(fig, tmp_path, "two", "Two", "caption")
+    assert (r.panels, r.empty_panels) == (2, 1) and r.png.is_file() and r.svg.is_file()

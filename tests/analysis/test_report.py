@@ -116,3 +116,14 @@ def test_memsweep_report_command_writes_the_page(seed_sweep, tmp_path):
     assert r.stdout.strip() == f"report: {out}"
     page = out.read_text()
     assert "memsweep report: seed" in page and "Model vs published figures" in page
+
+
+def test_every_figure_says_how_many_panels_it_has_and_none_is_empty(small_report):
+    """Each <figure> carries data-panels and data-empty-panels; the small (default-like) sweep has no
+    empty panel in any figure."""
+    page = small_report.read_text()
+    figures = re.findall(r'<figure id="fig-([^"]+)" class="memsweep-figure" data-panels="(\d+)" '
+                         r'data-empty-panels="(\d+)">', page)
+    assert len(figures) == 8
+    assert all(int(panels) >= 1 for _, panels, _ in figures)
+    assert [(fid, empty) for fid, _, empty in figures if empty != "0"] == []

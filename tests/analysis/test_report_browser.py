@@ -1,8 +1,10 @@
-"""report.html in a real headless Chromium (Debian's `chromium`): every figure loads; a screenshot is saved.
+"""report.html in a real headless Chromium (Debian's `chromium`): every figure loads, none has an empty
+panel; a screenshot is saved.
 
 Chromium is driven by its own command line: `--dump-dom` of a small wrapper page
 that loads the report from file:// in an iframe and writes, after load, how many
-<img> it has and how many decoded (naturalWidth > 0); `--screenshot` of the
+<img> it has and how many decoded (naturalWidth > 0), and each <figure>'s data-panels and
+data-empty-panels; `--screenshot` of the
 report itself into test-artifacts/report.png.
 """
 
@@ -28,11 +30,15 @@ document.getElementById("report").addEventListener("load", function () {{
   try {{
     var doc = this.contentDocument;
     var imgs = Array.prototype.slice.call(doc.images);
+    var figs = Array.prototype.slice.call(doc.querySelectorAll("figure"));
     out.textContent = JSON.stringify({{
       declared: Number(doc.body.getAttribute("data-figure-count")),
       images: imgs.length,
       loaded: imgs.filter(function (i) {{ return i.complete && i.naturalWidth > 0; }}).length,
-      title: doc.title
+      title: doc.title,
+      figures: figs.map(function (f) {{
+        return {{id: f.id, panels: f.getAttribute("data-panels"), empty: f.getAttribute("data-empty-panels")}};
+      }})
     }});
   }} catch (e) {{ out.textContent = "error: " + e; }}
 }});
@@ -65,12 +71,33 @@ def image_check(tmp_path: Path, report: Path) -> dict:
     return json.loads(m.group(1))
 
 
+def empty_panels(seen: dict) -> list[str]:
+    """The figures the browser saw without panel counts, or with an empty panel (what fails the report)."""
+    return [f"{f['id']}: panels={f['panels']}, empty={f['empty']}" for f in seen["figures"]
+            if f["panels"] is None or f["empty"] is None or int(f["panels"]) < 1 or int(f["empty"]) != 0]
+
+
 def test_every_figure_loads_in_chromium(small_report, tmp_path):
     """All <img> decode, and their number is the report's own figure count (8)."""
     seen = image_check(tmp_path, small_report)
     assert seen["images"] == seen["declared"] == 8
     assert seen["loaded"] == seen["images"]
     assert seen["title"] == "memsweep report: small"
+
+
+def test_no_figure_has_an_empty_panel(small_report, tmp_path):
+    """Every <figure> the browser sees says how many panels it has (at least one) and that none is empty."""
+    seen = image_check(tmp_path, small_report)
+    assert len(seen["figures"]) == 8
+    assert empty_panels(seen) == []
+
+
+def test_a_figure_with_an_empty_panel_fails_the_check(small_report, tmp_path):
+    """The check can fail: a report whose first figure declares one empty panel is caught."""
+    copy = tmp_path / "empty.html"
+    copy.write_text(re.sub(r'data-empty-panels="0"', 'data-empty-panels="1"', small_report.read_text(), count=1))
+    seen = image_check(tmp_path, copy)
+    assert len(empty_panels(seen)) == 1 and empty_panels(seen)[0].startswith("fig-memmap_init")
 
 
 def test_a_broken_image_is_detected(small_report, tmp_path):
