@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
+import numpy as np
 import polars as pl
 
 from .metrics import ok, published_comparison
@@ -74,15 +75,19 @@ def best_strategy(sweep: Sweep) -> Finding | None:
     if lf is None:
         return None
     keys = _varying(sweep, "memmap", ("param_strategy",))
-    per = (lf.group_by(keys).agg(
-        pl.col("param_strategy").sort_by("metric_init_ms").first().alias("best"),
-        pl.col("metric_init_ms").min().alias("t0"),
-        pl.col("metric_init_ms").sort().get(1, null_on_oob=True).alias("t1"),
-        pl.col("metric_speedup_vs_slow").max().alias("speedup"),
-    ).with_columns(((pl.col("t1") - pl.col("t0")) > TIE * pl.col("t0")).fill_null(True).alias("unique"))
-           .collect())
-    if per.height == 0:
-        return None
+    per = _per_variant(lf, keys, "param_strategy", "metric_init_ms")
+    names = [c for c in per.columns if c not in keys]
+    times = per.select(names).to_numpy()
+    filled = np.where(np.isnan(times), np.inf, times)
+    order = np.argsort(filled, axis=1)
+    t0 = np.take_along_axis(filled, order[:, :1], axis=1)[:, 0]
+    t1 = np.take_along_axis(filled, order[:, 1:2], axis=1)[:, 0] if len(names) > 1 else np.full(len(t0), np.inf)
+    slow = per["slow"].to_numpy() if "slow" in names else np.full(len(t0), np.nan)
+    per = per.select(keys).with_columns(
+        pl.Series("best", np.array(names, dtype=object)[order[:, 0]], dtype=pl.Utf8),
+        pl.Series("unique", (t1 - t0) > TIE * t0),
+        pl.Series("speedup", slow / t0),
+    ).filter(pl.Series(np.isfinite(t0)))
     wins = per.filter("unique").group_by("best").agg(pl.len().alias("n")).sort("n", descending=True)
     if wins.height == 0:
         return None
@@ -104,6 +109,14 @@ def best_strategy(sweep: Sweep) -> Finding | None:
         data.update(stops_axis=col, stops_value=value, stops_share=share,
                     instead=other.row(0)[0] if other.height else None)
     return Finding(text=text, figure="memmap_init", data=data)
+
+
+def _per_variant(lf: pl.LazyFrame, keys: list[str], axis: str, metric: str) -> pl.DataFrame:
+    """One row per configuration (`keys`), one column per value of `axis` holding its `metric` (null where
+    that variant is not ok): simple filtered minimums, which polars' streaming engine keeps small."""
+    values = lf.select(pl.col(axis).unique()).collect()[axis].drop_nulls().sort().to_list()
+    return (lf.group_by(keys).agg(pl.col(metric).filter(pl.col(axis) == v).min().alias(str(v)) for v in values)
+            .collect(engine="streaming"))
 
 
 def _weakest(per: pl.DataFrame, keys: list[str], flag: str) -> tuple[str, object, float, int] | None:
@@ -159,14 +172,14 @@ def inline_movnti(sweep: Sweep) -> Finding | None:
     if lf is None:
         return None
     keys = _varying(sweep, "memmap", ("param_strategy",))
-    pair = (lf.filter(pl.col("param_strategy").is_in(["template_nt", "template_nt_inline"]))
-            .group_by(keys).agg(
-                pl.col("metric_init_ms").filter(pl.col("param_strategy") == "template_nt").first().alias("call"),
-                pl.col("metric_init_ms").filter(pl.col("param_strategy") == "template_nt_inline").first().alias("inl"))
-            .drop_nulls(["call", "inl"])
+    wide = _per_variant(lf.filter(pl.col("param_strategy").is_in(["template_nt", "template_nt_inline"])), keys,
+                        "param_strategy", "metric_init_ms")
+    if not {"template_nt", "template_nt_inline"} <= set(wide.columns):
+        return None
+    pair = (wide.drop_nulls(["template_nt", "template_nt_inline"])
             .group_by("param_struct_page_size", *[k for k in ("param_mode",) if k in keys])
-            .agg((pl.col("call") / pl.col("inl")).median().alias("gain"), pl.len().alias("n"))
-            .sort("gain", descending=True).collect())
+            .agg((pl.col("template_nt") / pl.col("template_nt_inline")).median().alias("gain"), pl.len().alias("n"))
+            .sort("gain", descending=True))
     if pair.height == 0:
         return None
     top, low = pair.row(0, named=True), pair.row(pair.height - 1, named=True)
