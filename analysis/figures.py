@@ -59,7 +59,7 @@ def medians(sweep: Sweep, model: str, x: str, y: str, series: list[str], *,
     lf = sweep.scan(model).filter(expr)
     if where is not None:
         lf = lf.filter(where)
-    return series_medians(lf, x, y, series).collect(), describe(sweep, model, held)
+    return series_medians(lf, x, y, series).collect(engine="streaming"), describe(sweep, model, held)
 
 
 def no_rows(model: str, metric: str, held: str) -> str:

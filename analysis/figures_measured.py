@@ -35,7 +35,7 @@ def pairs(sweep: Sweep, model: str, metric: str, hue: str) -> pl.DataFrame:
     meas = ok(sweep.scan(model, MEASURED)).filter(pl.col(metric).is_not_null() & (pl.col(metric) > 0)).select(
         "point_id", hue, pl.col(metric).alias("measured"), pl.col("measure_min").alias("least"))
     mod = ok(sweep.scan(model, MODELED)).filter(pl.col(metric) > 0).select("point_id", pl.col(metric).alias("model"))
-    df = meas.join(mod, on="point_id", how="inner").collect()
+    df = meas.join(mod, on="point_id", how="inner").collect(engine="streaming")
     return df.with_columns(pl.Series("group", [label(sweep, model, hue, v) for v in df[hue].to_list()],
                                      dtype=pl.Utf8))
 

@@ -99,7 +99,7 @@ def memmap_init(sweep: Sweep, outdir: Path) -> Rendered | Skipped:
     for c, values in facets.items():
         expr = expr & pl.col(c).is_in(values)
     df = (ok(sweep.scan(M).filter(expr)).filter(pl.col("metric_init_ms").is_not_null())
-          .group_by(*facets, STRATEGY, SIZE).agg(pl.col("metric_init_ms").median()).collect())
+          .group_by(*facets, STRATEGY, SIZE).agg(pl.col("metric_init_ms").median()).collect(engine="streaming"))
     if df.height == 0:
         return Skipped(id=fid, title=title, reason=no_rows(M, "metric_init_ms", describe(sweep, M, held)))
     combos = present(df, list(facets))
@@ -161,7 +161,7 @@ def memmap_heatmap(sweep: Sweep, outdir: Path) -> Rendered | Skipped:
     sp = speedup(sweep.scan(M).filter(expr), STRATEGY, "slow", "metric_init_ms", keys)
     df = (sp.filter(pl.col(STRATEGY) != "slow").group_by(*facets, *grid)
           .agg(pl.col("speedup").max(), pl.col(STRATEGY).sort_by("speedup", descending=True).first())
-          .collect()).filter(pl.col("speedup").is_not_null())
+          .collect(engine="streaming")).filter(pl.col("speedup").is_not_null())
     if df.height == 0:
         return Skipped(id=fid, title=title, reason=no_rows(M, "metric_init_ms", describe(sweep, M, held)))
     axes_ = list(grid)
@@ -214,7 +214,7 @@ def memmap_overhead(sweep: Sweep, outdir: Path) -> Rendered | Skipped:
                         ["metric_memmap_device_bytes", "metric_memmap_dram_bytes"], ("metric_vmemmap_optimized",))
           .rename({"metric_memmap_device_bytes": "device", "metric_memmap_dram_bytes": "dram",
                    "metric_vmemmap_optimized": "optimized"})
-          .sort(MAP, "metric_compound_order", P).collect())
+          .sort(MAP, "metric_compound_order", P).collect(engine="streaming"))
     df = df.filter(pl.col("metric_compound_order").is_not_null() & pl.col("device").is_not_null()
                    & pl.col("dram").is_not_null())
     maps = [m for m in ("dev", "mem") if m in df[MAP].to_list()]

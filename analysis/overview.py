@@ -9,13 +9,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import polars as pl
 
 from workers.model import STATUS_ERROR, STATUS_INFEASIBLE, STATUS_OK
 
-from .metrics import (COMPARISONS, TIE_RTOL, best_by, group_medians, growth_exponents, headline_metric, ok,
-                      measured_vs_model, published_comparison, reason_counts, regimes_of, series_points,
-                      speedup, speedup_summary, win_counts)
+from .metrics import (COMPARISONS, TIE_RTOL, best_by, combination_code, group_medians, growth_exponents,
+                      headline_metric, measured_vs_model, ok, published_comparison, reason_counts, regimes_of,
+                      series_points, speedup)
 from .read import MEASURED, MODELED, SOURCE, Sweep, describe, label, pin
 from .tables import format_value, metric_unit
 
@@ -129,8 +130,8 @@ def best_tables(sweep: Sweep) -> list[Table]:
     for m, comp in _comparisons(sweep):
         others = [c for c in sweep.params(m) if c != comp.axis]
         minimize = not comp.metric.endswith("_gbs")
-        values = {c: sweep.axis_values(m)[c]["value"].to_list() for c in others}
-        wins = win_counts(best_by(sweep.scan(m), comp.axis, comp.metric, others, minimize, values)).collect()
+        variants, wide = per_variant(sweep, m, comp.axis, comp.metric, others)
+        wins = _win_counts(variants, wide, minimize)
         wins = pl.DataFrame({comp.label: [winners(sweep, m, comp.axis, t) for t in wins["tied"].to_list()],
                              "configurations": [f"{n:,}" for n in wins["configurations"].to_list()],
                              "share": [f"{v:.1%}" for v in wins["share"].to_list()]})
@@ -143,9 +144,9 @@ def best_tables(sweep: Sweep) -> list[Table]:
         if not keys:
             continue
         expr, held = pin(sweep, m, [*keys, comp.axis])
-        best = best_by(sweep.scan(m).filter(expr), comp.axis, comp.metric, keys, minimize).collect()
+        best = best_by(sweep.scan(m).filter(expr), comp.axis, comp.metric, keys, minimize).collect(engine="streaming")
         sp = (speedup(sweep.scan(m).filter(expr), comp.axis, comp.baseline, comp.metric, keys)
-              .group_by(keys).agg(pl.col("speedup").max()).collect())
+              .group_by(keys).agg(pl.col("speedup").max()).collect(engine="streaming"))
         best = best.join(sp, on=keys, how="left", nulls_equal=True).head(MAX_ROWS)
         unit = metric_unit(comp.metric)
         rows = [{**{k.removeprefix("param_"): label(sweep, m, k, r[k]) for k in keys},
@@ -162,6 +163,65 @@ def best_tables(sweep: Sweep) -> list[Table]:
     return out
 
 
+def per_variant(sweep: Sweep, model: str, axis: str, metric: str, keys: list[str]) -> tuple[list, pl.DataFrame]:
+    """Every configuration (`keys`, numbered by one code) as one row with one column per value of `axis`
+    ("v0", "v1", ...: its metric, null where that variant is not ok): filtered minimums grouped by the
+    combination code, which polars' streaming engine keeps to one row per configuration, whatever the
+    number of rows (a point repeated in several parts counts once)."""
+    values = sorted(sweep.axis_values(model)[axis]["value"].to_list(), key=lambda v: (v is None, v))
+    code, _ = combination_code(keys, {c: sweep.axis_values(model)[c]["value"].to_list() for c in keys})
+    group = [code.alias("_config")] if code is not None else (keys or [pl.lit(0).alias("_config")])
+    m = pl.col(metric)
+    pick = lambda v: pl.col(axis).is_null() if v is None else pl.col(axis) == v  # noqa: E731
+    cols = [f"v{i}" for i in range(len(values))]
+    wide = (ok(sweep.scan(model)).filter(m.is_not_null() & m.is_finite())
+            .select(*group, *(pl.when(pick(v)).then(m).alias(c) for c, v in zip(cols, values)))
+            .group_by(pl.col("_config") if code is not None or not keys else keys).agg(pl.col(cols).min())
+            .collect(engine="streaming"))
+    return values, wide
+
+
+def _win_counts(values: list, wide: pl.DataFrame, minimize: bool) -> pl.DataFrame:
+    """win_counts() from per_variant()'s frame: per outcome (one variant alone, or a tie) the
+    configurations it wins and their share."""
+    x = wide.select(f"v{i}" for i in range(len(values))).to_numpy().astype(float)
+    fill = np.inf if minimize else -np.inf
+    x = np.where(np.isnan(x), fill, x)
+    top = x.min(axis=1) if minimize else x.max(axis=1)
+    keep = np.isfinite(top)
+    x, top = x[keep], top[keep]
+    near = np.abs(x - top[:, None]) <= TIE_RTOL * np.abs(top)[:, None]
+    bits = near.astype(np.int64) @ (1 << np.arange(len(values), dtype=np.int64))
+    codes, counts = np.unique(bits, return_counts=True)
+    tied = [[v for i, v in enumerate(values) if code >> i & 1] for code in codes]
+    total = max(int(counts.sum()), 1)
+    return (pl.DataFrame({"tied": tied, "configurations": counts.astype(np.int64)},
+                         schema_overrides={"configurations": pl.Int64})
+            .with_columns((pl.col("tied").list.len() > 1).alias("tie"), pl.col("tied").list.first().alias("best"),
+                          (pl.col("configurations") / total).alias("share"))
+            .sort(["configurations", "tie"], descending=[True, False]))
+
+
+def _speedup_summary(values: list, wide: pl.DataFrame, axis: str, baseline: object, higher: bool) -> pl.DataFrame:
+    """speedup_summary() from per_variant()'s frame: per variant, the configurations where it and the
+    baseline are both ok, and the min / median / max of baseline / variant (variant / baseline when
+    higher is better)."""
+    if baseline not in values:
+        return pl.DataFrame(schema={axis: pl.Object, "configurations": pl.Int64, "min": pl.Float64,
+                                    "median": pl.Float64, "max": pl.Float64})
+    base = pl.col(f"v{values.index(baseline)}")
+    rows = []
+    for i, v in enumerate(values):
+        var = pl.col(f"v{i}")
+        ratio = (var / base) if higher else (base / var)
+        r = (wide.filter(base.is_not_null() & var.is_not_null() & (var > 0) & (base > 0))
+             .select(pl.len().alias("configurations"), ratio.min().alias("min"), ratio.median().alias("median"),
+                     ratio.max().alias("max")).row(0, named=True))
+        if r["configurations"]:
+            rows.append({axis: v, **r})
+    return pl.DataFrame(rows) if rows else pl.DataFrame({axis: [], "configurations": []})
+
+
 def winners(sweep: Sweep, model: str, axis: str, tied: list) -> str:
     """The winner of a configuration, or every tied value: 'template_nt_inline', 'tie: nt_call = nt_inline'."""
     names = [label(sweep, model, axis, v) for v in tied]
@@ -174,8 +234,8 @@ def speedup_tables(sweep: Sweep) -> list[Table]:
     out = []
     for m, comp in _comparisons(sweep):
         keys = [c for c in sweep.params(m) if c != comp.axis]
-        summary = speedup_summary(speedup(sweep.scan(m), comp.axis, comp.baseline, comp.metric, keys),
-                                  comp.axis).collect()
+        variants, wide = per_variant(sweep, m, comp.axis, comp.metric, keys)
+        summary = _speedup_summary(variants, wide, comp.axis, comp.baseline, higher=comp.metric.endswith("_gbs"))
         rows = [{comp.label: label(sweep, m, comp.axis, r[comp.axis]), "configurations": f"{r['configurations']:,}",
                  "min": f"{r['min']:.2f}x", "median": f"{r['median']:.2f}x", "max": f"{r['max']:.2f}x"}
                 for r in summary.iter_rows(named=True)]
@@ -242,7 +302,7 @@ def memmap_overhead_table(sweep: Sweep) -> list[Table]:
         return []
     expr, held = pin(sweep, "memmap", ["param_map", "param_struct_page_size", "param_mode", "param_align",
                                        "param_compound_order"], {"param_nvdimm_kmsan": True})
-    df = group_medians(sweep.scan("memmap").filter(expr), need[:3], need[3:6], flags=(need[6],)).collect()
+    df = group_medians(sweep.scan("memmap").filter(expr), need[:3], need[3:6], flags=(need[6],)).collect(engine="streaming")
     df = df.drop_nulls(need[2:6])
     if df.height == 0:
         return []
@@ -274,10 +334,10 @@ def published_table(sweep: Sweep) -> Table:
         rows.append(row)
     n = int(df["in_sweep"].sum()) if df.height else 0
     tail = ""
-    for use, label in (("fit", "fit figures"), ("validation", "validation figures")):
+    for use, name in (("fit", "fit figures"), ("validation", "validation figures")):
         errs = df.filter((pl.col("use") == use) & pl.col("error").is_not_null())["error"].abs()
         if errs.len():
-            tail += f"; {label}: median |error| {errs.median():.1%}, max {errs.max():.1%}"
+            tail += f"; {name}: median |error| {errs.median():.1%}, max {errs.max():.1%}"
     note = " 'measured here' is this sweep's measurement on its own hardware, not the published machine." \
         if measured else ""
     return Table(title="Model vs published figures",
@@ -295,11 +355,11 @@ def measured_tables(sweep: Sweep) -> list[Table]:
         if MEASURED not in sweep.sources(m) or MODELED not in sweep.sources(m):
             continue
         metrics = sweep.metrics(m)
-        filled = ok(sweep.scan(m, MEASURED)).select(pl.col(c).is_not_null().any() for c in metrics).collect()
+        filled = ok(sweep.scan(m, MEASURED)).select(pl.col(c).is_not_null().any() for c in metrics).collect(engine="streaming")
         keys = [c for c in sweep.params(m) if c in set(sweep.varying(m))]
         summary, points = [], []
         for metric in (c for c in metrics if filled[c][0]):
-            pairs = measured_vs_model(sweep.scan(m, MODELED), sweep.scan(m, MEASURED), metric, keys).collect()
+            pairs = measured_vs_model(sweep.scan(m, MODELED), sweep.scan(m, MEASURED), metric, keys).collect(engine="streaming")
             if pairs.height == 0:
                 continue
             q = pairs["ratio"]
