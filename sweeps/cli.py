@@ -120,10 +120,13 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The `memsweep` program (argv None: sys.argv); called with a list, as a library (tests), it leaves
+    pyarrow's S3 client alone: a finalized client cannot be started again in the same process."""
     try:
         return _main(argv)
     finally:
-        _finalize_s3()
+        if argv is None:
+            _finalize_s3()
 
 
 def _finalize_s3() -> None:
