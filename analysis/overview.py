@@ -14,7 +14,7 @@ import polars as pl
 
 from workers.model import STATUS_ERROR, STATUS_INFEASIBLE, STATUS_OK
 
-from .metrics import (COMPARISONS, TIE_RTOL, best_by, combination_code, group_medians, growth_exponents,
+from .metrics import (COMPARISONS, TIE_RTOL, best_by, group_medians, growth_exponents,
                       headline_metric, measured_vs_model, ok, published_comparison, reason_counts, regimes_of,
                       series_points, speedup)
 from .read import MEASURED, MODELED, SOURCE, Sweep, describe, label, pin
@@ -164,19 +164,19 @@ def best_tables(sweep: Sweep) -> list[Table]:
 
 
 def per_variant(sweep: Sweep, model: str, axis: str, metric: str, keys: list[str]) -> tuple[list, pl.DataFrame]:
-    """Every configuration (`keys`, numbered by one code) as one row with one column per value of `axis`
-    ("v0", "v1", ...: its metric, null where that variant is not ok): filtered minimums grouped by the
-    combination code, which polars' streaming engine keeps to one row per configuration, whatever the
-    number of rows (a point repeated in several parts counts once)."""
+    """Every configuration (`keys`) as one row with one column per value of `axis` ("v0", "v1", ...:
+    its metric, null where that variant is not ok): plain minimums per group on polars' streaming
+    engine, which keeps one row per configuration whatever the number of rows (a point repeated in
+    several parts counts once). Grouping by the key columns themselves: a computed combination code
+    costs twice the memory here."""
     values = sorted(sweep.axis_values(model)[axis]["value"].to_list(), key=lambda v: (v is None, v))
-    code, _ = combination_code(keys, {c: sweep.axis_values(model)[c]["value"].to_list() for c in keys})
-    group = [code.alias("_config")] if code is not None else (keys or [pl.lit(0).alias("_config")])
     m = pl.col(metric)
     pick = lambda v: pl.col(axis).is_null() if v is None else pl.col(axis) == v  # noqa: E731
     cols = [f"v{i}" for i in range(len(values))]
+    group = keys or [pl.lit(0).alias("_config")]
     wide = (ok(sweep.scan(model)).filter(m.is_not_null() & m.is_finite())
             .select(*group, *(pl.when(pick(v)).then(m).alias(c) for c, v in zip(cols, values)))
-            .group_by(pl.col("_config") if code is not None or not keys else keys).agg(pl.col(cols).min())
+            .group_by(keys or "_config").agg(pl.col(cols).min())
             .collect(engine="streaming"))
     return values, wide
 
