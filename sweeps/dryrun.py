@@ -111,7 +111,7 @@ class _MemoryHandler(pafs.FileSystemHandler):
         return pa.PythonFile(Sink(), mode="w")
 
     def _refuse(self, *args, **kwargs):
-        raise NotImplementedError("the dry run's filesystem only takes new files")
+        raise PermissionError("the dry run's in-memory filesystem only takes new files")
 
     delete_dir = delete_dir_contents = delete_root_dir_contents = delete_file = _refuse
     move = copy_file = open_input_stream = open_input_file = open_append_stream = _refuse

@@ -41,3 +41,15 @@ class ProbeModel(Model):
 
 
 MODEL = register(ProbeModel())
+
+
+# A sweep of probe points 0..last, each taking `delay` ms, in chunks of 10 (format name=, last=, delay=).
+SPEC = """name = "{name}"
+models = ["probe"]
+plugins = ["tests.support.probe"]
+chunk_points = 10
+[axes.probe]
+i = {{ from = 0, to = {last}, step = 1 }}
+delay_ms = [{delay}]
+"""
+

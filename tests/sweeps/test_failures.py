@@ -18,15 +18,9 @@ from sweeps.inspect import verify
 from sweeps.runner import run
 from sweeps.spec import parse_spec
 from tests.conftest import ROOT, memsweep
+from tests.support.probe import SPEC
 
-SLOW = """name = "slow"
-models = ["probe"]
-plugins = ["tests.support.probe"]
-chunk_points = 10
-[axes.probe]
-i = {{ from = 0, to = {last}, step = 1 }}
-delay_ms = [{delay}]
-"""
+SLOW = SPEC.replace("{name}", "slow")  # format with last= and delay=
 
 
 def valid_parts(folder) -> int:

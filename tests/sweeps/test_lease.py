@@ -22,15 +22,9 @@ from sweeps.runner import run
 from sweeps.spec import parse_spec
 from sweeps.store import locate
 from tests.conftest import ROOT
+from tests.support.probe import SPEC
 
-SLOW = """name = "leased"
-models = ["probe"]
-plugins = ["tests.support.probe"]
-chunk_points = 10
-[axes.probe]
-i = {{ from = 0, to = {last}, step = 1 }}
-delay_ms = [{delay}]
-"""
+SLOW = SPEC.replace("{name}", "leased")  # format with last= and delay=
 
 
 def driver(spec, out, *extra: str) -> subprocess.Popen:
