@@ -190,7 +190,13 @@ class PfnmapPlan:
             m.advise(hi, self.span - hi, False)
         else:
             m.advise(0, self.span, False)
-        m.prefault(self.offset, self.length)
+        if self.copy or self.huge:
+            m.prefault(self.offset, self.length)
+        # The 4 KiB chase is not prefaulted: as in lmbench (thrash_initialize() in src/lib_mem.c writes
+        # each chosen page's pointers, page after page in chain order, into a freshly malloc'ed buffer),
+        # only the chained pages are faulted in, and in chain order. The order decides which physical
+        # page backs which virtual one: prefaulting in address order measured 0.63-0.75x lmbench's
+        # ns/load at 128-512 MiB (benchmarks/RESULTS.md).
         return m
 
     def _huge_backed(self, m: Mapping) -> bool:
@@ -236,11 +242,18 @@ class Chain:
 
 
 def chase_loads(working_set: int) -> int:
-    """Loads per sample: whole laps over the working set's 4 KiB pages (each page once per lap), about
-    CHASE_LOADS, at most the full cycle (every line once)."""
+    """Loads per sample, about CHASE_LOADS: whole cycles (every line of the working set once each) when the
+    cycle is shorter, else whole laps over the working set's 4 KiB pages (each page once per lap).
+
+    lmbench's benchmark_loads() (src/lat_mem_rd.c) follows the chain without a break for each timed
+    interval of 100 ms or more, going round a small working set's cycle hundreds of times; caches
+    whose replacement adapts to a cyclic pattern (a 1 MiB set in a 1 MiB L2) only settle over many
+    cycles. One cycle per sample measured 1.8-3.2x lmbench's ns/load at 1 MiB."""
     npages = max(1, working_set // PAGE)
-    laps = min(PAGE // CHASE_STRIDE, max(1, math.ceil(CHASE_LOADS / npages)))
-    return laps * npages
+    cycle = npages * (PAGE // CHASE_STRIDE)
+    if cycle <= CHASE_LOADS:
+        return cycle * (CHASE_LOADS // cycle)
+    return max(1, math.ceil(CHASE_LOADS / npages)) * npages
 
 
 def chase_warm_loads(working_set: int) -> int:
