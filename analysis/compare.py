@@ -21,11 +21,13 @@ from dataclasses import dataclass
 
 import polars as pl
 
+from workers.dataset import unit_of
+
 from .exceptions import AnalysisError
 from .metrics import headline_metric, higher_is_better, ok
 from .overview import Table
 from .read import MEASURED, MODELED, Sweep, label
-from .tables import format_value, improvement, metric_unit, render
+from .tables import format_value, improvement, render
 
 SOURCES = (MODELED, MEASURED)
 MAX_POINTS = 40  # up to this many points: one row per configuration
@@ -35,7 +37,7 @@ TOP = 10  # largest changes listed for a big comparison
 EXAMPLES = 5  # points of one side only listed
 EQUAL_REL = 1e-9  # modeled values this close are equal (deterministic models; float summation order)
 BETTER, WORSE, NOISE, EQUAL = "better", "worse", "~", "="
-TIME_UNITS = ("ns", "us", "ms", "s")
+TIME_UNITS = ("ns", "µs", "ms", "s")
 COMPARE_PREFIX = "compare-"
 
 
@@ -192,7 +194,7 @@ def verdict(higher: bool) -> pl.Expr:
 
 
 def _block(a: Sweep, b: Sweep, model: str, metric: str, src_a: str, src_b: str) -> Block:
-    higher, unit = higher_is_better(metric), metric_unit(metric)
+    higher, unit = higher_is_better(metric), unit_of(metric)
     params = [c for c in a.params(model) if c in b.params(model)]
     sa = _side(a, model, src_a, metric, "a", params)
     sb = _side(b, model, src_b, metric, "b", params)

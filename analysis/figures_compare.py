@@ -23,7 +23,7 @@ from matplotlib.ticker import MaxNLocator
 from .compare import (BETTER, EQUAL_REL, NOISE, WORSE, Block, Comparison, default_name, only_lines, summary_line,
                       text, words)
 from .plotting import Rendered, Skipped, plain_log_labels, save, theme
-from .report import CSS, REPORT_DIR, esc, html_figure, html_table
+from .report import CSS, esc, html_figure, html_table
 
 MAX_PANELS = 8  # blocks drawn; the rest are in the tables
 TITLE = "B/A per point"
@@ -147,14 +147,14 @@ def page(cmp: Comparison, fig: Rendered | Skipped) -> str:
 def write(cmp: Comparison, out: str | None = None) -> str:
     """Write the HTML comparison (figure PNG and SVG beside it) atomically; return where it went.
 
-    Default: B's folder, report/compare-<A name>.html (uploaded when B is on an object store);
+    Default: B's folder, _report/compare-<A name>.html (uploaded when B is on an object store);
     `out` is a file, or a folder to put compare-<A name>.html in."""
     name = default_name(cmp)
     local = out is not None or isinstance(cmp.b.fs, pafs.LocalFileSystem)
     if out is not None:
         target = Path(out) / name if Path(out).is_dir() or str(out).endswith("/") else Path(out)
     else:
-        target = Path(cmp.b.root) / REPORT_DIR / name if local else Path(name)  # else uploaded beside B
+        target = Path(cmp.b.root) / cmp.b.layout.report / name if local else Path(name)  # else uploaded beside B
     with tempfile.TemporaryDirectory(prefix="memsweep-compare-") as tmp:
         work = Path(tmp)
         fig = ratio_figure(cmp, work, target.stem)
@@ -167,10 +167,10 @@ def write(cmp: Comparison, out: str | None = None) -> str:
                 shutil.move(path, tmp_name)
                 tmp_name.replace(target.parent / path.name)
             return str(target)
-        remote = f"{cmp.b.root}/{REPORT_DIR}"
+        remote = f"{cmp.b.root}/{cmp.b.layout.report}"
         cmp.b.fs.create_dir(remote, recursive=True)
         for path in sorted(work.iterdir(), key=lambda p: p.suffix == ".html"):  # one PUT each, the page last
             with cmp.b.fs.open_output_stream(f"{remote}/{path.name}") as f:
                 f.write(path.read_bytes())
     base, sep, query = cmp.b.uri.partition("?")
-    return f"{base}/{REPORT_DIR}/{target.name}{sep}{query}"
+    return f"{base}/{cmp.b.layout.report}/{target.name}{sep}{query}"

@@ -16,10 +16,11 @@ import numpy as np
 import polars as pl
 import seaborn as sns
 
+from workers.dataset import unit_of
+
 from .metrics import ok
 from .plotting import Rendered, Skipped, save, square_log_axes
 from .read import MEASURED, MODELED, Sweep, label
-from .tables import metric_unit
 
 # (model, metric, colour by, panel title) for every metric a measured row can fill
 PANELS = (
@@ -61,7 +62,7 @@ def measured_vs_model(sweep: Sweep, outdir: Path) -> Rendered | Skipped:
     fig, axes = plt.subplots(rows, cols, figsize=(5.6 * cols, 4.8 * rows), squeeze=False)
     ratios = []
     for ax, (model, metric, name, df) in zip(axes.ravel(), jobs):
-        _panel(ax, df, metric_unit(metric), name)
+        _panel(ax, df, unit_of(metric), name)
         ratios.append((name, float((df["measured"] / df["model"]).median()), df.height))
     for ax in axes.ravel()[len(jobs):]:
         ax.set_visible(False)

@@ -21,8 +21,6 @@ from .read import MEASURED, MODELED, SOURCE, Sweep, describe, label, pin
 from .tables import format_value, metric_unit
 
 SIZE = "param_namespace_size"
-PROVENANCE = ("env_host", "env_cpu_model", "env_caches", "env_thp_mode", "env_kernel_release", "env_memsweep_version",
-              "env_git_sha", "env_ray_node_id")
 MAX_REASONS = 40
 MAX_ROWS = 40
 # Per model, the axes a "best variant per configuration" table lists (others are held fixed).
@@ -90,17 +88,15 @@ def reasons(sweep: Sweep) -> Table:
 
 
 def provenance(sweep: Sweep) -> Table:
-    """Hosts, CPU models, caches, kernels, THP modes, memsweep versions and git commits the rows came
-    from, and the number of Ray nodes."""
-    seen: dict[str, set] = {c: set() for c in PROVENANCE}
-    for m in sweep.models:
-        for c, values in sweep.distinct(m, [c for c in PROVENANCE if c in sweep.schema(m)]).items():
-            seen[c] |= {v for v in values if v != ""}
+    """Hosts, CPU models, caches, TLB sizes, kernels, THP modes, memsweep versions and git commits the
+    rows came from, and the number of Ray nodes."""
+    seen = sweep.provenance()
     driver = sweep.manifest.get("driver", {})
     rows = [
         ("hosts", ", ".join(sorted(seen["env_host"])) or "-"),
         ("CPU models", "; ".join(sorted(seen["env_cpu_model"])) or "-"),
         ("caches", "; ".join(sorted(seen["env_caches"])) or "-"),
+        ("TLB entries (4 KiB pages)", ", ".join(str(n) for n in sorted(seen["env_tlb_4k_entries"])) or "-"),
         ("kernel releases", ", ".join(sorted(seen["env_kernel_release"])) or "-"),
         ("THP modes", ", ".join(sorted(seen["env_thp_mode"])) or "-"),
         ("memsweep versions", ", ".join(sorted(seen["env_memsweep_version"])) or "-"),

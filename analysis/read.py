@@ -1,9 +1,9 @@
 """Reading a sweep's dataset: its manifest, its spec, and one lazy scan per model.
 
-A sweep folder (local path or pyarrow filesystem URI) holds
-`model=<name>/part-*.parquet`, `manifest.json` and `spec.toml`. Different models
-have different columns, so each model's folder is scanned on its own; nothing
-is collected here except the small per-axis value counts.
+A sweep folder (local path or pyarrow filesystem URI) holds `model=<name>/part-*.parquet`,
+`_manifest.json` and `_spec.toml` (schema 1-2: `manifest.json`, `spec.toml`; workers.dataset has the
+layout). Different models have different columns, so each model's folder is scanned on its own;
+nothing is collected here except the small per-axis value counts.
 """
 
 from __future__ import annotations
@@ -15,21 +15,18 @@ import tomllib
 
 import polars as pl
 import pyarrow as pa
-import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from workers import MODELS, load_plugins
 from workers.axes import Axis
-from workers.exceptions import ProfileError
+from workers.dataset import PROVENANCE_COLUMNS, Layout, filesystem, layout_of, part_files, scan_parts
+from workers.exceptions import ProfileError, SweepFolderError
 from workers.model import STATUS_OK, Model
 from workers.profiles import Profile, load_profile
 
 from .exceptions import AnalysisError
 
-MANIFEST = "manifest.json"
-SPEC_FILE = "spec.toml"
-PART_GLOB = "part-*.parquet"
 SOURCE = "source"  # identity column since schema 2: "model" (modeled) or "measured" rows
 MODELED = "model"
 MEASURED = "measured"
@@ -46,20 +43,22 @@ class Sweep:
             raise AnalysisError(
                 f"'OUT/SWEEP' must be a sweep folder written by 'memsweep run' (got {sweep_dir!r}: no such folder)."
             )
-        text = self._read(MANIFEST)
+        self.layout: Layout = layout_of(i.base_name for i in self.fs.get_file_info(pafs.FileSelector(self.root)))
+        text = self._read(self.layout.manifest)
         if text is None:
             raise AnalysisError(
-                f"'OUT/SWEEP' must hold a {MANIFEST} written by 'memsweep run' (got {sweep_dir!r}: none there)."
+                f"'OUT/SWEEP' must hold a {self.layout.manifest} written by 'memsweep run' (got {sweep_dir!r}: none there)."
             )
         try:
             self.manifest: dict = json.loads(text)
         except json.JSONDecodeError as e:
-            raise AnalysisError(f"'{MANIFEST}' must be valid JSON (got {sweep_dir!r}: {e}).") from None
-        self.spec_text: str = self._read(SPEC_FILE) or self.manifest.get("spec", "")
+            raise AnalysisError(f"'{self.layout.manifest}' must be valid JSON (got {sweep_dir!r}: {e}).") from None
+        self.spec_text: str = self._read(self.layout.spec) or self.manifest.get("spec", "")
         self.spec: dict = _toml(self.spec_text)
         self.name: str = str(self.manifest.get("sweep") or self.spec.get("name") or os.path.basename(self.root))
         self.description: str = str(self.spec.get("description", ""))
         self.plugin_errors: list[str] = _load_plugins(self.spec.get("plugins", []))
+        self._parts: dict[str, list[str]] = part_files(self.fs, self.root)
         self.models: tuple[str, ...] = self._models_with_parts()
         self._schemas: dict[str, dict[str, pl.DataType]] = {}
         self._values: dict[str, dict[str, pl.DataFrame]] = {}
@@ -73,15 +72,8 @@ class Sweep:
             return None
 
     def _models_with_parts(self) -> tuple[str, ...]:
-        found = []
-        for info in self.fs.get_file_info(pafs.FileSelector(self.root)):
-            if info.type != pafs.FileType.Directory or not info.base_name.startswith("model="):
-                continue
-            inner = self.fs.get_file_info(pafs.FileSelector(info.path))
-            if any(i.base_name.startswith("part-") and i.base_name.endswith(".parquet") for i in inner):
-                found.append(info.base_name[len("model="):])
         order = list(self.manifest.get("models", {}))
-        return tuple(sorted(found, key=lambda m: (order.index(m) if m in order else len(order), m)))
+        return tuple(sorted(self._parts, key=lambda m: (order.index(m) if m in order else len(order), m)))
 
     def scan(self, model: str, source: str | None = DEFAULT) -> pl.LazyFrame:
         """A lazy scan of one model's parts (hive partitioning off: `model` is in the file).
@@ -96,16 +88,8 @@ class Sweep:
         return lf.filter(pl.col(SOURCE) == (self.default_source(model) if source == DEFAULT else source))
 
     def _scan_parts(self, model: str) -> pl.LazyFrame:
-        """Local folders: polars' own scan; object stores: through the pyarrow filesystem the URI
-        names (its options, e.g. an endpoint_override, are in the URI's query and only pyarrow reads them)."""
-        if isinstance(self.fs, pafs.LocalFileSystem):
-            return pl.scan_parquet(f"{self.root}/model={model}/{PART_GLOB}", hive_partitioning=False)
-        return pl.scan_pyarrow_dataset(ds.dataset(self._part_paths(model), filesystem=self.fs, format="parquet"))
-
-    def _part_paths(self, model: str) -> list[str]:
-        folder = f"{self.root}/model={model}"
-        return sorted(i.path for i in self.fs.get_file_info(pafs.FileSelector(folder))
-                      if i.base_name.startswith("part-") and i.base_name.endswith(".parquet"))
+        """workers.dataset's reader: polars' own scan locally, pyarrow's filesystem for URIs."""
+        return scan_parts(self.fs, self.root, model, self._parts[model])
 
     def sources(self, model: str) -> list[str]:
         """The sources of this model's rows: ["model"], ["measured"] or both (schema 1 has only "model")."""
@@ -162,7 +146,7 @@ class Sweep:
         (min == max, exact), otherwise from that part's rows. A part's provenance is one worker's, so
         this reads footers only, whatever the number of rows."""
         seen: dict[str, set] = {c: set() for c in columns}
-        for path in self._part_paths(model):
+        for path in self._parts[model]:
             meta = pq.read_metadata(path, filesystem=self.fs)
             found = {c: set() for c in columns if c in meta.schema.names}
             exact = True
@@ -180,6 +164,15 @@ class Sweep:
                 found = {c: {v for v in table.column(c).unique().to_pylist() if v is not None} for c in found}
             for c, values in found.items():
                 seen[c] |= values
+        return seen
+
+    def provenance(self) -> dict[str, set]:
+        """Every provenance column (workers.dataset) -> its distinct non-null, non-empty values over all
+        models' rows (columns a sweep of an older schema lacks stay empty)."""
+        seen: dict[str, set] = {c: set() for c in PROVENANCE_COLUMNS}
+        for m in self.models:
+            for c, values in self.distinct(m, [c for c in PROVENANCE_COLUMNS if c in self.schema(m)]).items():
+                seen[c] |= {v for v in values if v != ""}
         return seen
 
     def varying(self, model: str) -> list[str]:
@@ -212,11 +205,9 @@ def axis_of(model: Model | None, column: str) -> Axis | None:
 
 def _filesystem(uri: str) -> tuple[pafs.FileSystem, str]:
     try:
-        if "://" in uri:
-            return pafs.FileSystem.from_uri(uri)
-        return pafs.LocalFileSystem(), os.path.abspath(uri)
-    except (pa.ArrowInvalid, OSError, ValueError) as e:
-        raise AnalysisError(f"'OUT/SWEEP' must be a local path or a filesystem URI (got {uri!r}: {e}).") from None
+        return filesystem(uri)
+    except SweepFolderError as e:
+        raise AnalysisError(str(e).replace("'sweep_dir'", "'OUT/SWEEP'", 1)) from None
 
 
 def _toml(text: str) -> dict:

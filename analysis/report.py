@@ -25,7 +25,6 @@ from .overview import (Table, best_tables, growth_tables, measured_tables, memma
 from .plotting import Rendered, Skipped
 from .read import Sweep
 
-REPORT_DIR = "report"
 REPORT_FILE = "report.html"
 CSS = """
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 0 auto; max-width: 1380px;
@@ -118,8 +117,9 @@ def render_html(sweep: Sweep, figures: list[Rendered | Skipped], seconds: float 
 def write_report(sweep_dir: str, out: str | None = None) -> str:
     """Write report.html (and the figures as PNG and SVG beside it); return the page's path.
 
-    Default: OUT/SWEEP/report/report.html (also for a sweep on an object store: the page and
-    figures are uploaded there). `out` is a file path, or a folder to put report.html in."""
+    Default: OUT/SWEEP/_report/report.html (report/ in a folder of schema 1-2; also for a sweep on an
+    object store: the page and figures are uploaded there). `out` is a file path, or a folder to put
+    report.html in."""
     t0 = time.perf_counter()
     sweep = Sweep(sweep_dir)
     if out is not None:
@@ -130,20 +130,20 @@ def write_report(sweep_dir: str, out: str | None = None) -> str:
         _write_local(sweep, target, t0)
         return str(target)
     if isinstance(sweep.fs, pafs.LocalFileSystem):
-        target = Path(sweep.root) / REPORT_DIR / REPORT_FILE
+        target = Path(sweep.root) / sweep.layout.report / REPORT_FILE
         target.parent.mkdir(parents=True, exist_ok=True)
         _write_local(sweep, target, t0)
         return str(target)
     with tempfile.TemporaryDirectory(prefix="memsweep-report-") as tmp:
         local = Path(tmp) / REPORT_FILE
         _write_local(sweep, local, t0)
-        remote = f"{sweep.root}/{REPORT_DIR}"
+        remote = f"{sweep.root}/{sweep.layout.report}"
         sweep.fs.create_dir(remote, recursive=True)
         for path in Path(tmp).iterdir():
             with sweep.fs.open_output_stream(f"{remote}/{path.name}") as f:
                 f.write(path.read_bytes())
     base, sep, query = sweep.uri.partition("?")  # keep the URI's options last
-    return f"{base}/{REPORT_DIR}/{REPORT_FILE}{sep}{query}"
+    return f"{base}/{sweep.layout.report}/{REPORT_FILE}{sep}{query}"
 
 
 def _write_local(sweep: Sweep, target: Path, t0: float) -> None:

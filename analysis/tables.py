@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import polars as pl
 
+from workers.dataset import unit_of
+
 from .exceptions import AnalysisError
 from .metrics import headline_metric, higher_is_better, ok
 from .plotting import binary_size
@@ -22,22 +24,17 @@ from .read import DEFAULT, SOURCE, Sweep, label
 
 MAX_BLOCKS = 24
 GAP = "    "
-UNITS = ("ns", "us", "ms", "s", "gbs", "bytes")
-UNIT_TEXT = {"gbs": "GB/s", "bytes": "B"}
+# How a unit (workers.dataset.unit_of) is written after a value: ASCII for mail, a fraction bare.
+UNIT_TEXT = {"µs": "us", "fraction": ""}
 # Column names kernel developers use for the leaf orders of pfnmap (the RFC's "PTE" / "PMD").
 VALUE_NAMES = {("pfnmap", "param_compound_order"): {0: "PTE", 9: "PMD", 18: "PUD"}}
 
 
-def metric_unit(metric: str) -> str:
-    """The unit a metric name carries: metric_ns_per_load -> 'ns', metric_pt_bytes -> 'bytes'."""
-    for token in metric.removeprefix("metric_").split("_"):
-        if token in UNITS:
-            return token
-    return ""
+metric_unit = unit_of  # workers.dataset's rule, under the name the report's tables import
 
 
 def format_value(v: object, unit: str) -> str:
-    """A cell: '148.858 ns', '95.76 ms', '2MiB', '0.1234'; '-' when missing."""
+    """A cell: '148.858 ns', '95.76 ms', '2MiB', '0.1234'; '-' when missing. `unit` as unit_of gives it."""
     if v is None or (isinstance(v, float) and v != v):
         return "-"
     if unit == "bytes":
@@ -47,7 +44,7 @@ def format_value(v: object, unit: str) -> str:
     elif abs(v) >= 1000:
         text = f"{v:.1f}"
     elif abs(v) >= 1 or v == 0:
-        text = f"{v:.3f}" if unit in ("ns", "us") else f"{v:.2f}"
+        text = f"{v:.3f}" if unit in ("ns", "µs") else f"{v:.2f}"
     else:
         text = f"{v:.4g}"
     return f"{text} {UNIT_TEXT.get(unit, unit)}".rstrip()
@@ -110,7 +107,7 @@ def text_table(sweep_dir: str, *, model: str, rows: str, cols: str, metric: str 
         .group_by(*others, rcol, ccol).agg(pl.col(mcol).median())
         .collect()
     )
-    unit, higher = metric_unit(mcol), higher_is_better(mcol)
+    unit, higher = unit_of(mcol), higher_is_better(mcol)
     title = f"{sweep.name}: {model} {mcol.removeprefix('metric_')}, median over ok rows per cell"
     if cells.height == 0:
         return f"{title}\n(no ok rows with a value of {mcol})"

@@ -8,7 +8,7 @@ The first form runs `memsweep report OUT/SWEEP --out <temporary folder>` in a su
 run: rows, parts, wall seconds of the whole command, peak RSS of the process (ru_maxrss from
 wait4), figures drawn. The second writes a sweep of at least N million rows by copying the parts
 of an existing sweep, model by model in turn, with `point_id` shifted by a copy number times
-2^40 (so no id repeats) and a new chunk id per copy; manifest.json and spec.toml are copied with
+2^40 (so no id repeats) and a new chunk id per copy; the manifest and the spec are copied with
 the row counts updated. Copies repeat points, so the report shows the same figures with more
 rows behind every median: what grows is the reading and the aggregation, as with a longer sweep.
 """
@@ -27,6 +27,8 @@ from pathlib import Path
 
 import polars as pl
 import pyarrow.parquet as pq
+
+from workers.dataset import MANIFEST, SPEC_FILE, layout_of
 
 ROOT = Path(__file__).resolve().parent.parent
 SHIFT = 1 << 40  # point_id offset per copy: larger than any sweep's index space here
@@ -91,12 +93,13 @@ def synthesize(src: Path, dest: Path, million: float) -> int:
             lf.sink_parquet(out)
             total += pq.read_metadata(out).num_rows
         copy += 1
-    manifest = json.loads((src / "manifest.json").read_text())
+    names = layout_of(p.name for p in src.iterdir())  # the source may be of an older schema
+    manifest = json.loads((src / names.manifest).read_text())
     manifest.update(rows=total, rows_expected=total, points_expected=total, parts={},
                     synthetic=f"{copy} copies of the parts of {src.name}, point_id shifted by copy * 2^40")
-    (dest / "manifest.json").write_text(json.dumps(manifest, indent=1))
-    if (src / "spec.toml").is_file():
-        shutil.copy(src / "spec.toml", dest / "spec.toml")
+    (dest / MANIFEST).write_text(json.dumps(manifest, indent=1))
+    if (src / names.spec).is_file():
+        shutil.copy(src / names.spec, dest / SPEC_FILE)
     return total
 
 

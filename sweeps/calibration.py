@@ -7,21 +7,20 @@ namespace sizes out of the fit to see how well the profile predicts them.
 
 from __future__ import annotations
 
-import io
 import json
 import re
 from pathlib import Path
 
 import polars as pl
-from pyarrow.fs import FileSelector
 
 from workers import MODELS
 from workers.calibrate import DEFAULT_STARTS, Calibration, FigureResult, calibrate, predict, validation_figures
+from workers.dataset import filesystem, part_files, scan
+from workers.exceptions import SweepFolderError
 from workers.profiles import Profile, dump_profile, load_profile
 from workers.units import parse_size
 
 from .exceptions import DatasetError, UsageError
-from .store import exists, locate
 
 
 def run_calibration(profile_name: str, *, models: list[str] | None, as_json: bool, save: str | None,
@@ -107,24 +106,33 @@ def measured_jobs(sweep_dir: str, profile: Profile, models: list[str] | None, ho
 
 
 def _measured_rows(sweep_dir: str, model: str) -> pl.DataFrame | None:
-    loc = locate(sweep_dir)
-    folder = loc.path(f"model={model}")
-    if not exists(loc, folder):
+    """The ok measured rows of one model in the sweep (None when it has none)."""
+    try:
+        if model not in part_files(*filesystem(sweep_dir)):
+            return None
+        lf = scan(sweep_dir, model)
+    except SweepFolderError as e:
+        raise UsageError(str(e).replace("'sweep_dir'", "'--from'", 1)) from None
+    if "source" not in lf.collect_schema():  # schema 1: modeled rows only
         return None
-    parts = [i.path for i in loc.fs.get_file_info(FileSelector(folder)) if i.path.endswith(".parquet")]
-    frame = pl.concat([pl.read_parquet(io.BytesIO(loc.fs.open_input_file(p).read())) for p in parts],
-                      how="vertical_relaxed")
-    frame = frame.filter((pl.col("source") == "measured") & (pl.col("status") == "ok")) if "source" in frame.columns \
-        else frame.clear()
+    frame = lf.filter((pl.col("source") == "measured") & (pl.col("status") == "ok")).collect()
     return frame if frame.height else None
 
 
-def _facts(frame: pl.DataFrame) -> dict[str, str]:
-    """The measuring host's cache sizes from the env_caches provenance ("L1d 49152 B, L2 ..., L3 ... B")."""
-    text = frame["env_caches"][0] if "env_caches" in frame.columns and frame.height else ""
-    found = dict(re.findall(r"(L1d|L2|L3) (\d+|unknown) B", text or ""))
-    return {"l1d_bytes": found.get("L1d", "unknown"), "l2_bytes": found.get("L2", "unknown"),
-            "l3_bytes": found.get("L3", "unknown")}
+CACHE_FACTS = ("l1d_bytes", "l2_bytes", "l3_bytes")
+LEGACY_CACHES = re.compile(r"(L1d|L2|L3) (\d+) B")  # schema 2's env_caches text: "L1d 49152 B, L2 ..."
+
+
+def _facts(frame: pl.DataFrame) -> dict[str, int | None]:
+    """The measuring host's cache sizes from its env_l1d_bytes, env_l2_bytes, env_l3_bytes columns
+    (None when unknown). A schema-2 sweep has only the env_caches display text; that is read
+    instead, so calibrating from an older sweep still uses its own host's caches."""
+    first = frame.head(1)
+    if all(f"env_{k}" in frame.columns for k in CACHE_FACTS):
+        return {k: first[f"env_{k}"][0] if first.height else None for k in CACHE_FACTS}
+    text = first["env_caches"][0] if "env_caches" in frame.columns and first.height else ""
+    found = {f"{level.lower()}_bytes": int(n) for level, n in LEGACY_CACHES.findall(text or "")}
+    return {k: found.get(k) for k in CACHE_FACTS}
 
 
 def _predict(model, figures, profile: Profile) -> list[FigureResult]:

@@ -15,7 +15,7 @@ import signal
 import sys
 
 from analysis.exceptions import AnalysisError
-from workers.exceptions import ProfileError
+from workers.exceptions import ProfileError, SweepFolderError
 
 from .exceptions import DatasetError, LeaseError, SpecError, StoreIOError, UsageError
 
@@ -46,7 +46,7 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--address", help="join a Ray cluster (auto, HOST:PORT, ray://...); default: embedded Ray")
     r.add_argument("--fresh", action="store_true", help="delete OUT/<sweep> first and start over")
     r.add_argument("--cpus", type=_positive_int, help="CPUs of the embedded Ray (default: all of this machine's)")
-    r.add_argument("--no-report", action="store_true", help="do not write report/report.html at the end")
+    r.add_argument("--no-report", action="store_true", help="do not write _report/report.html at the end")
     r.add_argument("--quiet", action="store_true", help="no progress bar")
     r.add_argument("--wait-lease", action="store_true",
                    help="if another driver is running this sweep, wait for it to end instead of refusing")
@@ -82,7 +82,7 @@ def _parser() -> argparse.ArgumentParser:
 
     rep = sub.add_parser("report", help="figures and a self-contained report.html")
     rep.add_argument("sweep_dir", metavar="OUT/SWEEP")
-    rep.add_argument("--out", help="where to write report.html (default: OUT/SWEEP/report/report.html)")
+    rep.add_argument("--out", help="where to write report.html (default: OUT/SWEEP/_report/report.html)")
 
     t = sub.add_parser("table", help="a plain-text comparison table, mailing-list style")
     t.add_argument("sweep_dir", metavar="OUT/SWEEP")
@@ -99,7 +99,7 @@ def _parser() -> argparse.ArgumentParser:
     cmp.add_argument("--sources", metavar="A_SOURCE:B_SOURCE",
                      help="rows compared, e.g. measured:model (A's measured rows vs B's modeled ones); "
                           "default: like with like (model vs model, measured vs measured)")
-    cmp.add_argument("--out", metavar="FILE", help="the HTML comparison (default: B/report/compare-<A name>.html)")
+    cmp.add_argument("--out", metavar="FILE", help="the HTML comparison (default: B/_report/compare-<A name>.html)")
 
     cal = sub.add_parser("calibrate", help="fit a profile to the published figures; per-figure and leave-one-out error")
     cal.add_argument("--profile", default="seed", help="profile name or file (default: seed)")
@@ -147,7 +147,7 @@ def _main(argv: list[str] | None) -> int:
         signal.signal(signal.SIGTERM, _interrupt)
     try:
         return COMMANDS[args.command](args)
-    except (SpecError, UsageError, DatasetError, ProfileError, AnalysisError, LeaseError) as e:
+    except (SpecError, UsageError, DatasetError, ProfileError, SweepFolderError, AnalysisError, LeaseError) as e:
         print(f"memsweep {args.command}: error: {e}", file=sys.stderr)
         return EXIT_USAGE
     except OSError as e:  # StoreIOError from the dataset, or any other failed write (the report)

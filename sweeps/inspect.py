@@ -6,8 +6,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from workers.dataset import MANIFEST
+
 from .exceptions import DatasetError
-from .store import MANIFEST, SPEC_FILE, Location, checksum, exists, list_parts, locate, read_manifest
+from .store import Location, checksum, exists, layout, list_parts, locate, read_manifest
 
 
 def _open(sweep_dir: str) -> tuple[Location, dict]:
@@ -63,7 +65,8 @@ def status(sweep_dir: str) -> str:
         *slurm,
         f"sweep {m['sweep']} (profile {m['profile']}, updated {m['updated']})",
         f"chunks: {m['chunks_done']} of {m['chunks_expected']} done",
-        f"rows: {m['rows']} of {m['rows_expected']} ({m['points_expected']} points x sources {m['sources']})",
+        f"rows: {m['rows']} of {m.get('rows_expected', m['points_expected'])} ({m['points_expected']} points x sources "
+        f"{m.get('sources', ['model'])})",
         "by status: " + ", ".join(f"{s} {n}" for s, n in sorted(by_status.items())) if by_status else "by status: none yet",
     ]
     for model, info in m["models"].items():
@@ -81,8 +84,9 @@ def verify(sweep_dir: str) -> tuple[list[str], str]:
         return [f"no {MANIFEST}: the parts cannot be checked against it"], "\n".join(unmanifested)
     loc, m = _open(sweep_dir)
     problems: list[str] = []
-    if not exists(loc, loc.path(SPEC_FILE)):
-        problems.append(f"{SPEC_FILE} is missing")
+    spec_file = layout(loc).spec
+    if not exists(loc, loc.path(spec_file)):
+        problems.append(f"{spec_file} is missing")
     present = list_parts(loc)
     listed = {cid for ids in present.values() for cid in ids}
     ids = []
@@ -95,7 +99,7 @@ def verify(sweep_dir: str) -> tuple[list[str], str]:
         try:
             with loc.fs.open_input_stream(path) as f:
                 data = f.read()
-            table = pq.read_table(pa.BufferReader(data), columns=["point_id", "source"])
+            table = _point_ids(pa.BufferReader(data))
         except (OSError, pa.ArrowException) as e:
             problems.append(f"part {path} is unreadable: {e}")
             continue
@@ -111,15 +115,16 @@ def verify(sweep_dir: str) -> tuple[list[str], str]:
             problems.append(f"part {path} is not in the manifest (left by another spec or an interrupted run)")
             try:
                 with loc.fs.open_input_file(path) as f:
-                    ids.append(pq.read_table(f, columns=["point_id", "source"]))
+                    ids.append(_point_ids(f))
             except (OSError, pa.ArrowException, KeyError):
                 pass  # already reported as stray; its rows cannot be read
     if m["chunks_done"] != m["chunks_expected"]:
         problems.append(f"only {m['chunks_done']} of {m['chunks_expected']} chunks are done")
     if rows != m["rows"]:
         problems.append(f"the parts hold {rows} rows, the manifest says {m['rows']}")
-    if rows != m["rows_expected"]:
-        problems.append(f"the parts hold {rows} rows; the spec makes {m['rows_expected']}")
+    expected = m.get("rows_expected", m.get("points_expected"))  # schema 1: one row per point
+    if rows != expected:
+        problems.append(f"the parts hold {rows} rows; the spec makes {expected}")
     distinct = set()
     for source, pids in _ids_by_source(ids).items():
         unique = np.unique(pids)
@@ -128,6 +133,15 @@ def verify(sweep_dir: str) -> tuple[list[str], str]:
             problems.append(f"{pids.size - unique.size} duplicate point_id values among the {source} rows")
     summary = f"{m['sweep']}: {len(m['parts'])} parts, {rows} rows, {max(distinct, default=0)} distinct points"
     return problems, summary
+
+
+def _point_ids(source) -> pa.Table:
+    """A part's point_id and source columns (schema 1 parts have no source: all modeled rows)."""
+    pf = pq.ParquetFile(source)
+    if "source" in pf.schema_arrow.names:
+        return pf.read(columns=["point_id", "source"])
+    ids = pf.read(columns=["point_id"])
+    return ids.append_column("source", pa.array(["model"] * ids.num_rows, pa.string()))
 
 
 def _ids_by_source(tables: list[pa.Table]) -> dict[str, np.ndarray]:

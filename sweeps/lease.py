@@ -1,4 +1,4 @@
-"""One driver per sweep: a lease file, OUT/<sweep>/lease.json, held while `run` runs.
+"""One driver per sweep: a lease file, OUT/<sweep>/_lease.json, held while `run` runs.
 
 The lease names its holder (host, pid, start time) and carries a heartbeat that
 a thread of the driver refreshes every HEARTBEAT_S seconds. A second driver
@@ -9,7 +9,7 @@ holder ran on this host and that process is gone.
 
 How the lease is created, by filesystem:
 - local or shared (NFS) folders: the content goes to a temp file that is then
-  hard-linked to lease.json; link() fails if the name exists and is atomic on
+  hard-linked to _lease.json; link() fails if the name exists and is atomic on
   NFS (a lost reply is recognised by the temp file's link count).
 - object stores: pyarrow's S3FileSystem offers no conditional PUT (no
   If-None-Match), so a lease is created by: check that none exists, PUT, wait
@@ -35,10 +35,11 @@ from dataclasses import asdict, dataclass
 
 import psutil
 
-from .exceptions import LeaseError, StoreIOError
-from .store import TEMP_PREFIX, Location, read_text, remove_quietly, retrying, write_bytes
+from workers.dataset import LEASE_FILE, TEMP_PREFIX
 
-LEASE_FILE = "lease.json"
+from .exceptions import LeaseError, StoreIOError
+from .store import Location, read_text, remove_quietly, retrying, write_bytes
+
 HEARTBEAT_S = 10.0
 STALE_AFTER_S = 3 * HEARTBEAT_S  # three missed heartbeats
 WAIT_POLL_S = 2.0
@@ -59,7 +60,7 @@ def _iso(t: float) -> str:
 
 @dataclass(frozen=True, kw_only=True)
 class Holder:
-    """Who holds a lease, as written in lease.json (times are UNIX seconds)."""
+    """Who holds a lease, as written in _lease.json (times are UNIX seconds)."""
 
     host: str
     boot_id: str
@@ -91,7 +92,7 @@ class Holder:
 
     def describe(self, now: float | None = None) -> str:
         if not self.token:
-            return "an unreadable lease.json"
+            return "an unreadable _lease.json"
         age = (now or time.time()) - self.heartbeat
         return (f"host {self.host} pid {self.pid}, running since {_iso(self.started)}, "
                 f"last heartbeat {_iso(self.heartbeat)} ({age:.0f} s ago)")
@@ -160,7 +161,7 @@ class Lease:
         self._thread.start()
 
     def _create(self) -> tuple[bool, Holder | None]:
-        """Try to create lease.json holding self.me: (True, None) if created, else (False, the holder
+        """Try to create _lease.json holding self.me: (True, None) if created, else (False, the holder
         found there, or None when the lease vanished meanwhile and the attempt should be repeated)."""
         if self.loc.is_local:
             return self._create_local()
@@ -203,7 +204,7 @@ class Lease:
         return False, self._read()
 
     def _read(self) -> Holder | None:
-        """The holder in lease.json; None if there is no lease; a token-less Holder if unreadable."""
+        """The holder in _lease.json; None if there is no lease; a token-less Holder if unreadable."""
         try:
             text = read_text(self.loc, self.path)
         except FileNotFoundError:
@@ -215,7 +216,7 @@ class Lease:
         return Holder.from_json(text) or UNREADABLE
 
     def _remove_if(self, stale: Holder) -> None:
-        """Remove lease.json if it still holds `stale` (same token and heartbeat)."""
+        """Remove _lease.json if it still holds `stale` (same token and heartbeat)."""
         if not self.loc.is_local:
             now = self._read()
             if now is not None and (now.token, now.heartbeat) == (stale.token, stale.heartbeat):
@@ -255,7 +256,7 @@ class Lease:
         """Write a new heartbeat if the lease is still ours; otherwise record that it was lost."""
         found = self._read()
         if found is None or found.token != self.me.token:
-            self.lost = f"it is now held by {found.describe()}" if found else "lease.json was removed"
+            self.lost = f"it is now held by {found.describe()}" if found else "_lease.json was removed"
             return
         self.me = Holder(**{**asdict(self.me), "heartbeat": time.time()})
         write_bytes(self.loc, self.path, self.me.to_json())
@@ -266,7 +267,7 @@ class Lease:
             raise LeaseError(f"lost the lease on {self.loc.uri}: {self.lost}; stopped (finished chunks are kept).")
 
     def release(self) -> None:
-        """Stop the heartbeat and delete lease.json if it is still ours."""
+        """Stop the heartbeat and delete _lease.json if it is still ours."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=HEARTBEAT_S + 5)

@@ -1,4 +1,4 @@
-"""Where rows were computed: host, CPU, caches, THP mode, kernel, memsweep version, git commit."""
+"""Where rows were computed: host, CPU, caches, TLB, THP mode, kernel, memsweep version, git commit."""
 
 from __future__ import annotations
 
@@ -35,14 +35,21 @@ def git_sha() -> str:
 
 
 @functools.cache
-def host_provenance() -> dict[str, str]:
-    """The env_* values of the machine this runs on (node id and git sha are added by the Ray task)."""
+def host_provenance() -> dict[str, str | int | None]:
+    """The env_* values of the machine this runs on (node id and git sha are added by the Ray task):
+    text, and the cache sizes and TLB size as integers (None when the host does not say)."""
     facts = host_facts()
     return {
         "env_host": socket.gethostname(),
         "env_cpu_model": facts["cpu_model"],
         "env_caches": f"L1d {facts['l1d_bytes']} B, L2 {facts['l2_bytes']} B, L3 {facts['l3_bytes']} B",
+        **{f"env_{k}": _count(facts[k]) for k in ("l1d_bytes", "l2_bytes", "l3_bytes", "tlb_4k_entries")},
         "env_thp_mode": facts["thp_mode"],
         "env_kernel_release": facts["kernel_release"],
         "env_memsweep_version": memsweep_version(),
     }
+
+
+def _count(fact: str) -> int | None:
+    """A host fact as an integer column value: None for "unknown"."""
+    return int(fact) if fact.isdigit() else None

@@ -30,17 +30,18 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 from tqdm import tqdm
 
 from workers import get_model
+from workers.dataset import LAYOUT, LEASE_FILE, SCHEMA_VERSION, SPEC_FILE
 
 from .exceptions import DatasetError, StoreIOError
 from .grid import grid_for
-from .lease import LEASE_FILE, Lease
+from .lease import Lease
 from .plan import Chunk, plan
 from .provenance import git_sha, host_provenance
 from .reaper import Reaper
 from .spec import SweepSpec
 from .store import (
-    SCHEMA_VERSION, SPEC_FILE, Location, delete_sweep, exists, list_parts, locate, part_checksum,
-    part_rows, read_manifest, read_text, remove_temp_files, write_bytes, write_manifest,
+    Location, check_schema, delete_sweep, exists, list_parts, locate, part_checksum, part_rows,
+    read_manifest, read_text, remove_temp_files, write_bytes, write_manifest,
 )
 from .task import TaskConfig, run_chunk
 
@@ -80,7 +81,7 @@ def _chunk_task(cfg: TaskConfig, chunk: Chunk) -> dict:
 
 
 def prepare(spec: SweepSpec, out: str, fresh: bool) -> Location:
-    """Check OUT/<sweep> can take this spec; clear it with --fresh (keeping the lease); write spec.toml."""
+    """Check OUT/<sweep> can take this spec; clear it with --fresh (keeping the lease); write _spec.toml."""
     loc = locate(out, spec.name)
     spec_path = loc.path(SPEC_FILE)
     if fresh:
@@ -92,7 +93,8 @@ def prepare(spec: SweepSpec, out: str, fresh: bool) -> Location:
 
 
 def check_spec(loc: Location, spec: SweepSpec) -> None:
-    """Refuse a folder that holds a sweep of another spec (reads only)."""
+    """Refuse a folder written with another dataset schema, or holding a sweep of another spec (reads only)."""
+    check_schema(loc)
     spec_path = loc.path(SPEC_FILE)
     if exists(loc, spec_path) and read_text(loc, spec_path) != spec.text:
         raise DatasetError(
@@ -190,7 +192,7 @@ def run(spec: SweepSpec, out: str, *, address: str | None = None, fresh: bool = 
 def _run_leased(spec, out, lease, *, address, fresh, progress, cpus, verbose) -> RunSummary:
     loc = prepare(spec, out, fresh)
     chunks = plan(spec)
-    old = read_manifest(loc) or {}
+    old = read_manifest(loc, LAYOUT) or {}
     records = _finished(loc, chunks, old.get("parts", {}))
     todo = [c for c in chunks if c.chunk_id not in records]
     summary = RunSummary(location=loc, chunks=len(chunks), skipped=len(records), points=spec.total_points)
@@ -356,7 +358,7 @@ def _drain(pool, todo, spec, loc, chunks, records, summary, bar, lease) -> None:
 
 
 def _manifest(spec: SweepSpec, chunks: list[Chunk], records: dict) -> dict:
-    """What manifest.json records: what the spec expects, what is done, and each part's checksum."""
+    """What _manifest.json records: what the spec expects, what is done, and each part's checksum."""
     return {
         "schema_version": SCHEMA_VERSION,
         "sweep": spec.name,

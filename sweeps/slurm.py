@@ -7,7 +7,7 @@ on the first node, and stops every Ray process of the job when it ends or is can
 
 Ray's token authentication is on: a fresh token per job travels only in sbatch's environment
 (`--export=ALL`), never in the script, a file, a command line or the output. Each submission
-(job id, script, options) is appended to OUT/<sweep>/slurm.json, which every manifest the job
+(job id, script, options) is appended to OUT/<sweep>/_slurm.json, which every manifest the job
 writes carries as "slurm"; `memsweep status` shows the job's Slurm state.
 """
 
@@ -21,6 +21,8 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass
+
+from workers.dataset import SLURM_LOG
 
 from .exceptions import UsageError
 from .spec import load_spec
@@ -119,7 +121,7 @@ def submit_slurm(spec: str, out: str | None, options: SlurmOptions, *, wait: boo
     spec_ref = os.path.abspath(spec) if os.path.isfile(spec) else spec  # a file, or a shipped spec's name
     out = out if "://" in out else os.path.abspath(out)
     loc = locate(out, parsed.name)
-    log = os.path.join(loc.root, "slurm-%j.out") if loc.is_local else None
+    log = os.path.join(loc.root, SLURM_LOG) if loc.is_local else None
     script = render_script(spec=spec_ref, sweep=parsed.name, out=out, options=options, log=log)
     if dry_run:
         print(script, end="")

@@ -1,9 +1,8 @@
-"""The dataset on disk (or any pyarrow filesystem): parts, manifest, spec as run.
+"""The dataset on disk (or any pyarrow filesystem): parts, manifest, spec as run, Slurm submissions.
 
-    OUT/<sweep>/model=<name>/part-<chunk_id>.parquet
-    OUT/<sweep>/manifest.json
-    OUT/<sweep>/spec.toml
-    OUT/<sweep>/slurm.json          Slurm submissions of the sweep (memsweep submit --slurm)
+The layout, the file names and the schema version are workers.dataset's; this module writes them. A
+folder of schema 1-2 (manifest.json, spec.toml, ...) is read through its own names (`layout`) and
+never written into (`check_schema`).
 
 A part is written whole or not at all: under a temporary name and renamed on a
 local filesystem, one PUT on an object store. A reader never sees half a part.
@@ -29,19 +28,14 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
+from workers.dataset import (
+    LAYOUT, MANIFEST, SCHEMA_VERSION, SUBMISSIONS, TEMP_PREFIX, Layout, filesystem, layout_of, parse_part_path,
+    part_path,
+)
+from workers.exceptions import SweepFolderError
+
 from .exceptions import DatasetError, StoreIOError, UsageError
 
-SCHEMA_VERSION = "2"
-# Schema history:
-#   1: identity, param_*, metric_*, env_* columns; key-value metadata memsweep.*
-#   2: `source` ("model" | "measured") among the identity columns; measure_* columns after the
-#      metrics (null on modeled rows); env_kernel_release, env_thp_mode, env_caches
-MANIFEST = "manifest.json"
-SPEC_FILE = "spec.toml"
-SUBMISSIONS = "slurm.json"  # written at submit time, before any manifest; every manifest carries it as "slurm"
-IDENTITY_COLUMNS = ("sweep", "model", "model_version", "profile", "source", "point_id", "chunk_id", "status",
-                    "reason")
-TEMP_PREFIX = ".tmp-"  # every temporary file of a write starts with it (and lives beside its target)
 # Object-store retries: 5 tries, waiting 0.2, 0.4, 0.8, 1.6 s between them (at most 3 s), on top of
 # the AWS SDK's own attempts inside each pyarrow call. Only errors that read as transient are retried.
 RETRY_TRIES = 5
@@ -51,8 +45,6 @@ TRANSIENT = re.compile(
     r"|HTTP (response|status)? ?code:? ?5\d\d|timed out|timeout|NETWORK_CONNECTION|connection",
     re.IGNORECASE,
 )
-PROVENANCE_COLUMNS = ("env_host", "env_cpu_model", "env_caches", "env_thp_mode", "env_kernel_release",
-                      "env_memsweep_version", "env_git_sha", "env_ray_node_id")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -71,18 +63,15 @@ class Location:
         return "/".join([self.root.rstrip("/"), *parts])
 
     def part_path(self, model: str, chunk_id: str) -> str:
-        return self.path(f"model={model}", f"part-{chunk_id}.parquet")
+        return self.path(part_path(model, chunk_id))
 
 
 def locate(out: str, sweep: str | None = None) -> Location:
     """The Location of OUT/<sweep> (or of OUT itself when sweep is None)."""
     try:
-        if "://" in out:
-            fs, root = pafs.FileSystem.from_uri(out)
-        else:
-            fs, root = pafs.LocalFileSystem(), os.path.abspath(out)
-    except (pa.ArrowInvalid, OSError, ValueError) as e:
-        raise UsageError(f"'--out' must be a local path or a filesystem URI such as s3://bucket/path (got {out!r}: {e}).") from None
+        fs, root = filesystem(out)
+    except SweepFolderError as e:
+        raise UsageError(str(e).replace("'sweep_dir'", "'--out'", 1)) from None
     base, sep, query = out.partition("?")  # s3://bucket/prefix?endpoint_override=...: options stay last
     uri = base.rstrip("/")
     if sweep:
@@ -227,50 +216,74 @@ def part_checksum(loc: Location, model: str, chunk_id: str) -> dict:
 
 
 def list_parts(loc: Location) -> dict[str, set[str]]:
-    """model -> chunk ids of the part files present (one listing per model folder)."""
+    """model -> chunk ids of the part files present (one recursive listing of the sweep folder)."""
     out: dict[str, set[str]] = {}
     if not exists(loc, loc.root):
         return out
+    prefix = loc.root.rstrip("/") + "/"
     for info in loc.fs.get_file_info(pafs.FileSelector(loc.root, recursive=True)):
-        name = info.base_name
-        parent = info.path.rsplit("/", 2)[-2] if info.path.count("/") >= 1 else ""
-        if info.type == pafs.FileType.File and name.startswith("part-") and name.endswith(".parquet") \
-                and parent.startswith("model="):
-            out.setdefault(parent[len("model="):], set()).add(name[len("part-"):-len(".parquet")])
+        found = parse_part_path(info.path.removeprefix(prefix)) if info.type == pafs.FileType.File else None
+        if found is not None:
+            out.setdefault(found[0], set()).add(found[1])
     return out
 
 
-def read_manifest(loc: Location) -> dict | None:
-    path = loc.path(MANIFEST)
+def layout(loc: Location) -> Layout:
+    """The names this sweep folder uses for its own files: schema 3's, or schema 1-2's for an older folder."""
+    if not exists(loc, loc.root):
+        return LAYOUT
+    names = retrying(loc, "reading", loc.root,
+                     lambda: [i.base_name for i in loc.fs.get_file_info(pafs.FileSelector(loc.root))])
+    return layout_of(names)
+
+
+def check_schema(loc: Location) -> None:
+    """Refuse to write into a folder written with another dataset schema (reads only)."""
+    found = layout(loc)
+    default = SCHEMA_VERSION if found is LAYOUT else found.schemas
+    version = str((read_manifest(loc, found) or {}).get("schema_version", default))
+    if version != SCHEMA_VERSION:
+        raise DatasetError(
+            f"{loc.uri} holds a sweep written with dataset schema {version}; this memsweep writes schema "
+            f"{SCHEMA_VERSION} and does not mix the two in one folder: rerun with --fresh to replace it, "
+            "or give another --out."
+        )
+
+
+def read_manifest(loc: Location, names: Layout | None = None) -> dict | None:
+    """The manifest (of schema 3, or of the folder's own layout `names`); None when there is none yet."""
+    name = (names or layout(loc)).manifest
+    path = loc.path(name)
     if not exists(loc, path):
         return None
     try:
         return json.loads(read_text(loc, path))
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise DatasetError(f"{loc.uri}/{MANIFEST} is not valid JSON ({e}); rerun with --fresh to start over.") from None
+        raise DatasetError(f"{loc.uri}/{name} is not valid JSON ({e}); rerun with --fresh to start over.") from None
 
 
 def write_manifest(loc: Location, manifest: dict) -> None:
-    submissions = read_submissions(loc)
+    submissions = read_submissions(loc, LAYOUT)
     if submissions:
         manifest = {**manifest, "slurm": submissions}
     write_bytes(loc, loc.path(MANIFEST), json.dumps(manifest, indent=1, sort_keys=True).encode())
 
 
-def read_submissions(loc: Location) -> dict | None:
-    """OUT/<sweep>/slurm.json: {"jobs": [...]}, one record per `submit --slurm` (job id, script, options)."""
-    path = loc.path(SUBMISSIONS)
+def read_submissions(loc: Location, names: Layout | None = None) -> dict | None:
+    """OUT/<sweep>/_slurm.json: {"jobs": [...]}, one record per `submit --slurm` (job id, script, options)."""
+    name = (names or layout(loc)).submissions
+    path = loc.path(name)
     if not exists(loc, path):
         return None
     try:
         return json.loads(read_text(loc, path))
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise DatasetError(f"{loc.uri}/{SUBMISSIONS} is not valid JSON ({e}); delete it to forget the Slurm jobs.") from None
+        raise DatasetError(f"{loc.uri}/{name} is not valid JSON ({e}); delete it to forget the Slurm jobs.") from None
 
 
 def add_submission(loc: Location, record: dict) -> None:
-    """Append one Slurm submission to OUT/<sweep>/slurm.json (earlier ones are kept)."""
-    jobs = (read_submissions(loc) or {}).get("jobs", [])
+    """Append one Slurm submission to OUT/<sweep>/_slurm.json (earlier ones are kept)."""
+    jobs = (read_submissions(loc, LAYOUT) or {}).get("jobs", [])
     write_bytes(loc, loc.path(SUBMISSIONS), json.dumps({"jobs": [*jobs, record]}, indent=1).encode())
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import polars as pl
 
 from workers import evaluate, get_model, load_plugins
+from workers.dataset import DTYPES, IDENTITY_COLUMNS, PROVENANCE_COLUMNS, SCHEMA_VERSION
 from workers.evaluate import error_rows
 from workers.measure.measure import MEASURE_COLUMNS, measure
 from workers.profiles import Profile
@@ -21,7 +22,7 @@ from .grid import Grid, decode
 from .plan import Chunk
 from .exceptions import StoreIOError
 from .provenance import host_provenance
-from .store import IDENTITY_COLUMNS, PROVENANCE_COLUMNS, SCHEMA_VERSION, Location, write_part
+from .store import Location, write_part
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -58,7 +59,7 @@ def chunk_frame(cfg: TaskConfig, chunk: Chunk, node_id: str) -> pl.DataFrame:
         pl.lit(cfg.profile_name).alias("profile"),
         pl.lit(chunk.source).alias("source"),
         pl.lit(chunk.chunk_id).alias("chunk_id"),
-        *(pl.lit(v).alias(k) for k, v in prov.items()),
+        *(pl.lit(v, dtype=DTYPES[k]).alias(k) for k, v in prov.items()),
     )
     cols = [c for c in out.columns if c.startswith("param_")] + list(model.metrics) + list(MEASURE_COLUMNS)
     return out.select(*IDENTITY_COLUMNS, *cols, *PROVENANCE_COLUMNS)

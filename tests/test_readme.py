@@ -23,9 +23,8 @@ def test_quick_start_is_two_commands_and_ci_runs_the_test_one():
 
 def test_schema_table_names_every_column_a_part_holds():
     """Every column the task writes is documented, in the order the parts hold them."""
-    from sweeps.store import IDENTITY_COLUMNS, PROVENANCE_COLUMNS
     from sweeps.schema import rows
-
+    from workers.dataset import IDENTITY_COLUMNS, PROVENANCE_COLUMNS
     from workers.measure.measure import MEASURE_COLUMNS
 
     documented = [r[0] for r in rows()]

@@ -7,3 +7,7 @@ class ProfileError(ValueError):
 
 class ModelError(RuntimeError):
     """A model broke its contract (wrong row count, unnamed metric columns, ...)."""
+
+
+class SweepFolderError(ValueError):
+    """A sweep folder cannot be read: no such folder, a bad URI, or no parts of the model asked for."""

@@ -9,6 +9,7 @@ import polars as pl
 import pytest
 
 from tests.conftest import memsweep
+from workers.dataset import LAYOUT, LEGACY_LAYOUT, part_path
 
 # Small, but every figure has something to draw: all four models, the published figures' points
 # (pfnmap at align 1GiB on arm64, the young reclaim test), and markup in the description.
@@ -74,8 +75,10 @@ def seed_sweep(tmp_path_factory) -> str:
     return run_sweep(tmp_path_factory.mktemp("seed"), "seed", "seed")
 
 
-def write_sweep(root: Path, name: str, frames: dict[str, pl.DataFrame], spec: str = "", **manifest) -> str:
-    """A hand-built sweep folder: one part per model with identity and provenance columns added."""
+def write_sweep(root: Path, name: str, frames: dict[str, pl.DataFrame], spec: str = "", legacy: bool = False,
+                **manifest) -> str:
+    """A hand-built sweep folder: one part per model with identity and provenance columns added
+    (legacy: named as schema 1-2 named the manifest and spec)."""
     sweep = root / name
     for model, df in frames.items():
         ident = {"sweep": name, "model": model, "model_version": "1", "profile": "seed", "chunk_id": "c0"}
@@ -87,15 +90,16 @@ def write_sweep(root: Path, name: str, frames: dict[str, pl.DataFrame], spec: st
         df = df.with_columns(pl.lit("host-a").alias("env_host"), pl.lit("CPU <X>").alias("env_cpu_model"),
                              pl.lit("0.1.0").alias("env_memsweep_version"), pl.lit("abc123").alias("env_git_sha"),
                              pl.lit("node-1").alias("env_ray_node_id"))
-        (sweep / f"model={model}").mkdir(parents=True, exist_ok=True)
-        df.write_parquet(sweep / f"model={model}" / "part-c0.parquet")
+        (sweep / part_path(model, "c0")).parent.mkdir(parents=True, exist_ok=True)
+        df.write_parquet(sweep / part_path(model, "c0"))
     data = {"sweep": name, "profile": "seed", "models": {m: {"version": "1", "points": f.height}
                                                          for m, f in frames.items()},
             "chunks_expected": len(frames), "chunks_done": len(frames),
             "rows": sum(f.height for f in frames.values()), "points_expected": sum(f.height for f in frames.values()),
             "parts": {}, "spec": spec, "driver": {"env_host": "driver"}, "updated": "2026-01-01T00:00:00Z", **manifest}
-    (sweep / "manifest.json").write_text(json.dumps(data))
-    (sweep / "spec.toml").write_text(spec)
+    names = LEGACY_LAYOUT if legacy else LAYOUT
+    (sweep / names.manifest).write_text(json.dumps(data))
+    (sweep / names.spec).write_text(spec)
     return str(sweep)
 
 

@@ -81,7 +81,7 @@ def test_seed_against_guest_4k_host_gives_a_ratio_table(profile_pair):
         guest[(order, ws)] = y
     assert all(guest[("PMD (order 9)", ws)] < guest[("PTE (order 0)", ws)] for ws in sizes)  # PMD still helps
     assert "14 points compared" in r.stdout and "14 slower" in r.stdout and "only" not in r.stdout
-    page = Path(b) / "report" / "compare-pfn-seed.html"
+    page = Path(b) / "_report" / "compare-pfn-seed.html"
     assert r.stdout.rstrip().endswith(f"comparison: {page}") and page.is_file()
     assert {"compare-pfn-seed.png", "compare-pfn-seed.svg"} <= {p.name for p in page.parent.iterdir()}
 
@@ -196,7 +196,7 @@ def pfnmap(n: int = 3, offset: int = 0) -> pl.DataFrame:
     (lambda t: (str(t / "nope"), write_sweep(t, "b", {"pfnmap": pfnmap()})), [],
      r"'A' must be a sweep folder written by 'memsweep run' \(got '.*nope': no such folder\)"),
     (lambda t: (write_sweep(t, "a", {"pfnmap": pfnmap()}), str(t)), [],
-     r"'B' must hold a manifest.json written by 'memsweep run'"),
+     r"'B' must hold a _manifest.json written by 'memsweep run'"),
     (lambda t: (write_sweep(t, "a", {"memmap": memmap_rows("model", [1.0])}),
                 write_sweep(t, "b", {"pfnmap": pfnmap()})), [], r"'A' and 'B' must have a model in common \(got A: \['memmap'\], B: \['pfnmap'\]\)"),
     (lambda t: (write_sweep(t, "a", {"pfnmap": pfnmap()}), write_sweep(t, "b", {"pfnmap": pfnmap(4, offset=100)})), [],
@@ -248,4 +248,4 @@ def test_the_page_is_self_contained_escaped_and_written_atomically(tmp_path):
     assert "<script" not in page and 'data-figure-count="1"' in page
     assert "<th>compound_order</th>" in page and "PUD (order 18)" in page
     default = Path(write(cmp))
-    assert default == Path(b) / "report" / "compare-a_b_x.html" and default.is_file()
+    assert default == Path(b) / "_report" / "compare-a_b_x.html" and default.is_file()

@@ -25,13 +25,17 @@ def test_missing_folder_is_an_analysis_error(tmp_path):
 
 
 def test_folder_without_manifest_is_an_analysis_error(tmp_path):
-    """A folder without manifest.json is not a sweep."""
-    with pytest.raises(AnalysisError, match=r"must hold a manifest.json"):
+    """A folder without _manifest.json is not a sweep."""
+    with pytest.raises(AnalysisError, match=r"must hold a _manifest.json"):
         Sweep(str(tmp_path))
 
 
 def test_corrupt_manifest_is_an_analysis_error(tmp_path):
-    """manifest.json must be JSON."""
+    """_manifest.json must be JSON (and so must a schema-2 folder's manifest.json)."""
+    (tmp_path / "_manifest.json").write_text("{not json")
+    with pytest.raises(AnalysisError, match=r"'_manifest.json' must be valid JSON"):
+        Sweep(str(tmp_path))
+    (tmp_path / "_manifest.json").unlink()
     (tmp_path / "manifest.json").write_text("{not json")
     with pytest.raises(AnalysisError, match=r"'manifest.json' must be valid JSON"):
         Sweep(str(tmp_path))

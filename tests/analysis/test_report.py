@@ -57,10 +57,10 @@ def test_figures_are_written_beside_the_report_as_png_and_svg(small_report):
 
 
 def test_default_location_and_out_folder(tmp_path):
-    """Default OUT/SWEEP/report/report.html; an --out folder gets report.html inside."""
+    """Default OUT/SWEEP/_report/report.html; an --out folder gets report.html inside."""
     df = pl.DataFrame({"param_i": [1], "status": "ok", "metric_i_squared": [1]})
     sweep = write_sweep(tmp_path, "tiny", {"probe": df})
-    assert write_report(sweep) == str(Path(sweep) / "report" / "report.html")
+    assert write_report(sweep) == str(Path(sweep) / "_report" / "report.html")
     folder = tmp_path / "elsewhere"
     folder.mkdir()
     assert write_report(sweep, str(folder)) == str(folder / "report.html")
@@ -91,7 +91,7 @@ def test_a_sweep_without_parts_or_ok_rows_still_gets_a_report(tmp_path):
     """No parts at all, or only error rows: a page with every figure skipped and the reasons listed."""
     empty = tmp_path / "empty"
     empty.mkdir()
-    (empty / "manifest.json").write_text('{"sweep": "empty", "models": {"memmap": {"version": "1", "points": 4}}}')
+    (empty / "_manifest.json").write_text('{"sweep": "empty", "models": {"memmap": {"version": "1", "points": 4}}}')
     page = Path(write_report(str(empty))).read_text()
     assert 'data-figure-count="0"' in page and "model absent: this sweep has no memmap rows" in page
     df = pl.DataFrame({"param_namespace_size": [1 << 30, 2 << 30], "param_strategy": ["slow", "template"],
@@ -103,7 +103,7 @@ def test_a_sweep_without_parts_or_ok_rows_still_gets_a_report(tmp_path):
 
 def test_not_a_sweep_is_an_analysis_error(tmp_path):
     """write_report on a folder without a manifest raises AnalysisError and writes nothing."""
-    with pytest.raises(AnalysisError, match=r"'OUT/SWEEP' must hold a manifest.json"):
+    with pytest.raises(AnalysisError, match=r"'OUT/SWEEP' must hold a _manifest.json"):
         write_report(str(tmp_path))
     assert list(tmp_path.iterdir()) == []
 

@@ -8,7 +8,7 @@ import polars as pl
 import pytest
 
 from analysis.exceptions import AnalysisError
-from analysis.tables import format_value, improvement, metric_unit, render, text_table
+from analysis.tables import format_value, improvement, render, text_table
 from tests.analysis.conftest import write_sweep
 from tests.conftest import memsweep
 from workers import get_model
@@ -156,21 +156,15 @@ def test_not_a_sweep_raises_analysis_error(tmp_path):
         text_table(str(tmp_path / "x"), model="m", rows="a", cols="b")
 
 
-@pytest.mark.parametrize("metric, unit", [("metric_ns_per_load", "ns"), ("metric_copy_ms", "ms"),
-                                          ("metric_pt_bytes", "bytes"), ("metric_gbs", "gbs"),
-                                          ("metric_setup_us", "us"), ("metric_huge_fraction", "")])
-def test_metric_unit_comes_from_the_name(metric, unit):
-    """The unit token in a metric's name."""
-    assert metric_unit(metric) == unit
-
-
 def test_format_value_and_improvement():
-    """Cells carry their unit; sizes print binary; missing values print '-'."""
+    """Cells carry their unit (as workers.dataset.unit_of names it; µs written us, a fraction bare);
+    sizes print binary; missing values print '-'."""
     assert format_value(148.858, "ns") == "148.858 ns"
     assert format_value(95.76, "ms") == "95.76 ms"
     assert format_value(2097152, "bytes") == "2MiB"
     assert format_value(12345.678, "ms") == "12345.7 ms"
     assert format_value(None, "ns") == "-" and format_value(float("nan"), "ns") == "-"
-    assert format_value(3, "") == "3" and format_value(4.5, "gbs") == "4.50 GB/s"
+    assert format_value(3, "") == "3" and format_value(4.5, "GB/s") == "4.50 GB/s"
+    assert format_value(1.23456, "µs") == "1.235 us" and format_value(0.25, "fraction") == "0.25"
     assert improvement(100.0, 60.0, higher=False) == "40.0%" and improvement(None, 1.0, False) == "-"
     assert render(["a", "bb"], [["xyz", "1"]]) == "a      bb\n-      --\nxyz    1"

@@ -111,3 +111,19 @@ def test_unknown_model_is_a_usage_error(capsys):
     """--model must name a model with figures; exit 2 with the list."""
     assert main(["calibrate", "--model", "copy"]) == 2
     assert "'--model' must be a model with published figures" in capsys.readouterr().err
+
+
+def test_measured_host_caches_come_from_the_integer_columns_or_schema_2s_text():
+    """--from takes the host's cache sizes from env_l1d/l2/l3_bytes (null: unknown); a schema-2 sweep
+    has only the env_caches text, which is read instead."""
+    import polars as pl
+
+    from sweeps.calibration import _facts
+
+    ints = pl.DataFrame({"env_caches": ["L1d 1 B, L2 2 B, L3 3 B"], "env_l1d_bytes": [49152],
+                         "env_l2_bytes": [1048576], "env_l3_bytes": [None]},
+                        schema_overrides={"env_l3_bytes": pl.Int64})
+    assert _facts(ints) == {"l1d_bytes": 49152, "l2_bytes": 1048576, "l3_bytes": None}
+    text = pl.DataFrame({"env_caches": ["L1d 49152 B, L2 unknown B, L3 33554432 B"]})
+    assert _facts(text) == {"l1d_bytes": 49152, "l2_bytes": None, "l3_bytes": 33554432}
+    assert _facts(pl.DataFrame({"x": [1]})) == {"l1d_bytes": None, "l2_bytes": None, "l3_bytes": None}

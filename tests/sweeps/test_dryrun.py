@@ -67,7 +67,7 @@ def test_plan_counts_equal_the_statuses_and_reasons_of_a_real_run(spec_file, tmp
     path = spec_file(TINY)
     run = memsweep("run", str(path), "--out", str(tmp_path / "out"), "--cpus", "1", "--no-report", "--quiet")
     assert run.returncode == 0, run.stderr
-    manifest = json.loads((tmp_path / "out" / "tiny" / "manifest.json").read_text())
+    manifest = json.loads((tmp_path / "out" / "tiny" / "_manifest.json").read_text())
     d = plan_json(str(path), "--out", str(tmp_path / "elsewhere"))
     assert d["chunks"] == manifest["chunks_expected"] == 3 and d["points"] == manifest["points_expected"]
     for m in ("memmap", "young"):

@@ -17,6 +17,7 @@ from tests.conftest import memsweep
 from tests.support.faulty_proxy import FaultyProxy
 from tests.sweeps.test_object_store import SPEC as S3_SPEC
 from tests.sweeps.test_object_store import s3  # noqa: F401 - the moto server fixture
+from workers.dataset import LEASE_FILE
 
 EXIT_IO = 3
 MANY = """name = "many"
@@ -50,7 +51,7 @@ def tmpfs(tmp_path):
 
 def leftovers(folder: Path) -> list[str]:
     """Temporary files and the lease: what a failed command must not leave behind."""
-    return [str(p) for p in folder.rglob("*") if p.name.startswith(".tmp") or p.name == "lease.json"]
+    return [str(p) for p in folder.rglob("*") if p.name.startswith(".tmp") or p.name == LEASE_FILE]
 
 
 def one_line(text: str) -> str:
@@ -93,7 +94,7 @@ def test_report_into_a_full_disk_exits_3_and_leaves_no_half_written_files(ray_lo
     line = one_line(failed.stderr)
     assert line.startswith("memsweep report: I/O failure: writing ") and "no space left on device" in line
     assert leftovers(small) == []
-    assert not (small / "s3sweep" / "report").exists() or not any((small / "s3sweep" / "report").iterdir())
+    assert not (small / "s3sweep" / "_report").exists() or not any((small / "s3sweep" / "_report").iterdir())
     (small / "filler").unlink()
     ok = memsweep("report", str(small / "s3sweep"), "--out", str(tmp_path / "elsewhere") + "/")
     assert ok.returncode == 0 and (tmp_path / "elsewhere" / "report.html").stat().st_size > 0, ok.stderr
@@ -137,7 +138,7 @@ def test_persistent_object_store_failure_stops_with_one_message_and_keeps_what_w
     [memmap_part] = [n for n in names if "model=memmap/part-" in n]
     with fs.open_input_file(memmap_part) as f:
         assert pq.read_table(f).num_rows == 8
-    assert "sweeps/team/s3sweep/manifest.json" in names and "sweeps/team/s3sweep/lease.json" not in names
+    assert "sweeps/team/s3sweep/_manifest.json" in names and "sweeps/team/s3sweep/_lease.json" not in names
 
     proxy.fail_puts_matching = None
     again = memsweep("run", spec, "--out", f"s3://sweeps/team?{query}", "--quiet", "--no-report", env=env)

@@ -17,10 +17,11 @@ import pytest
 
 from sweeps.exceptions import LeaseError
 from sweeps.inspect import verify
-from sweeps.lease import LEASE_FILE, Holder, Lease
+from sweeps.lease import Holder, Lease
 from sweeps.runner import run
 from sweeps.spec import parse_spec
 from sweeps.store import locate
+from workers.dataset import LEASE_FILE
 from tests.conftest import ROOT
 from tests.support.probe import SPEC
 

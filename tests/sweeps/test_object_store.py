@@ -12,6 +12,7 @@ from pathlib import Path
 import pyarrow.fs as pafs
 import pytest
 
+import analysis
 from tests.cluster_util import free_port
 from tests.conftest import memsweep
 
@@ -51,19 +52,24 @@ def s3():
         server.wait(timeout=10)
 
 
-def test_sweep_verify_resume_and_report_on_s3(s3, spec_file):
-    """run -> verify -> rerun (all skipped) -> report, all against an s3:// URI."""
+def test_sweep_verify_resume_and_report_on_s3(s3, spec_file, monkeypatch):
+    """run -> verify -> rerun (all skipped) -> report, all against an s3:// URI; analysis.scan reads it."""
     env, query, fs = s3
     spec = str(spec_file(SPEC))
     out = f"s3://sweeps/team?{query}"
     first = memsweep("run", spec, "--out", out, "--quiet", env=env)
     assert first.returncode == 0, first.stderr
-    assert "report: s3://sweeps/team/s3sweep/report/report.html?" in first.stdout
+    assert "report: s3://sweeps/team/s3sweep/_report/report.html?" in first.stdout
     sweep = f"s3://sweeps/team/s3sweep?{query}"
     check = memsweep("verify", sweep, env=env)
     assert check.returncode == 0 and "s3sweep: 2 parts, 10 rows, 10 distinct points" in check.stdout, check.stdout
     again = memsweep("run", spec, "--out", out, "--quiet", "--no-report", env=env)
     assert "(0 computed, 2 skipped, 0 failed)" in again.stdout, again.stdout + again.stderr
     names = {i.base_name for i in fs.get_file_info(pafs.FileSelector("sweeps/team/s3sweep", recursive=True))}
-    assert {"manifest.json", "spec.toml", "report.html"} <= names
+    assert {"_manifest.json", "_spec.toml", "report.html"} <= names
     assert not any(n.startswith(".tmp-") for n in names)  # object stores get one PUT, no temp names
+    for k, v in CREDS.items():
+        monkeypatch.setenv(k, v)
+    rows = analysis.scan(sweep).collect()
+    assert rows.height == 10 and set(rows["model"]) == {"memmap", "young"}
+    assert analysis.scan(sweep, model="young").collect().height == 2

@@ -12,7 +12,7 @@ from sweeps.exceptions import DatasetError
 from sweeps.inspect import status, verify
 from sweeps.runner import run
 from sweeps.spec import parse_spec
-from sweeps.store import IDENTITY_COLUMNS, PROVENANCE_COLUMNS
+from workers.dataset import IDENTITY_COLUMNS, MANIFEST, PROVENANCE_COLUMNS, SCHEMA_VERSION, SPEC_FILE
 
 PROBE = 'name = "rt"\nmodels = ["probe"]\nplugins = ["tests.support.probe"]\nchunk_points = 7\n'
 
@@ -47,12 +47,12 @@ def test_parts_carry_schema_version_and_provenance_metadata(ray_local, tmp_path)
     run(parse_spec(PROBE + "[axes.probe]\ni = [1, 2, 3]\n"), str(tmp_path), progress=False)
     part = next((tmp_path / "rt" / "model=probe").glob("part-*.parquet"))
     kv = pq.read_metadata(part).metadata
-    assert kv[b"memsweep.schema_version"] == b"2"
+    assert kv[b"memsweep.schema_version"].decode() == SCHEMA_VERSION == "3"
     assert part.name == f"part-{kv[b'memsweep.chunk_id'].decode()}.parquet"
     assert set(json.loads(kv[b"memsweep.provenance"])) == set(PROVENANCE_COLUMNS)
-    manifest = json.loads((tmp_path / "rt" / "manifest.json").read_text())
+    manifest = json.loads((tmp_path / "rt" / MANIFEST).read_text())
     assert manifest["chunks_done"] == manifest["chunks_expected"] == 1 and manifest["rows"] == 3
-    assert (tmp_path / "rt" / "spec.toml").read_text() == PROBE + "[axes.probe]\ni = [1, 2, 3]\n"
+    assert (tmp_path / "rt" / SPEC_FILE).read_text() == PROBE + "[axes.probe]\ni = [1, 2, 3]\n"
 
 
 def test_model_exception_becomes_error_rows_not_a_lost_chunk(ray_local, tmp_path):

@@ -12,11 +12,13 @@ import time
 from pathlib import Path
 
 import polars as pl
+import pyarrow.dataset as ds
 import pytest
 
 from sweeps.slurm import job_state
 from tests import slurm_cluster
 from tests.conftest import memsweep
+from workers.dataset import MANIFEST, SUBMISSIONS
 
 BIN = Path(sys.executable).parent
 SPEC = """name = "slurm"
@@ -44,7 +46,7 @@ def slurm():
 
 
 def submissions(sweep_dir: Path) -> list[dict]:
-    return json.loads((sweep_dir / "slurm.json").read_text())["jobs"]
+    return json.loads((sweep_dir / SUBMISSIONS).read_text())["jobs"]
 
 
 def job_processes(job_id: str) -> list[str]:
@@ -70,7 +72,7 @@ def test_a_two_node_job_runs_the_sweep_on_both_nodes(slurm, spec_file, tmp_path)
     job = memsweep("submit", str(spec_file(SPEC)), "--slurm", "--nodes", "2", "--out", str(out), "--wait",
                    env=slurm.env, timeout=600)
     sweep = out / "slurm"
-    logs = "".join(p.read_text() for p in sweep.glob("slurm-*.out"))
+    logs = "".join(p.read_text() for p in sweep.glob("_slurm-*.out"))
     assert job.returncode == 0, job.stdout + job.stderr + logs + slurm.log()
     assert "COMPLETED" in job.stdout
     check = memsweep("verify", str(sweep), env=slurm.env)
@@ -79,8 +81,9 @@ def test_a_two_node_job_runs_the_sweep_on_both_nodes(slurm, spec_file, tmp_path)
     assert df.height == 240 and df["point_id"].n_unique() == 240
     assert df["env_ray_node_id"].n_unique() == 2
     [record] = submissions(sweep)
-    manifest = json.loads((sweep / "manifest.json").read_text())
+    manifest = json.loads((sweep / MANIFEST).read_text())
     assert manifest["slurm"]["jobs"] == [record]
+    assert ds.dataset(str(sweep)).count_rows() == 240  # the job's log, _slurm-<id>.out, is not a part
     assert "#SBATCH --nodes=2" in record["script"] and "slurm_node head" in record["script"]
     assert not TOKEN.search(json.dumps(manifest)) and not TOKEN.search(job.stdout + job.stderr + logs)
     status = memsweep("status", str(sweep), env=slurm.env)
@@ -98,7 +101,7 @@ def test_a_cancelled_job_leaves_no_ray_process_and_a_resubmission_completes(slur
     job_id = submissions(sweep)[-1]["job_id"]
     deadline = time.monotonic() + 300
     while len(list(sweep.glob("model=probe/part-*.parquet"))) < 4:
-        assert time.monotonic() < deadline, "".join(p.read_text() for p in sweep.glob("slurm-*.out")) + slurm.log()
+        assert time.monotonic() < deadline, "".join(p.read_text() for p in sweep.glob("_slurm-*.out")) + slurm.log()
         time.sleep(0.5)
     running = memsweep("status", str(sweep), env=slurm.env)
     assert f"Slurm job {job_id}: RUNNING" in running.stdout, running.stdout + running.stderr

@@ -8,6 +8,7 @@ from sweeps.cli import main
 from sweeps.exceptions import SpecError
 from sweeps.spec import load_spec, parse_spec, shipped_specs
 from tests.conftest import tree_state
+from workers.dataset import SPEC_FILE, part_path
 
 HEAD = 'name = "t"\nmodels = ["probe"]\nplugins = ["tests.support.probe"]\n'
 GOOD = HEAD + "[axes.probe]\ni = [1, 2]\n"
@@ -68,9 +69,10 @@ BAD_SPECS = [
 def out_with_sweep(tmp_path):
     """An output folder that already holds a sweep named 't' (which a bad spec must not touch)."""
     out = tmp_path / "out"
-    (out / "t" / "model=probe").mkdir(parents=True)
-    (out / "t" / "spec.toml").write_text(GOOD)
-    (out / "t" / "model=probe" / "part-0000000000000000.parquet").write_bytes(b"not really parquet")
+    part = out / "t" / part_path("probe", "0000000000000000")
+    part.parent.mkdir(parents=True)
+    (out / "t" / SPEC_FILE).write_text(GOOD)
+    part.write_bytes(b"not really parquet")
     return out
 
 

@@ -74,6 +74,15 @@ def test_host_profile_uses_the_hosts_caches():
     assert fit.host_profile(SEED, {"l3_bytes": "unknown"}) is SEED
 
 
+def test_host_profile_takes_the_integer_host_columns():
+    """A sweep's env_l1d_bytes / env_l2_bytes / env_l3_bytes values (integers, None when unknown) set the
+    same entries as host_facts()' text does."""
+    p = fit.host_profile(SEED, {"l1d_bytes": 32768, "l2_bytes": 1048576, "l3_bytes": None})
+    assert p.value("copy", "llc_bytes") == p.value("pfnmap", "l2_bytes") == 1048576
+    assert p.value("pfnmap", "l1_bytes") == 32768
+    assert fit.host_profile(SEED, {"l1d_bytes": None, "l2_bytes": None, "l3_bytes": None}) is SEED
+
+
 def test_a_fit_to_measured_memmap_times_reproduces_them(points):
     """Times made by the memmap model with known costs are reproduced within 2% by calibrate (neutral starts)
     of the measured free parameters, which recover the loop cost only a second struct page size shows."""

@@ -37,10 +37,24 @@ def test_host_facts_reads_cpu_caches_thp_and_memory(tmp_path):
     assert all(isinstance(v, str) for v in facts.values())
 
 
+def test_tlb_size_comes_from_amd_cpuinfo_and_is_unknown_elsewhere(tmp_path):
+    """AMD's "TLB size : 3584 4K pages" gives 3584 entries (the first processor's); a cpuinfo without
+    the line (Intel, arm64) gives None, and host_facts says "unknown"."""
+    root = fake_root(tmp_path)
+    assert host.tlb_4k_entries(root) is None and host.host_facts(root)["tlb_4k_entries"] == "unknown"
+    (root / "proc/cpuinfo").write_text(
+        "processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC 9654 96-Core Processor\n"
+        "cache size\t: 1024 KB\nTLB size\t: 3584 4K pages\nclflush size\t: 64\n\n"
+        "processor\t: 1\nTLB size\t: 2048 4K pages\n")
+    assert host.tlb_4k_entries(root) == 3584
+    assert host.host_facts(root)["tlb_4k_entries"] == "3584"
+
+
 def test_missing_files_give_unknown_not_errors(tmp_path):
     """An empty tree yields 'unknown' facts and THP 'unsupported'."""
     facts = host.host_facts(tmp_path)
     assert facts["cpu_model"] == facts["l3_bytes"] == facts["mem_available_bytes"] == "unknown"
+    assert facts["tlb_4k_entries"] == "unknown"
     assert facts["thp_mode"] == "unsupported"
 
 
@@ -59,7 +73,7 @@ def test_anon_huge_bytes_sums_overlapping_mappings_clipped_to_the_range(tmp_path
 def test_this_hosts_facts_are_readable():
     """On the test machine every key is present and the architecture is in the models' spelling."""
     facts = host.host_facts()
-    assert set(facts) == {"cpu_model", "arch", "l1d_bytes", "l2_bytes", "l3_bytes", "thp_mode", "kernel_release",
-                          "mem_available_bytes"}
+    assert set(facts) == {"cpu_model", "arch", "l1d_bytes", "l2_bytes", "l3_bytes", "tlb_4k_entries", "thp_mode",
+                          "kernel_release", "mem_available_bytes"}
     assert facts["arch"] and facts["arch"] not in ("aarch64", "amd64")
     assert int(facts["mem_available_bytes"]) > 0

@@ -83,11 +83,14 @@ def figure_id(model: Model, params: dict) -> str:
     return f"{model.name}/measured/" + "/".join(parts)
 
 
-def host_profile(profile: Profile, facts: dict[str, str]) -> Profile:
-    """`profile` with the host's cache sizes from host_facts() (source measured): copy.llc_bytes, so a
-    fit does not price LLC-resident memmaps with another machine's LLC, and pfnmap's l1/l2/llc_bytes,
-    which decide where the chase's page-table lines are found. Unknown sizes leave an entry alone."""
-    known = {k: int(v) for k, v in facts.items() if k in ("l1d_bytes", "l2_bytes", "l3_bytes") and v.isdigit()}
+def host_profile(profile: Profile, facts: dict[str, int | str | None]) -> Profile:
+    """`profile` with the host's cache sizes (source measured): copy.llc_bytes, so a fit does not
+    price LLC-resident memmaps with another machine's LLC, and pfnmap's l1/l2/llc_bytes, which decide
+    where the chase's page-table lines are found. `facts`: l1d_bytes, l2_bytes, l3_bytes as integers
+    (a sweep's env_*_bytes columns) or as host_facts() gives them; unknown sizes (None, "unknown")
+    leave an entry alone."""
+    known = {k: int(v) for k, v in facts.items()
+             if k in ("l1d_bytes", "l2_bytes", "l3_bytes") and _whole(v)}
     last = "l3_bytes" if "l3_bytes" in known else "l2_bytes" if "l2_bytes" in known else None
     wanted = {("copy", "llc_bytes"): last, ("pfnmap", "llc_bytes"): last,
               ("pfnmap", "l2_bytes"): "l2_bytes" if "l2_bytes" in known else None,
@@ -98,3 +101,10 @@ def host_profile(profile: Profile, facts: dict[str, str]) -> Profile:
                                           note=f"{fact.split('_')[0].upper()} of cpu0 on the measuring host "
                                                "(/sys/devices/system/cpu)")
     return profile
+
+
+def _whole(v: int | str | None) -> bool:
+    """A known size: a positive integer, or host_facts()' digits."""
+    if isinstance(v, str):
+        return v.isdigit()
+    return isinstance(v, int) and not isinstance(v, bool) and v > 0

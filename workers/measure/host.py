@@ -1,4 +1,4 @@
-"""What this node is: CPU model, cache sizes, THP mode, kernel release, free memory (for row provenance).
+"""What this node is: CPU model, cache sizes, TLB size, THP mode, kernel release, free memory (for row provenance).
 
 Everything is read from /proc and /sys under `root` (tests pass a fake tree);
 a fact that cannot be read is "unknown", never an exception.
@@ -17,7 +17,8 @@ _SIZE = re.compile(r"^\s*(\d+)\s*([KMG]?)\s*$")
 
 
 def host_facts(root: Path | str = "/") -> dict[str, str]:
-    """cpu_model, arch, l1d/l2/l3_bytes, thp_mode, kernel_release, mem_available_bytes (strings)."""
+    """cpu_model, arch, l1d/l2/l3_bytes, tlb_4k_entries, thp_mode, kernel_release, mem_available_bytes
+    (strings; "unknown" where the host does not say)."""
     root = Path(root)
     caches = cache_sizes(root)
     return {
@@ -26,6 +27,7 @@ def host_facts(root: Path | str = "/") -> dict[str, str]:
         "l1d_bytes": _str(caches.get("l1d")),
         "l2_bytes": _str(caches.get("l2")),
         "l3_bytes": _str(caches.get("l3")),
+        "tlb_4k_entries": _str(tlb_4k_entries(root)),
         "thp_mode": thp_mode(root),
         "kernel_release": os.uname().release,
         "mem_available_bytes": _str(mem_available_bytes(root)),
@@ -68,6 +70,13 @@ def cache_sizes(root: Path) -> dict[str, int]:
         name = "l1d" if level.strip() == "1" else f"l{level.strip()}"
         out[name] = nbytes
     return out
+
+
+def tlb_4k_entries(root: Path) -> int | None:
+    """TLB entries for 4 KiB pages from /proc/cpuinfo's "TLB size : 3584 4K pages" (AMD prints it;
+    Intel and arm64 do not: None)."""
+    m = re.search(r"^TLB size\s*:\s*(\d+)\s*4K pages", _read(Path(root) / "proc/cpuinfo") or "", re.MULTILINE)
+    return int(m.group(1)) if m else None
 
 
 def thp_mode(root: Path) -> str:

@@ -26,6 +26,7 @@ from typing import Iterator
 
 import polars as pl
 
+from ..dataset import MEASURE
 from ..evaluate import evaluate
 from ..model import STATUS_ERROR, STATUS_INFEASIBLE, STATUS_OK, Model
 from ..profiles import load_profile
@@ -35,8 +36,7 @@ from .host import mem_available_bytes
 from .kernels import CLOCKS, load
 from .plans import PLANNERS, Plan, Samples, summarize
 
-MEASURE_COLUMNS = {"measure_repeats": pl.Int64, "measure_min": pl.Float64, "measure_median": pl.Float64,
-                   "measure_huge_pages": pl.Boolean}
+MEASURE_COLUMNS = {name: dtype for name, dtype, _, _ in MEASURE}  # the registry's, in dataset order
 # The metric measure_min / measure_median summarize, per model (pfnmap: by access pattern).
 HEADLINE = {"memmap": "metric_init_ms", "copy": "metric_ns_per_copy"}
 PFNMAP_HEADLINE = {"lat_mem_rd_random": "metric_ns_per_load", "memcpy_seq": "metric_copy_ms"}

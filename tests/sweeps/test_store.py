@@ -1,0 +1,98 @@
+"""The store and older sweep folders: a schema-2 folder (manifest.json, spec.toml, report/ beside the
+model folders, no integer host columns) is still read by status, verify and report, and `run` refuses
+to add to it (exit 2, nothing touched) until --fresh replaces it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
+import pytest
+
+from analysis.read import Sweep
+from analysis.report import write_report
+from sweeps.exceptions import DatasetError
+from sweeps.inspect import status, verify
+from sweeps.runner import run
+from sweeps.spec import parse_spec
+from sweeps.store import check_schema, checksum, locate, parquet_bytes
+from tests.conftest import memsweep, tree_state
+from tests.support.probe import SPEC
+from workers.dataset import LEGACY_LAYOUT, MANIFEST, REPORT_DIR, SPEC_FILE, part_path
+
+OLD = SPEC.format(name="old", last=29, delay=0.0)
+HOST_COLUMNS = ["env_l1d_bytes", "env_l2_bytes", "env_l3_bytes", "env_tlb_4k_entries"]
+
+
+def as_schema_2(folder: Path) -> None:
+    """Rewrite a schema-3 sweep folder as schema 2 wrote it: plain file names, schema_version "2",
+    parts without the integer host columns (and the manifest's checksums of those parts)."""
+    manifest = json.loads((folder / MANIFEST).read_text())
+    for cid, rec in manifest["parts"].items():
+        path = folder / part_path(rec["model"], cid)
+        table = pq.read_table(path).drop_columns(HOST_COLUMNS)
+        table = table.replace_schema_metadata({**table.schema.metadata, b"memsweep.schema_version": b"2"})
+        data = parquet_bytes(table)
+        path.write_bytes(data)
+        rec.update(bytes=len(data), checksum=checksum(data))
+    manifest["schema_version"] = "2"
+    (folder / LEGACY_LAYOUT.manifest).write_text(json.dumps(manifest, indent=1))
+    (folder / MANIFEST).unlink()
+    (folder / SPEC_FILE).rename(folder / LEGACY_LAYOUT.spec)
+
+
+@pytest.fixture
+def old_sweep(ray_local, tmp_path) -> Path:
+    run(parse_spec(OLD), str(tmp_path / "out"), progress=False)
+    folder = tmp_path / "out" / "old"
+    as_schema_2(folder)
+    return folder
+
+
+def test_a_schema_2_folder_is_still_read_by_status_verify_and_report(old_sweep):
+    """status and verify read manifest.json and spec.toml; the report goes to the folder's own report/;
+    the integer host columns it lacks are simply absent."""
+    assert "chunks: 3 of 3 done" in status(str(old_sweep))
+    assert verify(str(old_sweep)) == ([], "old: 3 parts, 30 rows, 30 distinct points")
+    page = write_report(str(old_sweep))
+    assert page == str(old_sweep / LEGACY_LAYOUT.report / "report.html") and Path(page).stat().st_size > 0
+    assert not (old_sweep / REPORT_DIR).exists() and not (old_sweep / MANIFEST).exists()
+    sweep = Sweep(str(old_sweep))
+    assert sweep.spec_text == OLD and sweep.provenance()["env_l3_bytes"] == set()
+    assert sweep.provenance()["env_host"]
+
+
+def test_run_into_a_schema_2_folder_exits_2_and_touches_nothing(old_sweep, tmp_path):
+    """`memsweep run` names the folder and its schema and says what to do; --fresh then replaces it
+    with a schema-3 folder that pyarrow.dataset opens."""
+    spec = tmp_path / "old.toml"
+    spec.write_text(OLD)
+    before = tree_state(old_sweep)
+    r = memsweep("run", str(spec), "--out", str(old_sweep.parent), "--quiet", "--no-report")
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert r.stderr.strip().splitlines() == [
+        f"memsweep run: error: {old_sweep} holds a sweep written with dataset schema 2; this memsweep writes "
+        "schema 3 and does not mix the two in one folder: rerun with --fresh to replace it, or give another --out."]
+    assert tree_state(old_sweep) == before
+    run(parse_spec(OLD), str(old_sweep.parent), fresh=True, progress=False)
+    assert sorted(p.name for p in old_sweep.iterdir()) == [MANIFEST, SPEC_FILE, "model=probe"]
+    assert ds.dataset(str(old_sweep)).count_rows() == 30
+
+
+def test_check_schema_refuses_older_and_newer_folders(tmp_path):
+    """A folder with only schema 1-2's spec, or a manifest of another version, is refused; a new or a
+    schema-3 folder passes."""
+    folder = tmp_path / "s"
+    check_schema(locate(str(folder)))
+    folder.mkdir()
+    (folder / MANIFEST).write_text(json.dumps({"schema_version": "3"}))
+    check_schema(locate(str(folder)))
+    (folder / MANIFEST).write_text(json.dumps({"schema_version": "4"}))
+    with pytest.raises(DatasetError, match=r"holds a sweep written with dataset schema 4; .*--fresh"):
+        check_schema(locate(str(folder)))
+    (folder / MANIFEST).unlink()
+    (folder / LEGACY_LAYOUT.spec).write_text("")
+    with pytest.raises(DatasetError, match=r"s holds a sweep written with dataset schema 1-2; .*another --out"):
+        check_schema(locate(str(folder)))

@@ -1,0 +1,200 @@
+"""The dataset contract: schema version, the sweep folder's file names, the part-path rule, the column
+registry and one reader. Every writer (sweeps) and reader (analysis, status, verify, calibrate) derives
+from here.
+
+    OUT/<sweep>/model=<name>/part-<chunk_id>.parquet   one part per chunk
+    OUT/<sweep>/_manifest.json      chunks expected / done, rows, checksums, spec, versions
+    OUT/<sweep>/_spec.toml          the spec as run
+    OUT/<sweep>/_slurm.json         Slurm submissions (memsweep submit --slurm); _slurm-<job>.out their logs
+    OUT/<sweep>/_lease.json         the running driver's lease
+    OUT/<sweep>/_report/            report.html, figures as PNG and SVG
+
+The folder's own files start with "_" (temporary files with "."), which pyarrow.dataset, polars and
+duckdb globs skip, so `pyarrow.dataset.dataset("OUT/<sweep>")` sees the parts and nothing else.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import polars as pl
+import pyarrow as pa
+import pyarrow.fs as pafs
+
+from .exceptions import SweepFolderError
+
+SCHEMA_VERSION = "3"
+# Schema history:
+#   1: identity, param_*, metric_*, env_* columns; key-value metadata memsweep.*
+#   2: `source` ("model" | "measured") among the identity columns; measure_* columns after the
+#      metrics (null on modeled rows); env_kernel_release, env_thp_mode, env_caches
+#   3: the sweep folder's own files start with "_" (_manifest.json, _spec.toml, _slurm.json,
+#      _lease.json, _report/) so pyarrow.dataset opens the folder; host facts as integer columns
+#      env_l1d_bytes, env_l2_bytes, env_l3_bytes, env_tlb_4k_entries
+
+MANIFEST = "_manifest.json"
+SPEC_FILE = "_spec.toml"
+SUBMISSIONS = "_slurm.json"  # written at submit time, before any manifest; every manifest carries it as "slurm"
+SLURM_LOG = "_slurm-%j.out"  # a Slurm job's output (sbatch expands %j to the job id)
+LEASE_FILE = "_lease.json"
+REPORT_DIR = "_report"
+TEMP_PREFIX = ".tmp-"  # every temporary file of a write starts with it (and lives beside its target)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Layout:
+    """The names of a sweep folder's own files, beside its model=<name>/ folders."""
+
+    schemas: str  # the schema versions that name them so
+    manifest: str
+    spec: str
+    submissions: str
+    lease: str
+    report: str
+
+
+LAYOUT = Layout(schemas=SCHEMA_VERSION, manifest=MANIFEST, spec=SPEC_FILE, submissions=SUBMISSIONS,
+                lease=LEASE_FILE, report=REPORT_DIR)
+LEGACY_LAYOUT = Layout(schemas="1-2", manifest="manifest.json", spec="spec.toml", submissions="slurm.json",
+                       lease="lease.json", report="report")
+
+
+def layout_of(names: Iterable[str]) -> Layout:
+    """The layout of a sweep folder whose top-level entries are `names`: schema 1-2's when it holds
+    their manifest or spec and not schema 3's, else the current one (also for a new folder)."""
+    names = set(names)
+    if {LEGACY_LAYOUT.manifest, LEGACY_LAYOUT.spec} & names and not {MANIFEST, SPEC_FILE} & names:
+        return LEGACY_LAYOUT
+    return LAYOUT
+
+
+# -- part paths --------------------------------------------------------------------------------------
+_PART = re.compile(r"^model=([^/]+)/part-([^/]+)\.parquet$")
+
+
+def model_dir(model: str) -> str:
+    """The folder of one model's parts, relative to the sweep folder."""
+    return f"model={model}"
+
+
+def part_path(model: str, chunk_id: str) -> str:
+    """A part's path relative to the sweep folder: model=<model>/part-<chunk_id>.parquet."""
+    return f"{model_dir(model)}/part-{chunk_id}.parquet"
+
+
+def parse_part_path(path: str) -> tuple[str, str] | None:
+    """(model, chunk_id) of a part's path relative to the sweep folder; None for anything else (the
+    folder's own files, temporary files, files in other folders)."""
+    m = _PART.match(path)
+    return (m.group(1), m.group(2)) if m else None
+
+
+# -- the column registry: (name, polars dtype, unit, meaning) ------------------------------------------
+IDENTITY = (
+    ("sweep", pl.Utf8, "", "the spec's `name`"),
+    ("model", pl.Utf8, "", "model name"),
+    ("model_version", pl.Utf8, "", "model version; a new version never reuses old parts"),
+    ("profile", pl.Utf8, "", "machine profile the costs came from"),
+    ("source", pl.Utf8, "", "`model` (computed by the model) or `measured` (the user-space analog run on the worker)"),
+    ("point_id", pl.UInt64, "", "64-bit hash of the model and its (axis, value) pairs: the same point has the same id in every sweep"),
+    ("chunk_id", pl.Utf8, "", "content hash of the chunk that computed the row (its part file is `part-<chunk_id>.parquet`)"),
+    ("status", pl.Utf8, "", "`ok`, `infeasible` (the point cannot exist) or `error` (the model raised)"),
+    ("reason", pl.Utf8, "", "why a row is infeasible or failed; null when ok"),
+)
+MEASURE = (
+    ("measure_repeats", pl.Int64, "", "measured rows: runs timed after the warm-up, at least the spec's repeats (null on modeled rows)"),
+    ("measure_min", pl.Float64, "as the headline metric",
+     "measured rows: the least disturbed value: per timed stretch the fastest run, summed (ns/load: the fastest slice)"),
+    ("measure_median", pl.Float64, "as the headline metric", "measured rows: the median sample (the value in the metric column)"),
+    ("measure_huge_pages", pl.Boolean, "", "measured pfnmap rows: whether the mapping got 2 MiB pages (AnonHugePages)"),
+)
+PROVENANCE = (
+    ("env_host", pl.Utf8, "", "host name of the worker that computed the row"),
+    ("env_cpu_model", pl.Utf8, "", "its CPU model (/proc/cpuinfo)"),
+    ("env_caches", pl.Utf8, "", "its L1d, L2, L3 sizes (/sys/devices/system/cpu/cpu0/cache)"),
+    ("env_l1d_bytes", pl.Int64, "bytes", "its L1 data cache size (cpu0); null when unknown"),
+    ("env_l2_bytes", pl.Int64, "bytes", "its L2 cache size (cpu0); null when unknown"),
+    ("env_l3_bytes", pl.Int64, "bytes", "its L3 cache size (cpu0); null when unknown"),
+    ("env_tlb_4k_entries", pl.Int64, "", "its TLB entries for 4 KiB pages (/proc/cpuinfo `TLB size`, AMD); null where the CPU does not say"),
+    ("env_thp_mode", pl.Utf8, "", "transparent hugepage mode (/sys/kernel/mm/transparent_hugepage/enabled)"),
+    ("env_kernel_release", pl.Utf8, "", "kernel release (uname -r)"),
+    ("env_memsweep_version", pl.Utf8, "", "memsweep version on the worker"),
+    ("env_git_sha", pl.Utf8, "", "commit of the driver's checkout, empty outside git"),
+    ("env_ray_node_id", pl.Utf8, "", "Ray node id of the worker"),
+)
+IDENTITY_COLUMNS = tuple(c[0] for c in IDENTITY)
+MEASURE_COLUMNS = tuple(c[0] for c in MEASURE)
+PROVENANCE_COLUMNS = tuple(c[0] for c in PROVENANCE)
+DTYPES = {c[0]: c[1] for c in (*IDENTITY, *MEASURE, *PROVENANCE)}
+_UNITS = {c[0]: c[2] for c in (*IDENTITY, *MEASURE, *PROVENANCE)}
+# Unit tokens of metric names (STYLE: units live in names) and the unit each stands for.
+UNIT_TOKENS = {"ns": "ns", "us": "µs", "ms": "ms", "s": "s", "bytes": "bytes", "gbs": "GB/s",
+               "fraction": "fraction", "rate": "fraction"}
+
+
+def unit_of(column: str) -> str:
+    """A column's unit: the registry's for identity, measure and provenance columns, else the first
+    unit token of its name after the prefix (metric_ns_per_load: ns, metric_setup_us: µs,
+    metric_gbs: GB/s, metric_tlb_miss_rate: fraction); "" for counts, flags and ratios."""
+    if column in _UNITS:
+        return _UNITS[column]
+    for token in column.split("_")[1:]:
+        if token in UNIT_TOKENS:
+            return UNIT_TOKENS[token]
+    return ""
+
+
+# -- reading --------------------------------------------------------------------------------------------
+def filesystem(uri: str) -> tuple[pafs.FileSystem, str]:
+    """(filesystem, path on it) of a local path or a pyarrow filesystem URI (s3://bucket/p?endpoint_override=...)."""
+    try:
+        if "://" in str(uri):
+            return pafs.FileSystem.from_uri(str(uri))
+        return pafs.LocalFileSystem(), os.path.abspath(uri)
+    except (pa.ArrowInvalid, OSError, ValueError) as e:
+        raise SweepFolderError(f"'sweep_dir' must be a local path or a filesystem URI such as s3://bucket/path "
+                               f"(got {uri!r}: {e}).") from None
+
+
+def part_files(fs: pafs.FileSystem, root: str) -> dict[str, list[str]]:
+    """model -> sorted paths (on fs) of the part files under the sweep folder `root`."""
+    out: dict[str, list[str]] = {}
+    if fs.get_file_info(root).type != pafs.FileType.Directory:
+        return out
+    prefix = root.rstrip("/") + "/"
+    for info in fs.get_file_info(pafs.FileSelector(root, recursive=True)):
+        found = parse_part_path(info.path.removeprefix(prefix)) if info.type == pafs.FileType.File else None
+        if found is not None:
+            out.setdefault(found[0], []).append(info.path)
+    return {m: sorted(paths) for m, paths in sorted(out.items())}
+
+
+def scan(sweep_dir: str, model: str | None = None) -> pl.LazyFrame:
+    """A lazy scan of one model's parts, or (model None) of every model's parts concatenated
+    diagonally (a column one model lacks is null on its rows). Local folders go through polars'
+    own scan; filesystem URIs through pyarrow (their options, such as endpoint_override, are in
+    the query and only pyarrow reads them).
+
+        import analysis; analysis.scan("results/default", model="memmap").collect()
+    """
+    fs, root = filesystem(str(sweep_dir).rstrip("/"))
+    parts = part_files(fs, root)
+    if model is not None and model not in parts:
+        raise SweepFolderError(f"'model' must be a model with parts in {sweep_dir}, one of {list(parts)} "
+                               f"(got {model!r}).")
+    if not parts:
+        raise SweepFolderError(f"'sweep_dir' must be a sweep folder with parts (got {sweep_dir!r}: none there).")
+    frames = [scan_parts(fs, root, m, parts[m]) for m in ([model] if model is not None else parts)]
+    return frames[0] if len(frames) == 1 else pl.concat(frames, how="diagonal_relaxed")
+
+
+def scan_parts(fs: pafs.FileSystem, root: str, model: str, paths: list[str]) -> pl.LazyFrame:
+    """One model's parts (`paths`, as part_files lists them), hive partitioning off: `model` is in the file."""
+    if isinstance(fs, pafs.LocalFileSystem):
+        return pl.scan_parquet(f"{root.rstrip('/')}/{part_path(model, '*')}", hive_partitioning=False)
+    import pyarrow.dataset as ds
+
+    return pl.scan_pyarrow_dataset(ds.dataset(paths, filesystem=fs, format="parquet"))
