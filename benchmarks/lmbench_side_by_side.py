@@ -25,10 +25,12 @@ from pathlib import Path
 
 import polars as pl
 
-from sweeps.plan import MEASURED_CHUNK_POINTS
+from sweeps.backends import MEASURED_CHUNK_POINTS
 from workers.measure.host import machine_arch
-from workers.measure.measure import SPAN_MS, measure
+from workers.measure.measure import measure
+from workers.measure.settings import SPAN_MS, MeasureSettings
 from workers.models.pfnmap import MODEL as PFNMAP
+from workers.profiles import load_profile
 from workers.units import MiB, format_size, parse_size
 
 DEFAULT_WORKING_SETS = ("1MiB", "8MiB", "16MiB", "64MiB", "128MiB", "256MiB", "512MiB", "1GiB", "2GiB", "4GiB")
@@ -79,8 +81,10 @@ def main() -> None:
              "arch": machine_arch(), "align": "1GiB", "access": "lat_mem_rd_random"} for ws in sizes]
     points = frame(rows)
     t0 = time.perf_counter()
-    parts = [measure(PFNMAP, points[i:i + a.per_call], repeats=a.repeats, cpu=a.cpu, clock=a.clock,
-                     span_ms=a.span_ms) for i in range(0, len(rows), a.per_call)]
+    profile = load_profile("seed")  # pfnmap's feasibility rules, as in a sweep with profile = "seed"
+    settings = MeasureSettings(repeats=a.repeats, cpu=a.cpu, span_ms=a.span_ms)
+    parts = [measure(PFNMAP, points[i:i + a.per_call], profile, settings, clock=a.clock)
+             for i in range(0, len(rows), a.per_call)]
     got = pl.concat(parts)
     wall = time.perf_counter() - t0
     lmb = read_lmbench(a.lmbench) if a.lmbench else {}

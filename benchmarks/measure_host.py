@@ -25,13 +25,14 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from sweeps.plan import MEASURED_CHUNK_POINTS
+from sweeps.backends import MEASURED_CHUNK_POINTS
 from workers.calibrate import calibrate, predict
 from workers.measure.fit import figures_from_measured, host_profile
 from workers.measure.host import host_facts, machine_arch
 from workers.measure.kernels import Mapping, load
-from workers.measure.measure import SPAN_MS, measure, pinned
+from workers.measure.measure import measure, pinned
 from workers.measure.plans import plan_memmap
+from workers.measure.settings import SPAN_MS, MeasureSettings
 from workers.models.memmap import MODEL as MEMMAP
 from workers.models.pfnmap import MODEL as PFNMAP
 from workers.profiles import load_profile
@@ -50,13 +51,16 @@ def frame(model, rows: list[dict]) -> pl.DataFrame:
 
 
 HOW = {"clock": "thread", "span_ms": SPAN_MS}  # set from --clock / --span-ms in main()
+PROFILE = load_profile("seed")  # the models' feasibility rules, as in a sweep with profile = "seed"
 
 
 def run(model, rows, repeats, cpu) -> pl.DataFrame:
     """Measure rows as a sweep's measured chunks do: MEASURED_CHUNK_POINTS points per measure() call."""
     points = frame(model, rows)
     step = MEASURED_CHUNK_POINTS
-    out = [measure(model, points[i:i + step], repeats=repeats, cpu=cpu, **HOW) for i in range(0, len(rows), step)]
+    settings = MeasureSettings(repeats=repeats, cpu=cpu, span_ms=HOW["span_ms"])
+    out = [measure(model, points[i:i + step], PROFILE, settings, clock=HOW["clock"])
+           for i in range(0, len(rows), step)]
     return pl.concat([points, pl.concat(out)], how="horizontal")
 
 

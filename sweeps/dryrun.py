@@ -16,7 +16,7 @@ import os
 import sys
 import time
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 import pyarrow as pa
 import pyarrow.fs as pafs
@@ -225,7 +225,8 @@ def as_dict(dr: DryRun) -> dict:
         "seconds": dr.task_seconds, "model_seconds": dr.model_seconds, "plan_seconds": dr.wall_seconds,
         "models": models,
         "measured": {"points": sum(mp.measured_points for mp in dr.models.values()), "chunks": measured_chunks,
-                     **dr.spec.measure, "min_seconds_one_node": measured_chunks * dr.spec.measure["span_ms"] / 1000},
+                     **asdict(dr.spec.measure),
+                     "min_seconds_one_node": measured_chunks * dr.spec.measure.span_ms / 1000},
     }
 
 

@@ -1,10 +1,12 @@
 """Planning: split each model's grid into chunks with content-addressed ids.
 
-A chunk is an index range [start, stop) of one model's grid, sized for about
-a quarter second of model work (Ray's per-task overhead is ~1 ms), so the
+A chunk is an index range [start, stop) of one model's grid for one row
+source (sweeps.backends), sized by that backend (modeled chunks: about a
+quarter second of model work, as Ray's per-task overhead is ~1 ms), so the
 driver holds a list of small records, never points. Its id hashes everything
 that determines its rows: model, model version, profile content, the model's
-axes and values, and the range; a changed model or profile never reuses a part.
+axes and values, what the backend adds (measured rows: the [measure]
+settings), and the range; a changed model or profile never reuses a part.
 """
 
 from __future__ import annotations
@@ -15,14 +17,9 @@ from dataclasses import dataclass
 
 from workers import get_model
 
+from .backends import BACKENDS
 from .grid import Grid, grid_for
 from .spec import SweepSpec
-
-TARGET_SECONDS = 0.25  # model work per chunk: >= ~100 ms so Ray overhead stays small
-MAX_CHUNK_POINTS = 1_000_000  # bounds a worker's memory for one chunk
-# A measured point takes ~0.1-10 s; the points of a chunk are sampled round-robin (workers.measure), so
-# more points spread each one's samples over more time, fewer resume more finely.
-MEASURED_CHUNK_POINTS = 8
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -31,7 +28,7 @@ class Chunk:
     start: int
     stop: int
     chunk_id: str
-    source: str = "model"
+    source: str = "model"  # the backend that computes its rows (sweeps.backends.BACKENDS)
 
     @property
     def points(self) -> int:
@@ -39,22 +36,18 @@ class Chunk:
 
 
 def chunk_points(spec: SweepSpec, model: str, source: str = "model") -> int:
-    """Points per chunk: the spec's `chunk_points`, else ~TARGET_SECONDS of the model's work."""
-    if spec.chunk_points:
-        return spec.chunk_points
-    if source == "measured":
-        return MEASURED_CHUNK_POINTS
-    rate = get_model(model).points_per_second
-    return max(1, min(MAX_CHUNK_POINTS, int(rate * TARGET_SECONDS)))
+    """Points per chunk: the spec's `chunk_points`, else what the source's backend chooses for the model."""
+    return spec.chunk_points or BACKENDS[source].chunk_points(spec, model)
 
 
 def grid_digest(spec: SweepSpec, grid: Grid, source: str = "model") -> str:
-    """Hash of what fixes a model's rows apart from the range (measured rows: also how they are measured)."""
+    """Hash of what fixes a model's rows apart from the range: model, version, profile, grid, and the
+    inputs of the source's backend (measured rows: the [measure] settings; modeled rows: none)."""
     m = get_model(grid.model)
-    how = {"source": source, "measure": spec.measure} if source == "measured" else {}
     blob = json.dumps(
         {
-            **how, "model": m.name, "version": m.version, "profile": spec.profile.digest(),
+            **BACKENDS[source].digest_inputs(spec), "model": m.name, "version": m.version,
+            "profile": spec.profile.digest(),
             "blocks": [[[a.name, [a.label(v) for v in vals]] for a, vals in zip(grid.axes, block)]
                        for block in grid.blocks],
         },

@@ -32,6 +32,7 @@ from tqdm import tqdm
 from workers import get_model
 from workers.dataset import LAYOUT, LEASE_FILE, SCHEMA_VERSION, SPEC_FILE
 
+from .backends import BACKENDS
 from .exceptions import DatasetError, StoreIOError
 from .grid import grid_for
 from .lease import Lease
@@ -247,8 +248,8 @@ def _status_counts(loc: Location, c: Chunk) -> dict[str, int]:
     return {d["values"]: d["counts"] for d in counts.to_pylist()}
 
 
-class _TaskPool:
-    """Model chunks as Ray tasks, two per CPU in flight (a task is one core's work)."""
+class TaskPool:
+    """Chunks as Ray tasks, two per CPU in flight (a task is one core's work)."""
 
     def __init__(self, cfg_ref):
         self.cfg_ref = cfg_ref
@@ -262,7 +263,7 @@ class _TaskPool:
         pass
 
 
-class _MeasurePool:
+class MeasurePool:
     """Measured chunks on one actor per node, one at a time: a measurement owns its node's CPU."""
 
     def __init__(self, cfg_ref):
@@ -294,7 +295,8 @@ class _Measurer:
 
 
 def _execute(spec, loc, chunks, todo, records, summary, progress, lease) -> None:
-    """Model chunks first, then measured ones (so nothing of ours runs beside a measurement)."""
+    """Each backend's chunks on its own pool, in BACKENDS order: model chunks first, then measured ones
+    (so nothing of ours runs beside a measurement)."""
     cfg = TaskConfig(
         sweep=spec.name, grids={m: grid_for(spec, m) for m in spec.models}, profile=spec.profile,
         profile_name=spec.profile_name, plugins=spec.plugins, location=loc, git_sha=git_sha(),
@@ -306,10 +308,10 @@ def _execute(spec, loc, chunks, todo, records, summary, progress, lease) -> None
     bar = tqdm(total=sum(c.points for c in todo), unit="pt", unit_scale=True, disable=not progress,
                desc=f"{spec.name}", file=sys.stderr, mininterval=0.5, smoothing=0.1)
     try:
-        for source, pool in (("model", _TaskPool), ("measured", _MeasurePool)):
-            mine = [c for c in todo if c.source == source]
+        for backend in BACKENDS.values():  # table order: model chunks first
+            mine = [c for c in todo if c.source == backend.name]
             if mine:
-                _drain(pool(cfg_ref), mine, spec, loc, chunks, records, summary, bar, lease)
+                _drain(backend.pool_class()(cfg_ref), mine, spec, loc, chunks, records, summary, bar, lease)
     finally:
         bar.close()
         summary.exec_seconds = time.perf_counter() - t_exec

@@ -28,6 +28,8 @@ from pathlib import Path
 from workers import MODELS, load_plugins
 from workers.axes import SHARED_AXES, Axis
 from workers.exceptions import ProfileError
+from workers.measure.exceptions import MeasureSettingsError
+from workers.measure.settings import MeasureSettings
 from workers.profiles import Profile, load_profile
 from workers.units import parse_size
 
@@ -36,7 +38,6 @@ from .exceptions import SpecError
 SPEC_DIR = Path(__file__).parent / "specs"
 TOP_KEYS = {"name", "description", "models", "profile", "plugins", "chunk_points", "source", "measure", "axes"}
 SOURCES = {"model": ("model",), "measured": ("measured",), "both": ("model", "measured")}
-MEASURE_KEYS = {"repeats": 5, "warmup": 1, "cpu": 0, "span_ms": 2000}
 RANGE_KEYS = {"from", "to", "scale", "step"}
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 MAX_VALUES_PER_AXIS = 100_000
@@ -55,7 +56,7 @@ class SweepSpec:
     plugins: tuple[str, ...]
     chunk_points: int | None
     sources: tuple[str, ...] = ("model",)  # "model" and/or "measured" rows for every point
-    measure: dict[str, int] = field(default_factory=lambda: dict(MEASURE_KEYS))  # repeats, warmup, cpu
+    measure: MeasureSettings = field(default_factory=MeasureSettings)  # how measured rows are sampled
     # model -> blocks; a block is ((axis, values), ...) in model axis order
     axes: dict[str, tuple[tuple[tuple[str, tuple], ...], ...]]
     text: str = field(default="", repr=False)  # the TOML as given, written beside the dataset
@@ -198,21 +199,12 @@ def _sources(data: dict) -> tuple[str, ...]:
     return SOURCES[source]
 
 
-def _measure(data: dict) -> dict[str, int]:
-    """The [measure] table: repeats (>= 1), warmup (>= 0) runs, the cpu to pin to (>= 0), and span_ms
-    (>= 0), the least time a chunk's round-robin of samples lasts (workers.measure.measure)."""
-    table = data.get("measure", {})
-    if not isinstance(table, dict):
-        raise SpecError(f"'measure' must be a table with keys {sorted(MEASURE_KEYS)} (got {table!r}).")
-    out = dict(MEASURE_KEYS)
-    for key, v in table.items():
-        if key not in MEASURE_KEYS:
-            raise SpecError(f"'measure.{key}' is not a measure key; allowed keys are {sorted(MEASURE_KEYS)}.")
-        least = 1 if key == "repeats" else 0
-        if isinstance(v, bool) or not isinstance(v, int) or v < least:
-            raise SpecError(f"'measure.{key}' must be an integer >= {least} (got {v!r}).")
-        out[key] = v
-    return out
+def _measure(data: dict) -> MeasureSettings:
+    """The [measure] table (workers.measure.settings: its keys, defaults and rules)."""
+    try:
+        return MeasureSettings.from_table(data.get("measure", {}))
+    except MeasureSettingsError as e:
+        raise SpecError(str(e)) from None
 
 
 def _axes(table: object, models: tuple[str, ...]) -> dict[str, tuple]:

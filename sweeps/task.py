@@ -1,4 +1,4 @@
-"""What one Ray task does with one chunk: decode, evaluate, write its own part.
+"""What one Ray task does with one chunk: decode, compute its rows (its source's backend), write its own part.
 
 Kept free of Ray so it can be read and tested alone; the runner wraps
 `run_chunk` in a remote function and passes the node id.
@@ -12,12 +12,13 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
-from workers import evaluate, get_model, load_plugins
+from workers import get_model, load_plugins
 from workers.dataset import DTYPES, IDENTITY_COLUMNS, PROVENANCE_COLUMNS, SCHEMA_VERSION
-from workers.evaluate import error_rows
-from workers.measure.measure import MEASURE_COLUMNS, measure
+from workers.measure.measure import MEASURE_COLUMNS
+from workers.measure.settings import MeasureSettings
 from workers.profiles import Profile
 
+from .backends import BACKENDS
 from .grid import Grid, decode
 from .plan import Chunk
 from .exceptions import StoreIOError
@@ -36,7 +37,7 @@ class TaskConfig:
     plugins: tuple[str, ...]
     location: Location
     git_sha: str
-    measure: dict = field(default_factory=dict)  # repeats, warmup, cpu for measured chunks
+    measure: MeasureSettings = field(default_factory=MeasureSettings)  # how measured chunks sample
 
 
 def chunk_frame(cfg: TaskConfig, chunk: Chunk, node_id: str) -> pl.DataFrame:
@@ -44,12 +45,7 @@ def chunk_frame(cfg: TaskConfig, chunk: Chunk, node_id: str) -> pl.DataFrame:
     load_plugins(cfg.plugins)
     model = get_model(chunk.model)
     points = decode(cfg.grids[chunk.model], chunk.start, chunk.stop)
-    params = points.drop("point_id")
-    if chunk.source == "measured":
-        out = pl.concat([params, measured(model, params, cfg.measure)], how="horizontal")
-    else:
-        out = evaluate(model, params, cfg.profile).with_columns(
-            pl.lit(None, dtype=dt).alias(c) for c, dt in MEASURE_COLUMNS.items())
+    out = BACKENDS[chunk.source].rows(model, points.drop("point_id"), cfg.profile, cfg.measure)
     prov = {**host_provenance(), "env_git_sha": cfg.git_sha, "env_ray_node_id": node_id}
     out = out.with_columns(
         points["point_id"],
@@ -63,14 +59,6 @@ def chunk_frame(cfg: TaskConfig, chunk: Chunk, node_id: str) -> pl.DataFrame:
     )
     cols = [c for c in out.columns if c.startswith("param_")] + list(model.metrics) + list(MEASURE_COLUMNS)
     return out.select(*IDENTITY_COLUMNS, *cols, *PROVENANCE_COLUMNS)
-
-
-def measured(model, params: pl.DataFrame, how: dict) -> pl.DataFrame:
-    """The measure backend's rows for these points; a failure becomes error rows, as with models."""
-    try:
-        return measure(model, params, **how)
-    except Exception as e:  # noqa: BLE001 - a broken measurement must not lose the chunk
-        return error_rows(model, params.height, e, MEASURE_COLUMNS)
 
 
 def run_chunk(cfg: TaskConfig, chunk: Chunk, node_id: str = "") -> dict:

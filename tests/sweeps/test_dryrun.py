@@ -8,7 +8,7 @@ from collections import Counter
 import polars as pl
 import pytest
 
-import sweeps.task
+import sweeps.backends
 from sweeps.dryrun import as_dict, dry_run, makespan
 from sweeps.plan import plan
 from sweeps.spec import load_spec, parse_spec
@@ -130,14 +130,14 @@ def test_json_keys_and_cpus(tmp_path):
 def test_measured_points_are_counted_not_measured(monkeypatch):
     """A `source = both` spec counts its measured points and chunks; no measure kernel runs."""
     calls = []
-    monkeypatch.setattr(sweeps.task, "measure", lambda *a, **k: calls.append(a))
+    monkeypatch.setattr(sweeps.backends, "measure", lambda *a, **k: calls.append(a))
     spec = load_spec("measure")
     d = as_dict(dry_run(spec, cpus=2, progress=False))
     measured = Counter(c.model for c in plan(spec) if c.source == "measured")
     assert calls == [] and d["sources"] == ["model", "measured"]
     assert d["measured"]["points"] == spec.total_points and d["rows"] == 2 * spec.total_points
     assert {m: v["measured_chunks"] for m, v in d["models"].items()} == dict(measured)
-    assert d["measured"]["min_seconds_one_node"] == sum(measured.values()) * spec.measure["span_ms"] / 1000
+    assert d["measured"]["min_seconds_one_node"] == sum(measured.values()) * spec.measure.span_ms / 1000
 
 
 def test_measured_only_spec_evaluates_nothing():

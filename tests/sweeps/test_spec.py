@@ -9,6 +9,7 @@ from sweeps.exceptions import SpecError
 from sweeps.spec import load_spec, parse_spec, shipped_specs
 from tests.conftest import tree_state
 from workers.dataset import SPEC_FILE, part_path
+from workers.measure.settings import MeasureSettings
 
 HEAD = 'name = "t"\nmodels = ["probe"]\nplugins = ["tests.support.probe"]\n'
 GOOD = HEAD + "[axes.probe]\ni = [1, 2]\n"
@@ -60,6 +61,7 @@ BAD_SPECS = [
     (HEAD + "[measure]\nrepeats = 0\n", "'measure.repeats' must be an integer >= 1 \\(got 0\\)"),
     (HEAD + "[measure]\ncpus = 1\n", "'measure.cpus' is not a measure key"),
     (HEAD + "[measure]\nspan_ms = 1.5\n", "'measure.span_ms' must be an integer >= 0 \\(got 1.5\\)"),
+    (HEAD + "measure = 3\n", "'measure' must be a table with keys \\['cpu', 'repeats', 'span_ms', 'warmup'\\]"),
     ('name = "t"\nmodels = ["memmap"]\n[axes.memmap]\nstrategy = ["fast"]\n',
      "'axes.memmap.strategy' must be one of 'slow'.* \\(got 'fast'\\)"),
 ]
@@ -141,6 +143,15 @@ def test_model_table_overrides_a_shared_axis():
     axes = dict(spec.blocks("memmap")[0])
     assert axes["compound_order"] == (0, 9)
     assert axes["namespace_size"] == (1 << 30,)
+
+
+def test_measure_table_becomes_frozen_settings():
+    """[measure] loads as a MeasureSettings (keys left out keep their defaults); no table gives the defaults."""
+    spec = parse_spec(HEAD + "[measure]\nrepeats = 3\nspan_ms = 200\n")
+    assert spec.measure == MeasureSettings(repeats=3, span_ms=200)
+    assert parse_spec(GOOD).measure == MeasureSettings()
+    with pytest.raises(SpecError, match=r"'measure.warmup' must be an integer >= 0 \(got -1\)"):
+        parse_spec(HEAD + "[measure]\nwarmup = -1\n")
 
 
 @pytest.mark.parametrize("name", ["default", "seed", "large"])

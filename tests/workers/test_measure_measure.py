@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from contextlib import contextmanager
+from dataclasses import replace
 
 import polars as pl
 import pytest
@@ -11,12 +12,15 @@ import pytest
 from workers.measure import measure as ms
 from workers.measure import plans
 from workers.measure.host import machine_arch
+from workers.measure.settings import MeasureSettings
 from workers.models.copy import MODEL as COPY
 from workers.models.memmap import MODEL as MEMMAP
 from workers.models.pfnmap import MODEL as PFNMAP
 from workers.models.young import MODEL as YOUNG
+from workers.profiles import load_profile
 
-TINY = {"repeats": 2, "warmup": 0, "span_ms": 0}
+SEED = load_profile("seed")
+TINY = MeasureSettings(repeats=2, warmup=0, span_ms=0)
 
 
 def check_contract(model, points, out):
@@ -30,7 +34,7 @@ def test_memmap_rows_fill_init_ms_with_the_median_and_nothing_else(points, nativ
     """Measured memmap rows: metric_init_ms = measure_median >= measure_min, other metrics null."""
     frame = points(MEMMAP, *[{"namespace_size": "16MiB", "mode": mode, "strategy": s}
                              for mode in ("fsdax", "devdax") for s in ("slow", "template_nt_inline")])
-    out = ms.measure(MEMMAP, frame, cache_dir=native_cache, **TINY)
+    out = ms.measure(MEMMAP, frame, SEED, TINY, cache_dir=native_cache)
     check_contract(MEMMAP, frame, out)
     assert out["status"].to_list() == ["ok"] * 4
     assert out["metric_init_ms"].to_list() == out["measure_median"].to_list()
@@ -44,7 +48,7 @@ def test_copy_rows_fill_ns_per_copy_and_gbs(points, native_cache):
     """Measured copy rows: metric_ns_per_copy is the median and metric_gbs = size / ns."""
     frame = points(COPY, {"namespace_size": "64KiB", "struct_page_size": 80, "strategy": "nt_inline",
                           "inline_sizes": "patched", "dst_offset": 3})
-    out = ms.measure(COPY, frame, cache_dir=native_cache, **TINY)
+    out = ms.measure(COPY, frame, SEED, TINY, cache_dir=native_cache)
     check_contract(COPY, frame, out)
     row = out.row(0, named=True)
     assert row["status"] == "ok"
@@ -56,7 +60,7 @@ def test_pfnmap_rows_fill_the_metric_of_their_access_pattern(points, native_cach
     here = machine_arch()
     frame = points(PFNMAP, {"arch": here, "namespace_size": "4MiB", "compound_order": 0},
                    {"arch": here, "namespace_size": "4MiB", "compound_order": 9, "access": "memcpy_seq"})
-    out = ms.measure(PFNMAP, frame, cache_dir=native_cache, **TINY)
+    out = ms.measure(PFNMAP, frame, SEED, TINY, cache_dir=native_cache)
     check_contract(PFNMAP, frame, out)
     assert out["status"].to_list() == ["ok", "ok"]
     assert out["metric_ns_per_load"][0] > 0 and out["metric_copy_ms"][0] is None
@@ -67,7 +71,7 @@ def test_pfnmap_rows_fill_the_metric_of_their_access_pattern(points, native_cach
 def test_young_rows_are_all_infeasible_with_a_reason(points, native_cache):
     """young has no measurement: every row infeasible, the contract kept."""
     frame = points(YOUNG, {}, {"batching": "per_pte"})
-    out = ms.measure(YOUNG, frame, cache_dir=native_cache)
+    out = ms.measure(YOUNG, frame, SEED, cache_dir=native_cache)
     check_contract(YOUNG, frame, out)
     assert out["status"].to_list() == ["infeasible"] * 2
     assert "no user-space analog" in out["reason"][0]
@@ -76,14 +80,14 @@ def test_young_rows_are_all_infeasible_with_a_reason(points, native_cache):
 def test_points_the_model_rejects_keep_the_models_reason(points, native_cache):
     """A point that cannot exist (P = 104 struct pages) is infeasible with the model's own reason."""
     frame = points(MEMMAP, {"struct_page_size": 104, "map": "mem", "namespace_size": "16MiB"})
-    out = ms.measure(MEMMAP, frame, cache_dir=native_cache, **TINY)
+    out = ms.measure(MEMMAP, frame, SEED, TINY, cache_dir=native_cache)
     assert out["status"][0] == "infeasible" and "above 96 bytes" in out["reason"][0]
 
 
 def test_points_larger_than_free_memory_are_refused_with_a_reason(points, native_cache):
     """A 16 TiB namespace needs 252 GiB of struct pages: refused, not attempted."""
     frame = points(MEMMAP, {"namespace_size": "16TiB"}, {"namespace_size": "16MiB"})
-    out = ms.measure(MEMMAP, frame, cache_dir=native_cache, **TINY)
+    out = ms.measure(MEMMAP, frame, SEED, TINY, cache_dir=native_cache)
     assert out["status"].to_list() == ["infeasible", "ok"]
     assert out["reason"][0].startswith("needs 252.00 GiB of memory to measure")
 
@@ -99,7 +103,7 @@ def test_memory_refusal_keeps_a_safety_margin(tmp_path):
 def test_no_compiler_gives_infeasible_rows_with_the_reason(points, tmp_path):
     """Without a C compiler the measurable rows are infeasible ("no C compiler (cc) on this node: ...")."""
     frame = points(MEMMAP, {"namespace_size": "16MiB"}, {"struct_page_size": 104, "map": "mem"})
-    out = ms.measure(MEMMAP, frame, cc="/nonexistent/cc", cache_dir=tmp_path, **TINY)
+    out = ms.measure(MEMMAP, frame, SEED, TINY, cc="/nonexistent/cc", cache_dir=tmp_path)
     check_contract(MEMMAP, frame, out)
     assert out["status"].to_list() == ["infeasible", "infeasible"]
     assert out["reason"][0].startswith("no C compiler (cc) on this node: ")
@@ -117,26 +121,44 @@ def test_measure_pins_the_thread_and_restores_its_affinity(points, native_cache,
         return real(self, k)
 
     monkeypatch.setattr(plans.MemmapPlan, "open", spy)
-    ms.measure(MEMMAP, points(MEMMAP, {"namespace_size": "16MiB"}), cpu=max(before), cache_dir=native_cache,
-               **TINY)
+    ms.measure(MEMMAP, points(MEMMAP, {"namespace_size": "16MiB"}), SEED, replace(TINY, cpu=max(before)),
+               cache_dir=native_cache)
     assert seen == [{max(before)}]
     assert os.sched_getaffinity(0) == before
 
 
-@pytest.mark.parametrize("kw,match", [({"repeats": 0}, "'repeats' must be >= 1, 'warmup' and 'span_ms' >= 0"),
-                                      ({"warmup": -1}, "'repeats' must be >= 1, 'warmup' and 'span_ms' >= 0"),
-                                      ({"clock": "tsc"}, r"'clock' must be one of \('wall', 'thread'\)")])
-def test_bad_settings_are_rejected(points, kw, match):
-    """repeats < 1, warmup < 0 or an unknown clock raise ValueError saying what is allowed."""
-    with pytest.raises(ValueError, match=match):
-        ms.measure(MEMMAP, points(MEMMAP, {}), **kw)
+def test_an_unknown_clock_is_rejected(points):
+    """An unknown clock raises ValueError saying which clocks there are."""
+    with pytest.raises(ValueError, match=r"'clock' must be one of \('wall', 'thread'\)"):
+        ms.measure(MEMMAP, points(MEMMAP, {}), SEED, clock="tsc")
+
+
+def test_the_profile_is_required(points):
+    """measure() has no default profile: the caller passes the sweep's (no quiet fallback to seed)."""
+    with pytest.raises(TypeError, match="missing 1 required positional argument: 'profile'"):
+        ms.measure(MEMMAP, points(MEMMAP, {}))
+
+
+def test_feasibility_is_judged_with_the_profile_given(points, monkeypatch):
+    """The model's own status comes from the profile the caller passes (the sweep's), not from seed."""
+    host = load_profile("bare_metal")
+    seen = []
+    real = ms.evaluate
+
+    def spy(model, frame, profile):
+        seen.append(profile)
+        return real(model, frame, profile)
+
+    monkeypatch.setattr(ms, "evaluate", spy)
+    ms.measure(YOUNG, points(YOUNG, {}), host)
+    assert seen == [host]
 
 
 @pytest.mark.parametrize("clock", ["wall", "thread"])
 def test_both_clocks_give_positive_samples(points, native_cache, clock):
     """Wall-clock and thread-CPU timing both measure (the choice is the caller's)."""
-    out = ms.measure(MEMMAP, points(MEMMAP, {"namespace_size": "16MiB"}), clock=clock, cache_dir=native_cache,
-                     **TINY)
+    out = ms.measure(MEMMAP, points(MEMMAP, {"namespace_size": "16MiB"}), SEED, TINY, clock=clock,
+                     cache_dir=native_cache)
     assert out["status"][0] == "ok" and out["measure_min"][0] > 0
 
 

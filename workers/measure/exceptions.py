@@ -11,3 +11,8 @@ class CompilerNotFound(MeasureError):
 
 class BuildError(MeasureError):
     """The C compiler exists but failed to build the kernels (a bug, not a property of the node)."""
+
+
+class MeasureSettingsError(ValueError):
+    """A measure setting (the spec's [measure] table) is unknown or out of range; sweeps.spec reports it
+    as a SpecError (workers cannot import sweeps)."""

@@ -1,17 +1,18 @@
 """The measure backend's entry point: run a model's points as user-space analogs on this node.
 
-`measure(model, points)` returns rows of the model's own schema (status,
-reason, every metric column) plus MEASURE_COLUMNS, one per point, in order.
-A measured row fills the model's headline metric(s) with the median of
-`repeats` samples taken after `warmup` runs, pinned to one CPU, on pre-faulted
-memory, timed by the thread's CPU time (or wall time); the other metrics stay
-null. `measure_min` is the least disturbed value (plans.Samples.floor). The
-points of one call whose memory fits together are sampled round-robin: on a
-shared host, noise comes in bursts of seconds, which then cost one sample of
-several points instead of every sample of one. A point is infeasible when the
-model says it cannot exist (same rules, same reasons as modeled rows), when
-this node cannot honour one of its axes (plans.py says why), when its memory
-does not fit MemAvailable minus a safety margin, or when the node has no C
+`measure(model, points, profile, settings)` returns rows of the model's own
+schema (status, reason, every metric column) plus MEASURE_COLUMNS, one per
+point, in order. A measured row fills the model's headline metric(s) with the
+median of `repeats` samples taken after `warmup` runs (MeasureSettings),
+pinned to one CPU, on pre-faulted memory, timed by the thread's CPU time (or
+wall time); the other metrics stay null. `measure_min` is the least disturbed
+value (plans.Samples.floor). The points of one call whose memory fits
+together are sampled round-robin: on a shared host, noise comes in bursts of
+seconds, which then cost one sample of several points instead of every sample
+of one. A point is infeasible when the model says it cannot exist under
+`profile` (same rules, same reasons as the sweep's modeled rows), when this
+node cannot honour one of its axes (plans.py says why), when its memory does
+not fit MemAvailable minus a safety margin, or when the node has no C
 compiler.
 """
 
@@ -29,12 +30,13 @@ import polars as pl
 from ..dataset import MEASURE
 from ..evaluate import evaluate
 from ..model import STATUS_ERROR, STATUS_INFEASIBLE, STATUS_OK, Model
-from ..profiles import load_profile
+from ..profiles import Profile
 from ..units import GiB, MiB
 from .exceptions import CompilerNotFound, MeasureError
 from .host import mem_available_bytes
 from .kernels import CLOCKS, load
 from .plans import PLANNERS, Plan, Samples, summarize
+from .settings import SPAN_MS, MeasureSettings
 
 MEASURE_COLUMNS = {name: dtype for name, dtype, _, _ in MEASURE}  # the registry's, in dataset order
 # The metric measure_min / measure_median summarize, per model (pfnmap: by access pattern).
@@ -42,31 +44,23 @@ HEADLINE = {"memmap": "metric_init_ms", "copy": "metric_ns_per_copy"}
 PFNMAP_HEADLINE = {"lat_mem_rd_random": "metric_ns_per_load", "memcpy_seq": "metric_copy_ms"}
 SAFETY_MIN_BYTES = 512 * MiB  # memory left to the rest of the node, at least ...
 SAFETY_FRACTION = 0.10  # ... or this share of MemAvailable, whichever is larger
-FEASIBILITY_PROFILE = "seed"  # the models' infeasibility rules do not depend on the profile's costs
-# Noise on a shared host comes in bursts, from under a second to minutes (benchmarks/RESULTS.md): the rounds
-# of one batch of points last at least this long, so quick points are not all sampled inside one short burst.
-SPAN_MS = 2000
-MAX_ROUNDS_FACTOR = 20  # ... but at most this many times `repeats` rounds
+MAX_ROUNDS_FACTOR = 20  # rounds go on past `repeats` to last span_ms, but at most this many times `repeats`
 
 
-def measure(model: Model, points: pl.DataFrame, *, repeats: int = 5, cpu: int | None = 0, warmup: int = 1,
-            span_ms: int = SPAN_MS, clock: str = "thread", cc: str = "cc",
-            cache_dir: Path | str | None = None) -> pl.DataFrame:
+def measure(model: Model, points: pl.DataFrame, profile: Profile, settings: MeasureSettings = MeasureSettings(),
+            *, clock: str = "thread", cc: str = "cc", cache_dir: Path | str | None = None) -> pl.DataFrame:
     """Measured rows for `points`: ["status", "reason", *model.metrics, *MEASURE_COLUMNS], same height and order.
 
-    `cpu`: the CPU to pin to for the duration (None: no pinning; a CPU outside this process's
-    affinity: the lowest allowed one). `clock`: "thread" times the measuring thread's CPU time, so
-    other tasks sharing the pinned CPU do not inflate a sample (they doubled wall-clock ns/load on
-    this project's 2-CPU machine); "wall" times elapsed time. `span_ms`: the least time the
-    round-robin of one batch lasts (more rounds than `repeats` for quick points; see interleaved()).
-    `cc` / `cache_dir`: the compiler and library cache (build.py).
+    `profile`: the sweep's profile, for the model's own feasibility rules (model_status). `settings`:
+    repeats, warm-up, the CPU to pin to for the duration, and the least time the round-robin of one
+    batch lasts (more rounds than `repeats` for quick points; see interleaved()). `clock`: "thread"
+    times the measuring thread's CPU time, so other tasks sharing the pinned CPU do not inflate a
+    sample (they doubled wall-clock ns/load on this project's 2-CPU machine); "wall" times elapsed
+    time. `cc` / `cache_dir`: the compiler and library cache (build.py).
     """
-    if repeats < 1 or warmup < 0 or span_ms < 0:
-        raise ValueError(f"'repeats' must be >= 1, 'warmup' and 'span_ms' >= 0 "
-                         f"(got repeats={repeats!r}, warmup={warmup!r}, span_ms={span_ms!r}).")
     if clock not in CLOCKS:
         raise ValueError(f"'clock' must be one of {CLOCKS} (got {clock!r}).")
-    status, reason = model_status(model, points)
+    status, reason = model_status(model, points, profile)
     results: list[Samples | None] = [None] * points.height
     ok = [i for i, s in enumerate(status) if s == STATUS_OK]
     planner = PLANNERS.get(model.name)
@@ -89,7 +83,7 @@ def measure(model: Model, points: pl.DataFrame, *, repeats: int = 5, cpu: int | 
             for i, _ in todo:
                 status[i], reason[i] = bad, str(e)
             todo = []
-    with pinned(cpu if todo else None):
+    with pinned(settings.cpu if todo else None):
         fits = []
         for i, plan in todo:
             refusal = memory_refusal(plan.memory)
@@ -98,7 +92,8 @@ def measure(model: Model, points: pl.DataFrame, *, repeats: int = 5, cpu: int | 
             else:
                 fits.append((i, plan))
         for batch in batches(fits):
-            for i, outcome in interleaved(kernels, batch, warmup, repeats, span_ms):
+            outcomes = interleaved(kernels, batch, settings.warmup, settings.repeats, settings.span_ms)
+            for i, outcome in outcomes:
                 if isinstance(outcome, Samples):
                     results[i] = outcome
                 else:
@@ -158,9 +153,9 @@ def interleaved(k, batch: list[tuple[int, Plan]], warmup: int, repeats: int,
     return [(i, failed[i] if i in failed else summaries[i]) for i, _ in batch]
 
 
-def model_status(model: Model, points: pl.DataFrame) -> tuple[list[str], list[str | None]]:
+def model_status(model: Model, points: pl.DataFrame, profile: Profile) -> tuple[list[str], list[str | None]]:
     """The model's own status and reason per point: a point that cannot exist is not measured either."""
-    out = evaluate(model, points, load_profile(FEASIBILITY_PROFILE))
+    out = evaluate(model, points, profile)
     return out["status"].to_list(), out["reason"].to_list()
 
 

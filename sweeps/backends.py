@@ -1,0 +1,88 @@
+"""Row sources: one Backend for each way a point becomes a row, in the table BACKENDS.
+
+A spec's `source` picks backends by name: "model" rows are the model's own
+`evaluate` on the sweep's profile; "measured" rows are the model's user-space
+analog run on the worker (workers.measure). A backend says all that differs
+between them: how many points make a chunk, what besides the grid fixes its
+rows (hashed into its chunk ids), which of the runner's pools runs its chunks
+on Ray, and the compute step itself. sweeps.plan, sweeps.task and
+sweeps.runner look a backend up by a chunk's `source` and never branch on it.
+The runner runs the backends in table order: model chunks first, then
+measured ones (so nothing of ours runs beside a measurement).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Callable
+
+import polars as pl
+
+from workers import evaluate, get_model
+from workers.evaluate import error_rows
+from workers.measure.measure import MEASURE_COLUMNS, measure
+from workers.measure.settings import MeasureSettings
+from workers.model import Model
+from workers.profiles import Profile
+
+if TYPE_CHECKING:
+    from .spec import SweepSpec
+
+TARGET_SECONDS = 0.25  # model work per chunk: >= ~100 ms so Ray overhead stays small
+MAX_CHUNK_POINTS = 1_000_000  # bounds a worker's memory for one chunk
+# A measured point takes ~0.1-10 s; the points of a chunk are sampled round-robin (workers.measure), so
+# more points spread each one's samples over more time, fewer resume more finely.
+MEASURED_CHUNK_POINTS = 8
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Backend:
+    """One row source: its name (the `source` of its chunks and rows) and what a sweep needs of it."""
+
+    name: str
+    chunk_points: Callable[[SweepSpec, str], int]  # points per chunk of a model, unless the spec sets them
+    digest_inputs: Callable[[SweepSpec], dict]  # what fixes its rows besides model, profile and grid
+    # The compute step: points (param_* columns) in; the params, status, reason, the model's metrics and
+    # MEASURE_COLUMNS out, one row per point; a failure becomes rows with status "error".
+    rows: Callable[[Model, pl.DataFrame, Profile, MeasureSettings], pl.DataFrame]
+    pool: str  # the class in sweeps.runner that runs its chunks on Ray
+
+    def pool_class(self) -> type:
+        """The runner's pool for this backend (imported on use: the runner imports Ray, a task must not)."""
+        from . import runner
+
+        return getattr(runner, self.pool)
+
+
+def model_chunk_points(spec: SweepSpec, model: str) -> int:
+    """~TARGET_SECONDS of the model's work at its declared points_per_second, at most MAX_CHUNK_POINTS."""
+    rate = get_model(model).points_per_second
+    return max(1, min(MAX_CHUNK_POINTS, int(rate * TARGET_SECONDS)))
+
+
+def model_rows(model: Model, params: pl.DataFrame, profile: Profile, settings: MeasureSettings) -> pl.DataFrame:
+    """The model's evaluation of the points (workers.evaluate: an exception gives error rows), measure_* null."""
+    return evaluate(model, params, profile).with_columns(
+        pl.lit(None, dtype=dt).alias(c) for c, dt in MEASURE_COLUMNS.items())
+
+
+def measured_digest_inputs(spec: SweepSpec) -> dict:
+    """Measured rows also depend on how they are measured: the spec's [measure] settings."""
+    return {"source": "measured", "measure": asdict(spec.measure)}
+
+
+def measured_rows(model: Model, params: pl.DataFrame, profile: Profile, settings: MeasureSettings) -> pl.DataFrame:
+    """The points measured on this node; a failure of the measure backend becomes error rows, as with models."""
+    try:
+        out = measure(model, params, profile, settings)
+    except Exception as e:  # noqa: BLE001 - a broken measurement must not lose the chunk
+        out = error_rows(model, params.height, e, MEASURE_COLUMNS)
+    return pl.concat([params, out], how="horizontal")
+
+
+BACKENDS: dict[str, Backend] = {
+    "model": Backend(name="model", chunk_points=model_chunk_points, digest_inputs=lambda spec: {},
+                     rows=model_rows, pool="TaskPool"),
+    "measured": Backend(name="measured", chunk_points=lambda spec, model: MEASURED_CHUNK_POINTS,
+                        digest_inputs=measured_digest_inputs, rows=measured_rows, pool="MeasurePool"),
+}
