@@ -62,12 +62,14 @@ def run_calibration(profile_name: str, *, models: list[str] | None, as_json: boo
 
 
 def published_jobs(models: list[str] | None) -> list[tuple]:
-    names = models or [m for m in MODELS if MODELS[m].figures()]
-    for m in names:
-        if m not in MODELS or not MODELS[m].figures():
-            have = sorted(n for n in MODELS if MODELS[n].figures())
-            raise UsageError(f"'--model' must be a model with published figures, one of {have} (got {m!r}).")
-    return [(MODELS[m], MODELS[m].figures()) for m in names]
+    """(model, figures) of every model that has published figures and profile costs to fit to them
+    (a plugin model whose costs are its own defaults, with no free parameters, is not calibrated)."""
+    have = sorted(n for n in MODELS if MODELS[n].figures() and MODELS[n].free_params)
+    for m in models or have:
+        if m not in have:
+            raise UsageError(f"'--model' must be a model with published figures and free parameters, one of {have} "
+                             f"(got {m!r}).")
+    return [(MODELS[m], MODELS[m].figures()) for m in models or have]
 
 
 def measured_jobs(sweep_dir: str, profile: Profile, models: list[str] | None, holdout: list[str],

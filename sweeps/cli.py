@@ -2,9 +2,10 @@
 
 Bad input (a spec, an argument, a corrupt dataset) prints one message naming
 the field and what is allowed, exits with status 2, and writes nothing; so does
-a sweep another driver is running (its lease). A failed write (no space, no
-permission, an I/O error, an object store that keeps failing) prints one line
-and exits with status 3.
+a sweep another driver is running (its lease), and a model plugin that does not
+load or breaks the model contract (named, with the rule it breaks). A failed
+write (no space, no permission, an I/O error, an object store that keeps
+failing) prints one line and exits with status 3.
 """
 
 from __future__ import annotations
@@ -15,11 +16,15 @@ import signal
 import sys
 
 from analysis.exceptions import AnalysisError
-from workers.exceptions import ProfileError, SweepFolderError
+from workers.exceptions import PluginError, ProfileError, SweepFolderError
+from workers.registry import MODELS
 
 from .exceptions import DatasetError, LeaseError, SpecError, StoreIOError, UsageError
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, EXIT_IO = 0, 1, 2, 3
+# Commands that read the models: they discover the memsweep.models plugins first, so a broken one
+# stops them (exit 2, one line naming it) before anything is started or written.
+NEEDS_MODELS = {"run", "plan", "submit", "report", "table", "compare", "calibrate"}
 
 
 def _positive_int(text: str) -> int:
@@ -146,8 +151,11 @@ def _main(argv: list[str] | None) -> int:
     if args.command == "run":  # SIGTERM (kill, ray job stop) ends a run as Ctrl-C does: lease released
         signal.signal(signal.SIGTERM, _interrupt)
     try:
+        if args.command in NEEDS_MODELS:
+            MODELS.load()
         return COMMANDS[args.command](args)
-    except (SpecError, UsageError, DatasetError, ProfileError, SweepFolderError, AnalysisError, LeaseError) as e:
+    except (SpecError, UsageError, DatasetError, ProfileError, SweepFolderError, AnalysisError, LeaseError,
+            PluginError) as e:
         print(f"memsweep {args.command}: error: {e}", file=sys.stderr)
         return EXIT_USAGE
     except OSError as e:  # StoreIOError from the dataset, or any other failed write (the report)

@@ -11,3 +11,8 @@ class ModelError(RuntimeError):
 
 class SweepFolderError(ValueError):
     """A sweep folder cannot be read: no such folder, a bad URI, or no parts of the model asked for."""
+
+
+class PluginError(ValueError):
+    """A model plugin (a `memsweep.models` entry point, or a module named by a spec's `plugins`)
+    does not load or breaks the model contract; the message names the plugin and the rule."""

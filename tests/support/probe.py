@@ -25,6 +25,8 @@ class ProbeModel(Model):
         Axis(name="explode", kind="bool", unit="", default=False, doc="raise when a chunk holds such a point"),
     )
     metrics = {"metric_i_squared": pl.Int64, "metric_half_i": pl.Float64}
+    metric_docs = {"metric_i_squared": "i * i (null when i is negative: such a point is infeasible)",
+                   "metric_half_i": "i / 2"}
     points_per_second = 1e6
 
     def evaluate(self, points: pl.DataFrame, profile) -> pl.DataFrame:

@@ -1,0 +1,1 @@
+"""An example memsweep model plugin (see README.md): the `hvo` model, in hvo.py."""

@@ -1,0 +1,127 @@
+"""The model registry: models found through `memsweep.models` entry points, lazily, each held to the
+contract; a broken plugin is one PluginError naming it and the rule it breaks."""
+
+from __future__ import annotations
+
+import re
+from importlib.metadata import EntryPoint
+
+import pytest
+
+import workers.registry as registry
+from tests.support import bad_models
+from workers.exceptions import PluginError
+from workers.registry import GROUP, MODELS, Plugin, Registry, shipped_models
+
+MODULE = "tests.support.bad_models"
+
+
+def ep(attr: str, name: str = "good") -> EntryPoint:
+    """A fake entry point naming an object of tests/support/bad_models.py."""
+    return EntryPoint(name=name, value=f"{MODULE}:{attr}", group=GROUP)
+
+
+@pytest.fixture
+def discovering(monkeypatch):
+    """A fresh registry whose discovery finds exactly the entry points given."""
+
+    def make(*eps: EntryPoint) -> Registry:
+        monkeypatch.setattr(registry, "entry_points", lambda: eps)
+        return Registry()
+
+    return make
+
+
+def test_shipped_models_are_entry_points_of_memsweep_and_keep_the_contract():
+    """The four shipped models come from memsweep's own entry points and load without a PluginError."""
+    shipped = shipped_models()
+    assert sorted(shipped) == ["copy", "memmap", "pfnmap", "young"]
+    for name, model in shipped.items():
+        assert MODELS[name] is model
+        plugin = MODELS.plugin(name)
+        assert plugin.value == f"workers.models.{name}:MODEL" and plugin.dist == "memsweep"
+
+
+def test_discovery_waits_for_the_first_lookup(monkeypatch):
+    """Creating the registry discovers nothing; the first lookup does, and finds a good plugin."""
+    calls = []
+    monkeypatch.setattr(registry, "entry_points", lambda: calls.append(1) or (ep("GOOD"),))
+    reg = Registry()
+    assert calls == []
+    assert reg["good"] is bad_models.GOOD and list(reg) == ["good"] and calls == [1]
+    assert reg.plugin("good") == Plugin(name="good", value=f"{MODULE}:GOOD")
+
+
+RULES = [
+    (ep("NO_SUCH_MODEL"), "it does not load \\(AttributeError: .*NO_SUCH_MODEL"),
+    (EntryPoint(name="good", value="tests.support.no_such_module:MODEL", group=GROUP),
+     "it does not load \\(ModuleNotFoundError: No module named 'tests.support.no_such_module'\\)"),
+    (ep("NOT_A_MODEL"), "the object must be a workers.model.Model instance \\(got builtins.dict\\)"),
+    (ep("BAD_NAME"),
+     "'name' must be a lower-case identifier matching \\[a-z\\]\\[a-z0-9_\\]\\* \\(got 'Good-Model'\\)"),
+    (ep("EMPTY_NAME"), "'name' must be a lower-case identifier .* \\(got ''\\)"),
+    (ep("GOOD", name="better"), "the entry point's name must be the model's name 'good' \\(got 'better'\\)"),
+    (ep("NO_AXES"), "'axes' must be a non-empty tuple of workers.axes.Axis \\(got \\(\\)\\)"),
+    (ep("DUPLICATE_AXES"), "'axes' must not repeat an axis name \\(got 'x' twice\\)"),
+    (ep("UNPREFIXED_METRIC"), "'metrics' columns must start with 'metric_' .*\\(got 'y'\\)"),
+    (ep("BAD_DTYPE"), "'metrics\\['metric_y'\\]' must be a polars DataType .*\\(got 'Int64'\\)"),
+    (ep("UNDOCUMENTED_METRIC"), "'metric_docs\\['metric_y'\\]' must be a one-line doc of that metric \\(got None\\)"),
+    (ep("FIGURE_OF_ANOTHER_MODEL"),
+     "figure 'good/one': 'model' must be 'good', the model declaring it \\(got 'young'\\)"),
+    (ep("FIGURE_WITH_UNKNOWN_AXIS"),
+     "figure 'good/one': 'params' must name axes of the model \\['x'\\] \\(got 'namespace_size'\\)"),
+]
+
+
+@pytest.mark.parametrize("entry_point,rule", RULES, ids=[e.value.split(":")[-1] + "-" + e.name for e, _ in RULES])
+def test_a_broken_plugin_is_one_error_naming_it_and_the_rule(discovering, entry_point, rule):
+    """Each contract rule: the error names the entry point (name = 'module:attr'), the rule, what to do."""
+    reg = discovering(entry_point)
+    named = re.escape(f"{GROUP} entry point '{entry_point.name}' = '{entry_point.value}': ")
+    with pytest.raises(PluginError, match=f"^{named}{rule}.* To go on: fix the plugin or uninstall its package"):
+        reg.load()
+    with pytest.raises(PluginError):  # nothing half-loaded is kept: every lookup reports it again
+        reg["good"]
+
+
+def test_two_plugins_with_one_name_are_refused_naming_both(discovering):
+    """Two entry points whose models share a name: refused, both named."""
+    reg = discovering(ep("GOOD"), ep("TWIN"))
+    with pytest.raises(PluginError, match=f"two plugins declare a model named 'good': .*'{MODULE}:GOOD' and "
+                                          f".*'{MODULE}:TWIN'"):
+        reg.load()
+
+
+def test_a_registered_model_clashing_with_an_entry_point_is_refused(discovering):
+    """A `plugins` module's model of an entry point model's name: refused at discovery, both named."""
+    reg = discovering(ep("GOOD"))
+    reg.register(bad_models.TWIN, Plugin(name="tests.support.twin"))
+    with pytest.raises(PluginError, match="entry point 'good' = .* and plugin module 'tests.support.twin'"):
+        reg.load()
+
+
+def test_register_checks_the_contract_and_names_the_module(discovering):
+    """register() (a spec's `plugins` modules) holds the model to the same contract."""
+    reg = discovering(ep("GOOD"))
+    with pytest.raises(PluginError, match="^plugin module 'tests.support.x': 'metric_docs\\['metric_y'\\]' must be "
+                                          ".* To go on: fix the module or take it out of the spec's 'plugins'"):
+        reg.register(bad_models.UNDOCUMENTED_METRIC, Plugin(name="tests.support.x"))
+    reg.register(bad_models.GOOD, Plugin(name=MODULE))  # the entry point's own model again: a no-op
+    assert dict(reg) == {"good": bad_models.GOOD}
+
+
+def test_reload_rediscovers_and_keeps_registered_models(discovering, monkeypatch):
+    """reload() forgets the entry points (a plugin installed meanwhile is found); registered models stay."""
+    reg = discovering(ep("GOOD"))
+    reg.register(bad_models.variant(name="other"), Plugin(name="tests.support.other"))
+    assert sorted(reg) == ["good", "other"]
+    monkeypatch.setattr(registry, "entry_points", lambda: ())
+    reg.reload()
+    assert sorted(reg) == ["other"]
+
+
+def test_missing_shipped_entry_points_say_to_reinstall(monkeypatch):
+    """No entry point of memsweep's own distribution: PluginError saying to reinstall memsweep."""
+    monkeypatch.setattr(registry.importlib.metadata, "entry_points", lambda group: ())
+    with pytest.raises(PluginError, match="no memsweep.models entry points of memsweep itself .* reinstall it"):
+        registry.entry_points()
