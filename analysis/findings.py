@@ -16,7 +16,7 @@ from typing import Callable
 import numpy as np
 import polars as pl
 
-from .metrics import ok, published_comparison
+from .metrics import ok, per_variant, published_comparison
 from .read import MODELED, Sweep, label
 
 TIE = 1e-9  # relative: variants this close to the best time share the win
@@ -75,7 +75,7 @@ def best_strategy(sweep: Sweep) -> Finding | None:
     if lf is None:
         return None
     keys = _varying(sweep, "memmap", ("param_strategy",))
-    per = _per_variant(lf, keys, "param_strategy", "metric_init_ms")
+    per = _per_variant(sweep, "memmap", keys, "param_strategy", "metric_init_ms")
     names = [c for c in per.columns if c not in keys]
     times = per.select(names).to_numpy()
     filled = np.where(np.isnan(times), np.inf, times)
@@ -111,12 +111,12 @@ def best_strategy(sweep: Sweep) -> Finding | None:
     return Finding(text=text, figure="memmap_init", data=data)
 
 
-def _per_variant(lf: pl.LazyFrame, keys: list[str], axis: str, metric: str) -> pl.DataFrame:
-    """One row per configuration (`keys`), one column per value of `axis` holding its `metric` (null where
-    that variant is not ok): simple filtered minimums, which polars' streaming engine keeps small."""
-    values = lf.select(pl.col(axis).unique()).collect()[axis].drop_nulls().sort().to_list()
-    return (lf.group_by(keys).agg(pl.col(metric).filter(pl.col(axis) == v).min().alias(str(v)) for v in values)
-            .collect(engine="streaming"))
+def _per_variant(sweep: Sweep, model: str, keys: list[str], axis: str, metric: str) -> pl.DataFrame:
+    """One row per configuration (`keys`), one column per value of `axis`, named by the value, holding its
+    `metric` (null where that variant is not ok): metrics.per_variant, which the tables share."""
+    values, wide = per_variant(sweep, model, axis, metric, keys)
+    return wide.rename({f"v{i}": str(v) for i, v in enumerate(values) if v is not None}).drop(
+        [f"v{i}" for i, v in enumerate(values) if v is None])
 
 
 def _weakest(per: pl.DataFrame, keys: list[str], flag: str) -> tuple[str, object, float, int] | None:
@@ -172,8 +172,7 @@ def inline_movnti(sweep: Sweep) -> Finding | None:
     if lf is None:
         return None
     keys = _varying(sweep, "memmap", ("param_strategy",))
-    wide = _per_variant(lf.filter(pl.col("param_strategy").is_in(["template_nt", "template_nt_inline"])), keys,
-                        "param_strategy", "metric_init_ms")
+    wide = _per_variant(sweep, "memmap", keys, "param_strategy", "metric_init_ms")
     if not {"template_nt", "template_nt_inline"} <= set(wide.columns):
         return None
     pair = (wide.drop_nulls(["template_nt", "template_nt_inline"])

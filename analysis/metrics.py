@@ -65,6 +65,51 @@ def ok(lf: pl.LazyFrame) -> pl.LazyFrame:
     return lf.filter(pl.col("status") == STATUS_OK)
 
 
+def reduce_batches(frames: list[pl.LazyFrame], by: list, aggs: list[pl.Expr], merge: list[pl.Expr]) -> pl.DataFrame:
+    """`group_by(by).agg(aggs)` over the rows of all `frames`, one frame at a time.
+
+    Each frame (a batch of a model's parts, `Sweep.scan_batches`) is reduced on the streaming engine and
+    folded into the running result by `merge`, which combines two partial results per group (the
+    minimum of minimums, the sum of sums): so only decomposable aggregations go here. Polars' streaming
+    group_by keeps more state the more rows it reads even when the groups are the same (691,200 memmap
+    configurations: 757 MiB over 5 M rows, 1.6 GB over 22 M); a batch at a time bounds the peak by one
+    batch's state plus the result."""
+    out: pl.DataFrame | None = None
+    keys: list[str] = []
+    for lf in frames:
+        part = lf.group_by(*by).agg(*aggs).collect(engine="streaming")
+        if out is None:
+            out, keys = part, part.columns[:len(by)]
+        elif part.height:
+            out = pl.concat([out, part], how="vertical_relaxed").group_by(keys).agg(*merge)
+    if out is None:
+        raise ValueError("reduce_batches() needs at least one frame")
+    return out
+
+
+def per_variant(sweep: Sweep, model: str, axis: str, metric: str, keys: list[str]) -> tuple[list, pl.DataFrame]:
+    """Every configuration (`keys`) as one row with one column per value of `axis` ("v0", "v1", ...:
+    its metric over ok rows of the default source, null where that variant is not ok), and the values.
+
+    Plain minimums per group, batch by batch (reduce_batches), so one row per configuration whatever
+    the number of rows (a point repeated in several parts counts once). Grouping by the key columns
+    themselves: a computed combination code costs twice the memory here. Kept on the sweep: the best
+    and speedup tables and the Key findings ask for the same frame."""
+    def compute() -> tuple[list, pl.DataFrame]:
+        values = sorted(sweep.axis_values(model)[axis]["value"].to_list(), key=lambda v: (v is None, v))
+        m = pl.col(metric)
+        pick = lambda v: pl.col(axis).is_null() if v is None else pl.col(axis) == v  # noqa: E731
+        cols = [f"v{i}" for i in range(len(values))]
+        group = keys or [pl.lit(0).alias("_config")]
+        frames = [ok(lf).filter(m.is_not_null() & m.is_finite())
+                  .select(*group, *(pl.when(pick(v)).then(m).alias(c) for c, v in zip(cols, values)))
+                  for lf in sweep.scan_batches(model)]
+        mins = [pl.col(c).min() for c in cols]
+        return values, reduce_batches(frames, keys or ["_config"], mins, mins)
+
+    return sweep.memo(("per_variant", model, axis, metric, tuple(keys)), compute)
+
+
 def reason_counts(lf: pl.LazyFrame, by: list[str] = ()) -> pl.LazyFrame:
     """Infeasible and failed rows by reason (and `by`), most frequent first: (*by, status, reason, n)."""
     return (
@@ -113,34 +158,36 @@ def loglog_exponent(lf: pl.LazyFrame, x: str, y: str, by: list[str]) -> pl.LazyF
     return out if by else out.drop("_all")
 
 
-def series_points(lf: pl.LazyFrame | pl.DataFrame, x: str, y: str, by: list[str],
+def series_points(frames: pl.LazyFrame | pl.DataFrame | list[pl.LazyFrame], x: str, y: str, by: list[str],
                   values: dict[str, list] | None = None) -> pl.DataFrame:
     """Per series (one per combination of `by`; one series when `by` is empty): its distinct x > 0,
     sorted, with the rows (`_w`), the sum (`_y`) and the sum of squares (`_yy`) of log y at each, as
-    lists: one collected row per series, sorted by `by`. Rows with y <= 0 are left out.
+    lists: one collected row per series, sorted by `by`. Rows with y <= 0 are left out. `frames`: one
+    frame, or the batches of one (Sweep.scan_batches), folded one at a time.
 
     The growth fits (`growth_exponents`, `regimes_of`) read only these sums, so the rows are reduced
     once, streaming, to the distinct (series, x) pairs: each series is first coded as one integer
     from the position of its values in `values` (column -> every value it takes; found with one
     streaming pass per column when not given), which keeps the grouping state small."""
-    lf = lf.lazy().filter((pl.col(x) > 0) & (pl.col(y) > 0))
+    frames = [f.lazy().filter((pl.col(x) > 0) & (pl.col(y) > 0))
+              for f in (frames if isinstance(frames, list) else [frames])]
+    schema = frames[0].collect_schema()
     if values is None:
-        values = {c: lf.group_by(c).len().collect(engine="streaming")[c].to_list() for c in by}
+        values = {c: pl.concat(frames).group_by(c).len().collect(engine="streaming")[c].to_list() for c in by}
     values = {c: sorted(values[c], key=lambda v: (v is None, v if v is not None else 0)) for c in by}
     code, radix = combination_code(by, values)
-    if code is None:  # too many combinations for one integer: group by the columns
-        return _series_points_by_columns(lf, x, y, by)
-    sums = (
-        lf.group_by(code.alias("_s"), pl.col(x).alias("_x"))
-        .agg(pl.len().alias("_w"), pl.col(y).cast(pl.Float64).log().sum().alias("_y"),
-             (pl.col(y).cast(pl.Float64).log() ** 2).sum().alias("_yy"))
-        .collect(engine="streaming")
-    )
+    ly = pl.col(y).cast(pl.Float64).log()
+    aggs = [pl.len().alias("_w"), ly.sum().alias("_y"), (ly ** 2).sum().alias("_yy")]
+    merge = [pl.col("_w", "_y", "_yy").sum()]
+    if code is None:  # too many combinations for one integer: group by the columns (more memory)
+        return (reduce_batches(frames, [*by, pl.col(x).alias("_x")], aggs, merge)
+                .group_by(by).agg(pl.col("_x", "_w", "_y", "_yy").sort_by("_x")).sort(by, nulls_last=True))
+    sums = reduce_batches(frames, [code.alias("_s"), pl.col(x).alias("_x")], aggs, merge)
     series = sums.group_by("_s").agg(pl.col("_x", "_w", "_y", "_yy").sort_by("_x")).sort("_s")
     codes = series["_s"].to_numpy()
     keys = {}
     for c, r in reversed(list(zip(by, radix))):
-        known = pl.Series(c, [*values[c], None], dtype=lf.collect_schema()[c])
+        known = pl.Series(c, [*values[c], None], dtype=schema[c])
         keys[c] = known.gather(codes % r)
         codes = codes // r
     out = series.drop("_s").with_columns(*(keys[c] for c in by)) if by else \
@@ -160,17 +207,6 @@ def combination_code(columns: list[str], values: dict[str, list]) -> tuple[pl.Ex
     for c, r in zip(columns, radix):
         code = code * r + _position(c, values[c])
     return code, radix
-
-
-def _series_points_by_columns(lf: pl.LazyFrame, x: str, y: str, by: list[str]) -> pl.DataFrame:
-    """`series_points` grouping by the columns themselves (more memory: for very many series)."""
-    ly = pl.col(y).cast(pl.Float64).log()
-    return (
-        lf.group_by(*by, pl.col(x).alias("_x"))
-        .agg(pl.len().alias("_w"), ly.sum().alias("_y"), (ly ** 2).sum().alias("_yy"))
-        .group_by(by).agg(pl.col("_x", "_w", "_y", "_yy").sort_by("_x"))
-        .collect(engine="streaming").sort(by, nulls_last=True)
-    )
 
 
 def _position(column: str, values: list) -> pl.Expr:

@@ -15,8 +15,8 @@ import polars as pl
 from workers.model import STATUS_ERROR, STATUS_INFEASIBLE, STATUS_OK
 
 from .metrics import (COMPARISONS, TIE_RTOL, best_by, group_medians, growth_exponents,
-                      headline_metric, measured_vs_model, ok, published_comparison, reason_counts, regimes_of,
-                      series_points, speedup)
+                      headline_metric, measured_vs_model, ok, per_variant, published_comparison, reason_counts,
+                      regimes_of, series_points, speedup)
 from .read import MEASURED, MODELED, SOURCE, Sweep, describe, label, pin
 from .tables import format_value, metric_unit
 
@@ -159,24 +159,6 @@ def best_tables(sweep: Sweep) -> list[Table]:
     return out
 
 
-def per_variant(sweep: Sweep, model: str, axis: str, metric: str, keys: list[str]) -> tuple[list, pl.DataFrame]:
-    """Every configuration (`keys`) as one row with one column per value of `axis` ("v0", "v1", ...:
-    its metric, null where that variant is not ok): plain minimums per group on polars' streaming
-    engine, which keeps one row per configuration whatever the number of rows (a point repeated in
-    several parts counts once). Grouping by the key columns themselves: a computed combination code
-    costs twice the memory here."""
-    values = sorted(sweep.axis_values(model)[axis]["value"].to_list(), key=lambda v: (v is None, v))
-    m = pl.col(metric)
-    pick = lambda v: pl.col(axis).is_null() if v is None else pl.col(axis) == v  # noqa: E731
-    cols = [f"v{i}" for i in range(len(values))]
-    group = keys or [pl.lit(0).alias("_config")]
-    wide = (ok(sweep.scan(model)).filter(m.is_not_null() & m.is_finite())
-            .select(*group, *(pl.when(pick(v)).then(m).alias(c) for c, v in zip(cols, values)))
-            .group_by(keys or "_config").agg(pl.col(cols).min())
-            .collect(engine="streaming"))
-    return values, wide
-
-
 def _win_counts(values: list, wide: pl.DataFrame, minimize: bool) -> pl.DataFrame:
     """win_counts() from per_variant()'s frame: per outcome (one variant alone, or a tie) the
     configurations it wins and their share."""
@@ -252,7 +234,8 @@ def growth_tables(sweep: Sweep) -> list[Table]:
             continue
         series = [c for c in sweep.varying(m) if c != SIZE]
         values = {c: sweep.axis_values(m)[c]["value"].to_list() for c in series}
-        points = series_points(ok(sweep.scan(m)).filter(pl.col(metric).is_not_null()), SIZE, metric, series, values)
+        points = series_points([ok(lf).filter(pl.col(metric).is_not_null()) for lf in sweep.scan_batches(m)],
+                               SIZE, metric, series, values)
         exps = growth_exponents(points, series)
         if exps.height == 0:
             continue

@@ -30,13 +30,14 @@ from .exceptions import AnalysisError
 SOURCE = "source"  # identity column since schema 2: "model" (modeled) or "measured" rows
 MODELED = "model"
 MEASURED = "measured"
+BATCH_ROWS = 4_000_000  # rows per batch of scan_batches(): about 0.7 GB of streaming group_by state at most
 DEFAULT = "default"  # scan(): the modeled rows, or the measured ones when a model has only those
 
 
 class Sweep:
     """One sweep on disk: name, manifest, spec text, the models with parts, lazy scans."""
 
-    def __init__(self, sweep_dir: str) -> None:
+    def __init__(self, sweep_dir: str, batch_rows: int = BATCH_ROWS) -> None:
         self.uri = str(sweep_dir).rstrip("/")
         self.fs, self.root = _filesystem(self.uri)
         if self.fs.get_file_info(self.root).type != pafs.FileType.Directory:
@@ -63,6 +64,9 @@ class Sweep:
         self._schemas: dict[str, dict[str, pl.DataType]] = {}
         self._values: dict[str, dict[str, pl.DataFrame]] = {}
         self._sources: dict[str, list[str]] = {}
+        self._rows: dict[str, dict[str, int]] = {}
+        self._memo: dict[tuple, object] = {}
+        self.batch_rows = batch_rows  # rows per batch of scan_batches()
 
     def _read(self, name: str) -> str | None:
         try:
@@ -82,14 +86,49 @@ class Sweep:
         there are any, else the measured ones; None is every row."""
         if model not in self.models:
             raise AnalysisError(f"'model' must be one of the models in this sweep {list(self.models)} (got {model!r}).")
+        keep = self._source_filter(model, source)
         lf = self._scan_parts(model)
+        return lf if keep is None else lf.filter(keep)
+
+    def _source_filter(self, model: str, source: str | None) -> pl.Expr | None:
         if source is None or SOURCE not in self.schema(model):
-            return lf
-        return lf.filter(pl.col(SOURCE) == (self.default_source(model) if source == DEFAULT else source))
+            return None
+        return pl.col(SOURCE) == (self.default_source(model) if source == DEFAULT else source)
 
     def _scan_parts(self, model: str) -> pl.LazyFrame:
         """workers.dataset's reader: polars' own scan locally, pyarrow's filesystem for URIs."""
         return scan_parts(self.fs, self.root, model, self._parts[model])
+
+    def scan_batches(self, model: str, source: str | None = DEFAULT) -> list[pl.LazyFrame]:
+        """scan(model, source) as several scans, each over consecutive parts holding about `batch_rows` rows
+        (counted from the parts' footers; a part is never split), for aggregations folded batch by batch
+        (metrics.reduce_batches): polars' streaming group_by holds more the more rows it reads."""
+        scan = self.scan(model, source)  # checks the model
+        counts = self._part_rows(model)
+        groups: list[list[str]] = [[]]
+        held = 0
+        for path in self._parts[model]:
+            if groups[-1] and held + counts[path] > self.batch_rows:
+                groups.append([])
+                held = 0
+            groups[-1].append(path)
+            held += counts[path]
+        if len(groups) == 1:
+            return [scan]
+        keep = self._source_filter(model, source)
+        frames = [scan_parts(self.fs, self.root, model, paths, subset=True) for paths in groups]
+        return frames if keep is None else [lf.filter(keep) for lf in frames]
+
+    def memo(self, key: tuple, compute):
+        """compute(), once per key for this sweep: aggregates several report sections ask for."""
+        if key not in self._memo:
+            self._memo[key] = compute()
+        return self._memo[key]
+
+    def _part_rows(self, model: str) -> dict[str, int]:
+        if model not in self._rows:
+            self._rows[model] = {p: pq.read_metadata(p, filesystem=self.fs).num_rows for p in self._parts[model]}
+        return self._rows[model]
 
     def sources(self, model: str) -> list[str]:
         """The sources of this model's rows: ["model"], ["measured"] or both (schema 1 has only "model")."""

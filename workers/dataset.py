@@ -191,10 +191,12 @@ def scan(sweep_dir: str, model: str | None = None) -> pl.LazyFrame:
     return frames[0] if len(frames) == 1 else pl.concat(frames, how="diagonal_relaxed")
 
 
-def scan_parts(fs: pafs.FileSystem, root: str, model: str, paths: list[str]) -> pl.LazyFrame:
-    """One model's parts (`paths`, as part_files lists them), hive partitioning off: `model` is in the file."""
+def scan_parts(fs: pafs.FileSystem, root: str, model: str, paths: list[str], subset: bool = False) -> pl.LazyFrame:
+    """One model's parts (`paths`, as part_files lists them; `subset`: only these, not every part of the
+    model), hive partitioning off: `model` is in the file."""
     if isinstance(fs, pafs.LocalFileSystem):
-        return pl.scan_parquet(f"{root.rstrip('/')}/{part_path(model, '*')}", hive_partitioning=False)
+        where = paths if subset else f"{root.rstrip('/')}/{part_path(model, '*')}"
+        return pl.scan_parquet(where, hive_partitioning=False)
     import pyarrow.dataset as ds
 
     return pl.scan_pyarrow_dataset(ds.dataset(paths, filesystem=fs, format="parquet"))

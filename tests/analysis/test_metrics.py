@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import polars as pl
 
@@ -234,3 +235,43 @@ def test_series_points_and_growth_exponents_match_the_row_wise_fit():
     want = M.loglog_exponent(df.lazy(), "x", "y", ["s"]).collect().sort("s")
     assert got["exponent"].to_list() == pytest.approx(want["exponent"].to_list())
     assert got["points"].to_list() == want["points"].to_list() == [12, 6]
+
+
+def _split_sweep(src: str, dest: Path, model: str, parts: int) -> str:
+    """A copy of a sweep whose `model` rows are cut into `parts` part files (other models left out)."""
+    from workers.dataset import MANIFEST, SPEC_FILE, part_path
+    rows = pl.read_parquet(f"{src}/{part_path(model, '*')}", hive_partitioning=False)
+    step = -(-rows.height // parts)
+    (dest / part_path(model, "x")).parent.mkdir(parents=True)
+    for i in range(parts):
+        rows.slice(i * step, step).write_parquet(dest / part_path(model, f"c{i}"))
+    for name in (MANIFEST, SPEC_FILE):
+        (dest / name).write_bytes((Path(src) / name).read_bytes())
+    return str(dest)
+
+
+def test_batched_aggregates_equal_the_whole_scan(default_sweep, tmp_path):
+    """Folding a model's parts batch by batch (scan_batches + reduce_batches) gives the same per-variant
+    minimums and growth sums as one scan of every row: only the memory they take differs."""
+    folder = _split_sweep(default_sweep, tmp_path / "split", "memmap", 5)
+    whole = Sweep(default_sweep)
+    total = whole.scan("memmap", None).select(pl.len()).collect().item()
+    split = Sweep(folder, batch_rows=total // 2)
+    batches = split.scan_batches("memmap")
+    assert len(batches) == 3  # five parts of a fifth each, at most half per batch: 2 + 2 + 1
+    assert sum(b.select(pl.len()).collect().item() for b in batches) == split.scan("memmap").select(pl.len()).collect().item()
+
+    keys = [c for c in whole.params("memmap") if c != "param_strategy"]
+    want_values, want = M.per_variant(whole, "memmap", "param_strategy", "metric_init_ms", keys)
+    got_values, got = M.per_variant(split, "memmap", "param_strategy", "metric_init_ms", keys)
+    assert got_values == want_values and got.height == want.height > 500
+    assert got.sort(keys, nulls_last=True).equals(want.sort(keys, nulls_last=True))
+
+    series = [c for c in keys if c != "param_namespace_size"]
+    lf = lambda s: [M.ok(b) for b in s.scan_batches("memmap")]  # noqa: E731
+    got = M.series_points(lf(split), "param_namespace_size", "metric_init_ms", series)
+    want = M.series_points(M.ok(whole.scan("memmap")), "param_namespace_size", "metric_init_ms", series)
+    assert got["_w"].to_list() == want["_w"].to_list()
+    assert got.drop("_y", "_yy").equals(want.drop("_y", "_yy"))
+    for c in ("_y", "_yy"):
+        assert [v for row in got[c].to_list() for v in row] == pytest.approx([v for row in want[c].to_list() for v in row])
