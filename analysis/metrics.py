@@ -182,7 +182,11 @@ def series_points(frames: pl.LazyFrame | pl.DataFrame | list[pl.LazyFrame], x: s
     if code is None:  # too many combinations for one integer: group by the columns (more memory)
         return (reduce_batches(frames, [*by, pl.col(x).alias("_x")], aggs, merge)
                 .group_by(by).agg(pl.col("_x", "_w", "_y", "_yy").sort_by("_x")).sort(by, nulls_last=True))
-    sums = reduce_batches(frames, [code.alias("_s"), pl.col(x).alias("_x")], aggs, merge)
+    # The sums are one row per (series, x): millions for a sweep with many series and sizes, and polars'
+    # group_by takes ~300 B per group. Series are summed a share at a time (disjoint filters on the
+    # leading `by` columns), at most MAX_SERIES_PER_PASS combinations each.
+    sums = pl.concat([reduce_batches([f.filter(share) for f in frames], [code.alias("_s"), pl.col(x).alias("_x")],
+                                     aggs, merge) for share in _shares(by, values, MAX_SERIES_PER_PASS)])
     series = sums.group_by("_s").agg(pl.col("_x", "_w", "_y", "_yy").sort_by("_x")).sort("_s")
     codes = series["_s"].to_numpy()
     keys = {}
@@ -193,6 +197,19 @@ def series_points(frames: pl.LazyFrame | pl.DataFrame | list[pl.LazyFrame], x: s
     out = series.drop("_s").with_columns(*(keys[c] for c in by)) if by else \
         series.drop("_s").with_columns(pl.lit(0).alias("_all"))
     return out.select(*(by or ["_all"]), "_x", "_w", "_y", "_yy")
+
+
+def _shares(by: list[str], values: dict[str, list], most: int) -> list[pl.Expr]:
+    """Disjoint filters covering every row, one per combination of the leading `by` columns' values, with
+    as few leading columns as leave at most `most` combinations of the remaining ones."""
+    lead, rest = 0, math.prod(len(values[c]) for c in by)
+    while rest > most and lead < len(by):
+        rest //= max(1, len(values[by[lead]]))
+        lead += 1
+    shares = [pl.lit(True)]
+    for c in by[:lead]:
+        shares = [s & value_expr(c, v) for s in shares for v in values[c]]
+    return shares
 
 
 def combination_code(columns: list[str], values: dict[str, list]) -> tuple[pl.Expr | None, list[int]]:
@@ -342,6 +359,7 @@ def _hinge_fits(pts: pl.DataFrame, cand: np.ndarray, n_groups: int, block: int =
     return best, best_pick
 
 
+MAX_SERIES_PER_PASS = 512  # series_points: series combinations summed per pass (x ~1,000 sizes: ~150 MB)
 TIE_RTOL = 1e-9  # variants whose metric is within this relative distance of the best tie for the win
 
 

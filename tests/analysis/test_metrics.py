@@ -250,9 +250,10 @@ def _split_sweep(src: str, dest: Path, model: str, parts: int) -> str:
     return str(dest)
 
 
-def test_batched_aggregates_equal_the_whole_scan(default_sweep, tmp_path):
-    """Folding a model's parts batch by batch (scan_batches + reduce_batches) gives the same per-variant
-    minimums and growth sums as one scan of every row: only the memory they take differs."""
+def test_batched_aggregates_equal_the_whole_scan(default_sweep, tmp_path, monkeypatch):
+    """Folding a model's parts batch by batch (scan_batches + reduce_batches), and the series a few at a
+    time, gives the same per-variant minimums and growth sums as one scan of every row: only the memory
+    they take differs."""
     folder = _split_sweep(default_sweep, tmp_path / "split", "memmap", 5)
     whole = Sweep(default_sweep)
     total = whole.scan("memmap", None).select(pl.len()).collect().item()
@@ -269,7 +270,11 @@ def test_batched_aggregates_equal_the_whole_scan(default_sweep, tmp_path):
 
     series = [c for c in keys if c != "param_namespace_size"]
     lf = lambda s: [M.ok(b) for b in s.scan_batches("memmap")]  # noqa: E731
+    want_shares = len(M._shares(series, {c: whole.axis_values("memmap")[c]["value"].to_list() for c in series}, 4))
+    monkeypatch.setattr(M, "MAX_SERIES_PER_PASS", 4)
     got = M.series_points(lf(split), "param_namespace_size", "metric_init_ms", series)
+    monkeypatch.undo()
+    assert want_shares > 4
     want = M.series_points(M.ok(whole.scan("memmap")), "param_namespace_size", "metric_init_ms", series)
     assert got["_w"].to_list() == want["_w"].to_list()
     assert got.drop("_y", "_yy").equals(want.drop("_y", "_yy"))
