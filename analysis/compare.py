@@ -138,7 +138,7 @@ def _metrics(a: Sweep, b: Sweep, model: str, metric: str | None, common: list[st
     """The metric compared for `model`: `metric` if both sweeps have it, else the headline metric."""
     both = [c for c in a.metrics(model) if c in b.metrics(model)]
     if metric is None:
-        found = headline_metric(model, both)
+        found = headline_metric(a.model_object(model), both)
         return [found] if found else []
     col = metric if metric.startswith("metric_") else f"metric_{metric}"
     if col in both:
@@ -194,7 +194,7 @@ def verdict(higher: bool) -> pl.Expr:
 
 
 def _block(a: Sweep, b: Sweep, model: str, metric: str, src_a: str, src_b: str) -> Block:
-    higher, unit = higher_is_better(metric), unit_of(metric)
+    higher, unit = higher_is_better(a.model_object(model), metric), unit_of(metric)
     params = [c for c in a.params(model) if c in b.params(model)]
     sa = _side(a, model, src_a, metric, "a", params)
     sb = _side(b, model, src_b, metric, "b", params)

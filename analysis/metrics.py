@@ -8,7 +8,6 @@ already-aggregated rows), so a caller aggregates before anything is collected.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
@@ -19,41 +18,22 @@ from workers.model import STATUS_OK, Figure, Model
 from .read import MEASURED, MODELED, Sweep, value_expr
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Comparison:
-    """Which axis a model's variants live on, the baseline value, and the headline metric."""
-
-    model: str
-    axis: str  # param column
-    baseline: object
-    metric: str
-    label: str  # what a variant is called in tables ("strategy", "leaf order", ...)
-
-
-# The comparisons a kernel engineer asks of each shipped model (MODEL.md).
-COMPARISONS = {
-    "memmap": Comparison(model="memmap", axis="param_strategy", baseline="slow",
-                         metric="metric_init_ms", label="strategy"),
-    "copy": Comparison(model="copy", axis="param_strategy", baseline="memcpy",
-                       metric="metric_ns_per_copy", label="copy path"),
-    "pfnmap": Comparison(model="pfnmap", axis="param_compound_order", baseline=0,
-                         metric="metric_ns_per_load", label="largest leaf order"),
-    "young": Comparison(model="young", axis="param_batching", baseline="per_pte",
-                        metric="metric_scan_ms", label="batching"),
-}
-HIGHER_IS_BETTER = ("_gbs", "speedup", "coverage", "_fraction_huge", "_hit")
+def higher_is_better(model: Model | None, metric: str) -> bool:
+    """Whether a larger value of this metric is the better one, as its model declares (`Metric.better`);
+    False for a metric the model does not declare or a model no longer registered."""
+    if model is None:
+        return False
+    try:
+        return model.metric(metric).higher_is_better
+    except KeyError:
+        return False
 
 
-def higher_is_better(metric: str) -> bool:
-    """Whether a larger value of this metric is the better one (bandwidth, speedup, coverage)."""
-    return any(tag in metric for tag in HIGHER_IS_BETTER)
-
-
-def headline_metric(model: str, metrics: list[str]) -> str | None:
-    """The metric a table shows by default: the model's comparison metric, else its first time."""
-    comp = COMPARISONS.get(model)
-    if comp is not None and comp.metric in metrics:
-        return comp.metric
+def headline_metric(model: Model | None, metrics: list[str]) -> str | None:
+    """The metric a table shows by default: the model's `headline`, else (a model no longer registered,
+    or a sweep without that column) its first time."""
+    if model is not None and model.headline in metrics:
+        return model.headline
     for suffix in ("_ms", "_ns", "_s"):
         for m in metrics:
             if m.endswith(suffix):

@@ -14,22 +14,15 @@ import polars as pl
 
 from workers.model import STATUS_ERROR, STATUS_INFEASIBLE, STATUS_OK
 
-from .metrics import (COMPARISONS, TIE_RTOL, best_by, group_medians, growth_exponents,
-                      headline_metric, measured_vs_model, ok, per_variant, published_comparison, reason_counts,
-                      regimes_of, series_points, speedup)
+from .metrics import (TIE_RTOL, best_by, group_medians, growth_exponents, headline_metric, higher_is_better,
+                      measured_vs_model, ok, per_variant, published_comparison, reason_counts, regimes_of,
+                      series_points, speedup)
 from .read import MEASURED, MODELED, SOURCE, Sweep, describe, label, pin
 from .tables import format_value, metric_unit
 
 SIZE = "param_namespace_size"
 MAX_REASONS = 40
 MAX_ROWS = 40
-# Per model, the axes a "best variant per configuration" table lists (others are held fixed).
-BEST_KEYS = {
-    "memmap": ["param_struct_page_size", "param_mode", "param_map"],
-    "copy": ["param_struct_page_size", "param_inline_sizes"],
-    "pfnmap": ["param_namespace_size", "param_access"],
-    "young": ["param_compound_order", "param_arch"],
-}
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -112,23 +105,27 @@ def provenance(sweep: Sweep) -> Table:
 
 
 def _comparisons(sweep: Sweep):
+    """(model name, its model object, its Comparison) for every model in the sweep that declares one
+    whose axis varies and whose metric the rows have (a model no longer registered has none)."""
     for m in sweep.models:
-        comp = COMPARISONS.get(m)
-        if comp and comp.axis in sweep.schema(m) and comp.metric in sweep.schema(m) \
-                and comp.axis in sweep.varying(m):
-            yield m, comp
+        model = sweep.model_object(m)
+        comp = model.comparison if model is not None else None
+        if comp and comp.column in sweep.schema(m) and comp.metric in sweep.schema(m) \
+                and comp.column in sweep.varying(m):
+            yield m, model, comp
 
 
 def best_tables(sweep: Sweep) -> list[Table]:
     """Per model: how many configurations each variant wins, then the winner per configuration
     over a few key axes (other axes held)."""
     out = []
-    for m, comp in _comparisons(sweep):
-        others = [c for c in sweep.params(m) if c != comp.axis]
-        minimize = not comp.metric.endswith("_gbs")
-        variants, wide = per_variant(sweep, m, comp.axis, comp.metric, others)
+    for m, model, comp in _comparisons(sweep):
+        axis = comp.column
+        others = [c for c in sweep.params(m) if c != axis]
+        minimize = not higher_is_better(model, comp.metric)
+        variants, wide = per_variant(sweep, m, axis, comp.metric, others)
         wins = _win_counts(variants, wide, minimize)
-        wins = pl.DataFrame({comp.label: [winners(sweep, m, comp.axis, t) for t in wins["tied"].to_list()],
+        wins = pl.DataFrame({comp.label: [winners(sweep, m, axis, t) for t in wins["tied"].to_list()],
                              "configurations": [f"{n:,}" for n in wins["configurations"].to_list()],
                              "share": [f"{v:.1%}" for v in wins["share"].to_list()]})
         out.append(Table(title=f"{m}: best {comp.label} across all configurations",
@@ -136,20 +133,20 @@ def best_tables(sweep: Sweep) -> list[Table]:
                                  f"{comp.label}) won by each {comp.label}, by {comp.metric}. Values within a "
                                  f"relative {TIE_RTOL:g} of the best tie: a tie is its own line (\"tie: a = b\"), "
                                  "counted for none of the tied values.", frame=wins))
-        keys = [k for k in BEST_KEYS.get(m, []) if k in sweep.varying(m)]
+        keys = [f"param_{k}" for k in model.best_keys if f"param_{k}" in sweep.varying(m)]
         if not keys:
             continue
-        expr, held = pin(sweep, m, [*keys, comp.axis])
-        best = best_by(sweep.scan(m).filter(expr), comp.axis, comp.metric, keys, minimize).collect(engine="streaming")
-        sp = (speedup(sweep.scan(m).filter(expr), comp.axis, comp.baseline, comp.metric, keys)
+        expr, held = pin(sweep, m, [*keys, axis])
+        best = best_by(sweep.scan(m).filter(expr), axis, comp.metric, keys, minimize).collect(engine="streaming")
+        sp = (speedup(sweep.scan(m).filter(expr), axis, comp.baseline, comp.metric, keys, higher=not minimize)
               .group_by(keys).agg(pl.col("speedup").max()).collect(engine="streaming"))
         best = best.join(sp, on=keys, how="left", nulls_equal=True).head(MAX_ROWS)
         unit = metric_unit(comp.metric)
         rows = [{**{k.removeprefix("param_"): label(sweep, m, k, r[k]) for k in keys},
-                 f"best {comp.label}": winners(sweep, m, comp.axis, r["tied"]),
+                 f"best {comp.label}": winners(sweep, m, axis, r["tied"]),
                  comp.metric.removeprefix("metric_"): format_value(r["best_value"], unit),
                  "runner-up": format_value(r["runner_up_value"], unit),
-                 f"speedup over {label(sweep, m, comp.axis, comp.baseline)}":
+                 f"speedup over {label(sweep, m, axis, comp.baseline)}":
                      "-" if r["speedup"] is None else f"{r['speedup']:.2f}x"} for r in best.iter_rows(named=True)]
         out.append(Table(title=f"{m}: best {comp.label} per configuration",
                          caption=f"Held fixed: {describe(sweep, m, held) or 'nothing'}. Ties (within a relative "
@@ -210,14 +207,15 @@ def speedup_tables(sweep: Sweep) -> list[Table]:
     """Per model: each variant's speedup over the baseline, min / median / max over every
     configuration where both are feasible."""
     out = []
-    for m, comp in _comparisons(sweep):
-        keys = [c for c in sweep.params(m) if c != comp.axis]
-        variants, wide = per_variant(sweep, m, comp.axis, comp.metric, keys)
-        summary = _speedup_summary(variants, wide, comp.axis, comp.baseline, higher=comp.metric.endswith("_gbs"))
-        rows = [{comp.label: label(sweep, m, comp.axis, r[comp.axis]), "configurations": f"{r['configurations']:,}",
+    for m, model, comp in _comparisons(sweep):
+        axis = comp.column
+        keys = [c for c in sweep.params(m) if c != axis]
+        variants, wide = per_variant(sweep, m, axis, comp.metric, keys)
+        summary = _speedup_summary(variants, wide, axis, comp.baseline, higher=higher_is_better(model, comp.metric))
+        rows = [{comp.label: label(sweep, m, axis, r[axis]), "configurations": f"{r['configurations']:,}",
                  "min": f"{r['min']:.2f}x", "median": f"{r['median']:.2f}x", "max": f"{r['max']:.2f}x"}
                 for r in summary.iter_rows(named=True)]
-        base = label(sweep, m, comp.axis, comp.baseline)
+        base = label(sweep, m, axis, comp.baseline)
         out.append(Table(title=f"{m}: speedup over {base}",
                          caption=f"{comp.metric} of {base} divided by that of each {comp.label} at the same point "
                                  "(every other axis equal).", frame=pl.DataFrame(rows)))
@@ -229,7 +227,7 @@ def growth_tables(sweep: Sweep) -> list[Table]:
     and the series whose growth changes regime, with where."""
     out = []
     for m in sweep.models:
-        metric = headline_metric(m, sweep.metrics(m))
+        metric = headline_metric(sweep.model_object(m), sweep.metrics(m))
         if metric is None or SIZE not in sweep.varying(m):
             continue
         series = [c for c in sweep.varying(m) if c != SIZE]

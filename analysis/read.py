@@ -318,16 +318,14 @@ def nearest(present: list, target: object) -> object:
     return min(nums, key=lambda v: abs(v - target))
 
 
-# Values with a name kernel developers use (pfnmap's leaf orders).
-VALUE_NAMES = {("pfnmap", "param_compound_order"): {0: "PTE (order 0)", 9: "PMD (order 9)", 18: "PUD (order 18)"}}
-
-
 def label(sweep: Sweep, model: str, column: str, value: object) -> str:
-    """A short human label for an axis value (sizes as 2MiB, null order as auto, PTE / PMD leaves)."""
-    named = VALUE_NAMES.get((model, column), {}).get(value)
+    """A short human label for an axis value: the model's `value_labels` (pfnmap's "PMD (order 9)"), else
+    the axis' own (sizes as 2MiB, null order as auto)."""
+    obj = sweep.model_object(model)
+    named = obj.value_label(column, value) if obj is not None else None
     if named is not None:
         return named
-    axis = axis_of(sweep.model_object(model), column)
+    axis = axis_of(obj, column)
     if axis is not None:
         return axis.label(value)
     return "auto" if value is None else str(value)

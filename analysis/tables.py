@@ -1,8 +1,8 @@
 """Plain-text comparison tables in the style kernel developers paste into cover letters.
 
-    namespace_size    PTE           PMD           Improvement
-    --------------    ----------    ----------    -----------
-    64MiB             148.858 ns    100.780 ns    32.3%
+    namespace_size    PTE (order 0)    PMD (order 9)    Improvement
+    --------------    -------------    -------------    -----------
+    64MiB             148.858 ns       100.780 ns       32.3%
 
 One row per value of the row axis, one column per value of the column axis
 (median of the metric over ok rows), and an improvement column in percent of
@@ -26,8 +26,6 @@ MAX_BLOCKS = 24
 GAP = "    "
 # How a unit (workers.dataset.unit_of) is written after a value: ASCII for mail, a fraction bare.
 UNIT_TEXT = {"µs": "us", "fraction": ""}
-# Column names kernel developers use for the leaf orders of pfnmap (the RFC's "PTE" / "PMD").
-VALUE_NAMES = {("pfnmap", "param_compound_order"): {0: "PTE", 9: "PMD", 18: "PUD"}}
 
 
 metric_unit = unit_of  # workers.dataset's rule, under the name the report's tables import
@@ -76,7 +74,7 @@ def _column(sweep: Sweep, model: str, flag: str, axis: str) -> str:
 def _metric(sweep: Sweep, model: str, metric: str | None) -> str:
     metrics = sweep.metrics(model)
     if metric is None:
-        found = headline_metric(model, metrics)
+        found = headline_metric(sweep.model_object(model), metrics)
         if found is None:
             raise AnalysisError(f"'--metric' must be given: model {model!r} has no metric columns.")
         return found
@@ -107,7 +105,7 @@ def text_table(sweep_dir: str, *, model: str, rows: str, cols: str, metric: str 
         .group_by(*others, rcol, ccol).agg(pl.col(mcol).median())
         .collect()
     )
-    unit, higher = unit_of(mcol), higher_is_better(mcol)
+    unit, higher = unit_of(mcol), higher_is_better(sweep.model_object(model), mcol)
     title = f"{sweep.name}: {model} {mcol.removeprefix('metric_')}, median over ok rows per cell"
     if cells.height == 0:
         return f"{title}\n(no ok rows with a value of {mcol})"
@@ -131,8 +129,7 @@ def _block(sweep: Sweep, model: str, part: pl.DataFrame, rcol: str, ccol: str, m
            unit: str, higher: bool) -> str:
     grid = {(r, c): v for r, c, v in part.select(rcol, ccol, mcol).iter_rows()}
     rvals, cvals = _sorted(part[rcol].unique().to_list()), _sorted(part[ccol].unique().to_list())
-    names = VALUE_NAMES.get((model, ccol), {})
-    cheads = [names.get(c, label(sweep, model, ccol, c)) for c in cvals]
+    cheads = [label(sweep, model, ccol, c) for c in cvals]
     if len(cvals) == 2:
         extra = ["Improvement"]
     else:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from workers.dataset import IDENTITY, MEASURE, PROVENANCE, SCHEMA_VERSION, unit_of
+from workers.dataset import IDENTITY, MEASURE, PROVENANCE, SCHEMA_VERSION
 from workers.registry import shipped_models
 
 
@@ -28,10 +28,10 @@ def rows() -> list[tuple[str, str, str, str, str]]:
         model = models[name]
         for a in model.axes:
             params.setdefault(a.column, [_dtype(a.dtype), a.unit, [], a.doc])[2].append(name)
-        for col, dt in model.metrics.items():
-            entry = metrics.setdefault(col, [_dtype(dt), unit_of(col), [], ""])
+        for m in model.metrics:
+            entry = metrics.setdefault(m.column, [_dtype(m.dtype), m.unit, [], ""])
             entry[2].append(name)
-            entry[3] = entry[3] or model.metric_docs.get(col, "")
+            entry[3] = entry[3] or m.doc
     for col, (t, u, ms, doc) in params.items():
         out.append((col, t, u, ", ".join(ms), doc))
     for col, (t, u, ms, doc) in metrics.items():

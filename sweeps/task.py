@@ -57,7 +57,7 @@ def chunk_frame(cfg: TaskConfig, chunk: Chunk, node_id: str) -> pl.DataFrame:
         pl.lit(chunk.chunk_id).alias("chunk_id"),
         *(pl.lit(v, dtype=DTYPES[k]).alias(k) for k, v in prov.items()),
     )
-    cols = [c for c in out.columns if c.startswith("param_")] + list(model.metrics) + list(MEASURE_COLUMNS)
+    cols = [c for c in out.columns if c.startswith("param_")] + list(model.metric_dtypes) + list(MEASURE_COLUMNS)
     return out.select(*IDENTITY_COLUMNS, *cols, *PROVENANCE_COLUMNS)
 
 

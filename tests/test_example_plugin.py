@@ -83,8 +83,8 @@ def test_rows_equal_the_arithmetic_by_hand(sweep):
 
 
 def test_verify_report_table_and_plan(sweep):
-    """verify finds no problem; the report names the model and compares its published figures; table
-    and plan work on the plugin's axes."""
+    """verify finds no problem; the report names the model, compares its published figures and has the
+    best and speedup tables of the comparison it declares; table and plan work on the plugin's axes."""
     verify = memsweep("verify", str(sweep))
     assert verify.returncode == 0, verify.stdout + verify.stderr
     report = memsweep("report", str(sweep))
@@ -92,6 +92,7 @@ def test_verify_report_table_and_plan(sweep):
     html = (sweep / "_report" / "report.html").read_text()
     assert "hvo" in html and "hvo/e7-8895/per_folio/on" in html
     assert "could not be imported" not in html and "Traceback" not in html
+    assert "hvo: best batching per configuration" in html and "hvo: speedup over per_folio" in html
     table = memsweep("table", str(sweep), "--model", "hvo", "--rows", "cpus", "--cols", "batching")
     assert table.returncode == 0, table.stderr
     assert "hvo alloc_ms" in table.stdout and "per_folio" in table.stdout and "1024" in table.stdout

@@ -33,7 +33,7 @@ def null_unless_ok(model: Model, out: pl.DataFrame) -> pl.DataFrame:
         return out
     ok = pl.col("status") == STATUS_OK
     return out.with_columns(pl.when(ok).then(pl.col(m)).otherwise(None).alias(m)
-                            for m in model.metrics if m in out.columns)
+                            for m in model.metric_dtypes if m in out.columns)
 
 
 def error_rows(model: Model, height: int, exc: BaseException, extra: dict | None = None) -> pl.DataFrame:
@@ -44,7 +44,7 @@ def error_rows(model: Model, height: int, exc: BaseException, extra: dict | None
     return pl.DataFrame(
         {"status": [STATUS_ERROR] * height, "reason": [msg] * height},
         schema={"status": pl.Utf8, "reason": pl.Utf8},
-    ).with_columns(pl.lit(None, dtype=dt).alias(c) for c, dt in {**model.metrics, **(extra or {})}.items())
+    ).with_columns(pl.lit(None, dtype=dt).alias(c) for c, dt in {**model.metric_dtypes, **(extra or {})}.items())
 
 
 def _check_contract(model: Model, points: pl.DataFrame, out: pl.DataFrame) -> None:
@@ -53,10 +53,10 @@ def _check_contract(model: Model, points: pl.DataFrame, out: pl.DataFrame) -> No
     missing = {"status", "reason"} - set(out.columns)
     if missing:
         raise ModelError(f"model {model.name!r} did not return the columns {sorted(missing)}")
-    expected = ["status", "reason", *model.metrics]
+    expected = ["status", "reason", *model.metric_dtypes]
     if out.columns != expected:
         raise ModelError(f"model {model.name!r} returned columns {out.columns}, declared {expected}")
-    wrong = {c: str(out.schema[c]) for c, dt in model.metrics.items() if out.schema[c] != dt}
+    wrong = {c: str(out.schema[c]) for c, dt in model.metric_dtypes.items() if out.schema[c] != dt}
     if wrong:
         raise ModelError(f"model {model.name!r} returned metric dtypes {wrong}, declared otherwise")
     bad = set(out["status"].unique().to_list()) - set(STATUSES)

@@ -6,6 +6,11 @@ declares) into a frame of the same height and order with `status`
 columns. No Ray, no I/O, nothing read from the environment: everything a model
 needs comes in the points and the profile.
 
+What the report needs to read a model's rows is declared here too: each metric once (`Metric`:
+column, dtype, doc, which direction is better), the `headline` metric, the `comparison` a kernel
+engineer asks of the model (variants on one axis against a baseline), the `best_keys` axes of its
+best-variant table and display names of axis values (`value_labels`).
+
 A model that can be calibrated also lists the published figures it must
 reproduce (`figures()`) and the profile entries calibration may move
 (`free_params`).
@@ -21,6 +26,7 @@ from typing import Mapping
 import polars as pl
 
 from .axes import Axis
+from .dataset import unit_of
 from .profiles import Profile
 
 STATUS_OK = "ok"
@@ -47,6 +53,45 @@ class Figure:
     section: str = ""  # profile section the figure is calibrated into (default: the model name)
 
 
+LOWER = "lower"
+HIGHER = "higher"
+BETTER = (LOWER, HIGHER, None)  # None: a count or a flag, no better direction
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Metric:
+    """One metric column a model returns: `metric_<name>_<unit>`, its polars dtype, a one-line doc
+    (the README schema table) and which direction is better ("lower", "higher", None)."""
+
+    column: str
+    dtype: object  # a polars DataType (class or instance)
+    doc: str
+    better: str | None = None
+
+    @property
+    def unit(self) -> str:
+        return unit_of(self.column)
+
+    @property
+    def higher_is_better(self) -> bool:
+        return self.better == HIGHER
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Comparison:
+    """The variants of a model a report compares: the values of `axis` (an axis name, or its param
+    column) against `baseline`, by `metric`; `label` names a variant in tables ("strategy")."""
+
+    axis: str
+    baseline: object
+    metric: str
+    label: str
+
+    @property
+    def column(self) -> str:
+        return self.axis if self.axis.startswith("param_") else f"param_{self.axis}"
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class FreeParam:
     """A profile entry that calibration may move, within [lower, upper]."""
@@ -64,16 +109,43 @@ class Model(abc.ABC):
     version: str = "1"
     description: str = ""
     axes: tuple[Axis, ...] = ()
-    # Every metric column the model returns and its dtype: the dataset schema.
-    metrics: Mapping[str, pl.DataType] = {}
-    # One line per metric column: what it counts or times (the README schema table).
-    metric_docs: Mapping[str, str] = {}
+    # Every metric column the model returns, in order: the dataset schema and the README table.
+    metrics: tuple[Metric, ...] = ()
+    # The metric column the report leads with (growth tables, default of `memsweep table`).
+    headline: str = ""
+    # Variants against a baseline (the report's best and speedup tables); None: no such tables.
+    comparison: Comparison | None = None
+    # Axis names the "best ... per configuration" table lists (other axes held fixed).
+    best_keys: tuple[str, ...] = ()
+    # Axis name -> value -> display name in tables and figures (e.g. pfnmap's "PMD (order 9)").
+    value_labels: Mapping[str, Mapping[object, str]] = {}
     # Rough points evaluated per second on one core, used only to size chunks.
     points_per_second: float = 1e6
     free_params: tuple[FreeParam, ...] = ()
     # What a fit to measured rows frees: those span sizes and shapes the published figures do not, so
     # they can pin costs the published figures leave at assumed values. Default: free_params.
     measured_free_params: tuple[FreeParam, ...] | None = None
+
+    @property
+    def metric_dtypes(self) -> dict[str, pl.DataType]:
+        """Metric column -> polars dtype, in declaration order (the frame `evaluate` returns)."""
+        return {m.column: m.dtype for m in self.metrics}
+
+    def metric(self, column: str) -> Metric:
+        for m in self.metrics:
+            if m.column == column:
+                return m
+        raise KeyError(column)
+
+    def value_label(self, axis: str, value: object) -> str | None:
+        """The declared display name of `value` on `axis` (an axis name or param column), or None."""
+        names = self.value_labels.get(axis.removeprefix("param_"))
+        if not names:
+            return None
+        try:
+            return names.get(value)
+        except TypeError:  # an unhashable value (a list) has no declared name
+            return None
 
     @property
     def free_for_measured(self) -> tuple[FreeParam, ...]:

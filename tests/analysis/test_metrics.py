@@ -51,7 +51,9 @@ def test_speedup_of_a_higher_is_better_metric_is_variant_over_baseline():
     lf = pl.DataFrame({"status": ["ok"] * 2, "param_s": ["a", "b"], "metric_gbs": [2.0, 5.0]}).lazy()
     sp = M.speedup(lf, "param_s", "a", "metric_gbs", [], higher=True).collect().sort("param_s")
     assert sp["speedup"].to_list() == [1.0, 2.5]
-    assert M.higher_is_better("metric_gbs") and not M.higher_is_better("metric_init_ms")
+    copy = get_model("copy")
+    assert M.higher_is_better(copy, "metric_gbs") and not M.higher_is_better(copy, "metric_ns_per_copy")
+    assert not M.higher_is_better(None, "metric_gbs")  # a model no longer registered declares nothing
 
 
 def test_speedup_joins_on_null_auto_orders():
@@ -150,12 +152,13 @@ def test_reason_counts():
     assert reasons.row(0) == ("infeasible", "too small", 2) and reasons.height == 3
 
 
-def test_headline_metric_prefers_the_comparison_metric_then_a_time():
-    """memmap -> metric_init_ms; an unknown model -> its first _ms / _ns metric."""
-    assert M.headline_metric("memmap", ["metric_heads", "metric_init_ms"]) == "metric_init_ms"
-    assert M.headline_metric("other", ["metric_count", "metric_walk_ns", "metric_x_ms"]) == "metric_x_ms"
-    assert M.headline_metric("other", ["metric_count"]) == "metric_count"
-    assert M.headline_metric("other", []) is None
+def test_headline_metric_prefers_the_declared_headline_then_a_time():
+    """memmap -> its headline metric_init_ms; an unknown model -> its first _ms / _ns metric."""
+    assert M.headline_metric(get_model("memmap"), ["metric_heads", "metric_init_ms"]) == "metric_init_ms"
+    assert M.headline_metric(get_model("pfnmap"), ["metric_setup_us", "metric_ns_per_load"]) == "metric_ns_per_load"
+    assert M.headline_metric(None, ["metric_count", "metric_walk_ns", "metric_x_ms"]) == "metric_x_ms"
+    assert M.headline_metric(None, ["metric_count"]) == "metric_count"
+    assert M.headline_metric(None, []) is None
 
 
 def test_published_comparison_matches_figure_points_and_computes_errors(tmp_path):

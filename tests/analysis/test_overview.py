@@ -68,6 +68,15 @@ def test_best_tables_count_wins_and_list_winners(sweep):
     assert all(r["best batching"] == "batched" and r["speedup over per_pte"] == "4.00x" for r in rows)
 
 
+def test_best_and_speedup_tables_follow_the_models_declared_comparison(sweep, monkeypatch):
+    """The tables follow the model object: young's best_keys give the columns; without a comparison, none."""
+    young = sweep.model_object("young")
+    assert list(O.best_tables(sweep)[1].frame.columns[:1]) == ["arch"]  # young.best_keys: compound_order, arch
+    plain = type("Plain", (type(young),), {"comparison": None})()
+    monkeypatch.setattr(sweep, "model_object", lambda m: plain if m == "young" else None)
+    assert O.best_tables(sweep) == [] and O.speedup_tables(sweep) == []
+
+
 def test_speedup_table_gives_min_median_max_per_variant(sweep):
     """Speedup over per_pte: exactly 4x for batched, 1x for per_pte itself."""
     (t,) = O.speedup_tables(sweep)

@@ -14,22 +14,22 @@ from tests.conftest import memsweep
 from workers import get_model
 
 RFC_LATENCY = """\
-working_set    PTE           PMD           Improvement
------------    ---           ---           -----------
-64MiB          148.858 ns    100.780 ns    32.3%
-128MiB         164.745 ns    103.537 ns    37.2%
-256MiB         169.907 ns    103.179 ns    39.3%
-512MiB         171.285 ns    103.072 ns    39.8%
-1GiB           173.054 ns    103.055 ns    40.4%
-2GiB           172.820 ns    103.091 ns    40.3%
-4GiB           172.877 ns    103.115 ns    40.4%"""
+working_set    PTE (order 0)    PMD (order 9)    Improvement
+-----------    -------------    -------------    -----------
+64MiB          148.858 ns       100.780 ns       32.3%
+128MiB         164.745 ns       103.537 ns       37.2%
+256MiB         169.907 ns       103.179 ns       39.3%
+512MiB         171.285 ns       103.072 ns       39.8%
+1GiB           173.054 ns       103.055 ns       40.4%
+2GiB           172.820 ns       103.091 ns       40.3%
+4GiB           172.877 ns       103.115 ns       40.4%"""
 
 RFC_COPY = """\
-working_set    PTE          PMD          Improvement
------------    ---          ---          -----------
-1GiB           95.76 ms     77.91 ms     18.6%
-2GiB           190.87 ms    155.64 ms    18.5%
-4GiB           380.84 ms    311.45 ms    18.2%"""
+working_set    PTE (order 0)    PMD (order 9)    Improvement
+-----------    -------------    -------------    -----------
+1GiB           95.76 ms         77.91 ms         18.6%
+2GiB           190.87 ms        155.64 ms        18.5%
+4GiB           380.84 ms        311.45 ms        18.2%"""
 
 
 def rfc_sweep(tmp_path) -> str:
@@ -81,7 +81,7 @@ def test_seed_sweep_gives_both_rfc_tables(seed_sweep):
     for out, unit, sizes in ((lat, "ns", ["64MiB", "128MiB", "256MiB", "512MiB", "1GiB", "2GiB", "4GiB"]),
                              (copy, "ms", ["1GiB", "2GiB", "4GiB"])):
         header, body = body_rows(out, "working_set")
-        assert header == ["working_set", "PTE", "PMD", "Improvement"]
+        assert header == ["working_set", "PTE", "(order", "0)", "PMD", "(order", "9)", "Improvement"]
         assert [b.split()[0] for b in body] == sizes
         for b in body:
             m = re.match(rf"\S+\s+([\d.]+) {unit}\s+([\d.]+) {unit}\s+([\d.]+)%$", b)
@@ -104,8 +104,9 @@ def test_more_than_two_columns_get_one_improvement_column_each(tmp_path):
                        "status": "ok", "metric_ns_per_load": [200.0, 100.0, 50.0]})
     out = text_table(write_sweep(tmp_path, "three", {"pfnmap": df}), model="pfnmap", rows="namespace_size",
                      cols="param_compound_order")
-    assert out.splitlines()[1].split() == ["namespace_size", "PTE", "PMD", "PUD", "Improvement", "PMD",
-                                           "Improvement", "PUD"]
+    assert re.split(r"\s{2,}", out.splitlines()[1]) == [
+        "namespace_size", "PTE (order 0)", "PMD (order 9)", "PUD (order 18)", "Improvement PMD (order 9)",
+        "Improvement PUD (order 18)"]
     assert out.splitlines()[3].split()[-2:] == ["50.0%", "75.0%"]
 
 
@@ -126,8 +127,8 @@ def test_modeled_and_measured_rows_get_a_block_each(tmp_path):
     out = text_table(write_sweep(tmp_path, "src", {"pfnmap": df}), model="pfnmap", rows="namespace_size",
                      cols="compound_order")
     blocks = out.split("\n\n")
-    assert blocks[1].startswith("source=measured\n") and "300.000 ns    150.000 ns    50.0%" in blocks[1]
-    assert blocks[2].startswith("source=model\n") and "200.000 ns    100.000 ns    50.0%" in blocks[2]
+    assert blocks[1].startswith("source=measured\n") and "300.000 ns       150.000 ns       50.0%" in blocks[1]
+    assert blocks[2].startswith("source=model\n") and "200.000 ns       100.000 ns       50.0%" in blocks[2]
 
 
 @pytest.mark.parametrize("kw, message", [

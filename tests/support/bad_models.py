@@ -6,7 +6,7 @@ from __future__ import annotations
 import polars as pl
 
 from workers.axes import Axis
-from workers.model import Figure, Model
+from workers.model import Comparison, Figure, Metric, Model
 
 X = Axis(name="x", kind="int", unit="", default=0, doc="an integer")
 
@@ -15,8 +15,11 @@ class Good(Model):
     name = "good"
     version = "1"
     axes = (X,)
-    metrics = {"metric_y": pl.Int64}
-    metric_docs = {"metric_y": "x + 1"}
+    metrics = (Metric(column="metric_y", dtype=pl.Int64, doc="x + 1", better="lower"),)
+    headline = "metric_y"
+    comparison = Comparison(axis="x", baseline=0, metric="metric_y", label="x")
+    best_keys = ("x",)
+    value_labels = {"x": {0: "zero"}}
 
     def evaluate(self, points: pl.DataFrame, profile) -> pl.DataFrame:
         return points.select(pl.lit("ok").alias("status"), pl.lit(None, dtype=pl.Utf8).alias("reason"),
@@ -47,8 +50,16 @@ BAD_NAME = variant(name="Good-Model")
 EMPTY_NAME = variant(name="")
 NO_AXES = variant(axes=())
 DUPLICATE_AXES = variant(axes=(X, X))
-UNPREFIXED_METRIC = variant(metrics={"y": pl.Int64}, metric_docs={"y": "x + 1"})
-BAD_DTYPE = variant(metrics={"metric_y": "Int64"})
-UNDOCUMENTED_METRIC = variant(metric_docs={})
+METRICS_AS_MAPPING = variant(metrics={"metric_y": pl.Int64})
+UNPREFIXED_METRIC = variant(metrics=(Metric(column="y", dtype=pl.Int64, doc="x + 1"),))
+BAD_DTYPE = variant(metrics=(Metric(column="metric_y", dtype="Int64", doc="x + 1"),))
+UNDOCUMENTED_METRIC = variant(metrics=(Metric(column="metric_y", dtype=pl.Int64, doc=" "),))
+BAD_BETTER = variant(metrics=(Metric(column="metric_y", dtype=pl.Int64, doc="x + 1", better="smaller"),))
+UNKNOWN_HEADLINE = variant(headline="metric_z")
+COMPARISON_OF_UNKNOWN_AXIS = variant(comparison=Comparison(axis="strategy", baseline=0, metric="metric_y", label="x"))
+COMPARISON_OF_UNKNOWN_METRIC = variant(comparison=Comparison(axis="param_x", baseline=0, metric="metric_z",
+                                                             label="x"))
+BEST_KEY_NOT_AN_AXIS = variant(best_keys=("x", "y"))
+LABELS_OF_UNKNOWN_AXIS = variant(value_labels={"param_x": {0: "zero"}})
 FIGURE_OF_ANOTHER_MODEL = variant(figures=(figure(model="young"),))
 FIGURE_WITH_UNKNOWN_AXIS = variant(figures=(figure(params={"x": 1, "namespace_size": "1GiB"}),))

@@ -11,7 +11,7 @@ import time
 import polars as pl
 
 from workers.axes import Axis
-from workers.model import Model, Reasons, status_columns
+from workers.model import Metric, Model, Reasons, status_columns
 from workers.registry import register
 
 
@@ -24,9 +24,12 @@ class ProbeModel(Model):
         Axis(name="delay_ms", kind="float", unit="ms", default=0.0, doc="sleep per chunk"),
         Axis(name="explode", kind="bool", unit="", default=False, doc="raise when a chunk holds such a point"),
     )
-    metrics = {"metric_i_squared": pl.Int64, "metric_half_i": pl.Float64}
-    metric_docs = {"metric_i_squared": "i * i (null when i is negative: such a point is infeasible)",
-                   "metric_half_i": "i / 2"}
+    metrics = (
+        Metric(column="metric_i_squared", dtype=pl.Int64,
+               doc="i * i (null when i is negative: such a point is infeasible)"),
+        Metric(column="metric_half_i", dtype=pl.Float64, doc="i / 2"),
+    )
+    headline = "metric_i_squared"
     points_per_second = 1e6
 
     def evaluate(self, points: pl.DataFrame, profile) -> pl.DataFrame:

@@ -127,5 +127,5 @@ def test_both_backends_give_the_same_columns(source):
     params = decode(grid_for(spec, "probe"), 0, 2).drop("point_id")
     model = get_model("probe")
     out = BACKENDS[source].rows(model, params, spec.profile, MeasureSettings(repeats=1, warmup=0, span_ms=0))
-    assert out.columns == [*params.columns, "status", "reason", *model.metrics, *MEASURE_COLUMNS]
+    assert out.columns == [*params.columns, "status", "reason", *model.metric_dtypes, *MEASURE_COLUMNS]
     assert out.height == 2

@@ -32,8 +32,8 @@ def test_a_broken_plugin_is_exit_2_with_one_line_naming_it(broken_plugin, capsys
     err = capsys.readouterr().err
     assert err.count("\n") == 1
     assert err.startswith(f"memsweep {argv[0]}: error: {GROUP} entry point 'broken' = "
-                          "'tests.support.bad_models:UNDOCUMENTED_METRIC': 'metric_docs['metric_y']' must be a "
-                          "one-line doc of that metric (got None). To go on: fix the plugin or uninstall")
+                          "'tests.support.bad_models:UNDOCUMENTED_METRIC': 'metrics['metric_y'].doc' must be a "
+                          "one-line doc of that metric (got ' '). To go on: fix the plugin or uninstall")
     assert not out.exists()
 
 

@@ -7,7 +7,7 @@ import pytest
 
 from workers.axes import Axis
 from workers.calibrate import calibrate
-from workers.model import Figure, FreeParam, Model, status_columns
+from workers.model import Figure, FreeParam, Metric, Model, status_columns
 from workers.profiles import profile_from_dict
 
 X = Axis(name="x", kind="float", unit="", default=1.0, doc="work units")
@@ -18,7 +18,8 @@ class Line(Model):
 
     name = "line"
     axes = (X,)
-    metrics = {"metric_time_ms": pl.Float64}
+    metrics = (Metric(column="metric_time_ms", dtype=pl.Float64, doc="per_unit * x + fixed", better="lower"),)
+    headline = "metric_time_ms"
     free_params = (FreeParam(section="line", key="per_unit", lower=0.0, upper=100.0),
                    FreeParam(section="line", key="fixed", lower=0.0, upper=100.0))
 

@@ -174,4 +174,4 @@ def test_counts_conserve_bytes_and_the_bound_never_exceeds_the_time(size, dst, s
 
 def test_every_metric_is_documented():
     """Each metric column has a one-line doc for the README schema table."""
-    assert set(MODEL.metric_docs) == set(MODEL.metrics)
+    assert all(m.doc.strip() for m in MODEL.metrics) and len(MODEL.metric_dtypes) == len(MODEL.metrics)

@@ -1,5 +1,7 @@
 """The evaluate wrapper: models are held to their contract; a raising model yields error rows."""
 
+from dataclasses import replace
+
 import polars as pl
 import pytest
 
@@ -31,11 +33,11 @@ def test_a_raising_model_gives_error_rows_with_the_message_and_null_metrics():
 
 
 class Undeclared(ProbeModel):
-    metrics = {"metric_i_squared": pl.Int64}
+    metrics = ProbeModel.metrics[:1]
 
 
 class WrongType(ProbeModel):
-    metrics = {"metric_i_squared": pl.Float64, "metric_half_i": pl.Float64}
+    metrics = (replace(ProbeModel.metrics[0], dtype=pl.Float64), *ProbeModel.metrics[1:])
 
 
 class Short(ProbeModel):

@@ -25,8 +25,8 @@ TINY = MeasureSettings(repeats=2, warmup=0, span_ms=0)
 
 def check_contract(model, points, out):
     assert out.height == points.height
-    assert out.columns == ["status", "reason", *model.metrics, *ms.MEASURE_COLUMNS]
-    expected = {"status": pl.Utf8, "reason": pl.Utf8, **model.metrics, **ms.MEASURE_COLUMNS}
+    assert out.columns == ["status", "reason", *model.metric_dtypes, *ms.MEASURE_COLUMNS]
+    expected = {"status": pl.Utf8, "reason": pl.Utf8, **model.metric_dtypes, **ms.MEASURE_COLUMNS}
     assert dict(out.schema) == expected
 
 

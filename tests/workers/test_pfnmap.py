@@ -163,7 +163,7 @@ def test_each_access_pattern_fills_only_its_own_time_metric():
               {"namespace_size": "1GiB", "access": "memcpy_seq"})
     assert out["metric_ns_per_load"].is_null().to_list() == [False, True]
     assert out["metric_copy_ms"].is_null().to_list() == [True, False]
-    assert out.columns[-len(MODEL.metrics):] == list(MODEL.metrics)
+    assert out.columns[-len(MODEL.metric_dtypes):] == list(MODEL.metric_dtypes)
 
 
 def test_a_profile_with_an_impossible_host_page_is_refused():
@@ -176,8 +176,8 @@ def test_a_profile_with_an_impossible_host_page_is_refused():
 def test_an_empty_frame_gives_an_empty_result():
     """No points, no rows: the declared columns with their dtypes."""
     out = MODEL.evaluate(frame().head(0), SEED)  # not through evaluate(), which turns errors into rows
-    assert out.height == 0 and out.columns == ["status", "reason", *MODEL.metrics]
-    assert [out.schema[c] for c in MODEL.metrics] == list(MODEL.metrics.values())
+    assert out.height == 0 and out.columns == ["status", "reason", *MODEL.metric_dtypes]
+    assert [out.schema[c] for c in MODEL.metric_dtypes] == list(MODEL.metric_dtypes.values())
 
 
 def test_model_is_registered():

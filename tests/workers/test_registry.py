@@ -63,9 +63,18 @@ RULES = [
     (ep("GOOD", name="better"), "the entry point's name must be the model's name 'good' \\(got 'better'\\)"),
     (ep("NO_AXES"), "'axes' must be a non-empty tuple of workers.axes.Axis \\(got \\(\\)\\)"),
     (ep("DUPLICATE_AXES"), "'axes' must not repeat an axis name \\(got 'x' twice\\)"),
+    (ep("METRICS_AS_MAPPING"), "'metrics' must be a non-empty tuple of workers.model.Metric \\(got \\{"),
     (ep("UNPREFIXED_METRIC"), "'metrics' columns must start with 'metric_' .*\\(got 'y'\\)"),
-    (ep("BAD_DTYPE"), "'metrics\\['metric_y'\\]' must be a polars DataType .*\\(got 'Int64'\\)"),
-    (ep("UNDOCUMENTED_METRIC"), "'metric_docs\\['metric_y'\\]' must be a one-line doc of that metric \\(got None\\)"),
+    (ep("BAD_DTYPE"), "'metrics\\['metric_y'\\].dtype' must be a polars DataType .*\\(got 'Int64'\\)"),
+    (ep("UNDOCUMENTED_METRIC"), "'metrics\\['metric_y'\\].doc' must be a one-line doc of that metric \\(got ' '\\)"),
+    (ep("BAD_BETTER"), "'metrics\\['metric_y'\\].better' must be one of \\['lower', 'higher', None\\] "
+                       "\\(got 'smaller'\\)"),
+    (ep("UNKNOWN_HEADLINE"), "'headline' must be one of the model's metric columns \\(got 'metric_z'\\)"),
+    (ep("COMPARISON_OF_UNKNOWN_AXIS"), "'comparison.axis' must be an axis of the model \\['x'\\] \\(got 'strategy'\\)"),
+    (ep("COMPARISON_OF_UNKNOWN_METRIC"),
+     "'comparison.metric' must be one of the model's metric columns \\(got 'metric_z'\\)"),
+    (ep("BEST_KEY_NOT_AN_AXIS"), "'best_keys' must name axes of the model \\['x'\\] \\(got 'y'\\)"),
+    (ep("LABELS_OF_UNKNOWN_AXIS"), "'value_labels' must name axes of the model \\['x'\\] \\(got 'param_x'\\)"),
     (ep("FIGURE_OF_ANOTHER_MODEL"),
      "figure 'good/one': 'model' must be 'good', the model declaring it \\(got 'young'\\)"),
     (ep("FIGURE_WITH_UNKNOWN_AXIS"),
@@ -103,7 +112,7 @@ def test_a_registered_model_clashing_with_an_entry_point_is_refused(discovering)
 def test_register_checks_the_contract_and_names_the_module(discovering):
     """register() (a spec's `plugins` modules) holds the model to the same contract."""
     reg = discovering(ep("GOOD"))
-    with pytest.raises(PluginError, match="^plugin module 'tests.support.x': 'metric_docs\\['metric_y'\\]' must be "
+    with pytest.raises(PluginError, match="^plugin module 'tests.support.x': 'metrics\\['metric_y'\\].doc' must be "
                                           ".* To go on: fix the module or take it out of the spec's 'plugins'"):
         reg.register(bad_models.UNDOCUMENTED_METRIC, Plugin(name="tests.support.x"))
     reg.register(bad_models.GOOD, Plugin(name=MODULE))  # the entry point's own model again: a no-op

@@ -115,7 +115,7 @@ def test_infeasible_points_have_reasons_and_no_metrics(row, match):
     out = run(row)
     assert out["status"][0] == "infeasible"
     assert match in out["reason"][0]
-    assert all(out[m][0] is None for m in MODEL.metrics)
+    assert all(out[m][0] is None for m in MODEL.metric_dtypes)
 
 
 def test_young_fraction_outside_unit_interval_is_infeasible_or_rejected():
@@ -133,7 +133,7 @@ def test_output_keeps_order_and_declared_schema():
     out = run(*rows)
     assert out.height == len(rows) and not (out["status"] == "error").any()
     assert out["param_compound_order"].to_list() == list(range(12))
-    assert out.columns[-len(MODEL.metrics):] == list(MODEL.metrics)
+    assert out.columns[-len(MODEL.metric_dtypes):] == list(MODEL.metric_dtypes)
 
 
 def _reference_counts(params: dict) -> dict:

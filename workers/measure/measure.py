@@ -49,7 +49,7 @@ MAX_ROUNDS_FACTOR = 20  # rounds go on past `repeats` to last span_ms, but at mo
 
 def measure(model: Model, points: pl.DataFrame, profile: Profile, settings: MeasureSettings = MeasureSettings(),
             *, clock: str = "thread", cc: str = "cc", cache_dir: Path | str | None = None) -> pl.DataFrame:
-    """Measured rows for `points`: ["status", "reason", *model.metrics, *MEASURE_COLUMNS], same height and order.
+    """Measured rows for `points`: ["status", "reason", *model.metric_dtypes, *MEASURE_COLUMNS], same height and order.
 
     `profile`: the sweep's profile, for the model's own feasibility rules (model_status). `settings`:
     repeats, warm-up, the CPU to pin to for the duration, and the least time the round-robin of one
@@ -197,7 +197,7 @@ def _frame(model: Model, points: pl.DataFrame, status: list[str], reason: list[s
            results: list[Samples | None]) -> pl.DataFrame:
     n = points.height
     cols: dict[str, list] = {"status": status, "reason": reason}
-    cols.update({m: [None] * n for m in model.metrics})
+    cols.update({m: [None] * n for m in model.metric_dtypes})
     cols.update({m: [None] * n for m in MEASURE_COLUMNS})
     names = headline(model, points)
     sizes = points["param_struct_page_size"].to_list() if model.name == "copy" else [None] * n
@@ -212,5 +212,5 @@ def _frame(model: Model, points: pl.DataFrame, status: list[str], reason: list[s
         cols["measure_min"][i] = res.floor
         cols["measure_median"][i] = med
         cols["measure_huge_pages"][i] = res.huge_pages
-    schema = {"status": pl.Utf8, "reason": pl.Utf8, **model.metrics, **MEASURE_COLUMNS}
+    schema = {"status": pl.Utf8, "reason": pl.Utf8, **model.metric_dtypes, **MEASURE_COLUMNS}
     return pl.DataFrame(cols, schema=schema)

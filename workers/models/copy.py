@@ -45,7 +45,7 @@ import numpy as np
 import polars as pl
 
 from ..axes import ALIGN, NAMESPACE_SIZE, STRUCT_PAGE_SIZE, Axis, choice
-from ..model import Model, Reasons, status_columns
+from ..model import Comparison, Metric, Model, Reasons, status_columns
 from ..profiles import Profile
 
 LINE = 64  # boot_cpu_data.x86_clflush_size on x86_64
@@ -230,50 +230,43 @@ class CopyModel(Model):
     description = ("one struct-page-sized copy repeated over a destination array: memcpy vs "
                    "__memcpy_flushcache vs inline MOVNTI; counts and ns per copy")
     axes = (NAMESPACE_SIZE, STRUCT_PAGE_SIZE, ALIGN, DST_OFFSET, STRATEGY, INLINE_SIZES)
-    metrics = {
-        "metric_copies": INT,
-        "metric_inline": BOOL,
-        "metric_calls": INT,
-        "metric_movnti": INT,
-        "metric_cached_stores": INT,
-        "metric_cached_bytes": INT,
-        "metric_split_stores": FLOAT,
-        "metric_lines_written": FLOAT,
-        "metric_lines_full": FLOAT,
-        "metric_lines_partial": FLOAT,
-        "metric_lines_flushed": FLOAT,
-        "metric_rfo_bytes": FLOAT,
-        "metric_dram_write_bytes": FLOAT,
-        "metric_serial_misses": FLOAT,
-        "metric_compute_ns": FLOAT,
-        "metric_bound_ns": FLOAT,
-        "metric_ns_per_copy": FLOAT,
-        "metric_gbs": FLOAT,
-        "metric_total_ms": FLOAT,
-        "metric_memory_bound": BOOL,
-    }
-    metric_docs = {
-        "metric_copies": "copies in the array: namespace_size // struct_page_size",
-        "metric_inline": "the copy is an inline MOVNTI sequence (nt_inline with a size in inline_sizes)",
-        "metric_calls": "out-of-line calls per copy: __memcpy_flushcache() + memcpy() per cached fragment",
-        "metric_movnti": "MOVNTI instructions per copy",
-        "metric_cached_stores": "cached store instructions per copy (memcpy moves, fragment bytes)",
-        "metric_cached_bytes": "bytes per copy written with cached stores",
-        "metric_split_stores": "stores per copy that cross a cache line (averaged over the array's line phases)",
-        "metric_lines_written": "cache lines one copy touches (averaged over phases)",
-        "metric_lines_full": "lines one copy covers entirely (averaged over phases)",
-        "metric_lines_partial": "lines one copy covers partly (averaged over phases)",
-        "metric_lines_flushed": "lines per copy written back by clean_cache_range() (CLWB)",
-        "metric_rfo_bytes": "bytes per copy read for ownership (cached stores write-allocate)",
-        "metric_dram_write_bytes": "bytes per copy written to DRAM (NT data, CLWB'd and evicted lines)",
-        "metric_serial_misses": "serialized DRAM misses per copy (cached fragment next to in-flight MOVNTI data)",
-        "metric_compute_ns": "instruction time per copy: stores x store_ns + calls x call_ns + loop iterations x loop_ns",
-        "metric_bound_ns": "memory-bandwidth lower bound per copy (LLC-priced when the array fits)",
-        "metric_ns_per_copy": "modeled time per copy: max(compute, bound + serialized misses x latency)",
-        "metric_gbs": "copy throughput: struct_page_size / ns per copy (GB/s)",
-        "metric_total_ms": "time for all copies",
-        "metric_memory_bound": "the bandwidth bound exceeds the instruction time",
-    }
+    metrics = (
+        Metric(column="metric_copies", dtype=INT, doc="copies in the array: namespace_size // struct_page_size"),
+        Metric(column="metric_inline", dtype=BOOL,
+               doc="the copy is an inline MOVNTI sequence (nt_inline with a size in inline_sizes)"),
+        Metric(column="metric_calls", dtype=INT,
+               doc="out-of-line calls per copy: __memcpy_flushcache() + memcpy() per cached fragment"),
+        Metric(column="metric_movnti", dtype=INT, doc="MOVNTI instructions per copy"),
+        Metric(column="metric_cached_stores", dtype=INT,
+               doc="cached store instructions per copy (memcpy moves, fragment bytes)"),
+        Metric(column="metric_cached_bytes", dtype=INT, doc="bytes per copy written with cached stores"),
+        Metric(column="metric_split_stores", dtype=FLOAT,
+               doc="stores per copy that cross a cache line (averaged over the array's line phases)"),
+        Metric(column="metric_lines_written", dtype=FLOAT, doc="cache lines one copy touches (averaged over phases)"),
+        Metric(column="metric_lines_full", dtype=FLOAT, doc="lines one copy covers entirely (averaged over phases)"),
+        Metric(column="metric_lines_partial", dtype=FLOAT, doc="lines one copy covers partly (averaged over phases)"),
+        Metric(column="metric_lines_flushed", dtype=FLOAT,
+               doc="lines per copy written back by clean_cache_range() (CLWB)"),
+        Metric(column="metric_rfo_bytes", dtype=FLOAT,
+               doc="bytes per copy read for ownership (cached stores write-allocate)"),
+        Metric(column="metric_dram_write_bytes", dtype=FLOAT,
+               doc="bytes per copy written to DRAM (NT data, CLWB'd and evicted lines)"),
+        Metric(column="metric_serial_misses", dtype=FLOAT,
+               doc="serialized DRAM misses per copy (cached fragment next to in-flight MOVNTI data)"),
+        Metric(column="metric_compute_ns", dtype=FLOAT, better="lower",
+               doc="instruction time per copy: stores x store_ns + calls x call_ns + loop iterations x loop_ns"),
+        Metric(column="metric_bound_ns", dtype=FLOAT, better="lower",
+               doc="memory-bandwidth lower bound per copy (LLC-priced when the array fits)"),
+        Metric(column="metric_ns_per_copy", dtype=FLOAT, better="lower",
+               doc="modeled time per copy: max(compute, bound + serialized misses x latency)"),
+        Metric(column="metric_gbs", dtype=FLOAT, better="higher",
+               doc="copy throughput: struct_page_size / ns per copy (GB/s)"),
+        Metric(column="metric_total_ms", dtype=FLOAT, better="lower", doc="time for all copies"),
+        Metric(column="metric_memory_bound", dtype=BOOL, doc="the bandwidth bound exceeds the instruction time"),
+    )
+    headline = "metric_ns_per_copy"
+    comparison = Comparison(axis="strategy", baseline="memcpy", metric="metric_ns_per_copy", label="copy path")
+    best_keys = ("struct_page_size", "inline_sizes")
     points_per_second = 8e6  # ~1e7 measured on one core, 1,000,000 mixed points
 
     def evaluate(self, points: pl.DataFrame, profile: Profile) -> pl.DataFrame:
@@ -317,7 +310,7 @@ class CopyModel(Model):
             "metric_serial_misses": t["serial"], "metric_compute_ns": compute, "metric_bound_ns": bound,
             "metric_ns_per_copy": ns, "metric_gbs": size / ns, "metric_total_ms": ns * n / 1e6,
             "metric_memory_bound": bound > compute,
-        }, schema=self.metrics)
+        }, schema=self.metric_dtypes)
         return pl.concat([status, metrics], how="horizontal")  # evaluate() nulls the metrics of rows not ok
 
     @staticmethod

@@ -67,7 +67,7 @@ import numpy as np
 import polars as pl
 
 from ..axes import ALIGN, COMPOUND_ORDER, NAMESPACE_SIZE, STRUCT_PAGE_SIZE, Axis, choice
-from ..model import Figure, FreeParam, Model, Reasons, status_columns
+from ..model import Comparison, Figure, FreeParam, Metric, Model, Reasons, status_columns
 from ..profiles import Profile
 from ..units import GiB, KiB, MiB
 from . import copy as cp
@@ -198,55 +198,72 @@ class MemmapModel(Model):
                    "slow / template / template_nt / template_nt_inline strategies")
     axes = (NAMESPACE_SIZE, STRUCT_PAGE_SIZE, ALIGN, COMPOUND_ORDER, MODE, MAP, STRATEGY, START_OFFSET,
             NVDIMM_KMSAN, MEDIUM)
-    metrics = {
-        "metric_pfns_in_range": INT, "metric_data_pfns": INT, "metric_pfns_covered": INT,
-        "metric_offset_bytes": INT, "metric_end_trunc_bytes": INT, "metric_compound_order": INT,
-        "metric_vmemmap_optimized": BOOL, "metric_struct_pages_written": INT, "metric_heads": INT,
-        "metric_tails_written": INT, "metric_tails_aliased": INT, "metric_area_pages": INT,
-        "metric_memmap_device_bytes": INT, "metric_memmap_dram_bytes": INT, "metric_vmemmap_pt_bytes": INT,
-        "metric_overhead_fraction": FLOAT,
-        "metric_stores": INT, "metric_bytes_stored": INT, "metric_lines_stored": INT,
-        "metric_lines_partial": INT, "metric_rfo_bytes": INT, "metric_copy_calls": INT,
-        "metric_cond_resched": INT, "metric_serial_misses": INT, "metric_compute_ms": FLOAT,
-        "metric_stall_ms": FLOAT, "metric_bound_ms": FLOAT, "metric_init_ms": FLOAT,
-        "metric_speedup_vs_slow": FLOAT, "metric_dominant": pl.Utf8,
-    }
-    metric_docs = {
-        "metric_pfns_in_range": "pfns of the pgmap range: (namespace_size - end_trunc) / 4 KiB",
-        "metric_data_pfns": "pfns after the info block and memmap area: (namespace_size - end_trunc - offset) / 4 KiB",
-        "metric_pfns_covered": "pfns whose struct page is initialized or aliased (map=dev: all but the 2 info-block pfns)",
-        "metric_offset_bytes": "nd_pfn_init() dataoff: info block + memmap (map=dev) padded to max(align, 2 MiB)",
-        "metric_end_trunc_bytes": "bytes cut from the namespace end to align it to max(align, 2 MiB)",
-        "metric_compound_order": "vmemmap_shift k used (auto resolved: fsdax 0, devdax log2(align / 4 KiB))",
-        "metric_vmemmap_optimized": "vmemmap_can_optimize(): tails alias shared vmemmap pages (map=mem, P a power of 2)",
-        "metric_struct_pages_written": "struct pages the bind initializes: heads + tails written + memmap-area pages",
-        "metric_heads": "pages memmap_init_zone_device() walks as heads (one per 2^k pfns)",
-        "metric_tails_written": "compound tails memmap_init_compound() writes (compound_nr_pages() - 1 per head)",
-        "metric_tails_aliased": "compound tails left to the shared vmemmap page (vmemmap optimization)",
-        "metric_area_pages": "struct pages of the map=dev memmap area, written by memmap_init_range() (not timed)",
-        "metric_memmap_device_bytes": "namespace bytes given to the memmap (map=dev: offset - 8 KiB info block)",
-        "metric_memmap_dram_bytes": "every DRAM byte of the bind's memmap: struct pages in DRAM (map=mem: 2 MiB leaves, "
-                                    "or 2 pages per compound when optimized; any map: partial sections' base pages) "
-                                    "+ vmemmap_pt_bytes",
-        "metric_vmemmap_pt_bytes": "page tables mapping the range's vmemmap (DRAM): a PTE table per 2 MiB of vmemmap "
-                                   "mapped with 4 KiB pages, a PMD table per 1 GiB of vmemmap",
-        "metric_overhead_fraction": "memmap bytes (device + DRAM, page tables included) / namespace_size",
-        "metric_stores": "store instructions of memmap_init_zone_device() (field stores, copy moves/MOVNTIs)",
-        "metric_bytes_stored": "struct page bytes memmap_init_zone_device() writes (pages written x P)",
-        "metric_lines_stored": "cache lines of the struct pages written",
-        "metric_lines_partial": "of those, lines a struct-page boundary falls inside (P not a multiple of 64)",
-        "metric_rfo_bytes": "bytes read for ownership by cached stores (all lines, or the re-touched lines with NT)",
-        "metric_copy_calls": "out-of-line __memcpy_flushcache() calls",
-        "metric_cond_resched": "cond_resched() calls: heads at a PAGES_PER_SECTION-aligned pfn",
-        "metric_serial_misses": "misses the NT strategies serialize per compound (3 when order > 1), to the medium "
-                                "the struct pages live on",
-        "metric_compute_ms": "instruction time: stores x store_ns + calls x call_ns + copy-loop iterations x loop_ns",
-        "metric_stall_ms": "serialized misses x the miss latency of the medium the struct pages live on",
-        "metric_bound_ms": "memory-bandwidth lower bound of the traffic (LLC-priced when the memmap fits)",
-        "metric_init_ms": "modeled memmap_init_zone_device() time: max(compute, bound + stall)",
-        "metric_speedup_vs_slow": "init time of slow / init time of this strategy",
-        "metric_dominant": "what sets the time: compute, else memory (bound) or latency (stall), the larger",
-    }
+    metrics = (
+        Metric(column="metric_pfns_in_range", dtype=INT,
+               doc="pfns of the pgmap range: (namespace_size - end_trunc) / 4 KiB"),
+        Metric(column="metric_data_pfns", dtype=INT,
+               doc="pfns after the info block and memmap area: (namespace_size - end_trunc - offset) / 4 KiB"),
+        Metric(column="metric_pfns_covered", dtype=INT,
+               doc="pfns whose struct page is initialized or aliased (map=dev: all but the 2 info-block pfns)"),
+        Metric(column="metric_offset_bytes", dtype=INT,
+               doc="nd_pfn_init() dataoff: info block + memmap (map=dev) padded to max(align, 2 MiB)"),
+        Metric(column="metric_end_trunc_bytes", dtype=INT,
+               doc="bytes cut from the namespace end to align it to max(align, 2 MiB)"),
+        Metric(column="metric_compound_order", dtype=INT,
+               doc="vmemmap_shift k used (auto resolved: fsdax 0, devdax log2(align / 4 KiB))"),
+        Metric(column="metric_vmemmap_optimized", dtype=BOOL,
+               doc="vmemmap_can_optimize(): tails alias shared vmemmap pages (map=mem, P a power of 2)"),
+        Metric(column="metric_struct_pages_written", dtype=INT,
+               doc="struct pages the bind initializes: heads + tails written + memmap-area pages"),
+        Metric(column="metric_heads", dtype=INT,
+               doc="pages memmap_init_zone_device() walks as heads (one per 2^k pfns)"),
+        Metric(column="metric_tails_written", dtype=INT,
+               doc="compound tails memmap_init_compound() writes (compound_nr_pages() - 1 per head)"),
+        Metric(column="metric_tails_aliased", dtype=INT,
+               doc="compound tails left to the shared vmemmap page (vmemmap optimization)"),
+        Metric(column="metric_area_pages", dtype=INT,
+               doc="struct pages of the map=dev memmap area, written by memmap_init_range() (not timed)"),
+        Metric(column="metric_memmap_device_bytes", dtype=INT,
+               doc="namespace bytes given to the memmap (map=dev: offset - 8 KiB info block)"),
+        Metric(column="metric_memmap_dram_bytes", dtype=INT,
+               doc="every DRAM byte of the bind's memmap: struct pages in DRAM (map=mem: 2 MiB leaves, or 2 pages "
+                   "per compound when optimized; any map: partial sections' base pages) + vmemmap_pt_bytes"),
+        Metric(column="metric_vmemmap_pt_bytes", dtype=INT,
+               doc="page tables mapping the range's vmemmap (DRAM): a PTE table per 2 MiB of vmemmap mapped with 4 "
+                   "KiB pages, a PMD table per 1 GiB of vmemmap"),
+        Metric(column="metric_overhead_fraction", dtype=FLOAT, better="lower",
+               doc="memmap bytes (device + DRAM, page tables included) / namespace_size"),
+        Metric(column="metric_stores", dtype=INT,
+               doc="store instructions of memmap_init_zone_device() (field stores, copy moves/MOVNTIs)"),
+        Metric(column="metric_bytes_stored", dtype=INT,
+               doc="struct page bytes memmap_init_zone_device() writes (pages written x P)"),
+        Metric(column="metric_lines_stored", dtype=INT, doc="cache lines of the struct pages written"),
+        Metric(column="metric_lines_partial", dtype=INT,
+               doc="of those, lines a struct-page boundary falls inside (P not a multiple of 64)"),
+        Metric(column="metric_rfo_bytes", dtype=INT,
+               doc="bytes read for ownership by cached stores (all lines, or the re-touched lines with NT)"),
+        Metric(column="metric_copy_calls", dtype=INT, doc="out-of-line __memcpy_flushcache() calls"),
+        Metric(column="metric_cond_resched", dtype=INT,
+               doc="cond_resched() calls: heads at a PAGES_PER_SECTION-aligned pfn"),
+        Metric(column="metric_serial_misses", dtype=INT,
+               doc="misses the NT strategies serialize per compound (3 when order > 1), to the medium the struct "
+                   "pages live on"),
+        Metric(column="metric_compute_ms", dtype=FLOAT, better="lower",
+               doc="instruction time: stores x store_ns + calls x call_ns + copy-loop iterations x loop_ns"),
+        Metric(column="metric_stall_ms", dtype=FLOAT, better="lower",
+               doc="serialized misses x the miss latency of the medium the struct pages live on"),
+        Metric(column="metric_bound_ms", dtype=FLOAT, better="lower",
+               doc="memory-bandwidth lower bound of the traffic (LLC-priced when the memmap fits)"),
+        Metric(column="metric_init_ms", dtype=FLOAT, better="lower",
+               doc="modeled memmap_init_zone_device() time: max(compute, bound + stall)"),
+        Metric(column="metric_speedup_vs_slow", dtype=FLOAT, better="higher",
+               doc="init time of slow / init time of this strategy"),
+        Metric(column="metric_dominant", dtype=pl.Utf8,
+               doc="what sets the time: compute, else memory (bound) or latency (stall), the larger"),
+    )
+    headline = "metric_init_ms"
+    comparison = Comparison(axis="strategy", baseline="slow", metric="metric_init_ms", label="strategy")
+    best_keys = ("struct_page_size", "mode", "map")
     points_per_second = 1.5e6  # ~2e6 measured on one core, 1,000,000 mixed points
     # 4 costs for 8 figures, all shared by every kind, mode and strategy (the copy model's costs)
     free_params = (
@@ -320,7 +337,7 @@ class MemmapModel(Model):
                 "metric_speedup_vs_slow": t["slow_init"] / t["init"],
                 "metric_dominant": pl.Series(dominant).replace_strict(
                     {0: "compute", 1: "memory", 2: "latency"}, return_dtype=pl.Utf8),
-            }, schema=self.metrics)
+            }, schema=self.metric_dtypes)
         status = pl.DataFrame({
             "p_big": psize > MAX_ZEROED, "p_align": psize % STRUCT_PAGE_ALIGN != 0,
             "bad_align": ~np.isin(align, SUPPORTED_ALIGNS), "bad_start": start % ml.COMPAT_ALIGN != 0,

@@ -45,7 +45,7 @@ import numpy as np
 import polars as pl
 
 from ..axes import ALIGN, COMPOUND_ORDER, NAMESPACE_SIZE, Axis, choice
-from ..model import Figure, FreeParam, Model, Reasons, status_columns
+from ..model import Comparison, Figure, FreeParam, Metric, Model, Reasons, status_columns
 from ..profiles import Profile
 from ..units import KiB, MiB
 from .pfnmap_geometry import LEAF_ORDERS, PAGE, PMD_ORDER, PUD, kind_bytes, leaves, starts
@@ -104,36 +104,45 @@ class PfnmapModel(Model):
     description = ("remap_pfn_range() with PMD (RFC) or PUD (what-if) leaves: leaves, page tables, setup, "
                    "TLB misses, page walks, ns per random load and ms per streaming copy")
     axes = (NAMESPACE_SIZE, ALIGN, COMPOUND_ORDER, PA_OFFSET, VA_OFFSET, ARCH, ACCESS, WORKING_SET)
-    metrics = {
-        "metric_pte_leaves": INT, "metric_cont_blocks": INT, "metric_pmd_leaves": INT,
-        "metric_pud_leaves": INT, "metric_pt_pages": INT, "metric_pt_deposited_pages": INT,
-        "metric_pt_bytes": INT, "metric_huge_fraction": FLOAT, "metric_setup_us": FLOAT,
-        "metric_tlb_entries": INT, "metric_tlb_reach_l1_bytes": INT, "metric_tlb_reach_l2_bytes": INT,
-        "metric_tlb_miss_rate": FLOAT, "metric_walk_refs": FLOAT, "metric_walk_ns": FLOAT,
-        "metric_walk_ns_per_access": FLOAT, "metric_ns_per_load": FLOAT, "metric_copy_ms": FLOAT,
-        "metric_speedup_vs_pte": FLOAT,
-    }
-    metric_docs = {
-        "metric_pte_leaves": "PTE leaves (4 KiB) the mapping ends up with",
-        "metric_cont_blocks": "arm64 64 KiB contpte blocks among the PTEs (0 unless the profile lets special PTEs fold)",
-        "metric_pmd_leaves": "2 MiB PMD leaves",
-        "metric_pud_leaves": "1 GiB PUD leaves (what-if)",
-        "metric_pt_pages": "page-table pages allocated (PTE and PMD tables plus the RFC's deposited tables)",
-        "metric_pt_deposited_pages": "of which deposited with a PMD leaf (the RFC)",
-        "metric_pt_bytes": "page-table memory, pt_pages x 4 KiB",
-        "metric_huge_fraction": "share of the mapping's bytes under PMD or PUD leaves",
-        "metric_setup_us": "remap_pfn_range() time: call + leaves + page-table page allocations",
-        "metric_tlb_entries": "TLB entries needed to cover the mapping at TLB granularity",
-        "metric_tlb_reach_l1_bytes": "bytes of the mapping the L1 data TLB can cover",
-        "metric_tlb_reach_l2_bytes": "bytes of the mapping the L2 TLB can cover",
-        "metric_tlb_miss_rate": "page walks per load (random) or per 64-byte line copied (sequential)",
-        "metric_walk_refs": "memory references of a mean page walk (up to 24 in a guest)",
-        "metric_walk_ns": "time of a mean page walk, from where its page-table lines live",
-        "metric_walk_ns_per_access": "walk time per load or per line copied",
-        "metric_ns_per_load": "lat_mem_rd -t latency per load (access = lat_mem_rd_random; else null)",
-        "metric_copy_ms": "time to stream-copy the mapping (access = memcpy_seq; else null)",
-        "metric_speedup_vs_pte": "the same point with PTEs only, over this one (1.0 for compound_order = 0)",
-    }
+    metrics = (
+        Metric(column="metric_pte_leaves", dtype=INT, doc="PTE leaves (4 KiB) the mapping ends up with"),
+        Metric(column="metric_cont_blocks", dtype=INT,
+               doc="arm64 64 KiB contpte blocks among the PTEs (0 unless the profile lets special PTEs fold)"),
+        Metric(column="metric_pmd_leaves", dtype=INT, doc="2 MiB PMD leaves"),
+        Metric(column="metric_pud_leaves", dtype=INT, doc="1 GiB PUD leaves (what-if)"),
+        Metric(column="metric_pt_pages", dtype=INT,
+               doc="page-table pages allocated (PTE and PMD tables plus the RFC's deposited tables)"),
+        Metric(column="metric_pt_deposited_pages", dtype=INT, doc="of which deposited with a PMD leaf (the RFC)"),
+        Metric(column="metric_pt_bytes", dtype=INT, doc="page-table memory, pt_pages x 4 KiB"),
+        Metric(column="metric_huge_fraction", dtype=FLOAT, better="higher",
+               doc="share of the mapping's bytes under PMD or PUD leaves"),
+        Metric(column="metric_setup_us", dtype=FLOAT, better="lower",
+               doc="remap_pfn_range() time: call + leaves + page-table page allocations"),
+        Metric(column="metric_tlb_entries", dtype=INT,
+               doc="TLB entries needed to cover the mapping at TLB granularity"),
+        Metric(column="metric_tlb_reach_l1_bytes", dtype=INT, doc="bytes of the mapping the L1 data TLB can cover"),
+        Metric(column="metric_tlb_reach_l2_bytes", dtype=INT, doc="bytes of the mapping the L2 TLB can cover"),
+        Metric(column="metric_tlb_miss_rate", dtype=FLOAT, better="lower",
+               doc="page walks per load (random) or per 64-byte line copied (sequential)"),
+        Metric(column="metric_walk_refs", dtype=FLOAT,
+               doc="memory references of a mean page walk (up to 24 in a guest)"),
+        Metric(column="metric_walk_ns", dtype=FLOAT, better="lower",
+               doc="time of a mean page walk, from where its page-table lines live"),
+        Metric(column="metric_walk_ns_per_access", dtype=FLOAT, better="lower",
+               doc="walk time per load or per line copied"),
+        Metric(column="metric_ns_per_load", dtype=FLOAT, better="lower",
+               doc="lat_mem_rd -t latency per load (access = lat_mem_rd_random; else null)"),
+        Metric(column="metric_copy_ms", dtype=FLOAT, better="lower",
+               doc="time to stream-copy the mapping (access = memcpy_seq; else null)"),
+        Metric(column="metric_speedup_vs_pte", dtype=FLOAT, better="higher",
+               doc="the same point with PTEs only, over this one (1.0 for compound_order = 0)"),
+    )
+    headline = "metric_ns_per_load"
+    comparison = Comparison(axis="compound_order", baseline=0, metric="metric_ns_per_load",
+                            label="largest leaf order")
+    best_keys = ("namespace_size", "access")
+    # The leaf names kernel developers use for the orders (the RFC's "PTE" / "PMD").
+    value_labels = {"compound_order": {0: "PTE (order 0)", 9: "PMD (order 9)", 18: "PUD (order 18)"}}
     points_per_second = 1.5e6  # measured 1.4-2.2 M points/s on one core (1,000,000-point frames)
     free_params = (
         FreeParam(section="pfnmap", key="dram_latency_ns", lower=20.0, upper=500.0),
@@ -172,14 +181,14 @@ class PfnmapModel(Model):
             "metric_walk_ns": cost["walk_ns"], "metric_walk_ns_per_access": cost["walk_ns_per_access"],
             "metric_ns_per_load": cost["ns"], "metric_copy_ms": cost["ns"] / 1e6,
             "metric_speedup_vs_pte": base["ns"] / cost["ns"],
-        }, schema=self.metrics)
+        }, schema=self.metric_dtypes)
         # each access pattern fills its own metric; evaluate() nulls the metrics of rows not ok
         seq = pl.col("_seq")
         only = {"metric_ns_per_load": ~seq, "metric_copy_ms": seq}
         return pl.concat([status, metrics, pl.DataFrame({"_seq": a["seq"]})], how="horizontal").select(
             "status", "reason",
             *(pl.when(only[c]).then(pl.col(c)).otherwise(None).alias(c) if c in only else pl.col(c)
-              for c in self.metrics),
+              for c in self.metric_dtypes),
         )
 
     @staticmethod

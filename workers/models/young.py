@@ -44,7 +44,7 @@ import numpy as np
 import polars as pl
 
 from ..axes import ALIGN, COMPOUND_ORDER, NAMESPACE_SIZE, Axis, choice
-from ..model import Figure, FreeParam, Model, Reasons, status_columns
+from ..model import Comparison, Figure, FreeParam, Metric, Model, Reasons, status_columns
 from ..profiles import Profile
 from ..units import KiB, MiB
 
@@ -125,38 +125,32 @@ class YoungModel(Model):
     description = ("arm64 contpte test_and_clear_young_ptes() batching vs the per-PTE helper, "
                    "priced as the sys time of reclaiming large file folios")
     axes = (NAMESPACE_SIZE, ALIGN, COMPOUND_ORDER, BATCHING, ARCH, YOUNG_FRACTION, FIRST_PTE_CONT, LRU)
-    metrics = {
-        "metric_folios": INT,
-        "metric_ptes": INT,
-        "metric_cont_blocks": INT,
-        "metric_calls": INT,
-        "metric_ptes_visited": INT,
-        "metric_blocks_touched": INT,
-        "metric_tlb_flushes": INT,
-        "metric_pte_atomics": INT,
-        "metric_young_folios": INT,
-        "metric_young_clear_ms": FLOAT,
-        "metric_reclaim_rest_ms": FLOAT,
-        "metric_scan_ms": FLOAT,
-        "metric_speedup_vs_per_pte": FLOAT,
-        "metric_time_reduction_vs_per_pte": FLOAT,
-    }
-    metric_docs = {
-        "metric_folios": "folios scanned (namespace_size / folio size)",
-        "metric_ptes": "PTEs mapping them",
-        "metric_cont_blocks": "arm64 contpte blocks among them",
-        "metric_calls": "young-helper calls (per PTE, or one per folio run when batched)",
-        "metric_ptes_visited": "PTEs read by the helpers (a per-PTE call on a cont PTE walks its 16)",
-        "metric_blocks_touched": "contpte blocks walked by the helpers",
-        "metric_tlb_flushes": "TLB flushes (lru = classic on arm64 only; MGLRU clears without flushing)",
-        "metric_pte_atomics": "atomic PTE updates (arm64: every visited PTE; x86: young ones)",
-        "metric_young_folios": "folios found young",
-        "metric_young_clear_ms": "time in the young-bit helpers",
-        "metric_reclaim_rest_ms": "time of the rest of reclaim for these folios (per folio and per PTE)",
-        "metric_scan_ms": "modeled sys time of the reclaim: young_clear_ms + reclaim_rest_ms",
-        "metric_speedup_vs_per_pte": "per_pte scan time of the same configuration over this one",
-        "metric_time_reduction_vs_per_pte": "1 - this scan time / the per_pte one (the mail's 'improvement')",
-    }
+    metrics = (
+        Metric(column="metric_folios", dtype=INT, doc="folios scanned (namespace_size / folio size)"),
+        Metric(column="metric_ptes", dtype=INT, doc="PTEs mapping them"),
+        Metric(column="metric_cont_blocks", dtype=INT, doc="arm64 contpte blocks among them"),
+        Metric(column="metric_calls", dtype=INT, doc="young-helper calls (per PTE, or one per folio run when batched)"),
+        Metric(column="metric_ptes_visited", dtype=INT,
+               doc="PTEs read by the helpers (a per-PTE call on a cont PTE walks its 16)"),
+        Metric(column="metric_blocks_touched", dtype=INT, doc="contpte blocks walked by the helpers"),
+        Metric(column="metric_tlb_flushes", dtype=INT,
+               doc="TLB flushes (lru = classic on arm64 only; MGLRU clears without flushing)"),
+        Metric(column="metric_pte_atomics", dtype=INT,
+               doc="atomic PTE updates (arm64: every visited PTE; x86: young ones)"),
+        Metric(column="metric_young_folios", dtype=INT, doc="folios found young"),
+        Metric(column="metric_young_clear_ms", dtype=FLOAT, better="lower", doc="time in the young-bit helpers"),
+        Metric(column="metric_reclaim_rest_ms", dtype=FLOAT, better="lower",
+               doc="time of the rest of reclaim for these folios (per folio and per PTE)"),
+        Metric(column="metric_scan_ms", dtype=FLOAT, better="lower",
+               doc="modeled sys time of the reclaim: young_clear_ms + reclaim_rest_ms"),
+        Metric(column="metric_speedup_vs_per_pte", dtype=FLOAT, better="higher",
+               doc="per_pte scan time of the same configuration over this one"),
+        Metric(column="metric_time_reduction_vs_per_pte", dtype=FLOAT, better="higher",
+               doc="1 - this scan time / the per_pte one (the mail's 'improvement')"),
+    )
+    headline = "metric_scan_ms"
+    comparison = Comparison(axis="batching", baseline="per_pte", metric="metric_scan_ms", label="batching")
+    best_keys = ("compound_order", "arch")
     points_per_second = 2e6
     free_params = (
         FreeParam(section="young", key="folio_ns", lower=50.0, upper=50_000.0),
@@ -199,7 +193,7 @@ class YoungModel(Model):
             "metric_young_clear_ms": np.where(b, young_b, young_pp) / 1e6,
             "metric_reclaim_rest_ms": rest_ns / 1e6, "metric_scan_ms": total / 1e6,
             "metric_speedup_vs_per_pte": speedup, "metric_time_reduction_vs_per_pte": reduction,
-        }, schema=self.metrics)
+        }, schema=self.metric_dtypes)
         return pl.concat([status, metrics], how="horizontal")  # evaluate() nulls the metrics of rows not ok
 
     @staticmethod
