@@ -97,7 +97,7 @@ class Sweep:
 
     def _scan_parts(self, model: str) -> pl.LazyFrame:
         """workers.dataset's reader: polars' own scan locally, pyarrow's filesystem for URIs."""
-        return scan_parts(self.fs, self.root, model, self._parts[model])
+        return scan_parts(self.fs, self._parts[model])
 
     def scan_batches(self, model: str, source: str | None = DEFAULT) -> list[pl.LazyFrame]:
         """scan(model, source) as several scans, each over consecutive parts holding about `batch_rows` rows
@@ -116,7 +116,7 @@ class Sweep:
         if len(groups) == 1:
             return [scan]
         keep = self._source_filter(model, source)
-        frames = [scan_parts(self.fs, self.root, model, paths, subset=True) for paths in groups]
+        frames = [scan_parts(self.fs, paths) for paths in groups]
         return frames if keep is None else [lf.filter(keep) for lf in frames]
 
     def memo(self, key: tuple, compute):

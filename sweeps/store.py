@@ -250,16 +250,20 @@ def check_schema(loc: Location) -> None:
         )
 
 
-def read_manifest(loc: Location, names: Layout | None = None) -> dict | None:
-    """The manifest (of schema 3, or of the folder's own layout `names`); None when there is none yet."""
-    name = (names or layout(loc)).manifest
+def _read_json(loc: Location, name: str, advice: str) -> dict | None:
+    """OUT/<sweep>/<name> parsed; None when absent; DatasetError naming it and `advice` when not JSON."""
     path = loc.path(name)
     if not exists(loc, path):
         return None
     try:
         return json.loads(read_text(loc, path))
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise DatasetError(f"{loc.uri}/{name} is not valid JSON ({e}); rerun with --fresh to start over.") from None
+        raise DatasetError(f"{loc.uri}/{name} is not valid JSON ({e}); {advice}.") from None
+
+
+def read_manifest(loc: Location, names: Layout | None = None) -> dict | None:
+    """The manifest (of schema 3, or of the folder's own layout `names`); None when there is none yet."""
+    return _read_json(loc, (names or layout(loc)).manifest, "rerun with --fresh to start over")
 
 
 def write_manifest(loc: Location, manifest: dict) -> None:
@@ -271,14 +275,7 @@ def write_manifest(loc: Location, manifest: dict) -> None:
 
 def read_submissions(loc: Location, names: Layout | None = None) -> dict | None:
     """OUT/<sweep>/_slurm.json: {"jobs": [...]}, one record per `submit --slurm` (job id, script, options)."""
-    name = (names or layout(loc)).submissions
-    path = loc.path(name)
-    if not exists(loc, path):
-        return None
-    try:
-        return json.loads(read_text(loc, path))
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise DatasetError(f"{loc.uri}/{name} is not valid JSON ({e}); delete it to forget the Slurm jobs.") from None
+    return _read_json(loc, (names or layout(loc)).submissions, "delete it to forget the Slurm jobs")
 
 
 def add_submission(loc: Location, record: dict) -> None:

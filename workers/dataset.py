@@ -187,16 +187,15 @@ def scan(sweep_dir: str, model: str | None = None) -> pl.LazyFrame:
                                f"(got {model!r}).")
     if not parts:
         raise SweepFolderError(f"'sweep_dir' must be a sweep folder with parts (got {sweep_dir!r}: none there).")
-    frames = [scan_parts(fs, root, m, parts[m]) for m in ([model] if model is not None else parts)]
+    frames = [scan_parts(fs, parts[m]) for m in ([model] if model is not None else parts)]
     return frames[0] if len(frames) == 1 else pl.concat(frames, how="diagonal_relaxed")
 
 
-def scan_parts(fs: pafs.FileSystem, root: str, model: str, paths: list[str], subset: bool = False) -> pl.LazyFrame:
-    """One model's parts (`paths`, as part_files lists them; `subset`: only these, not every part of the
-    model), hive partitioning off: `model` is in the file."""
+def scan_parts(fs: pafs.FileSystem, paths: list[str]) -> pl.LazyFrame:
+    """The part files `paths` of one model (all of them as part_files lists them, or a batch), hive
+    partitioning off: `model` is in the file."""
     if isinstance(fs, pafs.LocalFileSystem):
-        where = paths if subset else f"{root.rstrip('/')}/{part_path(model, '*')}"
-        return pl.scan_parquet(where, hive_partitioning=False)
+        return pl.scan_parquet(paths, hive_partitioning=False)
     import pyarrow.dataset as ds
 
     return pl.scan_pyarrow_dataset(ds.dataset(paths, filesystem=fs, format="parquet"))
