@@ -28,8 +28,9 @@ FORMAT = "1"  # bump when the build recipe changes
 KEEP_BUILDS = 4  # builds a cache keeps (other source versions or compilers); older ones are removed
 COMMON_FLAGS = ("-O2", "-fPIC", "-std=gnu11", "-fno-strict-aliasing", "-Wall")
 # arch/x86/Makefile builds the kernel with -mno-sse -mno-mmx -mno-sse2 -mno-avx: the analogs of kernel code
-# are built the same way, so constant-size memcpy() becomes 8-byte moves as in the kernel.
-KERNEL_LIKE = ("memmap.c", "copy.c", "ntcopy.c")
+# are built the same way, so constant-size memcpy() becomes 8-byte moves as in the kernel. A source says
+# it is one with this line in its header comment.
+KERNEL_LIKE_MARK = "memsweep-build: kernel-flags"
 X86_KERNEL_FLAGS = ("-mno-sse", "-mno-sse2", "-mno-mmx", "-mno-avx")
 
 
@@ -72,7 +73,7 @@ def sources() -> list[Path]:
 
 def flags(compiler: Compiler, source: Path) -> tuple[str, ...]:
     """Compiler flags for one source file."""
-    extra = X86_KERNEL_FLAGS if compiler.x86_64 and source.name in KERNEL_LIKE else ()
+    extra = X86_KERNEL_FLAGS if compiler.x86_64 and KERNEL_LIKE_MARK in source.read_text() else ()
     return (*COMMON_FLAGS, *extra)
 
 

@@ -1,4 +1,5 @@
 /*
+ * memsweep-build: kernel-flags (built without SSE/MMX/AVX, as the kernel is: see build.py)
  * The copy primitive of the copy model: one S-byte copy of a source (the
  * template) repeated over a contiguous destination, copy i at dst + i * S.
  * S is a compile-time constant (8..128, multiples of 8), as sizeof(struct page)

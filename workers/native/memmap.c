@@ -1,4 +1,5 @@
 /*
+ * memsweep-build: kernel-flags (built without SSE/MMX/AVX, as the kernel is: see build.py)
  * memmap-init analog: memmap_init_zone_device() (mm/mm_init.c) over an array
  * of struct pages of P bytes (P a compile-time constant: 64, 72, 80, 88, 96),
  * with the four strategies of the ZONE_DEVICE template series (v10):

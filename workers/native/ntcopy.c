@@ -1,4 +1,5 @@
 /*
+ * memsweep-build: kernel-flags (built without SSE/MMX/AVX, as the kernel is: see build.py)
  * Non-temporal copies and the clock. Built like the kernel (no SSE/AVX
  * registers: -mno-sse -mno-mmx -mno-avx, as arch/x86/Makefile does), so
  * constant-size memcpy() expands to 8-byte moves as it does in the kernel.
