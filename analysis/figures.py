@@ -1,9 +1,11 @@
-"""The report's figures: which exist, how each gets its (small, aggregated) data, and the parity plot.
+"""The report's figures: which exist for a sweep, and the parity plot.
 
-Every figure function takes a Sweep and an output folder and returns Rendered
-(PNG + SVG written) or Skipped (the model or a column it needs is absent, or
-nothing it plots varies in this sweep). Data are aggregated with polars (median
-per series and x) before seaborn sees them; seaborn never gets raw rows.
+The figures of a model are the ones it declares (workers.plots.Plot), drawn by
+figures_declared; parity and measured_vs_model span every model. Every figure
+function takes a Sweep and an output folder and returns Rendered (PNG + SVG
+written) or Skipped (a column it needs is absent, or nothing it plots varies in
+this sweep). Data are aggregated with polars (median per series and x) before
+seaborn sees them; seaborn never gets raw rows.
 """
 
 from __future__ import annotations
@@ -18,58 +20,11 @@ import polars as pl
 import seaborn as sns
 
 from .exceptions import AnalysisWarning
-from .metrics import published_comparison, series_medians
+from .metrics import published_comparison
 from .plotting import Rendered, Skipped, save, square_log_axes, theme
-from .read import Sweep, describe, pin
+from .read import Sweep
 
 FigureFn = Callable[[Sweep, Path], "Rendered | Skipped"]
-
-
-def missing(sweep: Sweep, model: str, columns: list[str]) -> str | None:
-    """Why a figure of `model` needing `columns` cannot be drawn from this sweep, or None."""
-    if model not in sweep.models:
-        return f"model absent: this sweep has no {model} rows"
-    have = sweep.schema(model)
-    lacking = [c for c in columns if c not in have]
-    if lacking:
-        return f"the {model} rows lack the columns {lacking} (written by another model version)"
-    return None
-
-
-def not_varying(sweep: Sweep, model: str, columns: list[str]) -> str | None:
-    """Why a figure whose axes are `columns` has nothing to show (an axis takes one value)."""
-    values = sweep.axis_values(model)
-    if any(values.get(c) is not None and values[c].height == 0 for c in columns):
-        return f"no ok {model} rows in this sweep (see the reasons table)"
-    flat = [c for c in columns if values.get(c) is not None and values[c].height < 2]
-    if flat:
-        names = ", ".join(c.removeprefix("param_") for c in flat)
-        return f"{names} takes a single value among the {model} ok rows of this sweep"
-    return None
-
-
-def medians(sweep: Sweep, model: str, x: str, y: str, series: list[str], *,
-            where: pl.Expr | None = None, fixed: tuple[str, ...] = (),
-            prefer: dict | None = None) -> tuple[pl.DataFrame, str]:
-    """Median y per (series, x) on a slice with every other varying axis held at one value.
-
-    `where` filters further on axes listed in `fixed`. Returns the small frame and the text
-    naming what was held fixed (for the caption)."""
-    expr, held = pin(sweep, model, [x, *series, *fixed], prefer)
-    lf = sweep.scan(model).filter(expr)
-    if where is not None:
-        lf = lf.filter(where)
-    return series_medians(lf, x, y, series).collect(engine="streaming"), describe(sweep, model, held)
-
-
-def no_rows(model: str, metric: str, held: str) -> str:
-    """The skip reason of a figure whose slice has no value to plot (e.g. measured rows, which fill
-    only a model's headline metric)."""
-    return f"no ok {model} rows with a value of {metric} in the slice shown" + (f" ({held})" if held else "")
-
-
-def held_text(held: str) -> str:
-    return f" Other axes held at: {held}." if held else ""
 
 
 def parity(sweep: Sweep, outdir: Path) -> Rendered | Skipped:
@@ -133,23 +88,17 @@ def _parity_panel(ax, df: pl.DataFrame, models: list[str], palette: dict) -> Non
     ax.legend(fontsize=8, loc="upper left")
 
 
-def registry() -> list[tuple[str, str, FigureFn]]:
-    """(id, title, function) of every figure, in report order."""
+def registry(sweep: Sweep) -> list[tuple[str, str, FigureFn]]:
+    """(id, title, function) of every figure of this sweep, in report order: the figures each model of
+    the sweep declares (Model.plots, drawn by figures_declared.draw), then the parity plot and the
+    measured-vs-model plot."""
+    from .figures_declared import declared, draw
     from .figures_measured import measured_vs_model
-    from .figures_memmap import memmap_heatmap, memmap_init, memmap_overhead
-    from .figures_models import copy_cost, pfnmap_coverage, pfnmap_latency, young_scan
 
-    return [
-        ("memmap_init", "memmap init time vs namespace size", memmap_init),
-        ("memmap_speedup_heatmap", "Best memmap speedup over align x compound order", memmap_heatmap),
-        ("memmap_overhead", "memmap overhead on device and in DRAM", memmap_overhead),
-        ("pfnmap_latency", "pfnmap ns/load and copy time vs mapping size", pfnmap_latency),
-        ("pfnmap_coverage", "Huge-leaf coverage vs misalignment", pfnmap_coverage),
-        ("copy_cost", "Copy cost per size: memcpy, nt call, nt inline", copy_cost),
-        ("young_scan", "young scan time per batching and folio order", young_scan),
-        ("parity", "Model vs published figures", parity),
-        ("measured_vs_model", "Measured on this hardware vs the model", measured_vs_model),
-    ]
+    out: list[tuple[str, str, FigureFn]] = [
+        (p.id, p.title, lambda sw, outdir, m=m, p=p: draw(sw, m, p, outdir)) for m, p in declared(sweep)]
+    return out + [("parity", "Model vs published figures", parity),
+                  ("measured_vs_model", "Measured on this hardware vs the model", measured_vs_model)]
 
 
 def render_all(sweep: Sweep, outdir: Path) -> list[Rendered | Skipped]:
@@ -160,7 +109,7 @@ def render_all(sweep: Sweep, outdir: Path) -> list[Rendered | Skipped]:
     An OSError (the folder is full or not writable) is raised: that report cannot be written."""
     theme()
     out: list[Rendered | Skipped] = []
-    for fid, title, fn in registry():
+    for fid, title, fn in registry(sweep):
         try:
             out.append(fn(sweep, outdir))
         except OSError:

@@ -1,7 +1,7 @@
 """The figure of a sweep with source = "both": each measured point against its modeled value.
 
 See figures.py for the contract. One panel per model and metric the measure
-backend fills; a point is one measured point (same point_id as its modeled
+backend fills (the model's Measurement declares them); a point is one measured point (same point_id as its modeled
 row), at its median, with a line down to its least disturbed time
 (measure_min), so the reader sees both how far the profile is from this host
 and how noisy the host was.
@@ -22,13 +22,14 @@ from .metrics import ok
 from .plotting import Rendered, Skipped, save, square_log_axes
 from .read import MEASURED, MODELED, Sweep, label
 
-# (model, metric, colour by, panel title) for every metric a measured row can fill
-PANELS = (
-    ("memmap", "metric_init_ms", "param_strategy", "memmap init time"),
-    ("copy", "metric_ns_per_copy", "param_strategy", "copy: time per copy"),
-    ("pfnmap", "metric_ns_per_load", "param_compound_order", "pfnmap: ns per load (lat_mem_rd -t)"),
-    ("pfnmap", "metric_copy_ms", "param_compound_order", "pfnmap: streaming copy"),
-)
+def panels(sweep: Sweep, model: str) -> list[tuple[str, str, str]]:
+    """(metric, colour by, panel title) for every metric a measured row of `model` can fill: the
+    metrics its Measurement declares, coloured by the axis of its comparison (strategy, leaf order)."""
+    obj = sweep.model_object(model)
+    if obj is None or obj.measurement is None or obj.comparison is None:
+        return []
+    return [(metric, obj.comparison.column, f"{model}: {metric.removeprefix('metric_').replace('_', ' ')}")
+            for metric in obj.measurement.metric_columns]
 
 
 def pairs(sweep: Sweep, model: str, metric: str, hue: str) -> pl.DataFrame:
@@ -49,12 +50,12 @@ def measured_vs_model(sweep: Sweep, outdir: Path) -> Rendered | Skipped:
         return Skipped(id=fid, title=title, reason="no model in this sweep has both measured and modeled rows "
                                                    "(a spec with source = \"both\" makes them)")
     jobs = []
-    for model, metric, hue, name in PANELS:
-        have = sweep.schema(model) if model in both else {}
-        if all(c in have for c in (metric, hue, "measure_min")):
-            df = pairs(sweep, model, metric, hue)
-            if df.height:
-                jobs.append((model, metric, name, df))
+    for model in both:
+        for metric, hue, name in panels(sweep, model):
+            if all(c in sweep.schema(model) for c in (metric, hue, "measure_min")):
+                df = pairs(sweep, model, metric, hue)
+                if df.height:
+                    jobs.append((model, metric, name, df))
     if not jobs:
         return Skipped(id=fid, title=title, reason="no measured point of this sweep is ok with a modeled twin")
     cols = min(2, len(jobs))

@@ -1,11 +1,14 @@
 """Key findings: a few sentences a reader of the report should take away, computed from this sweep.
 
 Each finding is one sentence with its numbers and the configuration they hold
-for, and the id of the figure that shows it. Nothing is hard-coded: every
-number is an aggregate of the sweep's ok rows (lazy polars, one pass per
-finding), and a finding whose rows the sweep does not have is left out.
-`Finding.data` keeps the numbers the sentence quotes, so tests can check the
-sentence against the rows.
+for, and the id of the figure that shows it. The sentences are declared by the
+models (`Model.findings`, workers/findings.py: Winner, Ratio, Medians) and
+evaluated here by one generic path each, model by model in sweep order, each
+model's declarations in order, then `published` (model vs published figures).
+Nothing is hard-coded: every number is an aggregate of the sweep's ok modeled
+rows (lazy polars), and a finding whose rows or columns the sweep does not have
+is left out. `Finding.data` keeps the numbers the sentence quotes, so tests can
+check the sentence against the rows.
 """
 
 from __future__ import annotations
@@ -16,11 +19,16 @@ from typing import Callable
 import numpy as np
 import polars as pl
 
-from .metrics import ok, per_variant, published_comparison
-from .read import MODELED, Sweep, label
+from workers.findings import Above, Clause, Medians, Pick, Ratio, Winner
+from workers.model import Model
+from workers.plots import cond_columns
+
+from .metrics import higher_is_better, ok, per_variant, published_comparison
+from .read import MODELED, Sweep, cond_expr, label, label_with_unit, value_expr
 
 TIE = 1e-9  # relative: variants this close to the best time share the win
-TiB = 1 << 40
+# What a finding's evaluation may raise on a sweep of an older schema or an unexpected dtype: it is left out.
+SKIP = (pl.exceptions.ColumnNotFoundError, pl.exceptions.SchemaError, pl.exceptions.InvalidOperationError)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -28,21 +36,79 @@ class Finding:
     text: str
     figure: str  # id of the figure that shows it (an anchor in report.html)
     data: dict = field(default_factory=dict)
+    id: str = ""  # "<model>/<declaration id>"; "published" for the parity finding
 
 
 def key_findings(sweep: Sweep) -> list[Finding]:
     """Every finding this sweep's rows support, in reading order."""
     out = []
-    for fn in FINDINGS:
-        try:
-            found = fn(sweep)
-        except (pl.exceptions.ColumnNotFoundError, pl.exceptions.SchemaError):
-            found = None  # a sweep of an older schema, or a model without that axis
-        if found is not None:
-            out.append(found)
-    return out
+    for m in sweep.models:
+        model = sweep.model_object(m)
+        for decl in (model.findings if model is not None else ()):
+            try:
+                found = evaluate(sweep, m, model, decl)
+            except SKIP:
+                found = None  # a sweep of an older schema, or a model without that axis
+            if found is not None:
+                out.append(found)
+    try:
+        found = published(sweep)
+    except SKIP:
+        found = None
+    return out + ([found] if found is not None else [])
 
 
+def evaluate(sweep: Sweep, m: str, model: Model, decl: Winner | Ratio | Medians) -> Finding | None:
+    """One declared finding of model `m` on this sweep, or None when the sweep lacks its rows."""
+    if isinstance(decl, Winner):
+        found = _winner(sweep, m, model, decl)
+    elif isinstance(decl, Ratio):
+        found = _ratio(sweep, m, model, decl)
+    elif isinstance(decl, Medians):
+        found = _medians(sweep, m, decl)
+    else:
+        return None
+    if found is None:
+        return None
+    text, data = found
+    return Finding(text=text, figure=decl.figure, data=data, id=f"{m}/{decl.id}")
+
+
+# -- formatting -------------------------------------------------------------------------------------------
+class _Value:
+    """A placeholder's value: its text by default, the raw number under a format spec ("{x_at:g}"); a
+    list formats each item and joins them with ", "."""
+
+    __slots__ = ("raw", "text")
+
+    def __init__(self, raw: object, text: str) -> None:
+        self.raw, self.text = raw, text
+
+    def __format__(self, spec: str) -> str:
+        if not spec:
+            return self.text
+        if isinstance(self.raw, list):
+            return ", ".join(format(v, spec) for v in self.raw)
+        return format(self.raw, spec)
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def _bytes(n: float) -> str:
+    for unit, size in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{n:.0f} B"
+
+
+def _number(v: float, fmt: str) -> str:
+    if v is None or (isinstance(v, float) and v != v):
+        return "-"
+    return _bytes(v) if fmt == "bytes" else format(v, fmt)
+
+
+# -- rows -------------------------------------------------------------------------------------------------
 def _rows(sweep: Sweep, model: str, *columns: str) -> pl.LazyFrame | None:
     """The model's modeled ok rows, or None when the sweep lacks the model or a column."""
     if model not in sweep.models or MODELED not in sweep.sources(model):
@@ -53,70 +119,148 @@ def _rows(sweep: Sweep, model: str, *columns: str) -> pl.LazyFrame | None:
     return ok(sweep.scan(model, MODELED))
 
 
-def _varying(sweep: Sweep, model: str, exclude: tuple[str, ...]) -> list[str]:
-    return [c for c in sweep.params(model) if c not in exclude]
+def _per_variant(sweep: Sweep, model: str, keys: list[str], axis: str, metric: str) -> tuple[pl.DataFrame, dict]:
+    """One row per configuration (`keys`), one column per value of `axis`, named str(value), holding its
+    `metric` (null where that variant is not ok): metrics.per_variant, which the tables share. Also
+    column name -> value."""
+    values, wide = per_variant(sweep, model, axis, metric, keys)
+    names = {str(v): v for v in values if v is not None}
+    return wide.rename({f"v{i}": str(v) for i, v in enumerate(values) if v is not None}).drop(
+        [f"v{i}" for i, v in enumerate(values) if v is None]), names
 
 
-def _fmt(x: float, digits: int = 2) -> str:
-    return f"{x:.{digits}f}"
+# -- groups and quotes --------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class _Group:
+    at: object  # the group's value (a tuple when grouped by several columns)
+    text: str  # its label
+    value: float  # the median
+    n: int
+    flags: dict
 
 
-def _bytes(n: float) -> str:
-    for unit, size in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= size:
-            return f"{n / size:.1f} {unit}"
-    return f"{n:.0f} B"
+def _order(v: object) -> tuple:
+    if isinstance(v, tuple):
+        return tuple(_order(x) for x in v)
+    return (v is None, v if isinstance(v, (int, float)) else str(v))
 
 
-def best_strategy(sweep: Sweep) -> Finding | None:
-    """memmap: the strategy that is fastest most often (ties are no win), its speedup over slow, and
-    the axis value where it wins least."""
-    lf = _rows(sweep, "memmap", "param_strategy", "metric_init_ms", "metric_speedup_vs_slow")
-    if lf is None:
+def _groups(df: pl.DataFrame, at: Callable[[dict], tuple[object, str]], flags: set[str]) -> list[_Group]:
+    """Groups of a frame with _v (median) and _n, sorted by value; groups without a median left out."""
+    out = []
+    for r in df.iter_rows(named=True):
+        if r["_v"] is None or (isinstance(r["_v"], float) and np.isnan(r["_v"])):
+            continue
+        value, text = at(r)
+        out.append(_Group(at=value, text=text, value=float(r["_v"]), n=int(r["_n"]),
+                          flags={f: bool(r[f]) for f in flags}))
+    return sorted(out, key=lambda g: _order(g.at))
+
+
+def _pick_flags(quote) -> set[str]:
+    return {c for _, p in quote if isinstance(p, Pick) for c in (p.only, p.unless) if c}
+
+
+def _same(a: object, b: object) -> bool:
+    """a == b, but a boolean equals only a boolean (True is not the group value 1)."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    return a == b
+
+
+def _pick(groups: list[_Group], pick: object) -> _Group | list[_Group] | None:
+    """The group(s) a quote stands for, or None when the sweep has none."""
+    if not isinstance(pick, Pick):
+        return next((g for g in groups if _same(g.at, pick)), None)
+    gs = [g for g in groups if (not pick.only or g.flags[pick.only]) and (not pick.unless or not g.flags[pick.unless])]
+    if not gs:
         return None
-    keys = _varying(sweep, "memmap", ("param_strategy",))
-    per = _per_variant(sweep, "memmap", keys, "param_strategy", "metric_init_ms")
+    if pick.which == "all":
+        return gs
+    if pick.which == "first":
+        return gs[0]
+    if pick.which == "last":
+        return gs[-1]
+    sign = -1 if pick.which == "max" else 1
+    return min(gs, key=lambda g: sign * g.value)  # ties: the lowest group value
+
+
+def _quote(groups: list[_Group], quote, fmt: str) -> tuple[dict, dict] | None:
+    """(template values, data) of every quoted name, or None when a quoted group is missing."""
+    values, data = {}, {}
+    for name, pick in quote:
+        got = _pick(groups, pick)
+        if got is None:
+            return None
+        if isinstance(got, list):
+            v, at, n = [g.value for g in got], [g.at for g in got], [g.n for g in got]
+            values[name] = _Value(v, ", ".join(_number(x, fmt) for x in v))
+            values[f"{name}_at"] = _Value(at, ", ".join(g.text for g in got))
+            values[f"{name}_n"] = _Value(n, ", ".join(f"{x:,}" for x in n))
+        else:
+            v, at, n = got.value, got.at, got.n
+            values[name] = _Value(v, _number(v, fmt))
+            values[f"{name}_at"] = _Value(at, got.text)
+            values[f"{name}_n"] = _Value(n, f"{n:,}")
+        data.update({name: v, f"{name}_at": at, f"{name}_n": n})
+    return values, data
+
+
+# -- the three kinds ---------------------------------------------------------------------------------------
+def _winner(sweep: Sweep, m: str, model: Model, d: Winner) -> tuple[str, dict] | None:
+    """The comparison's variant best in the most configurations (ties are no win), its speedup over the
+    baseline, and the axis value where it wins least."""
+    comp = model.comparison
+    if comp is None or _rows(sweep, m, comp.column, comp.metric) is None:
+        return None
+    axis = comp.column
+    keys = [c for c in sweep.params(m) if c != axis]
+    per, values = _per_variant(sweep, m, keys, axis, comp.metric)
     names = [c for c in per.columns if c not in keys]
-    times = per.select(names).to_numpy()
-    filled = np.where(np.isnan(times), np.inf, times)
+    base = str(comp.baseline)
+    if base not in names:
+        return None
+    minimize = not higher_is_better(model, comp.metric)
+    times = per.select(names).to_numpy().astype(float)
+    score = times if minimize else -times  # lower is better
+    filled = np.where(np.isnan(score), np.inf, score)
     order = np.argsort(filled, axis=1)
-    t0 = np.take_along_axis(filled, order[:, :1], axis=1)[:, 0]
-    t1 = np.take_along_axis(filled, order[:, 1:2], axis=1)[:, 0] if len(names) > 1 else np.full(len(t0), np.inf)
-    slow = per["slow"].to_numpy() if "slow" in names else np.full(len(t0), np.nan)
+    s0 = np.take_along_axis(filled, order[:, :1], axis=1)[:, 0]
+    s1 = np.take_along_axis(filled, order[:, 1:2], axis=1)[:, 0] if len(names) > 1 else np.full(len(s0), np.inf)
+    t0 = np.where(minimize, s0, -s0)
+    b = per[base].to_numpy().astype(float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        speedup = b / t0 if minimize else t0 / b
     per = per.select(keys).with_columns(
         pl.Series("best", np.array(names, dtype=object)[order[:, 0]], dtype=pl.Utf8),
-        pl.Series("unique", (t1 - t0) > TIE * t0),
-        pl.Series("speedup", slow / t0),
-    ).filter(pl.Series(np.isfinite(t0)))
-    wins = per.filter("unique").group_by("best").agg(pl.len().alias("n")).sort("n", descending=True)
+        pl.Series("unique", (s1 - s0) > TIE * np.abs(s0)),
+        pl.Series("speedup", speedup),
+    ).filter(pl.Series(np.isfinite(s0)))
+    wins = per.filter("unique").group_by("best").agg(pl.len().alias("n")).sort(["n", "best"], descending=[True, False])
     if wins.height == 0:
         return None
     top, n = wins.row(0)
     total = per.height
     mine = per.filter(pl.col("best") == top)
-    median = float(mine["speedup"].median())
-    text = (f"{top} is the fastest memmap strategy in {n:,} of {total:,} configurations ({n / total:.0%}), "
-            f"a median {_fmt(median)}x faster than slow (up to {_fmt(float(mine['speedup'].max()))}x).")
-    data = {"strategy": top, "wins": n, "configurations": total, "median_speedup": median}
+    median, most = float(mine["speedup"].median()), float(mine["speedup"].max())
+    name = lambda col: label(sweep, m, axis, values[col])  # noqa: E731
+    fields = {"winner": name(top), "model": m, "label": comp.label, "wins": f"{n:,}", "configurations": f"{total:,}",
+              "share": f"{n / total:.0%}", "median_speedup": _Value(median, _number(median, d.fmt)),
+              "max_speedup": _Value(most, _number(most, d.fmt)), "baseline": label(sweep, m, axis, comp.baseline)}
+    text = d.text.format(**fields)
+    data = {"winner": values[top], comp.label: values[top], "wins": n, "configurations": total,
+            "median_speedup": median}
     where = _weakest(per.with_columns(((pl.col("best") == top) & pl.col("unique")).alias("won")), keys, "won")
     if where is not None:
         col, value, share, count = where
         there = per.filter((pl.col(col) == value) & pl.col("unique") & (pl.col("best") != top))
-        other = there.group_by("best").agg(pl.len().alias("n")).sort("n", descending=True)
-        instead = f"; {other.row(0)[0]} is fastest in {other.row(0)[1]:,} of them" if other.height else ""
-        text += (f" It wins least where {col.removeprefix('param_')} = "
-                 f"{label(sweep, 'memmap', col, value)}: {share:.0%} of those {count:,} configurations{instead}.")
+        other = there.group_by("best").agg(pl.len().alias("n")).sort(["n", "best"], descending=[True, False])
+        instead = d.instead.format(other=name(other.row(0)[0]), other_n=f"{other.row(0)[1]:,}") if other.height else ""
+        text += d.weakest.format(axis=col.removeprefix("param_"), value=label(sweep, m, col, value),
+                                 stops_share=f"{share:.0%}", count=f"{count:,}", instead=instead)
         data.update(stops_axis=col, stops_value=value, stops_share=share,
-                    instead=other.row(0)[0] if other.height else None)
-    return Finding(text=text, figure="memmap_init", data=data)
-
-
-def _per_variant(sweep: Sweep, model: str, keys: list[str], axis: str, metric: str) -> pl.DataFrame:
-    """One row per configuration (`keys`), one column per value of `axis`, named by the value, holding its
-    `metric` (null where that variant is not ok): metrics.per_variant, which the tables share."""
-    values, wide = per_variant(sweep, model, axis, metric, keys)
-    return wide.rename({f"v{i}": str(v) for i, v in enumerate(values) if v is not None}).drop(
-        [f"v{i}" for i, v in enumerate(values) if v is None])
+                    instead=values[other.row(0)[0]] if other.height else None)
+    return text, data
 
 
 def _weakest(per: pl.DataFrame, keys: list[str], flag: str) -> tuple[str, object, float, int] | None:
@@ -127,144 +271,102 @@ def _weakest(per: pl.DataFrame, keys: list[str], flag: str) -> tuple[str, object
         g = g.filter(pl.col("n") >= max(2, per.height // 20))
         if g.height < 2:
             continue
-        row = g.sort("share").row(0, named=True)
+        row = g.sort("share", col, nulls_last=True).row(0, named=True)
         if worst is None or row["share"] < worst[2]:
             worst = (col, row[col], float(row["share"]), int(row["n"]))
     return worst if worst is not None and worst[2] < 0.999 else None
 
 
-def dedup_lost(sweep: Sweep) -> Finding | None:
-    """memmap: the struct page sizes without vmemmap deduplication, and their DRAM per TiB against a size with it."""
-    lf = _rows(sweep, "memmap", "metric_vmemmap_optimized", "metric_memmap_dram_bytes", "param_map")
+def _ratio(sweep: Sweep, m: str, model: Model, d: Ratio) -> tuple[str, dict] | None:
+    """Median numerator / denominator of two variants over configurations, per group of `by`."""
+    comp = model.comparison
+    if comp is None or _rows(sweep, m, comp.column, comp.metric) is None:
+        return None
+    keys = [c for c in sweep.params(m) if c != comp.column]
+    by = [c for c in d.by if c in keys]
+    if not by:
+        return None
+    wide, _ = _per_variant(sweep, m, keys, comp.column, comp.metric)
+    num, den = str(d.numerator), str(d.denominator)
+    if not {num, den} <= set(wide.columns):
+        return None
+    df = (wide.drop_nulls([num, den]).group_by(by)
+          .agg((pl.col(num) / pl.col(den)).median().alias("_v"), pl.len().alias("_n")))
+
+    def at(r):
+        key = tuple(r[c] for c in by)
+        return (key if len(by) > 1 else key[0]), " ".join(label_with_unit(sweep, m, c, r[c]) for c in by)
+
+    quoted = _quote(_groups(df, at, set()), d.quote, d.fmt)
+    if quoted is None:
+        return None
+    values, data = quoted
+    return d.text.format(**values), data
+
+
+def _medians(sweep: Sweep, m: str, d: Medians) -> tuple[str, dict] | None:
+    """Median of a metric on a slice, per group of a column or of a derived boolean."""
+    clauses = (Clause(by=d.by, quote=d.quote, text=""), *d.more)
+    flags = set().union(*(_pick_flags(c.quote) for c in clauses))
+    columns = {d.metric, *flags, *([d.per] if d.per else []), *([d.each] if d.each else [])}
+    for c in clauses:
+        columns.add(c.by.column if isinstance(c.by, Above) else c.by)
+    for c in d.where:
+        columns |= cond_columns(c)
+    lf = _rows(sweep, m, *columns)
     if lf is None:
         return None
-    g = (lf.filter((pl.col("param_map") == "mem") & (pl.col("metric_compound_order") > 0))
-         .group_by("param_struct_page_size", "param_align")
-         .agg(pl.col("metric_vmemmap_optimized").any().alias("opt"),
-              (pl.col("metric_memmap_dram_bytes") / pl.col("param_namespace_size") * TiB).median().alias("per_tib"))
-         .sort("param_align", "param_struct_page_size").collect())
-    if g.height == 0:
-        return None
-    lost = sorted({int(p) for p, o in zip(g["param_struct_page_size"], g["opt"]) if not o}
-                  - {int(p) for p, o in zip(g["param_struct_page_size"], g["opt"]) if o})
-    kept = g.filter("opt")
-    if not lost or kept.height == 0:
-        return None
-    align = kept.sort("param_align").row(0, named=True)["param_align"]
-    at = g.filter(pl.col("param_align") == align)
-    base = at.filter("opt").row(0, named=True)
-    worst = at.filter(pl.col("param_struct_page_size").is_in(lost)).sort("per_tib", descending=True)
-    if worst.height == 0:
-        return None
-    w = worst.row(0, named=True)
-    text = (f"vmemmap deduplication is lost at struct page sizes {', '.join(f'{p} B' for p in lost)} "
-            f"(not a power of two): a devdax memmap in DRAM (map=mem, align {label(sweep, 'memmap', 'param_align', align)}) "
-            f"then costs {_bytes(w['per_tib'])} per TiB at {w['param_struct_page_size']} B, against "
-            f"{_bytes(base['per_tib'])} at {base['param_struct_page_size']} B.")
-    return Finding(text=text, figure="memmap_overhead",
-                   data={"lost": lost, "align": align, "lost_per_tib": w["per_tib"], "kept_per_tib": base["per_tib"],
-                         "lost_size": w["param_struct_page_size"], "kept_size": base["param_struct_page_size"]})
+    varying = set(sweep.varying(m))
+    schema = sweep.schema(m)
+    for c in d.where:
+        e = cond_expr(c, schema, varying)
+        if e is not None:  # None: an Either whose when_varying axis takes one value holds everywhere
+            lf = lf.filter(e)
+    value = pl.col(d.metric).cast(pl.Float64)
+    if d.per:
+        value = value / pl.col(d.per) * d.scale
+    lf = lf.with_columns(value.alias("_value"))
 
+    def frame(by, extra: list[str]) -> pl.DataFrame:
+        key = (pl.col(by.column) > by.threshold) if isinstance(by, Above) else pl.col(by)
+        return (lf.group_by(*extra, key.alias("_at"))
+                .agg(pl.col("_value").median().alias("_v"), pl.len().alias("_n"), *(pl.col(f).any() for f in flags))
+                .collect(engine="streaming"))
 
-def inline_movnti(sweep: Sweep) -> Finding | None:
-    """memmap: what patch 8's inline MOVNTI buys over the out-of-line non-temporal copy, by struct page size."""
-    lf = _rows(sweep, "memmap", "param_strategy", "metric_init_ms")
-    if lf is None:
-        return None
-    keys = _varying(sweep, "memmap", ("param_strategy",))
-    wide = _per_variant(sweep, "memmap", keys, "param_strategy", "metric_init_ms")
-    if not {"template_nt", "template_nt_inline"} <= set(wide.columns):
-        return None
-    pair = (wide.drop_nulls(["template_nt", "template_nt_inline"])
-            .group_by("param_struct_page_size", *[k for k in ("param_mode",) if k in keys])
-            .agg((pl.col("template_nt") / pl.col("template_nt_inline")).median().alias("gain"), pl.len().alias("n"))
-            .sort("gain", descending=True))
-    if pair.height == 0:
-        return None
-    top, low = pair.row(0, named=True), pair.row(pair.height - 1, named=True)
+    def at_of(by):
+        if isinstance(by, Above):
+            return lambda r: (r["_at"], str(r["_at"]).lower())
+        return lambda r: (r["_at"], label_with_unit(sweep, m, by, r["_at"]))
 
-    def where(r):
-        mode = f" {r['param_mode']}" if "param_mode" in r else ""
-        return f"{r['param_struct_page_size']} B{mode}"
-
-    text = (f"Inline MOVNTI (template_nt_inline over template_nt) matters most at {where(top)}: "
-            f"{_fmt(top['gain'])}x faster (median of {top['n']:,} configurations); least at {where(low)}: "
-            f"{_fmt(low['gain'])}x.")
-    return Finding(text=text, figure="memmap_init", data={"max_gain": top["gain"], "min_gain": low["gain"],
-                                                           "max_at": top["param_struct_page_size"]})
-
-
-def huge_leaf_alignment(sweep: Sweep) -> Finding | None:
-    """pfnmap: the huge-leaf gain where blocks can become leaves, against the misaligned placements."""
-    lf = _rows(sweep, "pfnmap", "metric_speedup_vs_pte", "metric_huge_fraction", "param_compound_order")
-    if lf is None:
-        return None
-    g = (lf.filter((pl.col("param_compound_order").fill_null(9) >= 9) & pl.col("metric_ns_per_load").is_not_null())
-         .with_columns((pl.col("metric_huge_fraction") > 0.5).alias("huge"))
-         .group_by("huge").agg(pl.col("metric_speedup_vs_pte").median().alias("speedup"), pl.len().alias("n"))
-         .collect())
-    by = {bool(r["huge"]): r for r in g.iter_rows(named=True)}
-    if True not in by or False not in by:
-        return None
-    text = (f"Huge pfnmap leaves make lat_mem_rd loads a median {_fmt(by[True]['speedup'])}x faster than PTEs "
-            f"where most of the mapping can take them ({by[True]['n']:,} points), and "
-            f"{_fmt(by[False]['speedup'])}x where misalignment (va - pa, or the start) leaves less than half of it "
-            f"to huge leaves ({by[False]['n']:,} points).")
-    return Finding(text=text, figure="pfnmap_coverage",
-                   data={"aligned": by[True]["speedup"], "misaligned": by[False]["speedup"]})
-
-
-def young_batching(sweep: Sweep) -> Finding | None:
-    """young: the batched gain against folio order and young fraction, on arm64 (cont PTEs)."""
-    lf = _rows(sweep, "young", "metric_speedup_vs_per_pte", "param_batching", "param_compound_order")
-    if lf is None:
-        return None
-    arm = lf.filter((pl.col("param_batching") == "batched") & (pl.col("param_arch") == "arm64")
-                    if "param_arch" in sweep.schema("young") else pl.col("param_batching") == "batched")
-    by_order = (arm.group_by("param_compound_order").agg(pl.col("metric_speedup_vs_per_pte").median().alias("s"))
-                .sort("s", descending=True).collect())
-    if by_order.height == 0:
-        return None
-    best, worst = by_order.row(0, named=True), by_order.row(by_order.height - 1, named=True)
-    text = (f"Batched young-bit clearing speeds an arm64 reclaim scan up by a median {_fmt(best['s'])}x at folio order "
-            f"{best['param_compound_order']}, and {_fmt(worst['s'])}x at order {worst['param_compound_order']}")
-    data = {"best_order": best["param_compound_order"], "best": best["s"], "worst_order": worst["param_compound_order"],
-            "worst": worst["s"]}
-    if "param_young_fraction" in sweep.schema("young"):
-        by_yf = (arm.group_by("param_young_fraction").agg(pl.col("metric_speedup_vs_per_pte").median().alias("s"))
-                 .sort("param_young_fraction").collect())
-        if by_yf.height >= 2:
-            lo, hi = by_yf.row(0, named=True), by_yf.row(by_yf.height - 1, named=True)
-            text += (f"; from {_fmt(lo['s'])}x with {lo['param_young_fraction']:g} of the folios young to "
-                     f"{_fmt(hi['s'])}x with {hi['param_young_fraction']:g}")
-            data.update(yf_low=lo["s"], yf_high=hi["s"])
-    return Finding(text=text + ".", figure="young_scan", data=data)
-
-
-def medium(sweep: Sweep) -> Finding | None:
-    """memmap: what the medium does to the best strategy's speedup (map=dev writes struct pages to it)."""
-    lf = _rows(sweep, "memmap", "param_medium", "metric_speedup_vs_slow")
-    if lf is None:
-        return None
-    g = (lf.filter((pl.col("param_map") == "dev") & (pl.col("param_strategy") == "template_nt_inline"))
-         .group_by("param_medium", "param_mode").agg(pl.col("metric_speedup_vs_slow").median().alias("s"))
-         .sort("param_mode", "param_medium").collect())
-    media = set(g["param_medium"].to_list())
-    if not {"dram", "pmem"} <= media:
-        return None
-    parts = []
-    data = {}
-    for mode in g["param_mode"].unique(maintain_order=True).to_list():
-        m = {r["param_medium"]: r["s"] for r in g.filter(pl.col("param_mode") == mode).iter_rows(named=True)}
-        if {"dram", "pmem"} <= m.keys():
-            parts.append(f"{mode} {_fmt(m['dram'])}x on DRAM, {_fmt(m['pmem'])}x on pmem")
-            data[mode] = (m["dram"], m["pmem"])
+    more = ""
+    extra: dict = {}
+    for c in d.more:
+        groups = _groups(frame(c.by, []), at_of(c.by), flags)
+        quoted = _quote(groups, c.quote, d.fmt) if len(groups) >= 2 else None
+        if quoted is not None:
+            more += c.text.format(**quoted[0])
+            extra.update(quoted[1])
+    if not d.each:
+        quoted = _quote(_groups(frame(d.by, []), at_of(d.by), flags), d.quote, d.fmt)
+        if quoted is None:
+            return None
+        values, data = quoted
+        return d.text.format(**values, more=more), {**data, **extra}
+    df = frame(d.by, [d.each])
+    parts, data = [], {}
+    for each in sorted(df[d.each].unique().to_list(), key=_order):
+        groups = _groups(df.filter(value_expr(d.each, each)), at_of(d.by), flags)
+        quoted = _quote(groups, d.quote, d.fmt)
+        if quoted is None:
+            continue
+        parts.append(d.clause.format(**quoted[0], each=label_with_unit(sweep, m, d.each, each)))
+        data[each] = tuple(quoted[1][name] for name, _ in d.quote)
     if not parts:
         return None
-    return Finding(text="On the namespace's own medium (map=dev), template_nt_inline's median speedup over slow is "
-                        + "; ".join(parts) + ".", figure="memmap_init", data=data)
+    return d.text.format(clauses="; ".join(parts), more=more), {**data, **extra}
 
 
+# -- generic ------------------------------------------------------------------------------------------------
 def published(sweep: Sweep) -> Finding | None:
     """How close the model is to the published figures whose points are in this sweep."""
     df = published_comparison(sweep).filter(pl.col("error").is_not_null())
@@ -283,12 +385,7 @@ def published(sweep: Sweep) -> Finding | None:
             f"against {val.height} validation figures, never fit, its median |error| is "
             f"{val['error'].abs().median():.1%}")
         data.update(validation=val.height, validation_median=float(val["error"].abs().median()))
-    return Finding(text=text + ".", figure="parity", data=data) if text else None
-
-
-FINDINGS: tuple[Callable[[Sweep], Finding | None], ...] = (
-    best_strategy, inline_movnti, medium, dedup_lost, huge_leaf_alignment, young_batching, published,
-)
+    return Finding(text=text + ".", figure="parity", data=data, id="published") if text else None
 
 
 def findings_html(findings: list[Finding], drawn: set[str], esc: Callable[[object], str]) -> str:
@@ -300,4 +397,3 @@ def findings_html(findings: list[Finding], drawn: set[str], esc: Callable[[objec
                     + (f' <a href="#fig-{esc(f.figure)}">(figure)</a>' if f.figure in drawn else "") + "</li>"
                     for f in findings)
     return f'<h2 id="findings">Key findings</h2><ul class="findings">{items}</ul>'
-

@@ -1,5 +1,5 @@
 """The report's tables, as small polars frames of display text: summary, provenance, winners,
-speedups, growth with size, memmap overhead, model vs published.
+speedups, growth with size, the tables the models declare, model vs published.
 
 Each function aggregates lazily per model and returns `Table`s whose cells are
 already formatted (units, binary sizes, percent), so the HTML layer only escapes.
@@ -12,12 +12,13 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
+from workers.findings import Column, MedianTable
 from workers.model import STATUS_ERROR, STATUS_INFEASIBLE, STATUS_OK
 
 from .metrics import (TIE_RTOL, best_by, group_medians, growth_exponents, headline_metric, higher_is_better,
                       measured_vs_model, ok, per_variant, published_comparison, reason_counts, regimes_of,
                       series_points, speedup)
-from .read import MEASURED, MODELED, SOURCE, Sweep, describe, label, pin
+from .read import MEASURED, MODELED, SOURCE, Sweep, describe, label, label_with_unit, pin
 from .tables import format_value, metric_unit
 
 SIZE = "param_namespace_size"
@@ -271,27 +272,51 @@ def _regime_table(sweep: Sweep, m: str, changed: pl.DataFrame, series: list[str]
                          "the 15 largest changes shown, each with one example series.", frame=pl.DataFrame(rows))
 
 
-def memmap_overhead_table(sweep: Sweep) -> list[Table]:
-    """memmap bytes on the device and in DRAM by map location, struct page size and resolved order."""
-    need = ["param_map", "param_struct_page_size", "metric_compound_order", "metric_memmap_device_bytes",
-            "metric_memmap_dram_bytes", "metric_overhead_fraction", "metric_vmemmap_optimized"]
-    if "memmap" not in sweep.models or any(c not in sweep.schema("memmap") for c in need):
-        return []
-    expr, held = pin(sweep, "memmap", ["param_map", "param_struct_page_size", "param_mode", "param_align",
-                                       "param_compound_order"], {"param_nvdimm_kmsan": True})
-    df = group_medians(sweep.scan("memmap").filter(expr), need[:3], need[3:6], flags=(need[6],)).collect(engine="streaming")
-    df = df.drop_nulls(need[2:6])
+def declared_tables(sweep: Sweep) -> list[Table]:
+    """Every table the sweep's models declare (`Model.tables`, workers.findings.MedianTable), model by model
+    in sweep order: medians of some metrics per group of some columns, the other varying axes held."""
+    out = []
+    for m in sweep.models:
+        model = sweep.model_object(m)
+        for t in (model.tables if model is not None else ()):
+            table = median_table(sweep, m, t)
+            if table is not None:
+                out.append(table)
+    return out
+
+
+def median_table(sweep: Sweep, model: str, t: MedianTable) -> Table | None:
+    """One declared MedianTable of `model`, or None when the sweep lacks a column it names or every group
+    lacks a metric."""
+    by, medians, flags = [c.column for c in t.by], [c.column for c in t.medians], [c.column for c in t.flags]
+    if model not in sweep.models or any(c not in sweep.schema(model) for c in (*by, *medians, *flags)):
+        return None
+    keep = [c for c in (*by, *t.over) if c.startswith("param_")]
+    expr, held = pin(sweep, model, keep, dict(t.prefer))
+    df = group_medians(sweep.scan(model).filter(expr), by, medians, flags=tuple(flags)).collect(engine="streaming")
+    df = df.drop_nulls([c for c in (*by, *medians) if c.startswith("metric_")])
     if df.height == 0:
-        return []
-    rows = [{"map": r["param_map"], "struct page": f"{r['param_struct_page_size']} B",
-             "compound order": str(r["metric_compound_order"]),
-             "device bytes": format_value(r["metric_memmap_device_bytes"], "bytes"),
-             "DRAM bytes": format_value(r["metric_memmap_dram_bytes"], "bytes"),
-             "overhead": f"{r['metric_overhead_fraction']:.2%}",
-             "vmemmap optimized": "yes" if r["metric_vmemmap_optimized"] else "no"} for r in df.iter_rows(named=True)]
-    return [Table(title="memmap overhead by map location, struct page size and compound order",
-                  caption=f"Medians over mode and align. Held fixed: {describe(sweep, 'memmap', held) or 'nothing'}.",
-                  frame=pl.DataFrame(rows))]
+        return None
+    cells = [(c, False) for c in (*t.by, *t.medians)] + [(c, True) for c in t.flags]
+    rows = [{c.header: _cell(sweep, model, c, r[c.column], flag) for c, flag in cells} for r in df.iter_rows(named=True)]
+    return Table(title=t.title, caption=f"{t.caption} Held fixed: {describe(sweep, model, held) or 'nothing'}.",
+                 frame=pl.DataFrame(rows))
+
+
+def _cell(sweep: Sweep, model: str, c: Column, v: object, flag: bool) -> str:
+    """A declared column's cell: a flag as yes / no; "bytes" or a format spec when given; else an axis
+    value as its label (with its unit) and a metric with its unit."""
+    if flag:
+        return "yes" if v else "no"
+    if v is None:
+        return "-"
+    if c.fmt == "bytes":
+        return format_value(v, "bytes")
+    if c.fmt:
+        return format(v, c.fmt)
+    if c.column.startswith("metric_"):
+        return format_value(v, metric_unit(c.column))
+    return label_with_unit(sweep, model, c.column, v)
 
 
 def published_table(sweep: Sweep) -> Table:

@@ -23,6 +23,7 @@ from workers.axes import Axis
 from workers.dataset import PROVENANCE_COLUMNS, Layout, filesystem, layout_of, part_files, scan_parts
 from workers.exceptions import ProfileError, SweepFolderError
 from workers.model import STATUS_OK, Model
+from workers.plots import Cond, Either
 from workers.profiles import Profile, load_profile
 
 from .exceptions import AnalysisError
@@ -269,6 +270,35 @@ def _load_plugins(plugins: object) -> list[str]:
     return errors
 
 
+def cond_expr(c: Cond | Either, schema: dict, varying: set) -> pl.Expr | None:
+    """A declared condition (workers.plots: Cond, Either) as a polars expression (`==` as value_expr:
+    null-aware, floats with a tolerance); None where it does not apply: a column it names is absent
+    from `schema`, or its `when_varying` axis is not among the `varying` ones."""
+    if isinstance(c, Either):
+        if c.when_varying and c.when_varying not in varying:
+            return None
+        groups = []
+        for g in c.groups:
+            parts = [cond_expr(k, schema, varying) for k in g]
+            if any(e is None for e in parts):
+                return None
+            groups.append(pl.all_horizontal(parts))
+        return pl.any_horizontal(groups)
+    if c.column not in schema or (c.op == "== column" and c.value not in schema):
+        return None
+    col = pl.col(c.column)
+    if c.op == "not null":
+        return col.is_not_null()
+    if c.op == "in":
+        return col.is_in(list(c.value))
+    if c.op == "== column":
+        return col == pl.col(c.value)
+    if c.op == "==":
+        return value_expr(c.column, c.value)
+    v = pl.lit(c.value)
+    return {"!=": col != v, ">=": col >= v, ">": col > v, "<=": col <= v, "<": col < v}[c.op]
+
+
 def value_expr(column: str, value: object) -> pl.Expr:
     """`column == value`, with null meaning "auto" and a tolerance for floats."""
     if value is None:
@@ -329,6 +359,21 @@ def label(sweep: Sweep, model: str, column: str, value: object) -> str:
     if axis is not None:
         return axis.label(value)
     return "auto" if value is None else str(value)
+
+
+UNIT_SHORT = {"bytes": "B"}
+
+
+def label_with_unit(sweep: Sweep, model: str, column: str, value: object) -> str:
+    """label(), with the axis' unit after a plain number ("80 B" for a struct page size, "64 CPUs"): for an
+    int or float axis that has a unit, where the model declares no display name of the value."""
+    text = label(sweep, model, column, value)
+    obj = sweep.model_object(model)
+    axis = axis_of(obj, column)
+    if value is None or axis is None or axis.kind not in ("int", "float") or not axis.unit \
+            or obj.value_label(column, value) is not None:
+        return text
+    return f"{text} {UNIT_SHORT.get(axis.unit, axis.unit)}"
 
 
 def describe(sweep: Sweep, model: str, held: dict[str, object]) -> str:

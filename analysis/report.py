@@ -20,7 +20,7 @@ import pyarrow.fs as pafs
 
 from .figures import render_all
 from .findings import findings_html, key_findings
-from .overview import (Table, best_tables, growth_tables, measured_tables, memmap_overhead_table, provenance,
+from .overview import (Table, best_tables, declared_tables, growth_tables, measured_tables, provenance,
                        published_table, reasons, speedup_tables, status_summary)
 from .plotting import Rendered, Skipped
 from .read import Sweep
@@ -84,7 +84,7 @@ def render_html(sweep: Sweep, figures: list[Rendered | Skipped], seconds: float 
     notes = "".join(f'<p class="note">{esc(n)}</p>' for n in sweep.plugin_errors)
     summary = [status_summary(sweep), reasons(sweep)]
     tables = [published_table(sweep), *measured_tables(sweep), *best_tables(sweep), *speedup_tables(sweep),
-              *growth_tables(sweep), *memmap_overhead_table(sweep)]
+              *growth_tables(sweep), *declared_tables(sweep)]
     skipped_html = "".join(f"<li><strong>{esc(s.title)}</strong>: {esc(s.reason)}</li>" for s in skipped)
     parts = [
         "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',

@@ -31,7 +31,6 @@ from workers.measure.fit import figures_from_measured, host_profile
 from workers.measure.host import host_facts, machine_arch
 from workers.measure.kernels import Mapping, load
 from workers.measure.measure import measure, pinned
-from workers.measure.plans import plan_memmap
 from workers.measure.settings import SPAN_MS, MeasureSettings
 from workers.models.memmap import MODEL as MEMMAP
 from workers.models.pfnmap import MODEL as PFNMAP
@@ -87,7 +86,7 @@ def section_bandwidth(repeats: int, cpu: int) -> None:
     rows = [{"namespace_size": "100GiB", "mode": "fsdax", "struct_page_size": p, "nvdimm_kmsan": True, "strategy": s}
             for p in (64, 80, 96) for s in STRATEGIES]
     data = run(MEMMAP, rows, repeats, cpu)
-    plans = plan_memmap(data)
+    plans = MEMMAP.measurement.plan(data)
     nbytes = max(p.heads * p.per_compound * p.psize for p in plans)
     nt = nt_bandwidth(repeats, cpu, nbytes)
     ref_name, (_, ref) = max(nt.items(), key=lambda kv: kv[1][1])

@@ -1,8 +1,9 @@
 """`memsweep calibrate`: fit a profile's free costs and print every figure's error.
 
 Against the published figures (default), or with `--from OUT/SWEEP` against a
-sweep's measured rows (the measure backend), optionally holding some
-namespace sizes out of the fit to see how well the profile predicts them.
+sweep's measured rows (the measure backend) of every model that declares a
+measurement (workers.model.Measurement) and costs to fit, optionally holding
+some namespace sizes out of the fit to see how well the profile predicts them.
 """
 
 from __future__ import annotations
@@ -86,7 +87,7 @@ def measured_jobs(sweep_dir: str, profile: Profile, models: list[str] | None, ho
         except ValueError as e:
             raise UsageError(f"'--holdout' must be a namespace size such as '64GiB' ({e}).") from None
     jobs, held = [], {}
-    for name in models or ["memmap", "pfnmap"]:
+    for name in models or measured_models():
         frame = _measured_rows(sweep_dir, name)
         if frame is None:
             continue
@@ -100,11 +101,19 @@ def measured_jobs(sweep_dir: str, profile: Profile, models: list[str] | None, ho
                 f"{sweep_dir} has {len(fit_on)} measured {name} figures to fit {len(free)} costs; "
                 "measure more sizes or strategies (a fit needs more figures than parameters)."
             )
-        profile = host_profile(profile, _facts(frame))
+        profile = host_profile(profile, _facts(frame), MODELS.values())
         jobs.append((model, fit_on, free))
     if not jobs:
-        raise DatasetError(f"'--from' must be a sweep with measured memmap or pfnmap rows (got {sweep_dir!r}: none).")
+        raise DatasetError(f"'--from' must be a sweep with measured rows of a model that declares a measurement "
+                           f"(got {sweep_dir!r}: none).")
     return jobs, held, profile
+
+
+def measured_models() -> list[str]:
+    """The models a fit to measured rows calibrates by default: those that declare a measurement
+    (a user-space analog to run) and free parameters for it, by name."""
+    return sorted(n for n, m in MODELS.items()
+                  if m.measurement is not None and m.measurement.measurable and m.free_for_measured)
 
 
 def _measured_rows(sweep_dir: str, model: str) -> pl.DataFrame | None:

@@ -4,7 +4,10 @@
 template ("'{field}' must be {rule} (got {value!r})"), or None. The registry wraps it in a
 PluginError that names the plugin. Checked here: what the registry, the grid, the dataset schema
 and the report (metrics, headline, comparison, best_keys, value_labels) rely on before a model ever
-evaluates a point (what `evaluate` returns is checked per chunk by workers.evaluate).
+evaluates a point (what `evaluate` returns is checked per chunk by workers.evaluate), that a
+`measurement` names the model's own metrics and axes (its planner is imported only when it measures),
+and that the `findings` and `tables` it declares for the report (workers.findings) name its own
+columns, a figure id and only the placeholders their templates can fill.
 """
 
 from __future__ import annotations
@@ -15,10 +18,14 @@ from collections.abc import Mapping
 import polars as pl
 
 from .axes import Axis
-from .model import BETTER, Comparison, Figure, Metric, Model
+from .findings import (FINDING_KINDS, FORMATS, PICKS, Column, Medians, MedianTable, Pick, Ratio, Winner,
+                       finding_columns, finding_templates, placeholders)
+from .model import BETTER, HOST_CACHES, Comparison, Figure, Measurement, Metric, Model
+from .plots import KINDS, OPS, X_SCALES, Y_SCALES, Cond, Either, Plot
 
 NAME_RE = re.compile(r"[a-z][a-z0-9_]*")
 NAME_RULE = "a lower-case identifier matching [a-z][a-z0-9_]*"
+PLANNER_RE = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*")
 
 
 def check_model(model: object) -> str | None:
@@ -30,7 +37,8 @@ def check_model(model: object) -> str | None:
         return f"'name' must be {NAME_RULE} (got {name!r})."
     if not isinstance(model.version, str) or not model.version:
         return f"'version' must be a non-empty string (got {model.version!r})."
-    return _axes(model) or _metrics(model) or _report(model) or _figures(model)
+    return (_axes(model) or _metrics(model) or _report(model) or _figures(model) or _measurement(model)
+            or _declared(model) or _plots(model))
 
 
 def _type(obj: object) -> str:
@@ -135,6 +143,210 @@ def _figures(model: Model) -> str | None:
                 axes[key].canonical(value)
             except ValueError as e:
                 return f"figure {f.id!r}: 'params.{key}' {e}."
+    return None
+
+
+def _measurement(model: Model) -> str | None:
+    """The measurement declaration: a planner (or the reason there is none), metric columns of the model,
+    derived columns from its axes, figure-id axes of the model, host cache facts that exist."""
+    m = model.measurement
+    if m is None:
+        return None
+    if not isinstance(m, Measurement):
+        return f"'measurement' must be a workers.model.Measurement or None (got {_type(m)})."
+    axes = model.axis_names
+    columns = {c.column for c in model.metrics}
+    if m.planner is None:
+        if not isinstance(m.reason, str) or not m.reason.strip():
+            return ("'measurement.reason' must say why the model cannot be measured when it has no planner "
+                    f"(got {m.reason!r}).")
+        return None
+    if not (callable(m.planner) or (isinstance(m.planner, str) and PLANNER_RE.fullmatch(m.planner))):
+        return f"'measurement.planner' must be a function or a 'package.module:function' reference (got {m.planner!r})."
+    if m.metric_axis:
+        if m.metric_axis not in axes:
+            return f"'measurement.metric_axis' must be an axis of the model {list(axes)} (got {m.metric_axis!r})."
+        if not isinstance(m.metric, Mapping) or not m.metric:
+            return f"'measurement.metric' must map values of {m.metric_axis!r} to metric columns (got {m.metric!r})."
+    elif not isinstance(m.metric, str):
+        return f"'measurement.metric' must be a metric column unless 'metric_axis' selects one (got {m.metric!r})."
+    for field in ("derived", "id_prefixes", "host_caches"):
+        if not isinstance(getattr(m, field), Mapping):
+            return f"'measurement.{field}' must be a mapping (got {getattr(m, field)!r})."
+    for col in m.metric_columns or ("",):
+        if col not in columns:
+            return f"'measurement.metric' must name the model's metric columns (got {col!r})."
+    for col, axis in m.derived.items():
+        if col not in columns:
+            return f"'measurement.derived' must name the model's metric columns (got {col!r})."
+        if axis not in axes:
+            return f"'measurement.derived[{col!r}]' must be an axis of the model {list(axes)} (got {axis!r})."
+    if not isinstance(m.id_axes, tuple):
+        return f"'measurement.id_axes' must be a tuple of axis names (got {m.id_axes!r})."
+    for name in m.id_axes:
+        if name not in axes:
+            return f"'measurement.id_axes' must name axes of the model {list(axes)} (got {name!r})."
+    for name in m.id_prefixes:
+        if name not in m.id_axes:
+            return f"'measurement.id_prefixes' must name id axes {list(m.id_axes)} (got {name!r})."
+    for entry, cache in m.host_caches.items():
+        if not (isinstance(entry, tuple) and len(entry) == 2 and all(isinstance(k, str) for k in entry)):
+            return f"'measurement.host_caches' keys must be (section, key) profile entries (got {entry!r})."
+        if cache not in HOST_CACHES:
+            return f"'measurement.host_caches[{entry!r}]' must be one of {list(HOST_CACHES)} (got {cache!r})."
+    return None
+
+
+def _declared(model: Model) -> str | None:
+    """The key findings and tables the model declares for the report (workers.findings): their kinds, ids
+    and figure ids, the columns they name (the model's param_ / metric_ columns), their picks,
+    conditions and number formats, and the placeholders their sentence templates use."""
+    columns = {a.column for a in model.axes} | {m.column for m in model.metrics}
+    findings = model.findings
+    if not isinstance(findings, tuple):
+        return f"'findings' must be a tuple of workers.findings.Winner, Ratio or Medians (got {findings!r})."
+    ids: set[str] = set()
+    for f in findings:
+        if not isinstance(f, FINDING_KINDS):
+            return f"'findings' must hold only workers.findings.Winner, Ratio or Medians objects (got {_type(f)})."
+        if not isinstance(f.id, str) or not NAME_RE.fullmatch(f.id):
+            return f"'findings' ids must be {NAME_RULE} (got {f.id!r})."
+        if f.id in ids:
+            return f"'findings' must not repeat an id (got {f.id!r} twice)."
+        ids.add(f.id)
+        at = f"findings[{f.id!r}]"
+        if not isinstance(f.figure, str) or not f.figure:
+            return f"'{at}.figure' must be the id of the report figure that shows it, a string (got {f.figure!r})."
+        if isinstance(f, (Winner, Ratio)) and model.comparison is None:
+            return f"'{at}' must belong to a model that declares a 'comparison' (got comparison None)."
+        problem = _finding_fields(f, at, columns, _booleans(model))
+        if problem:
+            return problem
+    tables = model.tables
+    if not isinstance(tables, tuple):
+        return f"'tables' must be a tuple of workers.findings.MedianTable (got {tables!r})."
+    axes = {a.column for a in model.axes}
+    for t in tables:
+        if not isinstance(t, MedianTable):
+            return f"'tables' must hold only workers.findings.MedianTable objects (got {_type(t)})."
+        if not isinstance(t.title, str) or not t.title.strip():
+            return f"'tables' titles must be non-empty strings (got {t.title!r})."
+        at = f"tables[{t.title!r}]"
+        if not t.by or not t.medians:
+            return f"'{at}' must group by at least one column and take the median of at least one (got {t!r})."
+        for c in (*t.by, *t.medians, *t.flags):
+            if not isinstance(c, Column):
+                return f"'{at}' columns must be workers.findings.Column objects (got {_type(c)})."
+            if c.column not in columns:
+                return f"'{at}' must name the model's param_/metric_ columns (got {c.column!r})."
+            if _bad_format(c.fmt):
+                return f"'{at}' column formats must be '', 'bytes' or a format spec such as '.2%' (got {c.fmt!r})."
+        for c in t.flags:
+            if c.column not in _booleans(model):
+                return f"'{at}.flags' must name boolean columns of the model (got {c.column!r})."
+        for c in (*t.over, *t.prefer):
+            if c not in axes:
+                return f"'{at}.over' and '.prefer' must name the model's param_ columns (got {c!r})."
+    return None
+
+
+def _booleans(model: Model) -> set[str]:
+    """The model's boolean columns: bool axes and Boolean metrics (what a flag may name)."""
+    return ({a.column for a in model.axes if a.kind == "bool"}
+            | {m.column for m in model.metrics if m.dtype == pl.Boolean or isinstance(m.dtype, pl.Boolean)})
+
+
+def _finding_fields(f, at: str, columns: set[str], booleans: set[str]) -> str | None:
+    for col in sorted(finding_columns(f)):
+        if col not in columns:
+            return f"'{at}' must name the model's param_/metric_ columns (got {col!r})."
+    if _bad_format(f.fmt) or not f.fmt:
+        return f"'{at}.fmt' must be 'bytes' or a format spec such as '.2f' (got {f.fmt!r})."
+    if isinstance(f, Medians):
+        if f.each and not f.clause:
+            return f"'{at}.clause' must be the template written per value of 'each' (got {f.clause!r})."
+        for c in f.where:
+            if not _cond_ok(c):
+                return f"'{at}.where' must hold workers.plots Cond / Either with an op of {list(OPS)} (got {c!r})."
+    quotes = [] if isinstance(f, Winner) else [f.quote, *(c.quote for c in getattr(f, "more", ()))]
+    for quote in quotes:
+        if not isinstance(quote, tuple) or not quote or not all(
+                isinstance(q, tuple) and len(q) == 2 and isinstance(q[0], str) and q[0].isidentifier() for q in quote):
+            return f"'{at}.quote' must be a non-empty tuple of (name, pick) pairs, names identifiers (got {quote!r})."
+        for _, pick in quote:
+            if isinstance(pick, Pick) and pick.which not in PICKS:
+                return f"'{at}.quote' picks must be one of {list(PICKS)} (got {pick.which!r})."
+            for flag in (pick.only, pick.unless) if isinstance(pick, Pick) else ():
+                if flag and flag not in booleans:
+                    return f"'{at}.quote' picks' only / unless must name boolean columns of the model (got {flag!r})."
+    for name, template, allowed in finding_templates(f):
+        if not isinstance(template, str):
+            return f"'{at}.{name}' must be a sentence template, a string (got {template!r})."
+        try:
+            used = placeholders(template)
+        except ValueError as e:
+            return f"'{at}.{name}' must be a format template with named placeholders (got {template!r}: {e})."
+        unknown = sorted(used - allowed)
+        if unknown:
+            return f"'{at}.{name}' may use only the placeholders {sorted(allowed)} (got {unknown[0]!r})."
+    return None
+
+
+def _bad_format(fmt: object) -> bool:
+    if not isinstance(fmt, str):
+        return True
+    if not fmt or fmt in FORMATS:
+        return False
+    try:
+        format(1.5, fmt)
+    except (ValueError, TypeError):
+        return True
+    return False
+
+
+def _cond_ok(c: object) -> bool:
+    if isinstance(c, Either):
+        return all(_cond_ok(k) for g in c.groups for k in g)
+    return isinstance(c, Cond) and c.op in OPS
+
+
+def _plots(model: Model) -> str | None:
+    """The figures the model declares (workers.plots.Plot): unique ids that are not the report's own
+    (parity, measured_vs_model), a known kind and scales, the model's own columns, valid conditions;
+    a lines plot names its metric (or one per panel) and a series; a best_heatmap needs a comparison."""
+    plots = model.plots
+    if not isinstance(plots, tuple):
+        return f"'plots' must be a tuple of workers.plots.Plot (got {plots!r})."
+    columns = {a.column for a in model.axes} | {m.column for m in model.metrics}
+    ids: set[str] = {"parity", "measured_vs_model"}
+    for p in plots:
+        if not isinstance(p, Plot):
+            return f"'plots' must hold only workers.plots.Plot objects (got {_type(p)})."
+        if not isinstance(p.id, str) or not NAME_RE.fullmatch(p.id) or p.id in ids:
+            return (f"'plots' ids must be {NAME_RULE}, unique and not 'parity' or 'measured_vs_model' "
+                    f"(got {p.id!r}).")
+        ids.add(p.id)
+        at = f"plots[{p.id!r}]"
+        if not isinstance(p.title, str) or not p.title.strip() or not isinstance(p.caption, str):
+            return f"'{at}.title' and '.caption' must be strings, the title not empty (got {p.title!r})."
+        if p.kind not in KINDS:
+            return f"'{at}.kind' must be one of {list(KINDS)} (got {p.kind!r})."
+        scales = [p.x_scale] if isinstance(p.x_scale, str) else list(p.x_scale.values())
+        if any(s not in X_SCALES for s in scales) or p.y_scale not in Y_SCALES:
+            return (f"'{at}' scales must be x in {list(X_SCALES)} and y in {list(Y_SCALES)} "
+                    f"(got x {p.x_scale!r}, y {p.y_scale!r}).")
+        for c in (*p.where, *p.published_when):
+            if not _cond_ok(c):
+                return f"'{at}.where' must hold workers.plots.Cond/Either with an op in {list(OPS)} (got {c!r})."
+        unknown = sorted(c for c in p.columns() if c not in columns)
+        if unknown:
+            return f"'{at}' must name the model's param_/metric_ columns (got {unknown[0]!r})."
+        if p.kind == "lines" and (not p.xs or not (p.y or p.y_by) or not p.hue):
+            return f"'{at}' must name its x, its metric (y, or y_by with split) and its series (hue) (got {p!r})."
+        if p.y_by and not p.split:
+            return f"'{at}.y_by' must come with a 'split' column whose values it maps (got split None)."
+        if p.kind == "best_heatmap" and (model.comparison is None or not p.grid):
+            return f"'{at}' must belong to a model with a 'comparison' and name its 'grid' axes (got {p.grid!r})."
     return None
 
 

@@ -109,7 +109,7 @@ MEASURE = (
     ("measure_min", pl.Float64, "as the headline metric",
      "measured rows: the least disturbed value: per timed stretch the fastest run, summed (ns/load: the fastest slice)"),
     ("measure_median", pl.Float64, "as the headline metric", "measured rows: the median sample (the value in the metric column)"),
-    ("measure_huge_pages", pl.Boolean, "", "measured pfnmap rows: whether the mapping got 2 MiB pages (AnonHugePages)"),
+    ("measure_huge_pages", pl.Boolean, "", "measured rows that map memory: whether the mapping got 2 MiB pages (AnonHugePages)"),
 )
 PROVENANCE = (
     ("env_host", pl.Utf8, "", "host name of the worker that computed the row"),

@@ -9,24 +9,31 @@ needs comes in the points and the profile.
 What the report needs to read a model's rows is declared here too: each metric once (`Metric`:
 column, dtype, doc, which direction is better), the `headline` metric, the `comparison` a kernel
 engineer asks of the model (variants on one axis against a baseline), the `best_keys` axes of its
-best-variant table and display names of axis values (`value_labels`).
+best-variant table and display names of axis values (`value_labels`), and the key findings and
+model-specific tables it adds to the report (`findings`, `tables`: workers.findings).
 
 A model that can be calibrated also lists the published figures it must
 reproduce (`figures()`) and the profile entries calibration may move
-(`free_params`).
+(`free_params`). A model with a user-space analog declares its `measurement`
+(`Measurement`: the planner that turns points into runs, the metric a measured
+row fills, how measured figures are named, which profile entries take the
+host's cache sizes); workers.measure reads only that declaration.
 """
 
 from __future__ import annotations
 
 import abc
+import importlib
 
-from dataclasses import dataclass
-from typing import Mapping
+from dataclasses import dataclass, field
+from typing import Callable, Mapping
 
 import polars as pl
 
 from .axes import Axis
 from .dataset import unit_of
+from .findings import MedianTable, Medians, Ratio, Winner
+from .plots import Plot
 from .profiles import Profile
 
 STATUS_OK = "ok"
@@ -102,6 +109,79 @@ class FreeParam:
     upper: float
 
 
+# The host cache facts a profile entry can take before a fit to measured rows (Measurement.host_caches):
+# the L1 data cache, the L2, and the last level (the L3, else the L2).
+L1D_BYTES = "l1d_bytes"
+L2_BYTES = "l2_bytes"
+LAST_LEVEL = "last_level"
+HOST_CACHES = (L1D_BYTES, L2_BYTES, LAST_LEVEL)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Measurement:
+    """How the measure backend (workers.measure) runs a model's points on this host, and how
+    calibration (workers.measure.fit) reads the measured rows.
+
+    `planner`: a "package.module:function" reference (imported on first use, so a model module does not
+    import workers.measure) or the function itself: a points frame -> per row, a plan (an object with
+    `memory` bytes and `open(kernels)`, a context manager yielding a workers.measure.plans.Run) or the
+    reason string why this node cannot measure that point. None: the model cannot be measured at all,
+    and `reason` says why (every measured row is infeasible with it).
+    `metric`: the metric column a measured row fills with the median of its samples; or, when
+    `metric_axis` names an axis, a mapping of that axis's value to the column (pfnmap: by access).
+    `derived`: metric column -> axis, filled with the axis value / that median (copy: metric_gbs =
+    struct_page_size bytes / ns per copy).
+    `id_axes`: the axes naming a measured figure, in order ("memmap/measured/fsdax/P64/template_nt/1GiB"),
+    each value's label prefixed by `id_prefixes[axis]` ("P"); other axes off their default follow as
+    name=value.
+    `host_caches`: (section, key) of a profile entry -> the host cache fact it takes before a fit
+    (L1D_BYTES, L2_BYTES or LAST_LEVEL).
+    """
+
+    planner: str | Callable[[pl.DataFrame], list] | None = None
+    reason: str = ""
+    metric: str | Mapping[object, str] = ""
+    metric_axis: str = ""
+    derived: Mapping[str, str] = field(default_factory=dict)
+    id_axes: tuple[str, ...] = ()
+    id_prefixes: Mapping[str, str] = field(default_factory=dict)
+    host_caches: Mapping[tuple[str, str], str] = field(default_factory=dict)
+
+    @property
+    def measurable(self) -> bool:
+        return self.planner is not None
+
+    def plan(self, points: pl.DataFrame) -> list:
+        """The planner's plans (or reasons) for `points`, one per row."""
+        planner = self.planner
+        if isinstance(planner, str):
+            module, _, attr = planner.partition(":")
+            planner = getattr(importlib.import_module(module), attr)
+        return planner(points)
+
+    @property
+    def metric_columns(self) -> tuple[str, ...]:
+        """Every metric column a measured row may fill with its median."""
+        if isinstance(self.metric, str):
+            return (self.metric,) if self.metric else ()
+        return tuple(dict.fromkeys(self.metric.values()))
+
+    def metric_of(self, value: object = None) -> str | None:
+        """The metric column a point measures: `metric`, or the one its `metric_axis` value selects."""
+        if isinstance(self.metric, str):
+            return self.metric or None
+        try:
+            return self.metric.get(value)
+        except TypeError:  # an unhashable value selects nothing
+            return None
+
+    def metrics_of(self, points: pl.DataFrame) -> list[str | None]:
+        """metric_of() for every row of `points`."""
+        if not self.metric_axis:
+            return [self.metric_of()] * points.height
+        return [self.metric_of(v) for v in points[f"param_{self.metric_axis}"].to_list()]
+
+
 class Model(abc.ABC):
     """Base class of the models; subclasses set the class attributes and `evaluate`."""
 
@@ -119,12 +199,20 @@ class Model(abc.ABC):
     best_keys: tuple[str, ...] = ()
     # Axis name -> value -> display name in tables and figures (e.g. pfnmap's "PMD (order 9)").
     value_labels: Mapping[str, Mapping[object, str]] = {}
+    # The key findings and model-specific tables it contributes to the report, declared as data
+    # (workers.findings: Winner, Ratio, Medians; MedianTable).
+    findings: tuple[Winner | Ratio | Medians, ...] = ()
+    tables: tuple[MedianTable, ...] = ()
+    # The figures the model contributes to the report, declared as data (workers.plots).
+    plots: tuple[Plot, ...] = ()
     # Rough points evaluated per second on one core, used only to size chunks.
     points_per_second: float = 1e6
     free_params: tuple[FreeParam, ...] = ()
     # What a fit to measured rows frees: those span sizes and shapes the published figures do not, so
     # they can pin costs the published figures leave at assumed values. Default: free_params.
     measured_free_params: tuple[FreeParam, ...] | None = None
+    # How the measure backend runs the model's user-space analog (Measurement); None: not measurable.
+    measurement: Measurement | None = None
 
     @property
     def metric_dtypes(self) -> dict[str, pl.DataType]:

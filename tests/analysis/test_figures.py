@@ -27,23 +27,24 @@ def young_only(tmp_path, with_figure_point: bool = True) -> Sweep:
     return Sweep(write_sweep(tmp_path, "young-only", {"young": df.with_columns(pl.lit("ok").alias("status"))}))
 
 
-def test_registry_ids_are_unique_and_cover_the_issue_figures():
-    """Nine figures, unique ids, each with a title and a callable."""
-    reg = F.registry()
+def test_registry_lists_the_declared_figures_then_the_cross_model_ones(small_sweep):
+    """The small sweep's registry: the seven figures its four models declare, then parity and
+    measured_vs_model; unique ids, each with a title and a callable."""
+    reg = F.registry(Sweep(small_sweep))
     ids = [fid for fid, _, _ in reg]
     assert len(ids) == len(set(ids)) == 9
     assert {"memmap_init", "memmap_speedup_heatmap", "memmap_overhead", "pfnmap_latency", "pfnmap_coverage",
-            "copy_cost", "young_scan", "parity", "measured_vs_model"} == set(ids)
+            "copy_cost", "young_scan"} == set(ids[:7]) and ids[7:] == ["parity", "measured_vs_model"]
     assert all(title and callable(fn) for _, title, fn in reg)
 
 
-def test_absent_models_are_skipped_with_a_note(tmp_path):
-    """A young-only sweep draws the young figure and the parity plot; the rest say 'model absent'."""
+def test_absent_models_figures_are_not_listed(tmp_path):
+    """A young-only sweep draws the young figure and the parity plot; absent models' figures are not
+    in the list at all (not a row of 'model absent' skips)."""
     out = {r.id: r for r in F.render_all(young_only(tmp_path), tmp_path / "figs")}
     assert isinstance(out["young_scan"], Rendered) and out["young_scan"].png.is_file()
     assert isinstance(out["parity"], Rendered) and out["parity"].svg.is_file()
-    for fid in ("memmap_init", "memmap_speedup_heatmap", "memmap_overhead", "pfnmap_latency", "copy_cost"):
-        assert isinstance(out[fid], Skipped) and "model absent" in out[fid].reason
+    assert set(out) == {"young_scan", "parity", "measured_vs_model"}
 
 
 def test_parity_is_skipped_when_no_published_point_is_in_the_sweep(tmp_path):
@@ -58,34 +59,12 @@ def test_parity_reports_the_median_error(tmp_path):
     assert isinstance(r, Rendered) and "Median absolute error 0.0%" in r.caption
 
 
-def test_missing_and_not_varying_explain_themselves(tmp_path):
-    """Absent columns are named; an axis with one value is named as not varying."""
-    sweep = young_only(tmp_path)
-    assert "lack the columns ['metric_nope']" in F.missing(sweep, "young", ["metric_nope"])
-    assert F.missing(sweep, "young", ["metric_scan_ms"]) is None
-    assert "arch takes a single value" in F.not_varying(sweep, "young", ["param_arch"])
-    assert F.not_varying(sweep, "young", ["param_compound_order"]) is None
-    df = pl.DataFrame({"param_i": [1], "status": "error", "metric_i_squared": [None]},
-                      schema_overrides={"metric_i_squared": pl.Int64})
-    errors = Sweep(write_sweep(tmp_path, "errors", {"probe": df}))
-    assert F.not_varying(errors, "probe", ["param_i"]) == "no ok probe rows in this sweep (see the reasons table)"
-
-
 def test_a_figure_that_raises_is_skipped_with_a_warning(tmp_path, monkeypatch):
     """One broken figure costs only itself: it becomes Skipped and an AnalysisWarning is raised."""
     def broken(sweep, outdir):
         raise RuntimeError("kaboom <b>")
 
-    monkeypatch.setattr(F, "registry", lambda: [("bad", "Bad figure", broken)])
+    monkeypatch.setattr(F, "registry", lambda sweep: [("bad", "Bad figure", broken)])
     with pytest.warns(AnalysisWarning, match="figure 'bad' could not be drawn: RuntimeError: kaboom"):
         out = F.render_all(young_only(tmp_path), tmp_path)
     assert out == [Skipped(id="bad", title="Bad figure", reason="could not be drawn: RuntimeError: kaboom <b>")]
-
-
-def test_medians_hold_other_axes_and_say_which(tmp_path):
-    """medians() aggregates per (series, x) on a slice and names the held axes."""
-    sweep = young_only(tmp_path)
-    df, held = F.medians(sweep, "young", "param_compound_order", "metric_scan_ms", ["param_batching"])
-    assert df.height == 4 and held == ""
-    df, held = F.medians(sweep, "young", "param_compound_order", "metric_scan_ms", [])
-    assert held == "batching=batched" and df["metric_scan_ms"].to_list() == [180.0, 90.0]

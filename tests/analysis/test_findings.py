@@ -12,6 +12,13 @@ from analysis.read import Sweep
 from tests.analysis.conftest import write_sweep
 
 
+def finding(sweep: Sweep | str, id: str) -> F.Finding:
+    """The finding of that id ("memmap/best_strategy": a model's declaration, workers/findings.py)."""
+    found = {f.id: f for f in F.key_findings(sweep if isinstance(sweep, Sweep) else Sweep(sweep))}
+    assert id in found, sorted(found)
+    return found[id]
+
+
 def rows(sweep_dir: str, model: str) -> pl.DataFrame:
     """Every ok modeled row of a model, read eagerly (not through the lazy scans findings use)."""
     df = pl.read_parquet(f"{sweep_dir}/model={model}/*.parquet")
@@ -26,9 +33,24 @@ def test_the_default_sweep_has_at_least_six_findings_each_with_a_figure(default_
         assert any(ch.isdigit() for ch in f.text) and f.figure
 
 
+def test_findings_are_the_models_declarations_in_order_then_published(default_sweep):
+    """Every finding comes from a declaration (workers/findings.py) on its model: models in sweep order,
+    each model's declarations in order, the parity finding last; each points at its declared figure."""
+    sweep = Sweep(default_sweep)
+    found = F.key_findings(sweep)
+    declared = {f"{m}/{d.id}": d for m in sweep.models for d in sweep.model_object(m).findings}
+    ids = [f.id for f in found]
+    assert ids[-1] == "published" and ids[:-1] == [i for i in declared if i in ids[:-1]]
+    assert {"memmap/best_strategy", "memmap/inline_movnti", "memmap/medium", "memmap/dedup_lost",
+            "pfnmap/huge_leaf_alignment", "young/young_batching"} <= set(ids)
+    assert all(f.figure == declared[f.id].figure for f in found[:-1])
+    young = next(f for f in found if f.id == "young/young_batching")
+    assert "with 0 of the folios young to" in young.text and "with 1." in young.text  # {yf_low_at:g}
+
+
 def test_best_strategy_counts_unique_wins_only(default_sweep):
     """The winner's count equals a by-hand count of configurations it wins outright (ties excluded)."""
-    f = F.best_strategy(Sweep(default_sweep))
+    f = finding(default_sweep, "memmap/best_strategy")
     df = rows(default_sweep, "memmap")
     keys = [c for c in df.columns if c.startswith("param_") and c != "param_strategy"]
     per = df.group_by(keys).agg(pl.col("param_strategy").sort_by("metric_init_ms").alias("order"),
@@ -41,49 +63,68 @@ def test_best_strategy_counts_unique_wins_only(default_sweep):
 
 def test_dedup_lost_sizes_and_dram_per_tib(default_sweep):
     """Sizes that never get vmemmap_optimized with map=mem compounds, and their DRAM per TiB at that align."""
-    f = F.dedup_lost(Sweep(default_sweep))
+    f = finding(default_sweep, "memmap/dedup_lost")
     df = rows(default_sweep, "memmap").filter((pl.col("param_map") == "mem") & (pl.col("metric_compound_order") > 0))
     opt = df.group_by("param_struct_page_size").agg(pl.col("metric_vmemmap_optimized").any())
-    assert f.data["lost"] == sorted(opt.filter(~pl.col("metric_vmemmap_optimized"))["param_struct_page_size"])
-    at = df.filter((pl.col("param_align") == f.data["align"]) & (pl.col("param_struct_page_size") == f.data["lost_size"]))
+    assert f.data["lost_at"] == sorted(opt.filter(~pl.col("metric_vmemmap_optimized"))["param_struct_page_size"])
+    at = df.filter((pl.col("param_align") == 2**21) & (pl.col("param_struct_page_size") == f.data["lost_per_tib_at"]))
     per_tib = (at["metric_memmap_dram_bytes"] / at["param_namespace_size"] * 2**40).median()
     assert f.data["lost_per_tib"] == pytest.approx(per_tib)
+    assert f.data["lost_per_tib_at"] == max(f.data["lost_at"], key=dict(zip(f.data["lost_at"], f.data["lost"])).get)
+    assert "at struct page sizes 80 B, 96 B (not a power of two)" in f.text and "align 2MiB" in f.text
     assert f.data["lost_per_tib"] > 4 * f.data["kept_per_tib"]
 
 
 def test_huge_leaf_gain_split_by_coverage(default_sweep):
     """Median speedup over PTEs where more than half the mapping is huge, and where not (order >= 9)."""
-    f = F.huge_leaf_alignment(Sweep(default_sweep))
+    f = finding(default_sweep, "pfnmap/huge_leaf_alignment")
     df = rows(default_sweep, "pfnmap").filter((pl.col("param_compound_order") >= 9)
                                               & pl.col("metric_ns_per_load").is_not_null())
     huge = df.filter(pl.col("metric_huge_fraction") > 0.5)["metric_speedup_vs_pte"].median()
     rest = df.filter(pl.col("metric_huge_fraction") <= 0.5)["metric_speedup_vs_pte"].median()
     assert (f.data["aligned"], f.data["misaligned"]) == pytest.approx((huge, rest))
+    n = df.filter(pl.col("metric_huge_fraction") > 0.5).height
+    assert f.data["aligned_n"] == n and f"({n:,} points)" in f.text
     assert f.data["aligned"] > 1.2 and f.data["misaligned"] == pytest.approx(1.0, abs=0.05)
 
 
 def test_young_batching_by_order(default_sweep):
     """The best and worst folio orders of the arm64 batched speedup, as medians of the rows."""
-    f = F.young_batching(Sweep(default_sweep))
+    f = finding(default_sweep, "young/young_batching")
     df = rows(default_sweep, "young").filter((pl.col("param_batching") == "batched") & (pl.col("param_arch") == "arm64"))
     med = df.group_by("param_compound_order").agg(pl.col("metric_speedup_vs_per_pte").median()).sort(
         "metric_speedup_vs_per_pte")
-    assert f.data["best_order"] == med["param_compound_order"][-1] and f.data["worst_order"] == med["param_compound_order"][0]
+    assert f.data["best_at"] == med["param_compound_order"][-1]
     assert f.data["best"] == pytest.approx(med["metric_speedup_vs_per_pte"][-1])
+    assert f.data["worst"] == pytest.approx(med["metric_speedup_vs_per_pte"][0])
+    assert med.filter(pl.col("param_compound_order") == f.data["worst_at"])["metric_speedup_vs_per_pte"][0] == \
+        pytest.approx(f.data["worst"])
+    yf = df.group_by("param_young_fraction").agg(pl.col("metric_speedup_vs_per_pte").median()).sort(
+        "param_young_fraction")
+    assert (f.data["yf_low"], f.data["yf_high"]) == pytest.approx(
+        (yf["metric_speedup_vs_per_pte"][0], yf["metric_speedup_vs_per_pte"][-1]))
+    assert f"at folio order {f.data['best_at']}," in f.text and f.text.endswith(".")
 
 
 def test_medium_and_inline_findings_match_the_rows(default_sweep):
     """pmem vs DRAM speedups of template_nt_inline (map=dev), and the inline-over-call gain, from the rows."""
     sweep = Sweep(default_sweep)
     df = rows(default_sweep, "memmap")
-    m = F.medium(sweep)
+    m = finding(sweep, "memmap/medium")
     dev = df.filter((pl.col("param_map") == "dev") & (pl.col("param_strategy") == "template_nt_inline")
                     & (pl.col("param_mode") == "devdax"))
     assert m.data["devdax"] == pytest.approx(
         (dev.filter(pl.col("param_medium") == "dram")["metric_speedup_vs_slow"].median(),
          dev.filter(pl.col("param_medium") == "pmem")["metric_speedup_vs_slow"].median()))
-    inline = F.inline_movnti(sweep)
+    inline = finding(sweep, "memmap/inline_movnti")
     assert inline.data["max_gain"] >= inline.data["min_gain"] >= 1.0 - 1e-9
+    wide = df.filter(pl.col("param_strategy").is_in(["template_nt", "template_nt_inline"])).pivot(
+        "param_strategy", index=[c for c in df.columns if c.startswith("param_") and c != "param_strategy"],
+        values="metric_init_ms").drop_nulls(["template_nt", "template_nt_inline"])
+    size, mode = inline.data["max_gain_at"]
+    at = wide.filter((pl.col("param_struct_page_size") == size) & (pl.col("param_mode") == mode))
+    assert inline.data["max_gain"] == pytest.approx((at["template_nt"] / at["template_nt_inline"]).median())
+    assert inline.data["max_gain_n"] == at.height and f"matters most at {size} B {mode}:" in inline.text
 
 
 def test_a_sweep_without_those_models_gets_no_findings_and_says_so(tmp_path):

@@ -94,7 +94,11 @@ def test_growth_table_finds_linear_series_and_the_knee(sweep):
 
 def test_memmap_overhead_table_shows_where_the_vmemmap_optimization_applies(small_sweep):
     """map=mem, P = 64, order 9: optimized; P = 80 and 96 lose it; map=dev never has it."""
-    (t,) = O.memmap_overhead_table(Sweep(small_sweep))
+    (t,) = O.declared_tables(Sweep(small_sweep))  # memmap's one MedianTable (workers/models/memmap.py)
+    assert t.title == "memmap overhead by map location, struct page size and compound order"
+    assert t.caption.startswith("Medians over mode and align. Held fixed: ") and "nvdimm_kmsan=true" in t.caption
+    assert t.frame.columns == ["map", "struct page", "compound order", "device bytes", "DRAM bytes", "overhead",
+                               "vmemmap optimized"]
     rows = {(r["map"], r["struct page"], r["compound order"]): r for r in t.frame.to_dicts()}
     assert rows[("mem", "64 B", "9")]["vmemmap optimized"] == "yes"
     assert rows[("mem", "80 B", "9")]["vmemmap optimized"] == "no"
@@ -117,7 +121,7 @@ def test_tables_for_a_sweep_without_comparisons_are_empty(tmp_path):
     """An unknown model gets a status line but no winner, speedup or overhead tables."""
     df = pl.DataFrame({"param_i": [1, 2], "status": "ok", "metric_i_squared": [1, 4]})
     s = Sweep(write_sweep(tmp_path, "probe", {"probe": df}))
-    assert O.best_tables(s) == [] and O.speedup_tables(s) == [] and O.memmap_overhead_table(s) == []
+    assert O.best_tables(s) == [] and O.speedup_tables(s) == [] and O.declared_tables(s) == []
     assert O.status_summary(s).frame["ok"].to_list() == ["2"]
 
 

@@ -6,7 +6,9 @@ from __future__ import annotations
 import polars as pl
 
 from workers.axes import Axis
-from workers.model import Comparison, Figure, Metric, Model
+from workers.findings import MIN, Column, Medians, MedianTable, Winner
+from workers.model import Comparison, Figure, Measurement, Metric, Model
+from workers.plots import Cond, Plot
 
 X = Axis(name="x", kind="int", unit="", default=0, doc="an integer")
 
@@ -63,3 +65,33 @@ BEST_KEY_NOT_AN_AXIS = variant(best_keys=("x", "y"))
 LABELS_OF_UNKNOWN_AXIS = variant(value_labels={"param_x": {0: "zero"}})
 FIGURE_OF_ANOTHER_MODEL = variant(figures=(figure(model="young"),))
 FIGURE_WITH_UNKNOWN_AXIS = variant(figures=(figure(params={"x": 1, "namespace_size": "1GiB"}),))
+MEASUREMENT_OF_UNKNOWN_METRIC = variant(measurement=Measurement(planner="good.analog:plan", metric="metric_z"))
+MEASUREMENT_NAMED_BY_UNKNOWN_AXIS = variant(measurement=Measurement(planner="good.analog:plan", metric="metric_y",
+                                                                    id_axes=("x", "namespace_size")))
+MEASUREMENT_WITHOUT_PLANNER_OR_REASON = variant(measurement=Measurement(metric="metric_y"))
+MEASUREMENT_OF_UNKNOWN_CACHE = variant(measurement=Measurement(planner="good.analog:plan", metric="metric_y",
+                                                               host_caches={("good", "llc_bytes"): "l3"}))
+
+
+def medians(**kw) -> Medians:
+    return Medians(**{"id": "y_by_x", "figure": "good_y", "metric": "metric_y", "by": "param_x",
+                      "quote": (("low", MIN),), "text": "y is {low} at x = {low_at}.", **kw})
+
+
+FINDING_OF_UNKNOWN_COLUMN = variant(findings=(medians(metric="metric_z"),))
+FINDING_WITH_UNKNOWN_PLACEHOLDER = variant(findings=(medians(text="y is {high} at most."),))
+FINDING_WITHOUT_FIGURE_ID = variant(findings=(Winner(id="best_x", figure=3),))
+TABLE_OF_UNKNOWN_COLUMN = variant(tables=(MedianTable(title="y by z", caption="Medians.",
+                                                      by=(Column("param_z", "z"),),
+                                                      medians=(Column("metric_y", "y"),)),))
+
+
+def plot(**kw) -> Plot:
+    return Plot(**{"id": "good_y", "title": "y vs x", "caption": "y.", "x": "param_x", "y": "metric_y",
+                   "hue": "param_x", **kw})
+
+
+PLOT_OF_UNKNOWN_COLUMN = variant(plots=(plot(y="metric_z"),))
+PLOT_NAMED_PARITY = variant(plots=(plot(id="parity"),))
+PLOT_WITH_UNKNOWN_SCALE = variant(plots=(plot(x_scale="log3"),))
+PLOT_WITH_UNKNOWN_OP = variant(plots=(plot(where=(Cond("param_x", "=~", 1),)),))

@@ -81,4 +81,5 @@ def test_calibrate_from_a_sweep_without_measurements_is_refused(ray_local, tmp_p
     """A purely modeled sweep has nothing to fit: exit 2 saying so."""
     run(parse_spec('name = "m"\nmodels = ["young"]\n'), str(tmp_path), progress=False)
     assert main(["calibrate", "--from", str(tmp_path / "m")]) == 2
-    assert "'--from' must be a sweep with measured memmap or pfnmap rows" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "'--from' must be a sweep with measured rows of a model that declares a measurement" in err

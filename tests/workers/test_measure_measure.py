@@ -10,11 +10,12 @@ import polars as pl
 import pytest
 
 from workers.measure import measure as ms
-from workers.measure import plans
 from workers.measure.host import machine_arch
+from workers.measure.plans import Run
 from workers.measure.settings import MeasureSettings
 from workers.models.copy import MODEL as COPY
 from workers.models.memmap import MODEL as MEMMAP
+from workers.models.memmap_measure import MemmapPlan
 from workers.models.pfnmap import MODEL as PFNMAP
 from workers.models.young import MODEL as YOUNG
 from workers.profiles import load_profile
@@ -114,13 +115,13 @@ def test_measure_pins_the_thread_and_restores_its_affinity(points, native_cache,
     """During the runs the thread is on one CPU; afterwards it has its old affinity again."""
     before = os.sched_getaffinity(0)
     seen = []
-    real = plans.MemmapPlan.open
+    real = MemmapPlan.open
 
     def spy(self, k):
         seen.append(os.sched_getaffinity(0))
         return real(self, k)
 
-    monkeypatch.setattr(plans.MemmapPlan, "open", spy)
+    monkeypatch.setattr(MemmapPlan, "open", spy)
     ms.measure(MEMMAP, points(MEMMAP, {"namespace_size": "16MiB"}), SEED, replace(TINY, cpu=max(before)),
                cache_dir=native_cache)
     assert seen == [{max(before)}]
@@ -175,7 +176,7 @@ class Recorded:
             if self.fail_at is not None and self.log.count(self.name) == self.fail_at:
                 raise OSError("the device went away")
             return [(1000 + len(self.log), 1)]
-        yield plans.Run(sample=sample, scale=1.0)
+        yield Run(sample=sample, scale=1.0)
 
 
 def test_points_are_warmed_up_then_sampled_round_robin():
@@ -208,3 +209,46 @@ def test_batches_keep_the_points_that_fit_memory_together(tmp_path):
     (tmp_path / "proc/meminfo").write_text(f"MemAvailable: {10 * 1024 * 1024} kB\n")
     todo = [(i, Recorded(str(i), [], memory=4 << 30)) for i in range(3)]
     assert [[i for i, _ in b] for b in ms.batches(todo, tmp_path)] == [[0, 1], [2]]
+
+
+class Waits:
+    """A plugin analog's plan that runs no kernel: every run takes 2 ms (ns x 1e-6)."""
+
+    memory = 1 << 20
+
+    @contextmanager
+    def open(self, k):
+        yield Run(sample=lambda: [(2_000_000, 1)], scale=1e-6)
+
+
+def plan_waits(points: pl.DataFrame) -> list:
+    return [Waits() if x >= 0 else "x < 0 has no analog" for x in points["param_x"].to_list()]
+
+
+def test_a_plugin_model_measures_through_its_declaration(points, native_cache):
+    """A model outside workers/models declares its measurement the same way (here a function as planner):
+    its plans run, the declared metric and derived column are filled, its reasons kept; a model with no
+    declaration gets rows that say it has no measurement."""
+    from tests.support.bad_models import GOOD, Good
+    from workers.model import Measurement, Metric
+
+    class Timed(Good):
+        name = "timed"
+        metrics = (Metric(column="metric_run_ms", dtype=pl.Float64, doc="time of a run", better="lower"),
+                   Metric(column="metric_rate", dtype=pl.Float64, doc="x per ms", better="higher"))
+        headline = "metric_run_ms"
+        comparison = None
+        measurement = Measurement(planner=plan_waits, metric="metric_run_ms", derived={"metric_rate": "x"})
+
+        def evaluate(self, points, profile):
+            return points.select(pl.lit("ok").alias("status"), pl.lit(None, pl.Utf8).alias("reason"),
+                                 pl.lit(1.0).alias("metric_run_ms"), (pl.col("param_x") / 1.0).alias("metric_rate"))
+
+    timed = Timed()
+    frame = points(timed, {"x": 4}, {"x": -1})
+    out = ms.measure(timed, frame, SEED, TINY, cache_dir=native_cache)
+    check_contract(timed, frame, out)
+    assert out["status"].to_list() == ["ok", "infeasible"] and out["reason"][1] == "x < 0 has no analog"
+    assert out["metric_run_ms"][0] == pytest.approx(2.0) and out["metric_rate"][0] == pytest.approx(2.0)
+    bare = ms.measure(GOOD, points(GOOD, {"x": 1}), SEED, TINY, cache_dir=native_cache)
+    assert bare["status"][0] == "infeasible" and "'good' has no measurement" in bare["reason"][0]

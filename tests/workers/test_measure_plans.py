@@ -1,4 +1,5 @@
-"""Measurement plans (workers/measure/plans.py): what each point maps and runs, or why it cannot be measured."""
+"""Measurement plans (each model's `measurement` planner, workers/models/*_measure.py, and the generic pieces
+of workers/measure/plans.py): what each point maps and runs, or why it cannot be measured."""
 
 from __future__ import annotations
 
@@ -7,10 +8,12 @@ import pytest
 
 from workers.evaluate import evaluate
 from workers.measure import plans
+from workers.measure.measure import planned
 from workers.measure.host import machine_arch
 from workers.models.copy import MODEL as COPY
 from workers.models.memmap import MODEL as MEMMAP
 from workers.models.pfnmap import MODEL as PFNMAP
+from workers.models.pfnmap_measure import PfnmapPlan
 from workers.profiles import load_profile
 from workers.units import GiB, MiB
 
@@ -27,7 +30,7 @@ OTHER_ARCH = "arm64" if machine_arch() == "x86_64" else "x86_64"
 def test_memmap_plans_write_the_struct_pages_the_model_counts(points, row):
     """heads x per_compound of the plan = the model's struct pages written by memmap_init_zone_device()."""
     frame = points(MEMMAP, row)
-    (plan,) = plans.plan_memmap(frame)
+    (plan,) = MEMMAP.measurement.plan(frame)
     model = evaluate(MEMMAP, frame, load_profile("seed")).row(0, named=True)
     assert plan.heads == model["metric_heads"]
     assert plan.heads * plan.per_compound == model["metric_struct_pages_written"] - model["metric_area_pages"]
@@ -36,14 +39,14 @@ def test_memmap_plans_write_the_struct_pages_the_model_counts(points, row):
 
 def test_a_100gib_fsdax_memmap_needs_about_1_5gib_of_struct_pages(points):
     """100 GiB at P = 64, map=dev: 25.8M data pfns (26.2M less the memmap area) x 64 bytes = 1.54 GiB."""
-    (plan,) = plans.plan_memmap(points(MEMMAP, {"namespace_size": "100GiB", "mode": "fsdax"}))
+    (plan,) = MEMMAP.measurement.plan(points(MEMMAP, {"namespace_size": "100GiB", "mode": "fsdax"}))
     assert 1.5 * GiB < plan.memory < 1.6 * GiB
     assert plan.refcount_reset and plan.order == 0 and plan.strategy == "template_nt_inline"
 
 
 def test_memmap_sizes_without_a_compiled_analog_are_refused(points):
     """P = 56 is a legal axis value but has no kernel: the reason names the built sizes."""
-    (reason,) = plans.plan_memmap(points(MEMMAP, {"struct_page_size": 56, "map": "mem"}))
+    (reason,) = MEMMAP.measurement.plan(points(MEMMAP, {"struct_page_size": 56, "map": "mem"}))
     assert isinstance(reason, str) and "64, 72, 80, 88, 96" in reason
 
 
@@ -54,8 +57,8 @@ def test_memmap_sizes_without_a_compiled_analog_are_refused(points):
 ])
 def test_copy_plans_pick_the_kernel_the_inline_set_implies(points, size, strategy, inline, kernel):
     """nt_inline is inline MOVNTI only for sizes in the inline set; otherwise the out-of-line call."""
-    (plan,) = plans.plan_copy(points(COPY, {"struct_page_size": size, "strategy": strategy, "inline_sizes": inline,
-                                            "namespace_size": "1MiB", "dst_offset": 8}))
+    (plan,) = COPY.measurement.plan(points(COPY, {"struct_page_size": size, "strategy": strategy,
+                                                  "inline_sizes": inline, "namespace_size": "1MiB", "dst_offset": 8}))
     assert (plan.strategy, plan.n, plan.dst_offset) == (kernel, (1 * MiB) // size, 8)
 
 
@@ -69,7 +72,7 @@ def test_copy_plans_pick_the_kernel_the_inline_set_implies(points, size, strateg
 def test_pfnmap_plans_honour_order_and_placement(points, row, huge, offset):
     """4 KiB vs THP mapping and the offset into the first 2 MiB block follow the pfnmap rules."""
     frame = points(PFNMAP, {"arch": machine_arch(), "namespace_size": "8MiB", "align": "1GiB", **row})
-    (plan,) = plans.plan_pfnmap(frame)
+    (plan,) = PFNMAP.measurement.plan(frame)
     assert (plan.huge, plan.offset) == (huge, offset)
     assert plan.span % (2 * MiB) == 0 and plan.span >= plan.offset + plan.length
 
@@ -80,7 +83,7 @@ def test_pfnmap_plans_honour_order_and_placement(points, row, huge, offset):
 ])
 def test_pfnmap_points_this_node_cannot_honour_are_refused(points, row, match):
     """Another architecture, or PUD leaves, give a reason instead of a plan."""
-    (reason,) = plans.plan_pfnmap(points(PFNMAP, row))
+    (reason,) = PFNMAP.measurement.plan(points(PFNMAP, row))
     assert isinstance(reason, str) and match in reason
 
 
@@ -90,7 +93,7 @@ def test_pfnmap_plans_carry_the_working_set(points, access, working_set, expecte
     """The access touches working_set bytes of the whole mapping; 'all' (or the whole mapping) is None."""
     frame = points(PFNMAP, {"arch": machine_arch(), "namespace_size": "8MiB", "compound_order": 0,
                             "access": access, "working_set": working_set})
-    (plan,) = plans.plan_pfnmap(frame)
+    (plan,) = PFNMAP.measurement.plan(frame)
     assert (plan.length, plan.working_set, plan.touched) == (8 * MiB, expected, expected or 8 * MiB)
     assert plan.span == 8 * MiB  # the whole mapping is mapped (and pre-faulted), whatever the working set
 
@@ -101,7 +104,7 @@ def test_a_points_frame_without_a_working_set_measures_the_whole_mapping(points,
     frame = points(PFNMAP, {"arch": machine_arch(), "namespace_size": "4MiB", "compound_order": 0})
     frame = (frame.drop("param_working_set") if column is None
              else frame.with_columns(pl.lit(column, pl.Int64).alias("param_working_set")))
-    (plan,) = plans.plan_pfnmap(frame)
+    (plan,) = PFNMAP.measurement.plan(frame)
     assert plan.working_set is None and plan.touched == 4 * MiB
 
 
@@ -110,13 +113,13 @@ def test_a_working_set_the_chase_cannot_visit_is_refused(points, working_set):
     """Not whole pages of the mapping: a reason, not a plan (the model refuses these points first)."""
     frame = points(PFNMAP, {"arch": machine_arch(), "namespace_size": "8MiB", "compound_order": 0})
     frame = frame.with_columns(pl.lit(working_set, pl.Int64).alias("param_working_set"))
-    (reason,) = plans.plan_pfnmap(frame)
+    (reason,) = PFNMAP.measurement.plan(frame)
     assert isinstance(reason, str) and "working_set" in reason
 
 
 def test_a_working_set_chase_samples_laps_over_its_own_pages(kernels):
     """The chase of a 1 MiB working set in an 8 MiB mapping times whole laps of its 256 pages, in slices."""
-    plan = plans.PfnmapPlan(length=8 * MiB, offset=0, huge=False, copy=False, working_set=1 * MiB)
+    plan = PfnmapPlan(length=8 * MiB, offset=0, huge=False, copy=False, working_set=1 * MiB)
     with plan.open(kernels) as run:
         stretches = run.sample()
     loads = sum(n for _, n in stretches)
@@ -149,7 +152,7 @@ def test_a_working_set_copy_copies_its_first_bytes(kernels, monkeypatch):
     """memcpy_seq copies the first working_set bytes of the region (the model's sequential_copy)."""
     copied = []
     monkeypatch.setattr(type(kernels), "stream_copy", lambda self, dst, src, n: copied.append(n) or 1)
-    plan = plans.PfnmapPlan(length=4 * MiB, offset=4096, huge=False, copy=True, working_set=64 * 1024)
+    plan = PfnmapPlan(length=4 * MiB, offset=4096, huge=False, copy=True, working_set=64 * 1024)
     with plan.open(kernels) as run:
         run.sample()
     assert copied == [64 * 1024] and plan.memory == 2 * plan.span
@@ -157,16 +160,17 @@ def test_a_working_set_copy_copies_its_first_bytes(kernels, monkeypatch):
 
 def test_a_streaming_copy_maps_two_regions():
     """memcpy_seq needs a source and a destination of the span each."""
-    plan = plans.PfnmapPlan(length=3 * MiB, offset=4096, huge=True, copy=True)
+    plan = PfnmapPlan(length=3 * MiB, offset=4096, huge=True, copy=True)
     assert plan.span == 4 * MiB and plan.memory == 8 * MiB
 
 
 def test_young_has_no_analog(points):
-    """Every young point gets the same reason."""
+    """Every young point gets the reason young's measurement declares."""
     from workers.models.young import MODEL as YOUNG
 
-    reasons = plans.plan_young(pl.concat([points(YOUNG, {}), points(YOUNG, {})]))
-    assert reasons == [plans.YOUNG_REASON] * 2
+    assert not YOUNG.measurement.measurable and "no user-space analog" in YOUNG.measurement.reason
+    reasons = planned(YOUNG, pl.concat([points(YOUNG, {}), points(YOUNG, {})]))
+    assert reasons == [YOUNG.measurement.reason] * 2
 
 
 def test_a_total_time_floor_sums_each_segments_fastest_repeat():

@@ -2,8 +2,11 @@
 
 - build.py compiles the kernels with the node's C compiler into a cached shared library;
 - kernels.py binds it with ctypes; host.py reads what the node is (CPU, caches, THP, memory);
-- plans.py turns a model's points into kernel runs; measure.py runs them with the discipline
-  (pinning, pre-faulting, warm-up, repeats; settings.py: MeasureSettings, the spec's [measure]) and
-  returns rows of the model's schema;
-- fit.py turns measured rows into calibration figures.
+- a model's own `measurement` (workers.model.Measurement; its planner lives beside the model, in
+  workers/models/) turns its points into plans of kernel runs, built from plans.py's generic pieces
+  (Run, Samples, the lat_mem_rd chase); measure.py runs them with the discipline (pinning,
+  pre-faulting, warm-up, repeats; settings.py: MeasureSettings, the spec's [measure]) and returns
+  rows of the model's schema, the declared metric filled;
+- fit.py turns measured rows into calibration figures, named by the same declaration.
+Nothing here branches on a model: what to measure and how to read it is each model's declaration.
 """

@@ -5,8 +5,11 @@ into `Figure`s (published = the measured least disturbed time, measure_min, or
 the median; params = the row's point) for `workers.calibrate.calibrate(model,
 profile, figures=..., free=model.free_for_measured)`. The same point measured
 more than once (reruns, several nodes of one CPU model) becomes one figure, the
-median of the values. `host_profile()` puts the host's own cache sizes into the
-profile the fit uses. The fit itself starts from neutral points inside each
+median of the values. What names a figure and which metric it is come from the
+model's declaration (`model.measurement`, workers.model.Measurement: id_axes,
+id_prefixes, metric); its unit is the metric column's. `host_profile()` puts
+the host's own cache sizes into the profile entries the models declare
+(Measurement.host_caches). The fit itself starts from neutral points inside each
 cost's bounds (workers.calibrate): a single start from the seed profile's Ice
 Lake costs stops in a local minimum on another machine (on this project's EPYC
 guest: RFO 47 GB/s + NT writes 50 GB/s, 30% errors, where RFO 183 GB/s + NT
@@ -19,18 +22,13 @@ import statistics
 
 import polars as pl
 
-from ..model import STATUS_OK, Figure, Model
-from ..profiles import Profile
-from .measure import HEADLINE, PFNMAP_HEADLINE
+from typing import Iterable
 
-# The axes that name a measured figure, in order; any other axis off its default is appended as name=value.
-ID_AXES = {
-    "memmap": ("mode", "struct_page_size", "strategy", "namespace_size"),
-    "copy": ("struct_page_size", "strategy", "inline_sizes", "namespace_size"),
-    "pfnmap": ("access", "compound_order", "namespace_size"),
-}
+from ..model import L1D_BYTES, L2_BYTES, LAST_LEVEL, STATUS_OK, Figure, Model
+from ..profiles import Profile
+from ..registry import MODELS
+
 STATISTICS = {"median": "measure_median", "min": "measure_min"}
-UNITS = {"metric_init_ms": "ms", "metric_ns_per_copy": "ns", "metric_ns_per_load": "ns", "metric_copy_ms": "ms"}
 
 
 def figures_from_measured(model: Model, frame: pl.DataFrame, *, statistic: str = "min") -> list[Figure]:
@@ -40,14 +38,15 @@ def figures_from_measured(model: Model, frame: pl.DataFrame, *, statistic: str =
     host other jobs share) or "median" (the row's metric)."""
     if statistic not in STATISTICS:
         raise ValueError(f"'statistic' must be one of {sorted(STATISTICS)} (got {statistic!r}).")
-    if model.name not in ID_AXES:
+    m = model.measurement
+    if m is None or not m.measurable:
         return []
     rows = frame.filter(pl.col("status") == STATUS_OK)
     if "source" in rows.columns:
         rows = rows.filter(pl.col("source") == "measured")
     groups: dict[str, tuple[str, dict, list[float], set[str]]] = {}
     for row in rows.iter_rows(named=True):
-        metric = PFNMAP_HEADLINE.get(row.get("param_access")) if model.name == "pfnmap" else HEADLINE[model.name]
+        metric = m.metric_of(row.get(f"param_{m.metric_axis}")) if m.metric_axis else m.metric_of()
         value = row.get(STATISTICS[statistic])
         value = row.get(metric) if value is None else value
         if value is None or value <= 0:
@@ -59,7 +58,8 @@ def figures_from_measured(model: Model, frame: pl.DataFrame, *, statistic: str =
         groups[fid][2].append(float(value))
         groups[fid][3].add(host)
     return [
-        Figure(id=fid, model=model.name, metric=metric, published=statistics.median(values), unit=UNITS[metric],
+        Figure(id=fid, model=model.name, metric=metric, published=statistics.median(values),
+               unit=model.metric(metric).unit,
                params=params, source=(f"measured on {', '.join(sorted(hosts))} by the memsweep measure backend "
                                       f"(user-space analog; median of {len(values)} measured {statistic}(s))"))
         for fid, (metric, params, values, hosts) in groups.items()
@@ -67,15 +67,18 @@ def figures_from_measured(model: Model, frame: pl.DataFrame, *, statistic: str =
 
 
 def figure_id(model: Model, params: dict) -> str:
-    """"memmap/measured/fsdax/P64/template_nt/1GiB", plus name=value for other axes off their default."""
+    """"<model>/measured/" and the labels of the model's declared id axes, each after its declared prefix
+    (memmap: "memmap/measured/fsdax/P64/template_nt/1GiB"), plus name=value for other axes off their default."""
+    m = model.measurement
+    id_axes = m.id_axes if m is not None else ()
+    prefixes = m.id_prefixes if m is not None else {}
     parts = []
-    for name in ID_AXES[model.name]:
+    for name in id_axes:
         axis = model.axis(name)
         label = axis.label(axis.canonical(params[name]))
-        parts.append(f"P{label}" if name == "struct_page_size" else
-                     f"order{label}" if name == "compound_order" else label)
+        parts.append(f"{prefixes.get(name, '')}{label}")
     for axis in model.axes:
-        if axis.name in ID_AXES[model.name]:
+        if axis.name in id_axes:
             continue
         value = axis.canonical(params[axis.name])
         if value != axis.canonical(axis.default):
@@ -83,20 +86,28 @@ def figure_id(model: Model, params: dict) -> str:
     return f"{model.name}/measured/" + "/".join(parts)
 
 
-def host_profile(profile: Profile, facts: dict[str, int | str | None]) -> Profile:
-    """`profile` with the host's cache sizes (source measured): copy.llc_bytes, so a fit does not
-    price LLC-resident memmaps with another machine's LLC, and pfnmap's l1/l2/llc_bytes, which decide
-    where the chase's page-table lines are found. `facts`: l1d_bytes, l2_bytes, l3_bytes as integers
+def host_profile(profile: Profile, facts: dict[str, int | str | None],
+                 models: Iterable[Model] | None = None) -> Profile:
+    """`profile` with the host's cache sizes (source measured) in the entries `models` (default: every
+    registered model) declare in their measurement's host_caches: e.g. a last-level cache size, so a
+    fit does not price LLC-resident memory with another machine's LLC, or the L1/L2 sizes that decide
+    where a chase's page-table lines are found. `facts`: l1d_bytes, l2_bytes, l3_bytes as integers
     (a sweep's env_*_bytes columns) or as host_facts() gives them; unknown sizes (None, "unknown")
-    leave an entry alone."""
+    leave an entry alone, and so does an entry the profile does not have."""
     known = {k: int(v) for k, v in facts.items()
              if k in ("l1d_bytes", "l2_bytes", "l3_bytes") and _whole(v)}
     last = "l3_bytes" if "l3_bytes" in known else "l2_bytes" if "l2_bytes" in known else None
-    wanted = {("copy", "llc_bytes"): last, ("pfnmap", "llc_bytes"): last,
-              ("pfnmap", "l2_bytes"): "l2_bytes" if "l2_bytes" in known else None,
-              ("pfnmap", "l1_bytes"): "l1d_bytes" if "l1d_bytes" in known else None}
+    which = {LAST_LEVEL: last, L2_BYTES: "l2_bytes" if "l2_bytes" in known else None,
+             L1D_BYTES: "l1d_bytes" if "l1d_bytes" in known else None}
+    if models is None:
+        models = MODELS.values()
+    wanted: dict[tuple[str, str], str | None] = {}
+    for model in models:
+        if model.measurement is not None:
+            for entry, cache in model.measurement.host_caches.items():
+                wanted.setdefault(tuple(entry), which.get(cache))
     for (section, key), fact in wanted.items():
-        if fact is not None:
+        if fact is not None and key in profile.sections.get(section, {}):
             profile = profile.with_values({(section, key): known[fact]}, source="measured",
                                           note=f"{fact.split('_')[0].upper()} of cpu0 on the measuring host "
                                                "(/sys/devices/system/cpu)")

@@ -2,17 +2,20 @@
 
 `measure(model, points, profile, settings)` returns rows of the model's own
 schema (status, reason, every metric column) plus MEASURE_COLUMNS, one per
-point, in order. A measured row fills the model's headline metric(s) with the
-median of `repeats` samples taken after `warmup` runs (MeasureSettings),
-pinned to one CPU, on pre-faulted memory, timed by the thread's CPU time (or
-wall time); the other metrics stay null. `measure_min` is the least disturbed
+point, in order. What a point runs is the model's own declaration
+(`model.measurement`, workers.model.Measurement: its planner, and the metric
+it fills): a measured row fills that metric (and the declared derived
+columns) with the median of `repeats` samples taken after `warmup` runs
+(MeasureSettings), pinned to one CPU, on pre-faulted memory, timed by the
+thread's CPU time (or wall time); the other metrics stay null. `measure_min` is the least disturbed
 value (plans.Samples.floor). The points of one call whose memory fits
 together are sampled round-robin: on a shared host, noise comes in bursts of
 seconds, which then cost one sample of several points instead of every sample
 of one. A point is infeasible when the model says it cannot exist under
 `profile` (same rules, same reasons as the sweep's modeled rows), when this
-node cannot honour one of its axes (plans.py says why), when its memory does
-not fit MemAvailable minus a safety margin, or when the node has no C
+node cannot honour one of its axes (the model's planner says why), when the
+model declares no measurement (or the reason it has none), when its memory
+does not fit MemAvailable minus a safety margin, or when the node has no C
 compiler.
 """
 
@@ -35,13 +38,10 @@ from ..units import GiB, MiB
 from .exceptions import CompilerNotFound, MeasureError
 from .host import mem_available_bytes
 from .kernels import CLOCKS, load
-from .plans import PLANNERS, Plan, Samples, summarize
+from .plans import Plan, Samples, summarize
 from .settings import SPAN_MS, MeasureSettings
 
 MEASURE_COLUMNS = {name: dtype for name, dtype, _, _ in MEASURE}  # the registry's, in dataset order
-# The metric measure_min / measure_median summarize, per model (pfnmap: by access pattern).
-HEADLINE = {"memmap": "metric_init_ms", "copy": "metric_ns_per_copy"}
-PFNMAP_HEADLINE = {"lat_mem_rd_random": "metric_ns_per_load", "memcpy_seq": "metric_copy_ms"}
 SAFETY_MIN_BYTES = 512 * MiB  # memory left to the rest of the node, at least ...
 SAFETY_FRACTION = 0.10  # ... or this share of MemAvailable, whichever is larger
 MAX_ROUNDS_FACTOR = 20  # rounds go on past `repeats` to last span_ms, but at most this many times `repeats`
@@ -63,11 +63,7 @@ def measure(model: Model, points: pl.DataFrame, profile: Profile, settings: Meas
     status, reason = model_status(model, points, profile)
     results: list[Samples | None] = [None] * points.height
     ok = [i for i, s in enumerate(status) if s == STATUS_OK]
-    planner = PLANNERS.get(model.name)
-    if planner is None:
-        plans: list[Plan | str] = [f"model {model.name!r} has no measurement"] * len(ok)
-    else:
-        plans = planner(points[ok]) if ok else []
+    plans: list[Plan | str] = planned(model, points[ok]) if ok else []
     todo: list[tuple[int, Plan]] = []
     for i, plan in zip(ok, plans):
         if isinstance(plan, str):
@@ -186,11 +182,27 @@ def pinned(cpu: int | None) -> Iterator[int | None]:
         os.sched_setaffinity(0, before)
 
 
-def headline(model: Model, points: pl.DataFrame) -> list[str | None]:
-    """The metric column measure_min / measure_median summarize, per point."""
-    if model.name == "pfnmap":
-        return [PFNMAP_HEADLINE.get(a) for a in points["param_access"].to_list()]
-    return [HEADLINE.get(model.name)] * points.height
+def planned(model: Model, points: pl.DataFrame) -> list[Plan | str]:
+    """The model's plan (or the reason it cannot be measured here) per point, from its declaration."""
+    m = model.measurement
+    if m is None:
+        reason = (f"model {model.name!r} has no measurement: it declares no user-space analog "
+                  "(workers.model.Measurement) to run")
+    elif not m.measurable:
+        reason = m.reason or f"model {model.name!r} has no measurement"
+    else:
+        plans = list(m.plan(points))
+        if len(plans) != points.height:
+            raise ValueError(f"model {model.name!r}: its measurement planner returned {len(plans)} plans for "
+                             f"{points.height} points (one plan or reason per point)")
+        return plans
+    return [reason] * points.height
+
+
+def measured_metric(model: Model, points: pl.DataFrame) -> list[str | None]:
+    """The metric column measure_min / measure_median summarize, per point (the model's declaration)."""
+    m = model.measurement
+    return [None] * points.height if m is None else m.metrics_of(points)
 
 
 def _frame(model: Model, points: pl.DataFrame, status: list[str], reason: list[str | None],
@@ -199,15 +211,16 @@ def _frame(model: Model, points: pl.DataFrame, status: list[str], reason: list[s
     cols: dict[str, list] = {"status": status, "reason": reason}
     cols.update({m: [None] * n for m in model.metric_dtypes})
     cols.update({m: [None] * n for m in MEASURE_COLUMNS})
-    names = headline(model, points)
-    sizes = points["param_struct_page_size"].to_list() if model.name == "copy" else [None] * n
+    names = measured_metric(model, points)
+    derived = model.measurement.derived if model.measurement is not None else {}
+    per = {col: points[f"param_{axis}"].to_list() for col, axis in derived.items()}
     for i, res in enumerate(results):
         if res is None:
             continue
         med = statistics.median(res.values)
         cols[names[i]][i] = med
-        if model.name == "copy":
-            cols["metric_gbs"][i] = sizes[i] / med if med > 0 else None
+        for col, values in per.items():  # declared derived columns: axis value / median (bytes / ns: GB/s)
+            cols[col][i] = values[i] / med if med > 0 else None
         cols["measure_repeats"][i] = len(res.values)
         cols["measure_min"][i] = res.floor
         cols["measure_median"][i] = med

@@ -45,7 +45,8 @@ import numpy as np
 import polars as pl
 
 from ..axes import ALIGN, NAMESPACE_SIZE, STRUCT_PAGE_SIZE, Axis, choice
-from ..model import Comparison, Metric, Model, Reasons, status_columns
+from ..plots import Plot
+from ..model import LAST_LEVEL, Comparison, Measurement, Metric, Model, Reasons, status_columns
 from ..profiles import Profile
 
 LINE = 64  # boot_cpu_data.x86_clflush_size on x86_64
@@ -224,6 +225,18 @@ def _lookup(size, dst, strategy, patched) -> np.ndarray:
     return (((np.clip(size, 0, MAX_TABLE_SIZE) // 8) * LINE + dst % LINE) * 3 + strategy) * 2 + patched
 
 
+# The report's figure of this model (drawn by analysis/figures_declared.py).
+PLOTS = (
+    Plot(id="copy_cost", title="copy: ns per struct-page copy vs size, three copy paths",
+         x="param_struct_page_size", y="metric_ns_per_copy", hue="param_strategy",
+         hue_order=("memcpy", "nt_call", "nt_inline"), hue_title="copy path",
+         split="param_inline_sizes", split_order=("mainline",), panel_title="inline sizes: {value}",
+         x_scale="ticks", xlabel="copy size = sizeof(struct page) (bytes)", ylabel="time per copy (ns)",
+         caption="memcpy: cached constant-size copy; nt_call: out-of-line __memcpy_flushcache(); nt_inline: "
+                 "memcpy_flushcache() with inline MOVNTI for the inline sizes (mainline 4/8/16, patched "
+                 "4..96), other sizes fall back to the call."),
+)
+
 class CopyModel(Model):
     name = "copy"
     version = "1"
@@ -267,7 +280,16 @@ class CopyModel(Model):
     headline = "metric_ns_per_copy"
     comparison = Comparison(axis="strategy", baseline="memcpy", metric="metric_ns_per_copy", label="copy path")
     best_keys = ("struct_page_size", "inline_sizes")
+    plots = PLOTS
     points_per_second = 8e6  # ~1e7 measured on one core, 1,000,000 mixed points
+    # The user-space copy loop (workers/models/copy_measure.py) fills metric_ns_per_copy, and metric_gbs =
+    # struct_page_size bytes / ns per copy; a fit takes the host's last-level cache as copy.llc_bytes.
+    measurement = Measurement(
+        planner="workers.models.copy_measure:plan_copy", metric="metric_ns_per_copy",
+        derived={"metric_gbs": "struct_page_size"},
+        id_axes=("struct_page_size", "strategy", "inline_sizes", "namespace_size"),
+        id_prefixes={"struct_page_size": "P"}, host_caches={("copy", "llc_bytes"): LAST_LEVEL},
+    )
 
     def evaluate(self, points: pl.DataFrame, profile: Profile) -> pl.DataFrame:
         """Per-copy counts (averaged over the array's line phases) and time per copy."""

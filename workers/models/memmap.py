@@ -67,9 +67,11 @@ import numpy as np
 import polars as pl
 
 from ..axes import ALIGN, COMPOUND_ORDER, NAMESPACE_SIZE, STRUCT_PAGE_SIZE, Axis, choice
-from ..model import Comparison, Figure, FreeParam, Metric, Model, Reasons, status_columns
+from ..findings import MAX, MIN, Column, Medians, MedianTable, Pick, Ratio, Winner
+from ..plots import Cond, Plot
+from ..model import LAST_LEVEL, Comparison, Figure, FreeParam, Measurement, Metric, Model, Reasons, status_columns
 from ..profiles import Profile
-from ..units import GiB, KiB, MiB
+from ..units import GiB, KiB, MiB, TiB
 from . import copy as cp
 from . import memmap_layout as ml
 
@@ -191,6 +193,85 @@ def timing(strategy, w: dict, stored_lines, psize, order, fsdax, cost: cp.CopyCo
             "written": written, "slow_init": np.maximum(slow_compute, cached_bound)}
 
 
+# The report's figures of this model (drawn by analysis/figures_declared.py).
+_STRATEGIES = ("slow", "template", "template_nt", "template_nt_inline")
+# Show the 80/96-byte struct pages under map=dev too: CONFIG_NVDIMM_KMSAN only matters for P > 64.
+_KMSAN_ON = {"param_nvdimm_kmsan": True}
+_PAGE_SIZES_KEPT = {"param_struct_page_size": (64, 80, 96, 128)}
+PLOTS = (
+    Plot(id="memmap_init", title="memmap: init time vs namespace size per strategy",
+         x="param_namespace_size", y="metric_init_ms", hue="param_strategy", hue_order=_STRATEGIES,
+         hue_title="strategy", facets=("param_struct_page_size", "param_mode", "param_map", "param_medium",
+                                       "param_nvdimm_kmsan", "param_align", "param_compound_order"),
+         max_panels=12, keep=_PAGE_SIZES_KEPT, prefer=_KMSAN_ON,
+         xlabel="namespace size (bytes, log2)", ylabel="init time (ms)",
+         caption="Modeled memmap_init_zone_device() time (median per point of the held slice). slow: field-by-"
+                 "field init; template: memcpy of a template; template_nt: memcpy_nontemporal (out-of-line "
+                 "__memcpy_flushcache); template_nt_inline: inline MOVNTI (patch 8). Struct page sizes that are "
+                 "not a multiple of 16 are infeasible on x86_64; map=dev needs CONFIG_NVDIMM_KMSAN for P > 64."),
+    Plot(id="memmap_speedup_heatmap", title="memmap: best speedup over slow", kind="best_heatmap",
+         grid=("param_compound_order", "param_align", "param_mode", "param_map", "param_medium",
+               "param_nvdimm_kmsan"),
+         facets=("param_struct_page_size", "param_mode", "param_map", "param_medium", "param_nvdimm_kmsan"),
+         max_panels=8, keep=_PAGE_SIZES_KEPT, prefer=_KMSAN_ON,
+         caption="Each cell: the largest init-time speedup over the slow strategy at that point (slow time / best "
+                 "strategy's time, same namespace and axes); compound order in log2 pages, auto = the kernel's "
+                 "choice. Grey cells are infeasible (e.g. fsdax needs order 0; devdax sets the order from the "
+                 "align)."),
+    Plot(id="memmap_overhead", title="memmap overhead: device and DRAM bytes vs struct page size",
+         x="param_struct_page_size", split="param_map", split_order=("dev", "mem"),
+         y_by={"dev": "metric_memmap_device_bytes", "mem": "metric_memmap_dram_bytes"},
+         hue="metric_compound_order", hue_title="compound order (resolved)", flag="metric_vmemmap_optimized",
+         pool=("param_mode", "param_align", "param_compound_order"), prefer=_KMSAN_ON,
+         x_scale="ticks", y_scale="size", xlabel="sizeof(struct page) (bytes)",
+         ylabel={"dev": "memmap bytes on the namespace", "mem": "memmap bytes in DRAM"},
+         panel_title="map={value}",
+         caption="map=dev reserves 64 bytes per pfn on the namespace (sizeof(struct page) with "
+                 "CONFIG_NVDIMM_KMSAN). map=mem with compound pages and a power-of-two struct page writes only "
+                 "2 x 4096 / P struct pages per compound (stars: vmemmap optimization); 80- and 96-byte struct "
+                 "pages lose it and pay the full memmap. Medians over mode, align and compound order."),
+)
+
+OPTIMIZED = "metric_vmemmap_optimized"
+# The report's key findings about memmap init and overhead (workers.findings; analysis/findings.py words them).
+FINDINGS = (
+    Winner(id="best_strategy", figure="memmap_init"),
+    Ratio(id="inline_movnti", figure="memmap_init", numerator="template_nt", denominator="template_nt_inline",
+          by=("param_struct_page_size", "param_mode"), quote=(("max_gain", MAX), ("min_gain", MIN)),
+          text="Inline MOVNTI (template_nt_inline over template_nt) matters most at {max_gain_at}: {max_gain}x "
+               "faster (median of {max_gain_n} configurations); least at {min_gain_at}: {min_gain}x."),
+    Medians(id="medium", figure="memmap_init", metric="metric_speedup_vs_slow",
+            where=(Cond("param_map", "==", "dev"), Cond("param_strategy", "==", "template_nt_inline")),
+            by="param_medium", each="param_mode", quote=(("dram", "dram"), ("pmem", "pmem")),
+            text="On the namespace's own medium (map=dev), template_nt_inline's median speedup over slow is "
+                 "{clauses}.",
+            clause="{each} {dram}x on DRAM, {pmem}x on pmem"),
+    Medians(id="dedup_lost", figure="memmap_overhead", metric="metric_memmap_dram_bytes",
+            per="param_namespace_size", scale=TiB, fmt="bytes",
+            where=(Cond("param_map", "==", "mem"), Cond("metric_compound_order", ">", 0),
+                   Cond("param_align", "==", 2 * MiB)),
+            by="param_struct_page_size",
+            quote=(("lost", Pick(which="all", unless=OPTIMIZED)),
+                   ("lost_per_tib", Pick(which="max", unless=OPTIMIZED)),
+                   ("kept_per_tib", Pick(which="first", only=OPTIMIZED))),
+            text="vmemmap deduplication is lost at struct page sizes {lost_at} (not a power of two): a devdax memmap "
+                 "in DRAM (map=mem, align 2MiB) then costs {lost_per_tib} per TiB at {lost_per_tib_at}, against "
+                 "{kept_per_tib} at {kept_per_tib_at}."),
+)
+TABLES = (
+    MedianTable(title="memmap overhead by map location, struct page size and compound order",
+                caption="Medians over mode and align.",
+                by=(Column("param_map", "map"), Column("param_struct_page_size", "struct page"),
+                    Column("metric_compound_order", "compound order")),
+                medians=(Column("metric_memmap_device_bytes", "device bytes"),
+                         Column("metric_memmap_dram_bytes", "DRAM bytes"),
+                         Column("metric_overhead_fraction", "overhead", ".2%")),
+                flags=(Column(OPTIMIZED, "vmemmap optimized"),),
+                over=("param_mode", "param_align", "param_compound_order"),
+                prefer={"param_nvdimm_kmsan": True}),
+)
+
+
 class MemmapModel(Model):
     name = "memmap"
     version = "2"
@@ -264,6 +345,9 @@ class MemmapModel(Model):
     headline = "metric_init_ms"
     comparison = Comparison(axis="strategy", baseline="slow", metric="metric_init_ms", label="strategy")
     best_keys = ("struct_page_size", "mode", "map")
+    plots = PLOTS
+    findings = FINDINGS
+    tables = TABLES
     points_per_second = 1.5e6  # ~2e6 measured on one core, 1,000,000 mixed points
     # 4 costs for 8 figures, all shared by every kind, mode and strategy (the copy model's costs)
     free_params = (
@@ -278,6 +362,14 @@ class MemmapModel(Model):
         *free_params,
         FreeParam(section="copy", key="loop_ns", lower=0.0, upper=10.0),
         FreeParam(section="copy", key="llc_gbs", lower=1.0, upper=500.0),
+    )
+    # The user-space analog of memmap_init_zone_device() (workers/models/memmap_measure.py) fills
+    # metric_init_ms; its figures are named memmap/measured/<mode>/P<P>/<strategy>/<size>. The struct pages
+    # are priced with the copy costs, so a fit takes the host's last-level cache as copy.llc_bytes.
+    measurement = Measurement(
+        planner="workers.models.memmap_measure:plan_memmap", metric="metric_init_ms",
+        id_axes=("mode", "struct_page_size", "strategy", "namespace_size"), id_prefixes={"struct_page_size": "P"},
+        host_caches={("copy", "llc_bytes"): LAST_LEVEL},
     )
 
     def evaluate(self, points: pl.DataFrame, profile: Profile) -> pl.DataFrame:

@@ -45,7 +45,10 @@ import numpy as np
 import polars as pl
 
 from ..axes import ALIGN, COMPOUND_ORDER, NAMESPACE_SIZE, Axis, choice
-from ..model import Comparison, Figure, FreeParam, Metric, Model, Reasons, status_columns
+from ..findings import Above, Medians
+from ..plots import Cond, Either, Plot
+from ..model import (L1D_BYTES, L2_BYTES, LAST_LEVEL, Comparison, Figure, FreeParam, Measurement, Metric, Model,
+                     Reasons, status_columns)
 from ..profiles import Profile
 from ..units import KiB, MiB
 from .pfnmap_geometry import LEAF_ORDERS, PAGE, PMD_ORDER, PUD, kind_bytes, leaves, starts
@@ -98,6 +101,53 @@ def order_expr() -> pl.Expr:
     return pl.col("param_compound_order").fill_null(AUTO_ORDER)
 
 
+# The report's figures of this model (drawn by analysis/figures_declared.py).
+_MISALIGN = ("param_align", "param_pa_offset", "param_va_offset")
+PLOTS = (
+    Plot(id="pfnmap_latency", title="pfnmap: access cost vs mapping size per leaf order",
+         x="param_namespace_size", split="param_access", split_order=("lat_mem_rd_random", "memcpy_seq"),
+         y_by={"lat_mem_rd_random": "metric_ns_per_load", "memcpy_seq": "metric_copy_ms"},
+         hue="param_compound_order", hue_title="largest leaf", panel_title="{value}",
+         published=True,
+         # only the published rows whose working set is the whole mapping lie on these lines: the RFC's
+         # smaller lat_mem_rd rows are working sets of one 4 GiB mapping (the parity figure compares them)
+         published_when=(Either(groups=((Cond("param_working_set", "not null", None),
+                                          Cond("param_working_set", "== column", "param_namespace_size")),
+                                         (Cond("param_working_set", "==", None),))),),
+         xlabel="mapping length L (bytes, log2)",
+         ylabel={"lat_mem_rd_random": "ns per load (lat_mem_rd -t, random pages)",
+                 "memcpy_seq": "ms per copy of the whole mapping"},
+         caption="Median over the held slice per (mapping size, largest leaf order); black crosses are the "
+                 "published RFC figures whose working set is the whole mapping, at their own parameters (the "
+                 "RFC's smaller lat_mem_rd rows are working sets of one 4 GiB mapping: the parity figure "
+                 "compares them)."),
+    Plot(id="pfnmap_coverage", title="pfnmap: huge-leaf coverage vs misalignment",
+         x=_MISALIGN, y="metric_huge_fraction", hue="param_compound_order", hue_title="largest leaf",
+         style="param_namespace_size", most={"param_namespace_size": 3},
+         x_min=0,  # pa_offset -1: not given (the start is then `align`)
+         x_scale={"param_align": "size", "param_pa_offset": "ordinal_size", "param_va_offset": "ordinal_size"},
+         y_scale="percent", ylabel="mapping covered by huge leaves (%)",
+         xlabel={"param_align": "physical start alignment (bytes; aligned to this, no larger power of 2)",
+                 "param_pa_offset": "physical start modulo 1 GiB (bytes)",
+                 "param_va_offset": "(va - pa) modulo 1 GiB (bytes)"},
+         caption="A 2 MiB (1 GiB) block becomes a PMD (PUD) leaf only when it lies wholly inside the range and "
+                 "va and pa are both aligned to it; the unaligned head and tail fall back to PTEs; a (va - pa) "
+                 "that is not a multiple of 2 MiB allows no huge leaf at all. One panel per misalignment axis "
+                 "that varies (at most two), line style the mapping length (at most three shown)."),
+)
+
+# The report's key finding about huge leaves and alignment (workers.findings).
+FINDINGS = (
+    Medians(id="huge_leaf_alignment", figure="pfnmap_coverage", metric="metric_speedup_vs_pte",
+            where=(Either(((Cond("param_compound_order", ">=", 9),), (Cond("param_compound_order", "==", None),))),
+                   Cond("metric_ns_per_load", "not null")),
+            by=Above("metric_huge_fraction", 0.5), quote=(("aligned", True), ("misaligned", False)),
+            text="Huge pfnmap leaves make lat_mem_rd loads a median {aligned}x faster than PTEs where most of the "
+                 "mapping can take them ({aligned_n} points), and {misaligned}x where misalignment (va - pa, or the "
+                 "start) leaves less than half of it to huge leaves ({misaligned_n} points)."),
+)
+
+
 class PfnmapModel(Model):
     name = "pfnmap"
     version = "1"
@@ -141,6 +191,8 @@ class PfnmapModel(Model):
     comparison = Comparison(axis="compound_order", baseline=0, metric="metric_ns_per_load",
                             label="largest leaf order")
     best_keys = ("namespace_size", "access")
+    plots = PLOTS
+    findings = FINDINGS
     # The leaf names kernel developers use for the orders (the RFC's "PTE" / "PMD").
     value_labels = {"compound_order": {0: "PTE (order 0)", 9: "PMD (order 9)", 18: "PUD (order 18)"}}
     points_per_second = 1.5e6  # measured 1.4-2.2 M points/s on one core (1,000,000-point frames)
@@ -150,6 +202,16 @@ class PfnmapModel(Model):
         FreeParam(section="pfnmap", key="copy_gbs", lower=0.5, upper=200.0),
         FreeParam(section="pfnmap", key="copy_tlb_miss_ns", lower=0.0, upper=1000.0),
         FreeParam(section="pfnmap", key="l2_bytes", lower=256 * KiB, upper=16 * MiB),
+    )
+    # The user-space analogs (workers/models/pfnmap_measure.py): lmbench's lat_mem_rd -t chase fills
+    # metric_ns_per_load, the streaming copy metric_copy_ms; the host's caches decide where the chase's
+    # page-table lines are found, so a fit takes its L1d, L2 and last level.
+    measurement = Measurement(
+        planner="workers.models.pfnmap_measure:plan_pfnmap", metric_axis="access",
+        metric={"lat_mem_rd_random": "metric_ns_per_load", "memcpy_seq": "metric_copy_ms"},
+        id_axes=("access", "compound_order", "namespace_size"), id_prefixes={"compound_order": "order"},
+        host_caches={("pfnmap", "llc_bytes"): LAST_LEVEL, ("pfnmap", "l2_bytes"): L2_BYTES,
+                     ("pfnmap", "l1_bytes"): L1D_BYTES},
     )
 
     def evaluate(self, points: pl.DataFrame, profile: Profile) -> pl.DataFrame:

@@ -44,7 +44,9 @@ import numpy as np
 import polars as pl
 
 from ..axes import ALIGN, COMPOUND_ORDER, NAMESPACE_SIZE, Axis, choice
-from ..model import Comparison, Figure, FreeParam, Metric, Model, Reasons, status_columns
+from ..findings import FIRST, LAST, MAX, MIN, Clause, Medians
+from ..plots import Cond, Either, Plot
+from ..model import Comparison, Figure, FreeParam, Measurement, Metric, Model, Reasons, status_columns
 from ..profiles import Profile
 from ..units import KiB, MiB
 
@@ -119,6 +121,36 @@ def counts(size: np.ndarray, align: np.ndarray, order: np.ndarray, arm64: np.nda
     }
 
 
+# The report's figure of this model (drawn by analysis/figures_declared.py).
+PLOTS = (
+    Plot(id="young_scan", title="young: reclaim scan time vs folio order, per-PTE vs batched",
+         x="param_compound_order", y="metric_scan_ms", hue="param_batching", hue_order=("per_pte", "batched"),
+         hue_title="batching", split="param_arch", panel_title="arch: {value}",
+         # x86_64 has no cont bit (its first PTE is never cont): compare arm64 with cont heads to x86_64
+         where=(Cond("param_compound_order", "not null"),
+                Either(groups=((Cond("param_arch", "==", "arm64"), Cond("param_first_pte_cont", "==", True)),
+                               (Cond("param_arch", "!=", "arm64"), Cond("param_first_pte_cont", "==", False))),
+                       when_varying="param_first_pte_cont")),
+         x_scale="order", xlabel="folio order (log2 pages) and folio size", ylabel="modeled reclaim scan time (ms)",
+         caption="Modeled sys time of scanning and reclaiming the folios: per_pte calls the per-PTE helper for "
+                 "every PTE (a cont PTE walks its whole 16-PTE block); batched calls test_and_clear_young_ptes() "
+                 "once per folio run. Order 'auto' rows are left out; where first_pte_cont varies it is true on "
+                 "arm64, false on x86_64."),
+)
+
+# The report's key finding about batched young-bit clearing (workers.findings).
+FINDINGS = (
+    Medians(id="young_batching", figure="young_scan", metric="metric_speedup_vs_per_pte",
+            where=(Cond("param_batching", "==", "batched"), Cond("param_arch", "==", "arm64")),
+            by="param_compound_order", quote=(("best", MAX), ("worst", MIN)),
+            text="Batched young-bit clearing speeds an arm64 reclaim scan up by a median {best}x at folio order "
+                 "{best_at}, and {worst}x at order {worst_at}{more}.",
+            more=(Clause(by="param_young_fraction", quote=(("yf_low", FIRST), ("yf_high", LAST)),
+                         text="; from {yf_low}x with {yf_low_at:g} of the folios young to {yf_high}x with "
+                              "{yf_high_at:g}"),)),
+)
+
+
 class YoungModel(Model):
     name = "young"
     version = "1"
@@ -151,11 +183,16 @@ class YoungModel(Model):
     headline = "metric_scan_ms"
     comparison = Comparison(axis="batching", baseline="per_pte", metric="metric_scan_ms", label="batching")
     best_keys = ("compound_order", "arch")
+    plots = PLOTS
+    findings = FINDINGS
     points_per_second = 2e6
     free_params = (
         FreeParam(section="young", key="folio_ns", lower=50.0, upper=50_000.0),
         FreeParam(section="young", key="pte_atomic_ns", lower=0.2, upper=200.0),
     )
+    measurement = Measurement(
+        reason="young has no user-space analog: test_and_clear_young_ptes() clears access bits in the kernel's "
+               "arm64 page tables during reclaim, which no user process can run")
 
     def evaluate(self, points: pl.DataFrame, profile: Profile) -> pl.DataFrame:
         """Counts and modeled times for every point (see the module doc for the cost formula)."""

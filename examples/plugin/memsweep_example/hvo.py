@@ -39,7 +39,9 @@ import numpy as np
 import polars as pl
 
 from workers.axes import STRUCT_PAGE_SIZE, Axis, choice
+from workers.findings import Medians
 from workers.model import Comparison, Figure, Metric, Model, Reasons, status_columns
+from workers.plots import Cond, Plot
 from workers.profiles import Profile, Quantity
 
 SECTION = "hvo"
@@ -94,6 +96,30 @@ VIRTUALIZED = Axis(name="virtualized", kind="bool", unit="", default=False,
                    doc="in a guest: each flush IPI traps to the hypervisor")
 
 INT, FLOAT = pl.Int64, pl.Float64
+
+# A key finding of the report, declared as data (workers.findings): what HVO costs a write, per folio and
+# batched. "hvo_alloc" is the id a figure of the allocation time would have (linked when one is drawn).
+FINDINGS = (
+    Medians(id="hvo_cost", figure="hvo_alloc", metric="metric_slowdown_vs_no_hvo",
+            where=(Cond("param_hvo", "==", True),), by="param_batching",
+            quote=(("per_folio", "per_folio"), ("batched", "batched")),
+            text="With HVO on, a write to nr_hugepages takes a median {per_folio}x as long as with HVO off when "
+                 "each folio is optimized and flushed on its own ({per_folio_n} points), and {batched}x batched "
+                 "({batched_n} points)."),
+)
+
+
+# The report's figure, declared as data (workers.plots): drawn by memsweep's generic figure path.
+PLOTS = (
+    Plot(id="hvo_alloc", title="hvo: nr_hugepages write time vs folios, per-folio vs batched flushes",
+         x="param_nr_hugepages", y="metric_alloc_ms", hue="param_batching", hue_order=("per_folio", "batched"),
+         hue_title="batching", split="param_virtualized", panel_title="virtualized={value}",
+         facets=("param_cpus",), max_panels=4, prefer={"param_hvo": True, "param_struct_page_size": 64},
+         x_scale="log", xlabel="hugetlb folios allocated (2 MiB)", ylabel="write time (ms)",
+         caption="Modeled time of one write to nr_hugepages with HVO on: per_folio optimizes and flushes each "
+                 "folio on its own (a kernel TLB flush per folio and per vmemmap PMD split, each an IPI to "
+                 "every CPU); batched remaps the whole list and flushes twice."),
+)
 
 
 def counts(folios: np.ndarray, struct_page: np.ndarray, hvo: np.ndarray, batched: np.ndarray) -> dict:
@@ -153,6 +179,8 @@ class HvoModel(Model):
     comparison = Comparison(axis="batching", baseline="per_folio", metric="metric_alloc_ms", label="batching")
     best_keys = ("cpus", "virtualized")
     value_labels = {"hvo": {True: "HVO on", False: "HVO off"}}
+    findings = FINDINGS
+    plots = PLOTS
     points_per_second = 2e6
 
     def evaluate(self, points: pl.DataFrame, profile: Profile) -> pl.DataFrame:

@@ -1,0 +1,463 @@
+"""Every figure a model declares (`Model.plots`, workers.plots.Plot), drawn by one generic path.
+
+For each declared Plot of a model in the sweep: check the columns it needs, hold
+every other varying axis at one value (analysis.read.pin: the preferred value,
+else the axis default, else the most common; `pool` axes are pooled instead),
+take the median of the metric per (panel, series, x) with polars, and draw the
+small frame with seaborn. A figure whose rows the sweep lacks is Skipped with
+the reason, never drawn empty: panels are the combinations that have rows.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import numpy as np
+import polars as pl
+import seaborn as sns
+
+from workers.model import Model
+from workers.plots import Plot, cond_columns, holds
+
+from .metrics import ok, speedup
+from .plotting import Rendered, Skipped, binary_size, log_if_wide, pick, plain_log_labels, save, size_axis
+from .read import Sweep, cond_expr, describe, label, pin, value_expr
+
+MAX_COLS = 4
+MARKERS = ("o", "s", "^", "D", "v", "P", "X")
+DASHES = ("", (4, 1.5), (1, 1.2), (3, 1, 1, 1), (6, 2), (2, 2))
+LOG_FACTOR = 30.0  # "auto" y scales go log when the values span more than this
+
+
+def declared(sweep: Sweep) -> list[tuple[str, Plot]]:
+    """(model, plot) for every plot declared by a model of this sweep (the spec's models in its order,
+    then the manifest's, then any other model with parts), in declaration order."""
+    listed = sweep.spec.get("models")
+    names = [*(listed if isinstance(listed, list) else []), *sweep.manifest.get("models", {}), *sweep.models]
+    out = []
+    for name in dict.fromkeys(names):
+        obj = sweep.model_object(name)
+        out += [(name, p) for p in (obj.plots if obj is not None else ())]
+    return out
+
+
+def draw(sweep: Sweep, model: str, plot: Plot, outdir: Path) -> Rendered | Skipped:
+    """One declared figure of `model`, rendered or skipped with its reason."""
+    why = f"model absent: this sweep has no {model} rows" if model not in sweep.models else \
+        _lacking(sweep, model, plot)
+    if why:
+        return Skipped(id=plot.id, title=plot.title, reason=why)
+    if plot.kind == "best_heatmap":
+        return _best_heatmap(sweep, model, plot, outdir)
+    return _lines(sweep, model, plot, outdir)
+
+
+# ----- shared pieces -----
+
+def _lacking(sweep: Sweep, model: str, p: Plot) -> str | None:
+    """Why the model's rows cannot give this plot: a column it needs is absent."""
+    have = sweep.schema(model)
+    need = list(dict.fromkeys(p.y_by.values())) if p.y_by else [p.y] if p.y else []
+    need += [c for c in (p.hue, p.flag) if c]
+    if isinstance(p.x, str) and p.x:
+        need.append(p.x)
+    if p.kind == "best_heatmap":
+        obj = sweep.model_object(model)
+        need += [obj.comparison.column, obj.comparison.metric] if obj and obj.comparison else []
+    lacking = [c for c in need if c not in have]
+    if lacking:
+        return f"the {model} rows lack the columns {lacking} (written by another model version)"
+    return None
+
+
+def _not_varying(sweep: Sweep, model: str, columns: list[str]) -> str | None:
+    values = sweep.axis_values(model)
+    if any(values.get(c) is not None and values[c].height == 0 for c in columns):
+        return f"no ok {model} rows in this sweep (see the reasons table)"
+    flat = [c for c in columns if values.get(c) is not None and values[c].height < 2]
+    if flat:
+        return f"{', '.join(_name(c) for c in flat)} takes a single value among the {model} ok rows of this sweep"
+    return None
+
+
+def no_rows(model: str, metric: str, held: str) -> str:
+    """The skip reason of a figure whose slice has no value to plot (e.g. measured rows, which fill
+    only a model's headline metric)."""
+    return f"no ok {model} rows with a value of {metric} in the slice shown" + (f" ({held})" if held else "")
+
+
+def held_text(held: str) -> str:
+    return f" Other axes held at: {held}." if held else ""
+
+
+def _name(column: str) -> str:
+    return column.removeprefix("param_").removeprefix("metric_")
+
+
+def _order(v) -> tuple:
+    return (v is None, v if v is not None and not isinstance(v, (list, tuple)) else 0, str(v))
+
+
+def _values(sweep: Sweep, model: str, column: str, p: Plot, limit: int | None = None) -> list | None:
+    """The ok values of an axis, sorted, picked down to `most` (or `limit`) keeping `keep`; None if not an axis."""
+    counts = sweep.axis_values(model).get(column)
+    if counts is None:
+        return None
+    values = sorted(counts["value"].to_list(), key=_order)
+    most = p.most.get(column, limit)
+    return pick(values, most, tuple(p.keep.get(column, ()))) if most else values
+
+
+def _choose(sweep: Sweep, model: str, p: Plot, order: tuple[str, ...], limit: int, exclude: set,
+            most_values: int = MAX_COLS) -> dict[str, list]:
+    """The axes of `order` that vary among the ok rows (not in `exclude`), in that order, each with
+    its values (at most `most_values`, spread by `pick`), taken while their combinations stay within
+    `limit`: {column: values}."""
+    chosen: dict[str, list] = {}
+    varying = set(sweep.varying(model))
+    for c in order:
+        if c not in varying or c in exclude:
+            continue
+        values = (_values(sweep, model, c, p, most_values) or [])[:most_values]
+        if math.prod(len(v) for v in chosen.values()) * len(values) <= limit:
+            chosen[c] = values
+    return chosen
+
+
+def _where(sweep: Sweep, model: str, conds) -> pl.Expr:
+    schema, varying = sweep.schema(model), set(sweep.varying(model))
+    expr = pl.lit(True)
+    for c in conds:
+        e = cond_expr(c, schema, varying)
+        if e is not None:
+            expr = expr & e
+    return expr
+
+
+def _published(obj: Model | None, p: Plot) -> list:
+    """The model's published figures the plot overlays, their parameters canonical."""
+    if obj is None or not p.published:
+        return []
+    out = []
+    for f in obj.figures():
+        params = {a.column: a.canonical(f.params[a.name]) for a in obj.axes if a.name in f.params}
+        if all(holds(c, params) for c in p.published_when):
+            out.append((f, params))
+    return out
+
+
+def _grid(n: int, width: float, height: float, extra: float = 0.6, **kw):
+    """n panels in rows of at most MAX_COLS; the unused slots of the last row are removed (so nothing
+    empty is drawn) and the panels above them get x tick labels."""
+    cols = min(MAX_COLS, n)
+    rows = -(-n // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(width * cols, height * rows + extra), squeeze=False, **kw)
+    flat = list(axes.flat)
+    for i, ax in enumerate(flat[n:], start=n):
+        fig.delaxes(ax)
+        if i - cols >= 0:
+            flat[i - cols].xaxis.set_tick_params(labelbottom=True)
+    return fig, flat[:n]
+
+
+def _combos(df: pl.DataFrame, columns: list[str]) -> list[dict]:
+    """The combinations of `columns` that have rows in `df`, sorted: one panel each, none empty."""
+    if not columns:
+        return [{}] if df.height else []
+    return df.select(columns).unique().sort(columns, nulls_last=True).to_dicts()
+
+
+def _is_in(column: str, values: list) -> pl.Expr:
+    """Rows whose `column` is one of `values`, null ("auto") included when it is one of them."""
+    chosen = pl.col(column).is_in([v for v in values if v is not None])
+    return (chosen | pl.col(column).is_null()) if None in values else chosen
+
+
+def _select(combo: dict) -> pl.Expr:
+    expr = pl.lit(True)
+    for c, v in combo.items():
+        expr = expr & value_expr(c, v)
+    return expr
+
+
+def _combo_title(sweep: Sweep, model: str, combo: dict) -> str:
+    return ", ".join(f"{_name(c)}={label(sweep, model, c, v)}" for c, v in combo.items())
+
+
+def _ordered(present: list, first: tuple) -> list:
+    head = [v for v in first if v in present]
+    return head + sorted((v for v in present if v not in head), key=_order)
+
+
+# ----- lines -----
+
+def _lines(sweep: Sweep, model: str, p: Plot, outdir: Path) -> Rendered | Skipped:
+    schema, varying = sweep.schema(model), set(sweep.varying(model))
+    obj = sweep.model_object(model)
+    xs = [x for x in p.xs if x in schema]
+    if len(p.xs) > 1:
+        xs = [x for x in xs if x in varying][:p.max_x]
+        if not xs:
+            names = ", ".join(_name(x) for x in p.xs)
+            return Skipped(id=p.id, title=p.title, reason=f"none of {names} varies among the ok {model} rows of "
+                                                             "this sweep")
+    else:
+        why = _not_varying(sweep, model, xs)
+        if why:
+            return Skipped(id=p.id, title=p.title, reason=why)
+    split = p.split if p.split in schema else None
+    style = p.style if p.style in schema else None
+    series = [c for c in (p.hue, style) if c]
+    facets = _choose(sweep, model, p, p.facets, p.max_panels, {*xs, *series, split})
+    pub = _published(obj, p)
+    prefer: dict = {}
+    for _, params in pub:  # hold the other axes where the published figures were taken (the first wins)
+        for c, v in params.items():
+            prefer.setdefault(c, v)
+    prefer.update(p.prefer)
+    metrics = list(dict.fromkeys(p.y_by.values())) if p.y_by else [p.y]
+    frames, helds = [], []
+    for x in xs:
+        # the axes a declared condition filters are not also held at one value
+        filtered = [c for cond in p.where for c in cond_columns(cond)]
+        keep = [x, *series, *facets, *([split] if split else []), *p.pool, *filtered]
+        expr, held = pin(sweep, model, keep, prefer)
+        for c in [*facets, *(s for s in series if s in p.most)]:
+            values = facets[c] if c in facets else _values(sweep, model, c, p)
+            expr = expr & _is_in(c, values)
+        expr = expr & _where(sweep, model, p.where) & pl.col(x).is_not_null()
+        if p.x_min is not None:
+            expr = expr & (pl.col(x) >= p.x_min)
+        by = [*facets, *([split] if split else []), *series, x]
+        df = (ok(sweep.scan(model).filter(expr)).group_by(by)
+              .agg(*(pl.col(m).median() for m in metrics), *([pl.col(p.flag).any()] if p.flag else []))
+              .sort(by, nulls_last=True).collect(engine="streaming"))
+        frames.append((x, df))
+        helds.append((x, describe(sweep, model, held), held))
+    panels = []  # (x, split value, facet combo, metric, frame)
+    for x, df in frames:
+        splits = _ordered(df[split].unique().to_list(), p.split_order) if split else [None]
+        for s in splits:
+            part = df.filter(value_expr(split, s)) if split else df
+            metric = p.metric_of(s)
+            if metric not in part.columns:
+                continue
+            part = part.filter(pl.col(metric).is_not_null() & pl.col(metric).is_finite())
+            if p.y_scale == "size":  # a log2 byte axis: zero bytes has no place on it
+                part = part.filter(pl.col(metric) > 0)
+            for combo in _combos(part, list(facets)):
+                panel = part.filter(_select(combo)).sort(x)
+                if panel.height:
+                    panels.append((x, s, combo, metric, panel))
+    held_all = "; ".join(f"{_name(x)} panel: {h or 'nothing'}" for x, h, _ in helds) if len(helds) > 1 \
+        else helds[0][1]
+    if not panels:
+        return Skipped(id=p.id, title=p.title, reason=no_rows(model, " or ".join(metrics), held_all))
+    # too few x values after the filters: nothing to draw a line through
+    if all(panel[x].n_unique() < 2 for x, _, _, _, panel in panels) and len(p.xs) == 1:
+        return Skipped(id=p.id, title=p.title,
+                       reason=f"fewer than two values of {_name(xs[0])} among the ok {model} rows shown")
+
+    hue_values = _ordered(list({v for *_, panel in panels for v in panel[p.hue].to_list()}), p.hue_order) \
+        if p.hue else []
+    hue_names = [label(sweep, model, p.hue, v) for v in hue_values]
+    palette = dict(zip(hue_names, sns.color_palette("colorblind", len(hue_names))))
+    style_values = sorted({v for *_, panel in panels for v in panel[style].to_list()}, key=_order) if style else []
+    style_names = [label(sweep, model, style, v) for v in style_values]
+    markers = dict(zip(style_names, MARKERS))
+    dashes = dict(zip(style_names, DASHES))
+    shared_y = len({m for *_, m, _ in panels}) == 1
+    shared_x = len(xs) == 1 and p.scale_of(xs[0]) != "ordinal_size"
+    width = 3.9 if len(panels) > 2 else 5.4
+    if all(p.scale_of(x) in ("ticks", "order") for x in xs):  # one slot per value: room for their labels
+        width = min(8.0, max(width, 0.5 * max(panel[x].n_unique() for x, *_, panel in panels) + 1.5))
+    fig, axes = _grid(len(panels), width, 3.4 if len(panels) > 2 else 4.2, sharex=shared_x, sharey=shared_y)
+    n_points = max(panel.height for *_, panel in panels)
+    all_x: set = set()
+    all_y: list = []
+    for k, (ax, (x, s, combo, metric, panel)) in enumerate(zip(axes, panels)):
+        scale = p.scale_of(x)
+        xvalues = sorted(panel[x].unique().to_list())
+        frame = panel.with_columns(
+            pl.Series("_hue", [label(sweep, model, p.hue, v) for v in panel[p.hue].to_list()], dtype=pl.Utf8)
+            if p.hue else pl.lit("").alias("_hue"),
+            pl.Series("_style", [label(sweep, model, style, v) for v in panel[style].to_list()], dtype=pl.Utf8)
+            if style else pl.lit("").alias("_style"),
+            (pl.col(metric) * (100.0 if p.y_scale == "percent" else 1.0)).alias("_y"),
+            (pl.col(x).replace_strict({v: i for i, v in enumerate(xvalues)}, return_dtype=pl.Float64)
+             if scale == "ordinal_size" else pl.col(x)).alias("_x"))
+        marker = n_points <= 40 * max(1, len(hue_values))
+        kw = dict(style="_style", style_order=style_names, markers=markers, dashes=dashes) if style else \
+            dict(marker="o" if frame["_x"].n_unique() <= 40 else None)
+        sns.lineplot(data=frame.to_pandas(), x="_x", y="_y", hue="_hue" if p.hue else None,
+                     hue_order=hue_names if p.hue else None, palette=palette if p.hue else None,
+                     markersize=5 if marker else 0, ax=ax, errorbar=None, legend=False,
+                     alpha=0.9, **kw)
+        if p.flag:
+            for hname in hue_names:
+                mine = frame.filter((pl.col("_hue") == hname) & pl.col(p.flag).fill_null(False))
+                ax.scatter(mine["_x"], mine["_y"], color=palette[hname], s=90, marker="*", edgecolor="black",
+                           zorder=4)
+        if pub:
+            mine = [(params.get(x), f.published) for f, params in pub
+                    if f.metric == metric and (s is None or params.get(split) == s) and params.get(x) is not None]
+            if mine:
+                ax.scatter([a for a, _ in mine], [b for _, b in mine], marker="X", s=70, color="black", zorder=5)
+                xvalues_all = xvalues + [a for a, _ in mine]
+            else:
+                xvalues_all = xvalues
+        else:
+            mine, xvalues_all = [], xvalues
+        all_x.update(xvalues_all)
+        all_y.extend(frame["_y"].to_list() + [b for _, b in mine])
+        if not shared_x:
+            _x_axis(ax, scale, xvalues_all)
+        if scale == "size":
+            ax.tick_params(axis="x", labelrotation=45)
+        if not shared_y:
+            _y_axis(ax, p.y_scale, frame["_y"].to_list() + [b for _, b in mine])
+        ax.set_xlabel(p.xlabel_of(x))
+        ax.set_ylabel(p.ylabel_of(s, metric) if (not shared_y or k % MAX_COLS == 0) else "")
+        ax.set_title(_panel_title(sweep, model, p, x, len(xs), split, s, combo), fontsize=9)
+    # shared axes are scaled once, over every panel's values (a second call would undo the first's limits)
+    if shared_x:
+        _x_axis(axes[0], p.scale_of(xs[0]), sorted(all_x))
+    if shared_y:
+        _y_axis(axes[0], p.y_scale, all_y)
+    _legend(fig, p, hue_names, palette, style, style_names, markers, dashes, bool(pub))
+    fig.suptitle(p.title)
+    fig.tight_layout()
+    caption = p.caption
+    if facets:
+        caption += (f" One panel per combination of {', '.join(_name(c) for c in facets)} with feasible points.")
+    for c in p.most:
+        shown = sorted({v for *_, panel in panels if c in panel.columns for v in panel[c].to_list()}, key=_order)
+        if shown:
+            caption += f" {_name(c)} shown: {', '.join(label(sweep, model, c, v) for v in shown)}."
+    caption += held_text(held_all)
+    return save(fig, outdir, p.id, p.title, caption)
+
+
+def _panel_title(sweep: Sweep, model: str, p: Plot, x: str, n_x: int, split: str | None, s, combo: dict) -> str:
+    parts = []
+    if n_x > 1:
+        parts.append(f"vs {_name(x)}")
+    if split:
+        text = label(sweep, model, split, s)
+        parts.append(p.panel_title.format(value=text) if p.panel_title else f"{_name(split)}={text}")
+    if combo:
+        parts.append(_combo_title(sweep, model, combo))
+    return ", ".join(parts) or p.title
+
+
+def _x_axis(ax, scale: str, values: list) -> None:
+    if scale == "ordinal_size":
+        ax.set_xticks(range(len(values)), [binary_size(v) for v in values], rotation=30)
+    elif scale == "order":
+        ax.set_xticks(values, [f"{o}\n{binary_size(4096 << int(o))}" for o in values], fontsize=8)
+    elif scale == "ticks":
+        ax.set_xticks(values)
+    elif scale == "log":
+        if min(values) > 0:
+            ax.set_xscale("log")
+            plain_log_labels(ax.xaxis)
+    else:
+        positive = [v for v in values if v and v > 0]
+        if positive:
+            size_axis(ax, "x", min(positive), max(positive))
+
+
+def _y_axis(ax, scale: str, values: list) -> None:
+    ys = [v for v in values if v is not None and np.isfinite(v)]
+    if not ys:
+        return
+    lo, hi = min(ys), max(ys)
+    if scale == "percent":
+        ax.set_ylim(-3, 103)
+    elif scale == "size":
+        size_axis(ax, "y", max(lo, 1), max(hi, 1))
+    elif not log_if_wide(ax, "y", max(lo, 1e-12) if lo > 0 else lo, hi, LOG_FACTOR) and hi > 0 and lo >= 0:
+        ax.set_ylim(0, hi * 1.08)
+
+
+def _legend(fig, p: Plot, hue_names, palette, style, style_names, markers, dashes, published: bool) -> None:
+    handles = [plt.Line2D([], [], color=palette[n], marker="o", markersize=4, label=n) for n in hue_names]
+    if style:
+        handles.append(plt.Line2D([], [], color="none", label=f"{_name(style)}:"))
+        handles += [plt.Line2D([], [], color="0.3", marker=markers[n], dashes=dashes[n] or (None, None),
+                               markersize=5, label=n) for n in style_names]
+    if p.flag:
+        handles.append(plt.Line2D([], [], color="none", marker="*", markersize=11, markerfacecolor="white",
+                                  markeredgecolor="black", label=_name(p.flag).replace("_", " ")))
+    if published:
+        handles.append(plt.Line2D([], [], color="none", marker="X", markersize=8, markerfacecolor="black",
+                                  markeredgecolor="black", label="published"))
+    if handles:
+        fig.legend(handles=handles, title=p.hue_title or (_name(p.hue) if p.hue else None), loc="upper center",
+                   ncol=min(len(handles), 6), fontsize=8, bbox_to_anchor=(0.5, 0.0))
+
+
+# ----- best_heatmap -----
+
+def _best_heatmap(sweep: Sweep, model: str, p: Plot, outdir: Path) -> Rendered | Skipped:
+    """The largest speedup of any variant of the model's comparison over its baseline, on a grid of the
+    first two `grid` axes that vary, one panel per combination of the `facets` that has rows."""
+    obj = sweep.model_object(model)
+    cmp = obj.comparison if obj is not None else None
+    if cmp is None:
+        return Skipped(id=p.id, title=p.title, reason=f"{model} declares no comparison to take a speedup of")
+    axis, metric = cmp.column, cmp.metric
+    why = _not_varying(sweep, model, [axis])
+    if why:
+        return Skipped(id=p.id, title=p.title, reason=why)
+    most = 8
+    grid = dict(list(_choose(sweep, model, p, p.grid, most ** 2, {axis}, most_values=most).items())[:2])
+    if not grid:
+        names = ", ".join(_name(c) for c in p.grid)
+        return Skipped(id=p.id, title=p.title, reason=f"none of {names} varies among the ok {model} rows of this sweep")
+    facets = _choose(sweep, model, p, p.facets, p.max_panels, {*grid, axis})
+    expr, held = pin(sweep, model, [*grid, *facets, axis], dict(p.prefer))
+    for c, values in {**grid, **facets}.items():
+        expr = expr & _is_in(c, values)
+    expr = expr & _where(sweep, model, p.where)
+    keys = [c for c in sweep.params(model) if c != axis]
+    higher = obj.metric(metric).higher_is_better if metric in obj.metric_dtypes else False
+    sp = speedup(sweep.scan(model).filter(expr), axis, cmp.baseline, metric, keys, higher=higher)
+    df = (sp.filter(pl.col(axis) != cmp.baseline).group_by(*facets, *grid)
+          .agg(pl.col("speedup").max(), pl.col(axis).sort_by("speedup", descending=True).first())
+          .collect(engine="streaming")).filter(pl.col("speedup").is_not_null())
+    held_s = describe(sweep, model, held)
+    if df.height == 0:
+        return Skipped(id=p.id, title=p.title, reason=no_rows(model, metric, held_s))
+    names = list(grid)
+    row_axis, col_axis = (names[0], names[1]) if len(names) == 2 else (None, names[0])
+    title = f"{p.title} across {' x '.join(_name(c) for c in names)}"
+    cols = sorted(df[col_axis].unique().to_list(), key=_order)
+    rows = sorted(df[row_axis].unique().to_list(), key=_order) if row_axis else [None]
+    combos = _combos(df, list(facets))
+    vmax = float(df["speedup"].max() or 1.0)
+    fig, axes = _grid(len(combos), 0.75 * len(cols) + 1.6, max(2.6, 0.55 * len(rows) + 1.5))
+    for k, (ax, combo) in enumerate(zip(axes, combos)):
+        values = np.full((len(rows), len(cols)), np.nan)
+        for r in df.filter(_select(combo)).iter_rows(named=True):
+            values[rows.index(r[row_axis]) if row_axis else 0, cols.index(r[col_axis])] = r["speedup"]
+        sns.heatmap(values, ax=ax, annot=True, fmt=".2f", cmap="viridis", vmin=1.0, vmax=max(vmax, 1.01),
+                    cbar=k == len(combos) - 1,
+                    cbar_kws={"label": f"speedup over {label(sweep, model, axis, cmp.baseline)} (x)"},
+                    xticklabels=[label(sweep, model, col_axis, v) for v in cols],
+                    yticklabels=[label(sweep, model, row_axis, v) for v in rows] if row_axis else False,
+                    annot_kws={"fontsize": 8})
+        ax.set_facecolor("0.88")
+        ax.grid(False)
+        ax.tick_params(axis="y", labelrotation=0)
+        ax.set_title(_combo_title(sweep, model, combo) or "all rows", fontsize=9)
+        ax.set_xlabel(_name(col_axis).replace("_", " "))
+        ax.set_ylabel(_name(row_axis).replace("_", " ") if row_axis and k % MAX_COLS == 0 else "")
+    fig.suptitle(title)
+    fig.tight_layout()
+    caption = (p.caption + f" The grid's axes are the first two of {', '.join(_name(c) for c in p.grid)} that vary "
+               f"among the feasible rows; one panel per combination of "
+               f"{', '.join(_name(c) for c in facets) or 'nothing'} with feasible points." + held_text(held_s))
+    return save(fig, outdir, p.id, title, caption)
