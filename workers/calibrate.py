@@ -197,6 +197,7 @@ def calibrate(model: Model, profile: Profile, figures=None, free: tuple[FreePara
     hand-set sensitivity and the `validation` figures (predicted, never fit)."""
     figures = tuple(figures if figures is not None else model.figures())
     free = model.free_params if free is None else tuple(free)
+    profile = profile.with_defaults(model.name, model.costs)  # a plugin's own section, which no profile has
     if len(free) >= len(figures):
         raise ValueError(
             f"model {model.name!r} has {len(free)} free parameters for {len(figures)} figures; "

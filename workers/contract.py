@@ -22,6 +22,7 @@ from .findings import (FINDING_KINDS, FORMATS, PICKS, Column, Medians, MedianTab
                        finding_columns, finding_templates, placeholders)
 from .model import BETTER, HOST_CACHES, Comparison, Figure, Measurement, Metric, Model
 from .plots import KINDS, OPS, X_SCALES, Y_SCALES, Cond, Either, Plot
+from .profiles import Quantity
 
 NAME_RE = re.compile(r"[a-z][a-z0-9_]*")
 NAME_RULE = "a lower-case identifier matching [a-z][a-z0-9_]*"
@@ -38,7 +39,7 @@ def check_model(model: object) -> str | None:
     if not isinstance(model.version, str) or not model.version:
         return f"'version' must be a non-empty string (got {model.version!r})."
     return (_axes(model) or _metrics(model) or _report(model) or _figures(model) or _measurement(model)
-            or _declared(model) or _plots(model))
+            or _declared(model) or _plots(model) or _costs(model))
 
 
 def _type(obj: object) -> str:
@@ -347,6 +348,18 @@ def _plots(model: Model) -> str | None:
             return f"'{at}.y_by' must come with a 'split' column whose values it maps (got split None)."
         if p.kind == "best_heatmap" and (model.comparison is None or not p.grid):
             return f"'{at}' must belong to a model with a 'comparison' and name its 'grid' axes (got {p.grid!r})."
+    return None
+
+
+def _costs(model: Model) -> str | None:
+    """The model's own profile-section costs: a mapping of key to workers.profiles.Quantity; every free
+    parameter in the model's own section names a cost it declares or that a profile may hold."""
+    costs = model.costs
+    if not isinstance(costs, Mapping):
+        return f"'costs' must be a mapping of cost name to workers.profiles.Quantity (got {costs!r})."
+    for key, q in costs.items():
+        if not isinstance(key, str) or not isinstance(q, Quantity):
+            return f"'costs' must map cost names to workers.profiles.Quantity (got {key!r}: {_type(q)})."
     return None
 
 

@@ -34,7 +34,7 @@ from .axes import Axis
 from .dataset import unit_of
 from .findings import MedianTable, Medians, Ratio, Winner
 from .plots import Plot
-from .profiles import Profile
+from .profiles import Profile, Quantity
 
 STATUS_OK = "ok"
 STATUS_INFEASIBLE = "infeasible"
@@ -207,6 +207,9 @@ class Model(abc.ABC):
     plots: tuple[Plot, ...] = ()
     # Rough points evaluated per second on one core, used only to size chunks.
     points_per_second: float = 1e6
+    # The model's own profile section's costs (key -> Quantity), for a model whose section no shipped
+    # profile holds (a plugin): calibration starts from them, and a profile's own entries win.
+    costs: Mapping[str, Quantity] = {}
     free_params: tuple[FreeParam, ...] = ()
     # What a fit to measured rows frees: those span sizes and shapes the published figures do not, so
     # they can pin costs the published figures leave at assumed values. Default: free_params.

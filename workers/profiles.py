@@ -17,6 +17,7 @@ import json
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Mapping
 
 from .exceptions import ProfileError
 
@@ -62,6 +63,17 @@ class Profile:
     def text(self, section: str, key: str, default: str = "") -> str:
         entry = self.sections.get(section, {}).get(key, default)
         return entry if isinstance(entry, str) else default
+
+    def with_defaults(self, section: str, entries: Mapping[str, Quantity]) -> Profile:
+        """A copy with `entries` added to `section` where the profile lacks them (a plugin model's own
+        costs, which no shipped profile holds); the profile's own entries win. Self when nothing is added."""
+        have = self.sections.get(section, {})
+        missing = {k: e for k, e in entries.items() if k not in have}
+        if not missing:
+            return self
+        sections = {s: dict(e) for s, e in self.sections.items()}
+        sections[section] = {**missing, **have}
+        return Profile(name=self.name, description=self.description, sections=sections, validation=self.validation)
 
     def with_values(self, updates: dict[tuple[str, str], float], *, source: str, note: str = "") -> Profile:
         """A copy with the given (section, key) values replaced and their source set."""

@@ -57,6 +57,17 @@ def test_with_values_marks_the_source_and_changes_the_digest():
     assert p.value("s", "k") == 1.0 and p.digest() != q.digest()
 
 
+def test_with_defaults_adds_a_plugins_costs_where_the_profile_lacks_them():
+    """A plugin's own section: its costs fill the keys the profile lacks, the profile's own entries win,
+    and a profile that lacks nothing is returned as it is."""
+    p = profile_from_dict({"name": "p", "hvo": {"k": {"value": 1.0, "unit": "ns", "source": "measured"}}})
+    costs = {"k": Quantity(value=9.0, unit="ns", source="assumed"), "j": Quantity(value=2.0, unit="ns", source="assumed")}
+    q = p.with_defaults("hvo", costs)
+    assert (q.value("hvo", "k"), q.value("hvo", "j")) == (1.0, 2.0) and "j" not in p.sections["hvo"]
+    assert q.with_defaults("hvo", costs) is q
+    assert profile_from_dict({"name": "e"}).with_defaults("hvo", costs).value("hvo", "k") == 9.0
+
+
 def test_dump_and_load_round_trip(tmp_path):
     """dump_profile writes TOML that loads back to an equal profile."""
     seed = load_profile("seed")

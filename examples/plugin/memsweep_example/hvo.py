@@ -40,7 +40,7 @@ import polars as pl
 
 from workers.axes import STRUCT_PAGE_SIZE, Axis, choice
 from workers.findings import Medians
-from workers.model import Comparison, Figure, Metric, Model, Reasons, status_columns
+from workers.model import Comparison, Figure, FreeParam, Metric, Model, Reasons, status_columns
 from workers.plots import Cond, Plot
 from workers.profiles import Profile, Quantity
 
@@ -182,6 +182,12 @@ class HvoModel(Model):
     findings = FINDINGS
     plots = PLOTS
     points_per_second = 2e6
+    # Its profile section's costs: no shipped profile has an [hvo] section, so calibration starts from these.
+    costs = DEFAULTS
+    # `memsweep calibrate --model hvo`: the two costs the four published figures can pin, an allocation and
+    # an IPI per CPU (the rest stay assumed; calibrate shows how much each moves the fit).
+    free_params = (FreeParam(section=SECTION, key="folio_alloc_ns", lower=500.0, upper=50000.0),
+                   FreeParam(section=SECTION, key="ipi_cpu_ns", lower=10.0, upper=5000.0))
 
     def evaluate(self, points: pl.DataFrame, profile: Profile) -> pl.DataFrame:
         """Counts and modeled times (ns summed, reported in ms) for every point."""
