@@ -1,5 +1,5 @@
 """examples/plugin: a model package installed with pip is found through its entry point and swept end
-to end by the real CLI on an embedded Ray (run, verify, report, table, plan)."""
+to end by the real CLI on an embedded Ray (run, verify, report, table, plan, compare, calibrate)."""
 
 from __future__ import annotations
 
@@ -118,6 +118,10 @@ def test_verify_report_table_and_plan(sweep):
     assert plan.returncode == 0, plan.stderr
     d = json.loads(plan.stdout)
     assert d["points"] == 480 and d["models"]["hvo"]["feasible"] == 480
+    compare = memsweep("compare", str(sweep), str(sweep))
+    assert compare.returncode == 0, compare.stderr
+    assert "hvo alloc_ms, model (A) vs model (B) (lower is better): A and B are equal at every one of the 480" \
+        in compare.stdout
 
 
 def test_calibrate_fits_the_plugins_costs_to_its_published_figures(installed, tmp_path):
