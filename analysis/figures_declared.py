@@ -32,12 +32,10 @@ LOG_FACTOR = 30.0  # "auto" y scales go log when the values span more than this
 
 
 def declared(sweep: Sweep) -> list[tuple[str, Plot]]:
-    """(model, plot) for every plot declared by a model of this sweep (the spec's models in its order,
-    then the manifest's, then any other model with parts), in declaration order."""
-    listed = sweep.spec.get("models")
-    names = [*(listed if isinstance(listed, list) else []), *sweep.manifest.get("models", {}), *sweep.models]
+    """(model, plot) for every plot declared by a model the sweep names (Sweep.named_models), in
+    declaration order."""
     out = []
-    for name in dict.fromkeys(names):
+    for name in sweep.named_models():
         obj = sweep.model_object(name)
         out += [(name, p) for p in (obj.plots if obj is not None else ())]
     return out
@@ -235,7 +233,7 @@ def _lines(sweep: Sweep, model: str, p: Plot, outdir: Path) -> Rendered | Skippe
               .agg(*(pl.col(m).median() for m in metrics), *([pl.col(p.flag).any()] if p.flag else []))
               .sort(by, nulls_last=True).collect(engine="streaming"))
         frames.append((x, df))
-        helds.append((x, describe(sweep, model, held), held))
+        helds.append((x, describe(sweep, model, held)))
     panels = []  # (x, split value, facet combo, metric, frame)
     for x, df in frames:
         splits = _ordered(df[split].unique().to_list(), p.split_order) if split else [None]
@@ -251,7 +249,7 @@ def _lines(sweep: Sweep, model: str, p: Plot, outdir: Path) -> Rendered | Skippe
                 panel = part.filter(_select(combo)).sort(x)
                 if panel.height:
                     panels.append((x, s, combo, metric, panel))
-    held_all = "; ".join(f"{_name(x)} panel: {h or 'nothing'}" for x, h, _ in helds) if len(helds) > 1 \
+    held_all = "; ".join(f"{_name(x)} panel: {h or 'nothing'}" for x, h in helds) if len(helds) > 1 \
         else helds[0][1]
     if not panels:
         return Skipped(id=p.id, title=p.title, reason=no_rows(model, " or ".join(metrics), held_all))
@@ -274,7 +272,6 @@ def _lines(sweep: Sweep, model: str, p: Plot, outdir: Path) -> Rendered | Skippe
     if all(p.scale_of(x) in ("ticks", "order") for x in xs):  # one slot per value: room for their labels
         width = min(8.0, max(width, 0.5 * max(panel[x].n_unique() for x, *_, panel in panels) + 1.5))
     fig, axes = _grid(len(panels), width, 3.4 if len(panels) > 2 else 4.2, sharex=shared_x, sharey=shared_y)
-    n_points = max(panel.height for *_, panel in panels)
     all_x: set = set()
     all_y: list = []
     for k, (ax, (x, s, combo, metric, panel)) in enumerate(zip(axes, panels)):
@@ -288,12 +285,12 @@ def _lines(sweep: Sweep, model: str, p: Plot, outdir: Path) -> Rendered | Skippe
             (pl.col(metric) * (100.0 if p.y_scale == "percent" else 1.0)).alias("_y"),
             (pl.col(x).replace_strict({v: i for i, v in enumerate(xvalues)}, return_dtype=pl.Float64)
              if scale == "ordinal_size" else pl.col(x)).alias("_x"))
-        marker = n_points <= 40 * max(1, len(hue_values))
+        # markers only while they stay apart: a thousand sizes would hide the lines
         kw = dict(style="_style", style_order=style_names, markers=markers, dashes=dashes) if style else \
-            dict(marker="o" if frame["_x"].n_unique() <= 40 else None)
+            dict(marker="o")
         sns.lineplot(data=frame.to_pandas(), x="_x", y="_y", hue="_hue" if p.hue else None,
                      hue_order=hue_names if p.hue else None, palette=palette if p.hue else None,
-                     markersize=5 if marker else 0, ax=ax, errorbar=None, legend=False,
+                     markersize=5 if len(xvalues) <= 40 else 0, ax=ax, errorbar=None, legend=False,
                      alpha=0.9, **kw)
         if p.flag:
             for hname in hue_names:

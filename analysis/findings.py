@@ -42,7 +42,7 @@ class Finding:
 def key_findings(sweep: Sweep) -> list[Finding]:
     """Every finding this sweep's rows support, in reading order."""
     out = []
-    for m in sweep.models:
+    for m in sweep.named_models():  # the figures' order; a model without rows has no finding (_rows)
         model = sweep.model_object(m)
         for decl in (model.findings if model is not None else ()):
             try:

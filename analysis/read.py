@@ -80,6 +80,14 @@ class Sweep:
         order = list(self.manifest.get("models", {}))
         return tuple(sorted(self._parts, key=lambda m: (order.index(m) if m in order else len(order), m)))
 
+    def named_models(self) -> list[str]:
+        """Every model the sweep names, in report order: its spec's models in the spec's order, then the
+        manifest's, then any other model with parts (a model named but without rows is included: its
+        figures say so)."""
+        listed = self.spec.get("models")
+        names = [*(listed if isinstance(listed, list) else []), *self.manifest.get("models", {}), *self.models]
+        return [n for n in dict.fromkeys(names) if isinstance(n, str)]
+
     def scan(self, model: str, source: str | None = DEFAULT) -> pl.LazyFrame:
         """A lazy scan of one model's parts (hive partitioning off: `model` is in the file).
 

@@ -101,7 +101,7 @@ def test_heatmap_skips_when_no_grid_axis_varies(tmp_path):
 def test_overhead_figure_names_the_namespace_size_it_holds(sweep, tmp_path):
     """The overhead figure holds one namespace size, the default 100GiB when present."""
     r = render(sweep, "memmap", "memmap_overhead", tmp_path)
-    assert "namespace_size=100GiB" in r.caption and "(2, 0)" == str((r.panels, r.empty_panels))
+    assert "namespace_size=100GiB" in r.caption and (r.panels, r.empty_panels) == (2, 0)
 
 
 def test_init_figure_skips_when_size_does_not_vary(tmp_path):
