@@ -30,7 +30,7 @@ from workers.axes import SHARED_AXES, Axis
 from workers.exceptions import ProfileError
 from workers.measure.exceptions import MeasureSettingsError
 from workers.measure.settings import MeasureSettings
-from workers.profiles import Profile, load_profile
+from workers.profiles import Profile, available_profiles, load_profile
 from workers.units import parse_size
 
 from .exceptions import SpecError
@@ -101,10 +101,12 @@ def load_spec(spec: str) -> SweepSpec:
         text = path.read_text()
     except (OSError, UnicodeDecodeError) as e:
         raise SpecError(f"'SPEC' must be a readable TOML file (got {str(path)!r}: {e}).") from None
-    return parse_spec(text)
+    return parse_spec(text, base_dir=path.resolve().parent)
 
 
-def parse_spec(text: str) -> SweepSpec:
+def parse_spec(text: str, base_dir: Path | None = None) -> SweepSpec:
+    """Validate spec text; a relative profile path in it is read from `base_dir` (the spec file's
+    folder), else from the current directory."""
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
@@ -116,7 +118,7 @@ def parse_spec(text: str) -> SweepSpec:
     plugins = _plugins(data)
     load_plugins(plugins)
     models = _models(data)
-    profile_name, profile = _profile(data)
+    profile_name, profile = _profile(data, base_dir)
     chunk_points = _chunk_points(data)
     sources = _sources(data)
     measure = _measure(data)
@@ -175,10 +177,19 @@ def _models(data: dict) -> tuple[str, ...]:
     return tuple(models)
 
 
-def _profile(data: dict) -> tuple[str, Profile]:
+def _profile(data: dict, base_dir: Path | None) -> tuple[str, Profile]:
+    """The profile the spec names: a shipped one by name, or a file (a relative path from `base_dir`)."""
     name = _str(data, "profile", "seed")
+    path = Path(name)
+    if path.suffix:
+        path = path if path.is_absolute() or base_dir is None else base_dir / path
+        if not path.is_file():
+            raise SpecError(
+                f"'profile' must be one of the shipped profiles {available_profiles()} or a profile file, a "
+                f"relative path being read from the spec file's folder (got {name!r}: no file at {path.absolute()})."
+            )
     try:
-        return name, load_profile(name)
+        return name, load_profile(str(path))
     except ProfileError as e:
         raise SpecError(str(e)) from None
 
