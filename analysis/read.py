@@ -20,11 +20,14 @@ import pyarrow.parquet as pq
 
 from workers import MODELS, load_plugins
 from workers.axes import Axis
-from workers.dataset import PROVENANCE_COLUMNS, Layout, filesystem, layout_of, part_files, scan_parts
+from workers.dataset import (
+    MANIFEST, PROVENANCE_COLUMNS, Layout, filesystem, foreign_parts, layout_of, mixed_message, part_files,
+    scan_parts,
+)
 from workers.exceptions import ProfileError, SweepFolderError
 from workers.model import STATUS_OK, Model
 from workers.plots import Cond, Either
-from workers.profiles import Profile, load_profile
+from workers.profiles import Profile, load_profile, profile_from_dict
 
 from .exceptions import AnalysisError
 
@@ -61,6 +64,9 @@ class Sweep:
         self.description: str = str(self.spec.get("description", ""))
         self.plugin_errors: list[str] = _load_plugins(self.spec.get("plugins", []))
         self._parts: dict[str, list[str]] = part_files(self.fs, self.root)
+        foreign = foreign_parts(self.fs, self.manifest, self._parts)
+        if foreign:
+            raise AnalysisError(mixed_message(str(sweep_dir), foreign))
         self.models: tuple[str, ...] = self._models_with_parts()
         self._schemas: dict[str, dict[str, pl.DataType]] = {}
         self._values: dict[str, dict[str, pl.DataFrame]] = {}
@@ -170,8 +176,11 @@ class Sweep:
         return MODELS.get(model)
 
     def profile_object(self) -> Profile | None:
-        """The machine profile the sweep ran with (a shipped name, or a path that still exists), or None."""
+        """The machine profile the sweep ran with: as the manifest keeps it, else (a folder written before
+        it did) a shipped name or a path that still exists; None when neither is there."""
         try:
+            if isinstance(self.manifest.get("profile_data"), dict):
+                return profile_from_dict(self.manifest["profile_data"], origin=MANIFEST)
             return load_profile(str(self.manifest.get("profile") or self.spec.get("profile") or "seed"))
         except ProfileError:
             return None

@@ -6,7 +6,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from workers.dataset import MANIFEST
+from workers.dataset import MANIFEST, foreign_parts, mixed_message
 
 from .exceptions import DatasetError
 from .store import Location, checksum, exists, layout, list_parts, locate, read_manifest
@@ -109,15 +109,20 @@ def verify(sweep_dir: str) -> tuple[list[str], str]:
             problems.append(f"part {path} has {table.num_rows} rows, the manifest says {rec['rows']}")
         rows += table.num_rows
         ids.append(table)
-    for model, cids in sorted(present.items()):
-        for cid in sorted(cids - set(m["parts"])):
-            path = loc.part_path(model, cid)
-            problems.append(f"part {path} is not in the manifest (left by another spec or an interrupted run)")
-            try:
-                with loc.fs.open_input_file(path) as f:
-                    ids.append(_point_ids(f))
-            except (OSError, pa.ArrowException, KeyError):
-                pass  # already reported as stray; its rows cannot be read
+    unlisted = {model: [loc.part_path(model, cid) for cid in sorted(cids - set(m["parts"]))]
+                for model, cids in sorted(present.items())}
+    foreign = set(foreign_parts(loc.fs, m, unlisted))
+    if foreign:
+        problems.append(mixed_message(loc.uri, sorted(foreign)))
+    for path in (p for paths in unlisted.values() for p in paths):
+        why = "computed with another spec, profile or model version" if path in foreign else \
+            "of this computation but not yet recorded (a run in progress or stopped: rerun the same command)"
+        problems.append(f"part {path} is not in the manifest: {why}")
+        try:
+            with loc.fs.open_input_file(path) as f:
+                ids.append(_point_ids(f))
+        except (OSError, pa.ArrowException, KeyError):
+            pass  # already reported as stray; its rows cannot be read
     if m["chunks_done"] != m["chunks_expected"]:
         problems.append(f"only {m['chunks_done']} of {m['chunks_expected']} chunks are done")
     if rows != m["rows"]:

@@ -30,9 +30,10 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 from tqdm import tqdm
 
 from workers import get_model
-from workers.dataset import LAYOUT, LEASE_FILE, SCHEMA_VERSION, SPEC_FILE
+from workers.dataset import COMPUTATION, LAYOUT, LEASE_FILE, SCHEMA_VERSION, SPEC_FILE
 
 from .backends import BACKENDS
+from .computation import check_spec, record
 from .exceptions import DatasetError, StoreIOError
 from .grid import grid_for
 from .lease import Lease
@@ -41,8 +42,8 @@ from .provenance import git_sha, host_provenance
 from .reaper import Reaper
 from .spec import SweepSpec
 from .store import (
-    Location, check_schema, delete_sweep, exists, list_parts, locate, part_checksum, part_rows,
-    read_manifest, read_text, remove_temp_files, write_bytes, write_manifest,
+    Location, delete_sweep, exists, list_parts, locate, part_checksum, part_rows, read_manifest,
+    remove_temp_files, write_bytes, write_manifest,
 )
 from .task import TaskConfig, run_chunk
 
@@ -82,26 +83,15 @@ def _chunk_task(cfg: TaskConfig, chunk: Chunk) -> dict:
 
 
 def prepare(spec: SweepSpec, out: str, fresh: bool) -> Location:
-    """Check OUT/<sweep> can take this spec; clear it with --fresh (keeping the lease); write _spec.toml."""
+    """Clear OUT/<sweep> with --fresh (keeping the lease); write _spec.toml where there is none (a folder
+    of the same computation keeps the spec it was run with: computation.check_spec)."""
     loc = locate(out, spec.name)
     spec_path = loc.path(SPEC_FILE)
     if fresh:
         delete_sweep(loc, keep=(LEASE_FILE,))
-    else:
-        check_spec(loc, spec)
-    write_bytes(loc, spec_path, spec.text.encode())
+    if fresh or not exists(loc, spec_path):
+        write_bytes(loc, spec_path, spec.text.encode())
     return loc
-
-
-def check_spec(loc: Location, spec: SweepSpec) -> None:
-    """Refuse a folder written with another dataset schema, or holding a sweep of another spec (reads only)."""
-    check_schema(loc)
-    spec_path = loc.path(SPEC_FILE)
-    if exists(loc, spec_path) and read_text(loc, spec_path) != spec.text:
-        raise DatasetError(
-            f"{loc.uri} holds a sweep run from a different spec; rerun with --fresh to replace it, "
-            "or give the spec another 'name'."
-        )
 
 
 class _EmbeddedRay:
@@ -178,9 +168,10 @@ def run(spec: SweepSpec, out: str, *, address: str | None = None, fresh: bool = 
     Holds the sweep's lease throughout (LeaseError if another driver has it and not wait_lease);
     `say` prints the lease's messages (default: stderr)."""
     loc = locate(out, spec.name)
+    say = say or (lambda m: print(m, file=sys.stderr))
     if not fresh:
-        check_spec(loc, spec)  # a refusal writes nothing, not even a lease
-    lease = Lease(loc, say=say or (lambda m: print(m, file=sys.stderr)))
+        spec = check_spec(loc, spec, say)  # a refusal writes nothing, not even a lease
+    lease = Lease(loc, say=say)
     lease.acquire(wait=wait_lease)
     try:
         remove_temp_files(loc)  # left by a driver or worker that was killed mid-write
@@ -195,6 +186,7 @@ def _run_leased(spec, out, lease, *, address, fresh, progress, cpus, verbose) ->
     chunks = plan(spec)
     old = read_manifest(loc, LAYOUT) or {}
     records = _finished(loc, chunks, old.get("parts", {}))
+    write_manifest(loc, _manifest(spec, chunks, records))  # the computation is on record before any part
     todo = [c for c in chunks if c.chunk_id not in records]
     summary = RunSummary(location=loc, chunks=len(chunks), skipped=len(records), points=spec.total_points)
     t0 = time.perf_counter()
@@ -300,7 +292,7 @@ def _execute(spec, loc, chunks, todo, records, summary, progress, lease) -> None
     cfg = TaskConfig(
         sweep=spec.name, grids={m: grid_for(spec, m) for m in spec.models}, profile=spec.profile,
         profile_name=spec.profile_name, plugins=spec.plugins, location=loc, git_sha=git_sha(),
-        measure=spec.measure,
+        measure=spec.measure, computation=record(spec)["digest"],
     )
     cfg_ref = ray.put(cfg)
     summary.cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
@@ -366,6 +358,7 @@ def _manifest(spec: SweepSpec, chunks: list[Chunk], records: dict) -> dict:
         "sweep": spec.name,
         "profile": spec.profile_name,
         "profile_digest": spec.profile.digest(),
+        "profile_data": spec.profile.to_dict(),  # readers need not find the profile's file again
         "models": {m: {"version": get_model(m).version, "points": spec.points(m)} for m in spec.models},
         "chunks_expected": len(chunks),
         "chunks_done": sum(1 for c in chunks if c.chunk_id in records),
@@ -375,6 +368,7 @@ def _manifest(spec: SweepSpec, chunks: list[Chunk], records: dict) -> dict:
         "sources": list(spec.sources),
         "parts": {cid: {k: v for k, v in r.items() if k != "total_s"} for cid, r in records.items()},
         "spec": spec.text,
+        COMPUTATION: record(spec),
         "driver": {**host_provenance(), "env_git_sha": git_sha()},
         "updated": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }

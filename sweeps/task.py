@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import polars as pl
 
 from workers import get_model, load_plugins
-from workers.dataset import DTYPES, IDENTITY_COLUMNS, PROVENANCE_COLUMNS, SCHEMA_VERSION
+from workers.dataset import DTYPES, IDENTITY_COLUMNS, PART_COMPUTATION, PROVENANCE_COLUMNS, SCHEMA_VERSION
 from workers.measure.measure import MEASURE_COLUMNS
 from workers.measure.settings import MeasureSettings
 from workers.profiles import Profile
@@ -38,6 +38,7 @@ class TaskConfig:
     location: Location
     git_sha: str
     measure: MeasureSettings = field(default_factory=MeasureSettings)  # how measured chunks sample
+    computation: str = ""  # the digest of what the rows are computed with (sweeps.computation), in each footer
 
 
 def chunk_frame(cfg: TaskConfig, chunk: Chunk, node_id: str) -> pl.DataFrame:
@@ -72,6 +73,7 @@ def run_chunk(cfg: TaskConfig, chunk: Chunk, node_id: str = "") -> dict:
         "memsweep.chunk_id": chunk.chunk_id,
         "memsweep.model": chunk.model,
         "memsweep.range": f"{chunk.start}:{chunk.stop}",
+        PART_COMPUTATION: cfg.computation,
         "memsweep.provenance": json.dumps({k: frame[k][0] for k in PROVENANCE_COLUMNS} if frame.height else {}),
     }
     table = table.replace_schema_metadata({**(table.schema.metadata or {}), **kv})

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import polars as pl
 import pyarrow as pa
 import pyarrow.fs as pafs
+import pyarrow.parquet as pq
 
 from .exceptions import SweepFolderError
 
@@ -42,6 +43,10 @@ SLURM_LOG = "_slurm-%j.out"  # a Slurm job's output (sbatch expands %j to the jo
 LEASE_FILE = "_lease.json"
 REPORT_DIR = "_report"
 TEMP_PREFIX = ".tmp-"  # every temporary file of a write starts with it (and lives beside its target)
+# A folder holds the rows of one computation (sweeps.computation): the manifest records its digest under
+# this key, and every part carries the digest of the computation that wrote it in its footer.
+COMPUTATION = "computation"
+PART_COMPUTATION = "memsweep.computation"
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -170,6 +175,44 @@ def part_files(fs: pafs.FileSystem, root: str) -> dict[str, list[str]]:
         if found is not None:
             out.setdefault(found[0], []).append(info.path)
     return {m: sorted(paths) for m, paths in sorted(out.items())}
+
+
+def foreign_parts(fs: pafs.FileSystem, manifest: dict, parts: dict[str, list[str]]) -> list[str]:
+    """Paths of the parts in `parts` (model -> paths) that are not rows of the manifest's computation: not
+    listed in the manifest, and without its digest in their footer (a part of the same computation that
+    the manifest does not list yet, from a run in progress or stopped, is not foreign). Only unlisted
+    parts' footers are read. A folder written before computations were recorded has no digest: every
+    unlisted part is foreign there."""
+    listed = set(manifest.get("parts", {}))
+    mine = (manifest.get(COMPUTATION) or {}).get("digest")
+    out = []
+    for paths in parts.values():
+        for path in paths:
+            found = parse_part_path("/".join(path.split("/")[-2:]))
+            if found is None or found[1] in listed:
+                continue
+            if mine is None or part_computation(fs, path) != mine:
+                out.append(path)
+    return out
+
+
+def mixed_message(uri: str, foreign: list[str]) -> str:
+    """What every command says of a sweep folder that holds parts of another computation."""
+    example = "/".join(foreign[0].split("/")[-2:])
+    return (f"{uri} mixes rows of more than one computation: {len(foreign)} parts (e.g. {example}) are not in its "
+            f"manifest and were computed with another spec, profile or model version ('memsweep verify {uri}' "
+            "lists them); rerun the sweep with --fresh to start over.")
+
+
+def part_computation(fs: pafs.FileSystem, path: str) -> str | None:
+    """The computation digest in a part's footer; None when it has none or cannot be read."""
+    try:
+        with fs.open_input_file(path) as f:
+            kv = pq.read_metadata(f).metadata or {}
+    except (OSError, pa.ArrowException):
+        return None
+    value = kv.get(PART_COMPUTATION.encode())
+    return value.decode() if value else None
 
 
 def scan(sweep_dir: str, model: str | None = None) -> pl.LazyFrame:

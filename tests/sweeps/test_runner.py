@@ -88,7 +88,7 @@ def test_fresh_starts_over_and_a_changed_spec_is_refused(ray_local, tmp_path):
     """A different spec under the same name is refused; --fresh replaces the old dataset."""
     run(parse_spec(PROBE + "[axes.probe]\ni = [1, 2, 3]\n"), str(tmp_path), progress=False)
     other = parse_spec(PROBE + "[axes.probe]\ni = [4, 5]\n")
-    with pytest.raises(DatasetError, match="different spec; rerun with --fresh"):
+    with pytest.raises(DatasetError, match=r"another computation; this run differs in:\n  axes.probe.i: added 4, 5; removed 1, 2, 3\nrerun with --fresh"):
         run(other, str(tmp_path), progress=False)
     summary = run(other, str(tmp_path), fresh=True, progress=False)
     assert summary.computed == 1
