@@ -96,7 +96,8 @@ def write_sweep(root: Path, name: str, frames: dict[str, pl.DataFrame], spec: st
                                                          for m, f in frames.items()},
             "chunks_expected": len(frames), "chunks_done": len(frames),
             "rows": sum(f.height for f in frames.values()), "points_expected": sum(f.height for f in frames.values()),
-            "parts": {}, "spec": spec, "driver": {"env_host": "driver"}, "updated": "2026-01-01T00:00:00Z", **manifest}
+            "parts": {"c0": {"chunk_id": "c0"}},  # the one part name every model's rows are written under
+            "spec": spec, "driver": {"env_host": "driver"}, "updated": "2026-01-01T00:00:00Z", **manifest}
     names = LEGACY_LAYOUT if legacy else LAYOUT
     (sweep / names.manifest).write_text(json.dumps(data))
     (sweep / names.spec).write_text(spec)
