@@ -20,7 +20,7 @@ import polars as pl
 from .axes import Axis
 from .findings import (FINDING_KINDS, FORMATS, PICKS, Column, Medians, MedianTable, Pick, Ratio, Winner,
                        finding_columns, finding_templates, placeholders)
-from .model import BETTER, HOST_CACHES, Comparison, Figure, Measurement, Metric, Model
+from .model import BETTER, HOST_CACHES, Comparison, CostOrder, Figure, Measurement, Metric, Model
 from .plots import KINDS, OPS, X_SCALES, Y_SCALES, Cond, Either, Plot
 from .profiles import Quantity
 
@@ -360,6 +360,19 @@ def _costs(model: Model) -> str | None:
     for key, q in costs.items():
         if not isinstance(key, str) or not isinstance(q, Quantity):
             return f"'costs' must map cost names to workers.profiles.Quantity (got {key!r}: {_type(q)})."
+    return _cost_orders(model)
+
+
+def _cost_orders(model: Model) -> str | None:
+    """Each declared order names two different costs of the model's own section and says why."""
+    orders = model.cost_orders
+    if not isinstance(orders, tuple) or not all(isinstance(o, CostOrder) for o in orders):
+        return f"'cost_orders' must be a tuple of workers.model.CostOrder (got {orders!r})."
+    for o in orders:
+        if not all(isinstance(k, str) and NAME_RE.fullmatch(k) for k in (o.lower, o.higher)) or o.lower == o.higher:
+            return f"'cost_orders' must name two different cost keys, each {NAME_RULE} (got {o.lower!r}, {o.higher!r})."
+        if not isinstance(o.why, str) or not o.why.strip():
+            return f"'cost_orders' must say why {o.lower} <= {o.higher} (got {o.why!r})."
     return None
 
 

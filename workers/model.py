@@ -14,7 +14,8 @@ model-specific tables it adds to the report (`findings`, `tables`: workers.findi
 
 A model that can be calibrated also lists the published figures it must
 reproduce (`figures()`) and the profile entries calibration may move
-(`free_params`). A model with a user-space analog declares its `measurement`
+(`free_params`), and the orders its costs keep on any machine (`cost_orders`).
+A model with a user-space analog declares its `measurement`
 (`Measurement`: the planner that turns points into runs, the metric a measured
 row fills, how measured figures are named, which profile entries take the
 host's cache sizes); workers.measure reads only that declaration.
@@ -107,6 +108,17 @@ class FreeParam:
     key: str
     lower: float
     upper: float
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class CostOrder:
+    """An order two costs of the model's own profile section must keep on any machine: `lower` <= `higher`
+    (a DRAM bandwidth is no higher than the LLC's of the same kind); `why` says so. Calibration refuses
+    to save a fit that breaks one (workers.fitcheck)."""
+
+    lower: str
+    higher: str
+    why: str
 
 
 # The host cache facts a profile entry can take before a fit to measured rows (Measurement.host_caches):
@@ -216,6 +228,8 @@ class Model(abc.ABC):
     measured_free_params: tuple[FreeParam, ...] | None = None
     # How the measure backend runs the model's user-space analog (Measurement); None: not measurable.
     measurement: Measurement | None = None
+    # Orders its own section's costs keep on any machine (CostOrder); a fit that breaks one is not saved.
+    cost_orders: tuple[CostOrder, ...] = ()
 
     @property
     def metric_dtypes(self) -> dict[str, pl.DataType]:

@@ -7,7 +7,7 @@ import polars as pl
 
 from workers.axes import Axis
 from workers.findings import MIN, Column, Medians, MedianTable, Winner
-from workers.model import Comparison, Figure, Measurement, Metric, Model
+from workers.model import Comparison, CostOrder, Figure, Measurement, Metric, Model
 from workers.plots import Cond, Plot
 
 X = Axis(name="x", kind="int", unit="", default=0, doc="an integer")
@@ -95,3 +95,4 @@ PLOT_OF_UNKNOWN_COLUMN = variant(plots=(plot(y="metric_z"),))
 PLOT_NAMED_PARITY = variant(plots=(plot(id="parity"),))
 PLOT_WITH_UNKNOWN_SCALE = variant(plots=(plot(x_scale="log3"),))
 PLOT_WITH_UNKNOWN_OP = variant(plots=(plot(where=(Cond("param_x", "=~", 1),)),))
+ORDER_OF_ONE_COST = variant(cost_orders=(CostOrder(lower="llc_gbs", higher="llc_gbs", why="made up"),))

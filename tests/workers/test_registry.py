@@ -104,6 +104,8 @@ RULES = [
      "'plots\\['good_y'\\]' scales must be x in \\[.*\\] and y in \\[.*\\] \\(got x 'log3', y 'auto'\\)"),
     (ep("PLOT_WITH_UNKNOWN_OP"),
      "'plots\\['good_y'\\].where' must hold workers.plots.Cond/Either with an op in \\[.*\\] \\(got .*=~"),
+    (ep("ORDER_OF_ONE_COST"),
+     "'cost_orders' must name two different cost keys, each .* \\(got 'llc_gbs', 'llc_gbs'\\)"),
 ]
 
 

@@ -46,7 +46,7 @@ import polars as pl
 
 from ..axes import ALIGN, NAMESPACE_SIZE, STRUCT_PAGE_SIZE, Axis, choice
 from ..plots import Plot
-from ..model import LAST_LEVEL, Comparison, Measurement, Metric, Model, Reasons, status_columns
+from ..model import LAST_LEVEL, Comparison, CostOrder, Measurement, Metric, Model, Reasons, status_columns
 from ..profiles import Profile
 
 LINE = 64  # boot_cpu_data.x86_clflush_size on x86_64
@@ -282,6 +282,10 @@ class CopyModel(Model):
     best_keys = ("struct_page_size", "inline_sizes")
     plots = PLOTS
     points_per_second = 8e6  # ~1e7 measured on one core, 1,000,000 mixed points
+    cost_orders = (
+        CostOrder(lower="dram_rfo_gbs", higher="llc_gbs",
+                  why="the LLC sits between the core and DRAM: an RFO it serves is no slower than one from DRAM"),
+    )
     # The user-space copy loop (workers/models/copy_measure.py) fills metric_ns_per_copy, and metric_gbs =
     # struct_page_size bytes / ns per copy; a fit takes the host's last-level cache as copy.llc_bytes.
     measurement = Measurement(

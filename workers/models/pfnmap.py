@@ -47,8 +47,8 @@ import polars as pl
 from ..axes import ALIGN, COMPOUND_ORDER, NAMESPACE_SIZE, Axis, choice
 from ..findings import Above, Medians
 from ..plots import Cond, Either, Plot
-from ..model import (L1D_BYTES, L2_BYTES, LAST_LEVEL, Comparison, Figure, FreeParam, Measurement, Metric, Model,
-                     Reasons, status_columns)
+from ..model import (L1D_BYTES, L2_BYTES, LAST_LEVEL, Comparison, CostOrder, Figure, FreeParam, Measurement, Metric,
+                     Model, Reasons, status_columns)
 from ..profiles import Profile
 from ..units import KiB, MiB
 from .pfnmap_geometry import LEAF_ORDERS, PAGE, PMD_ORDER, PUD, kind_bytes, leaves, starts
@@ -196,6 +196,14 @@ class PfnmapModel(Model):
     # The leaf names kernel developers use for the orders (the RFC's "PTE" / "PMD").
     value_labels = {"compound_order": {0: "PTE (order 0)", 9: "PMD (order 9)", 18: "PUD (order 18)"}}
     points_per_second = 1.5e6  # measured 1.4-2.2 M points/s on one core (1,000,000-point frames)
+    # A load that misses one level is served by a farther one: no sooner, and from no smaller a cache.
+    cost_orders = (
+        CostOrder(lower="l1_latency_ns", higher="l2_latency_ns", why="a load that misses the L1 is served no sooner"),
+        CostOrder(lower="l2_latency_ns", higher="llc_latency_ns", why="a load that misses the L2 is served no sooner"),
+        CostOrder(lower="llc_latency_ns", higher="dram_latency_ns", why="a load that misses the LLC is served no sooner"),
+        CostOrder(lower="l1_bytes", higher="l2_bytes", why="the L2 holds at least what the L1 holds"),
+        CostOrder(lower="l2_bytes", higher="llc_bytes", why="the LLC holds at least the capacity nearer than it"),
+    )
     free_params = (
         FreeParam(section="pfnmap", key="dram_latency_ns", lower=20.0, upper=500.0),
         FreeParam(section="pfnmap", key="walk_ref_ns", lower=0.0, upper=200.0),
