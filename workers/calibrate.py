@@ -12,9 +12,11 @@ reported. Leave-one-out refits start from the same neutral points.
 Reported per model: every figure's published value, the fitted model's value,
 the error and the leave-one-out error; the starts that disagree; how far each
 fitted cost can move, the others refit, before the worst error grows by one
-point (linearized at the fit); the figure errors with each hand-set
-(`assumed`) cost at -20% and +20%; and the profile's validation figures,
-predicted by the fitted profile and never used in any fit.
+point (linearized at the fit); the costs the figures do not identify
+(workers.fitcheck.identify: the singular values of the residuals' sensitivity);
+the figure errors with each hand-set (`assumed`) cost at -20% and +20%; and the
+profile's validation figures, predicted by the fitted profile and never used in
+any fit.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from scipy.stats import qmc
 from .evaluate import evaluate
 from .model import Figure, FreeParam, Model, points_frame
 from .exceptions import ProfileError
+from .fitcheck import Identification, identify
 from .profiles import Profile, Quantity
 
 FIT, VALIDATION = "fit", "validation"
@@ -89,6 +92,7 @@ class Calibration:
     uncertainty: dict[tuple[str, str], tuple[float, float]] = field(default_factory=dict)
     sensitivity: tuple[Sensitivity, ...] = ()
     validation: tuple[FigureResult, ...] = ()
+    identification: Identification | None = None  # which costs the figures pin (workers.fitcheck)
 
     @property
     def max_error(self) -> float:
@@ -218,11 +222,14 @@ def calibrate(model: Model, profile: Profile, figures=None, free: tuple[FreePara
             figure=f.id, published=f.published, model=float(values[i]),
             error=_rel(values[i], f.published), loo_error=_rel(loo, f.published), unit=f.unit, source=f.source,
         ))
+    jac = _jacobian(model, figures, fitted_profile, free, best)
+    uncertainty = _uncertainty(jac, free, best)
     return Calibration(
         model=model.name, profile=fitted_profile, free=free,
         fitted={(p.section, p.key): float(v) for p, v in zip(free, best.x)}, results=tuple(results),
-        starts=tuple(_start(e, best) for e in ends),
-        uncertainty=_uncertainty(model, figures, fitted_profile, free, best),
+        starts=tuple(_start(e, best) for e in ends), uncertainty=uncertainty,
+        identification=identify(jac, best.x, [p.key for p in free],
+                                [hi - lo for lo, hi in (uncertainty[(p.section, p.key)] for p in free)]),
         sensitivity=_sensitivity(model, figures, fitted_profile, free),
         validation=tuple(predict_validation(model, validation, fitted_profile)),
     )
@@ -235,7 +242,22 @@ def _start(end: _End, best: _End) -> Start:
     return Start(values=tuple(float(v) for v in end.x), max_error=worst, agrees=bool(close))
 
 
-def _uncertainty(model: Model, figures, profile: Profile, free, best: _End) -> dict:
+def _jacobian(model: Model, figures, profile: Profile, free, best: _End) -> np.ndarray:
+    """d log(model/published) / d cost at the fit (figures x costs), each cost in its own units."""
+    x = best.x
+    published = np.array([f.published for f in figures], dtype=float)
+    frame = figure_frame(model, figures)
+    cols = []
+    for i in range(len(free)):
+        h = 1e-4 * max(abs(x[i]), 1e-9)
+        xp = x.copy()
+        xp[i] += h
+        pred = predict(model, figures, _apply(profile, free, xp), frame)
+        cols.append((np.log(np.maximum(pred, 1e-300) / published) - best.residuals) / h)
+    return np.array(cols).T
+
+
+def _uncertainty(jac: np.ndarray, free, best: _End) -> dict:
     """How far each cost can move, the others refit, before the worst |error| grows by one point.
 
     Linearized at the fit: with J the Jacobian of the log residuals in each cost's own units, moving
@@ -244,16 +266,6 @@ def _uncertainty(model: Model, figures, profile: Profile, free, best: _End) -> d
     """
     x = best.x
     r0 = best.residuals
-    published = np.array([f.published for f in figures], dtype=float)
-    frame = figure_frame(model, figures)
-    cols = []
-    for i, p in enumerate(free):
-        h = 1e-4 * max(abs(x[i]), 1e-9)
-        xp = x.copy()
-        xp[i] += h
-        pred = predict(model, figures, _apply(profile, free, xp), frame)
-        cols.append((np.log(np.maximum(pred, 1e-300) / published) - r0) / h)
-    jac = np.array(cols).T
     limit = np.log1p(float(np.max(np.abs(np.expm1(r0)))) + SLACK)
     out = {}
     for i, p in enumerate(free):

@@ -1,0 +1,102 @@
+"""Whether a fit's costs can be trusted: do the points identify them, and can a machine have them?
+
+`identify()` reads the sensitivity of the fit's log residuals to a relative change of each fitted cost
+at the optimum (the Jacobian, columns d log(model/measured) / d log cost): its singular values say how
+many independent numbers the points carry (those above 1% of the largest), and a cost is not identified
+by these points when it takes a real part in a direction they barely see (a right singular vector of a
+singular value below that), or when it can move by more than its own value, the others refit, before
+the worst |error| grows by one point (calibrate's linearized range).
+
+`impossible()` names the entries of a profile that no machine can have: a value outside its `bounds`,
+a time, bandwidth or size that is not positive (a fit stopped at 0 wanted a negative value), and a
+broken `CostOrder` that a model declares for its own section (a DRAM bandwidth above the LLC's).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Iterable
+
+import numpy as np
+
+from .model import CostOrder, Model
+from .profiles import Profile, Quantity
+
+RANK_SHARE = 0.01  # a direction the points carry: a singular value above 1% of the largest
+WEAK_PART = 0.3  # a cost takes part in a weak direction when its share of that singular vector is this or more
+LOOSE = 1.0  # a cost that moves by more than 100% of itself within one point of error is not identified
+BOUND_SLACK = 1e-9  # a fit at a bound lands there up to rounding
+POSITIVE_UNITS = {"ns": "a time", "us": "a time", "ms": "a time", "s": "a time", "GB/s": "a bandwidth",
+                  "bytes": "a size"}
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Identification:
+    """What the fitted points tell about the costs: the singular values of the relative sensitivity
+    (largest first), how many are above 1% of the largest, and the costs they do not pin."""
+
+    singular_values: tuple[float, ...]
+    independent: int
+    unidentified: tuple[str, ...]  # cost keys, in fit order
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Problem:
+    """A profile entry no machine can have: `entry` is "section.key", `rule` what it breaks."""
+
+    entry: str
+    value: float
+    rule: str
+
+    def __str__(self) -> str:
+        return f"'{self.entry}' must be {self.rule} (got {self.value:.6g})."
+
+
+def identify(jac: np.ndarray, x: np.ndarray, keys: list[str], spans: list[float]) -> Identification:
+    """`jac`: d log residual / d cost (figures x costs, more figures than costs) at the fit `x`; `spans`:
+    each cost's linearized range (hi - lo) within one more point of worst error, the others refit."""
+    rel = np.nan_to_num(jac * x, nan=0.0, posinf=0.0, neginf=0.0)
+    _, s, vt = np.linalg.svd(rel, full_matrices=False)
+    strong = s > RANK_SHARE * s[0] if s.size and s[0] > 0 else np.zeros(len(s), dtype=bool)
+    weak = (np.abs(vt[~strong]) >= WEAK_PART).any(axis=0)
+    loose = [not (xi != 0 and span <= 2 * LOOSE * abs(xi)) for xi, span in zip(x, spans)]
+    return Identification(singular_values=tuple(float(v) for v in s), independent=int(strong.sum()),
+                          unidentified=tuple(k for k, w, lo in zip(keys, weak, loose) if w or lo))
+
+
+def cost_orders(models: Iterable[Model]) -> list[tuple[str, CostOrder]]:
+    """(section, CostOrder) of every order the models declare for their own sections."""
+    return [(m.name, o) for m in models for o in m.cost_orders]
+
+
+def impossible(profile: Profile, orders: list[tuple[str, CostOrder]]) -> list[Problem]:
+    """Every entry of `profile` outside its bounds or not positive where it must be, then every
+    declared order it breaks (entries the profile lacks are not checked)."""
+    out = []
+    for section, entries in profile.sections.items():
+        for key, e in entries.items():
+            if isinstance(e, Quantity) and not isinstance(e.value, bool):
+                out += _entry(f"{section}.{key}", e)
+    for section, o in orders:
+        entries = profile.sections.get(section, {})
+        lo, hi = entries.get(o.lower), entries.get(o.higher)
+        if isinstance(lo, Quantity) and isinstance(hi, Quantity) and lo.value > hi.value:
+            out.append(Problem(entry=f"{section}.{o.lower}", value=float(lo.value),
+                               rule=f"at most {section}.{o.higher} = {hi.value:.6g} {hi.unit}: {o.why}"))
+    return out
+
+
+def _entry(entry: str, e: Quantity) -> list[Problem]:
+    v = float(e.value)
+    if not math.isfinite(v):
+        return [Problem(entry=entry, value=v, rule="a finite number")]
+    if e.unit in POSITIVE_UNITS and v <= 0:
+        return [Problem(entry=entry, value=v, rule=f"positive, {POSITIVE_UNITS[e.unit]} in {e.unit} "
+                                                   "(a fit stopped at 0 wanted a negative value)")]
+    if e.bounds is not None:
+        lo, hi = e.bounds
+        slack = BOUND_SLACK * max(abs(lo), abs(hi), 1.0)
+        if not lo - slack <= v <= hi + slack:
+            return [Problem(entry=entry, value=v, rule=f"within its bounds [{lo:g}, {hi:g}] {e.unit}")]
+    return []
