@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import json
 import re
+import sys
+from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 
 import polars as pl
@@ -18,48 +21,152 @@ from workers import MODELS
 from workers.calibrate import DEFAULT_STARTS, Calibration, FigureResult, calibrate, predict, validation_figures
 from workers.dataset import filesystem, part_files, scan
 from workers.exceptions import SweepFolderError
+from workers.fitcheck import cost_orders, impossible
 from workers.profiles import Profile, dump_profile, load_profile
 from workers.units import parse_size
 
-from .exceptions import DatasetError, UsageError
+from .exceptions import DatasetError, FitError, UsageError
 
 
 def run_calibration(profile_name: str, *, models: list[str] | None, as_json: bool, save: str | None,
                     source: str | None = None, holdout: list[str] | None = None, statistic: str | None = None,
-                    starts: int = DEFAULT_STARTS) -> int:
-    """Calibrate each model to its published figures, or (`source`) to a sweep's measured rows."""
-    profile = load_profile(profile_name)
+                    starts: int = DEFAULT_STARTS, fix: list[str] | None = None) -> int:
+    """Calibrate each model to its published figures, or (`source`) to a sweep's measured rows; `fix`: costs
+    ("section.key") kept at the profile's values. Costs the figures do not identify, or that no machine can
+    have, are warned about; with `save` they are refused (FitError) and nothing is written."""
+    start = load_profile(profile_name)
+    measured = None
     if source:
-        jobs, held, profile = measured_jobs(source, profile, models, holdout or [], statistic or "min")
+        measured = measured_jobs(source, start, models, holdout or [], statistic or "min")
+        jobs, held, profile = measured.jobs, measured.held, measured.profile
     else:
         for flag, given in (("--holdout", holdout), ("--statistic", statistic)):
             if given:
                 raise UsageError(f"'{flag}' goes with '--from': it chooses how measured rows are fit.")
         jobs = [(model, figures, model.free_params) for model, figures in published_jobs(models)]
-        held = {}
+        held, profile = {}, start
+    results, predictions = _fit_all(_unfixed(jobs, fix or [], source), profile, held, starts, source)
+    profile = results[-1].profile  # later models keep earlier fits (they own other sections)
+    _print(results, predictions, as_json)
+    problems = fit_problems(results)
+    if problems and save:
+        raise FitError(f"'--save' must get a fit whose costs are identified and possible; not writing {save}:\n"
+                       + problems)
+    if problems:
+        print(f"memsweep calibrate: warning: {problems}", file=sys.stderr)
+    if save:
+        Path(save).write_text(dump_profile(saved_profile(profile, start, results, save, measured)))
+        if not as_json:
+            print(f"fitted profile written to {save}")
+    return 0
+
+
+def _fit_all(jobs, profile: Profile, held: dict, starts: int, source: str | None):
+    """Calibrate each job in turn (a later model starts from the earlier fits: they own other sections);
+    the calibrations, and the held-out figures predicted by the fitted profile."""
     results: list[Calibration] = []
     predictions: list[FigureResult] = []
     for model, figures, free in jobs:
         validation = () if source else validation_figures(model, profile)
         cal = calibrate(model, profile, figures, free, starts=starts, validation=validation)
-        profile = cal.profile  # later models keep earlier fits (they own other sections)
+        profile = cal.profile
         results.append(cal)
         if held.get(model.name):
             predictions += _predict(model, held[model.name], profile)
+    return results, predictions
+
+
+def _print(results: list[Calibration], predictions: list[FigureResult], as_json: bool) -> None:
     rows = [r for cal in results for r in (*cal.results, *cal.validation)]
     if as_json:
         print(json.dumps([{**r.to_dict(), "held_out": False} for r in rows]
                          + [{**r.to_dict(), "held_out": True} for r in predictions], indent=1))
-    else:
-        for cal in results:
-            print(format_calibration(cal))
-        if predictions:
-            print(format_holdout(predictions))
-    if save:
-        Path(save).write_text(dump_profile(profile))
-        if not as_json:
-            print(f"fitted profile written to {save}")
-    return 0
+        return
+    for cal in results:
+        print(format_calibration(cal))
+    if predictions:
+        print(format_holdout(predictions))
+
+
+def _unfixed(jobs: list[tuple], fix: list[str], source: str | None) -> list[tuple]:
+    """The jobs without the `--fix` costs, each with more figures than costs to fit."""
+    names = sorted({f"{p.section}.{p.key}" for _, _, free in jobs for p in free})
+    for name in fix:
+        if name not in names:
+            raise UsageError(f"'--fix' must be one of the costs this calibration fits, {names} (got {name!r}).")
+    out = []
+    for model, figures, free in jobs:
+        free = tuple(p for p in free if f"{p.section}.{p.key}" not in fix)
+        if not free:
+            raise UsageError(f"'--fix' must leave {model.name} a cost to fit (got all of them: {fix}).")
+        if len(figures) <= len(free):
+            where = f"{source} has" if source else "there are"
+            raise DatasetError(
+                f"{where} {len(figures)} {'measured ' if source else ''}{model.name} figures to fit {len(free)} "
+                "costs; measure more sizes or strategies, or fit fewer costs ('--fix SECTION.KEY'): a fit needs "
+                "more figures than parameters."
+            )
+        out.append((model, figures, free))
+    return out
+
+
+FIX_ADVICE = ("To proceed: measure more points (other sizes, struct page sizes or strategies), fit fewer costs "
+              "('--fix SECTION.KEY' keeps one at the profile's value), with '--from' hold fewer sizes out "
+              "('--holdout'), or narrow the costs' bounds in a profile of your own ('--profile FILE').")
+
+
+def fit_problems(results: list[Calibration]) -> str:
+    """Why this fit is not fit to save, one line each: the costs each model's figures do not identify, and
+    every entry of the fitted profile no machine can have (workers.fitcheck); then how to proceed. Empty
+    when there is nothing to say."""
+    lines = []
+    for cal in results:
+        ident = cal.identification
+        for p in (p for p in cal.free if ident and p.key in ident.unidentified):
+            lo, hi = cal.uncertainty[(p.section, p.key)]
+            lines.append(f"  '{p.section}.{p.key}' must be identified by the fitted points "
+                         f"(got {cal.fitted[(p.section, p.key)]:.4g}, free to move over [{lo:.3g} .. {hi:.3g}] for "
+                         f"one more point of error: {cal.model}'s {len(cal.results)} figures carry "
+                         f"{ident.independent} independent numbers for {len(cal.free)} fitted costs).")
+    lines += [f"  {problem}" for problem in impossible(results[-1].profile, cost_orders(MODELS.values()))]
+    return "\n".join(["this fit has costs that cannot be trusted:", *lines, FIX_ADVICE]) if lines else ""
+
+
+def saved_profile(profile: Profile, start: Profile, results: list[Calibration], save: str,
+                  measured: Measured | None) -> Profile:
+    """The fitted profile as `--save` writes it: named for the host that measured the rows (else for the
+    file), described by what it was fit to, when (UTC date) and which costs."""
+    today = datetime.now(timezone.utc).date().isoformat()
+    fitted = "; ".join(f"{cal.model}: " + ", ".join(f"{p.section}.{p.key}" for p in cal.free) for cal in results)
+    counts = ", ".join(f"{len(cal.results)} {cal.model}" for cal in results)
+    rest = f"Every other entry is {start.name}'s ({start.description or 'no description'})."
+    if measured is None:
+        return Profile(name=Path(save).stem, sections=profile.sections, validation=profile.validation,
+                       description=f"Costs fit by memsweep calibrate on {today} UTC to the published figures "
+                                   f"({counts}): {fitted}. {rest}")
+    held = f"; held out: {', '.join(measured.holdout)}" if measured.holdout else ""
+    machine = ", ".join(f"{cpu or 'unknown CPU'} (host {host or 'unknown'})" for host, cpu in measured.hosts)
+    names = {host for host, _ in measured.hosts if host}
+    return _relabelled(Profile(
+        name=names.pop() if len(names) == 1 else Path(save).stem, sections=profile.sections, validation=(),
+        description=f"{machine or 'This host'}: costs fit by memsweep calibrate on {today} UTC to the measured rows "
+                    f"of {measured.sweep} ({counts} points, {measured.statistic}{held}): {fitted}. {rest}",
+    ), results, f"{machine or 'this host'} on {today}")
+
+
+def _relabelled(profile: Profile, results: list[Calibration], where: str) -> Profile:
+    """`profile` with the `machine` text of each section a fit touched (the models' own, and the free costs')
+    saying where and which costs were fit. (The starting profile's validation figures are already dropped:
+    they were published on other machines.)"""
+    sections = {s: dict(entries) for s, entries in profile.sections.items()}
+    for cal in results:
+        keys = ", ".join(f"{p.section}.{p.key}" for p in cal.free)
+        for section in {cal.model} | {p.section for p in cal.free}:
+            if isinstance(sections.get(section, {}).get("machine"), str):
+                sections[section]["machine"] = (f"{where}: memsweep calibrate fit {keys} to measured rows (see the "
+                                                "description); every other entry is the starting profile's")
+    return Profile(name=profile.name, description=profile.description, sections=sections,
+                   validation=profile.validation)
 
 
 def published_jobs(models: list[str] | None) -> list[tuple]:
@@ -73,12 +180,26 @@ def published_jobs(models: list[str] | None) -> list[tuple]:
     return [(MODELS[m], MODELS[m].figures()) for m in models or have]
 
 
+@dataclass(frozen=True, kw_only=True)
+class Measured:
+    """What `--from` fits: (model, figures, free parameters) per model, the held-out figures per model,
+    the profile to fit (with the host's cache sizes), and where the rows come from: the hosts that
+    measured them ((env_host, env_cpu_model) pairs), the sweep folder, the statistic and the held-out sizes."""
+
+    jobs: list[tuple]
+    held: dict[str, list]
+    profile: Profile
+    hosts: tuple[tuple[str, str], ...]
+    sweep: str
+    statistic: str
+    holdout: tuple[str, ...]
+
+
 def measured_jobs(sweep_dir: str, profile: Profile, models: list[str] | None, holdout: list[str],
-                  statistic: str = "min"):
-    """(model, figures, free parameters) to fit from a sweep's measured rows (`statistic` of each
-    point's repeats), the held-out figures per model, and the profile to fit (with the host's cache
-    sizes; the fit starts from neutral points, never from its values)."""
-    from workers.measure.fit import figures_from_measured, host_profile
+                  statistic: str = "min") -> Measured:
+    """The models to fit from a sweep's measured rows (`statistic` of each point's repeats), with the
+    profile to fit (the fit starts from neutral points, never from its values) and the rows' provenance."""
+    from workers.measure.fit import STATISTICS, figures_from_measured, host_profile
 
     sizes = set()
     for text in holdout:
@@ -86,7 +207,7 @@ def measured_jobs(sweep_dir: str, profile: Profile, models: list[str] | None, ho
             sizes.add(parse_size(text))
         except ValueError as e:
             raise UsageError(f"'--holdout' must be a namespace size such as '64GiB' ({e}).") from None
-    jobs, held = [], {}
+    jobs, held, hosts = [], {}, set()
     for name in models or measured_models():
         frame = _measured_rows(sweep_dir, name)
         if frame is None:
@@ -95,18 +216,14 @@ def measured_jobs(sweep_dir: str, profile: Profile, models: list[str] | None, ho
         figures = figures_from_measured(model, frame, statistic=statistic)
         fit_on = [f for f in figures if f.params["namespace_size"] not in sizes]
         held[name] = [f for f in figures if f.params["namespace_size"] in sizes]
-        free = model.free_for_measured
-        if len(fit_on) <= len(free):
-            raise DatasetError(
-                f"{sweep_dir} has {len(fit_on)} measured {name} figures to fit {len(free)} costs; "
-                "measure more sizes or strategies (a fit needs more figures than parameters)."
-            )
         profile = host_profile(profile, _facts(frame), MODELS.values())
-        jobs.append((model, fit_on, free))
+        jobs.append((model, fit_on, model.free_for_measured))
+        hosts |= _hosts(frame)
     if not jobs:
         raise DatasetError(f"'--from' must be a sweep with measured rows of a model that declares a measurement "
                            f"(got {sweep_dir!r}: none).")
-    return jobs, held, profile
+    return Measured(jobs=jobs, held=held, profile=profile, hosts=tuple(sorted(hosts)), sweep=sweep_dir,
+                    statistic=STATISTICS[statistic], holdout=tuple(holdout))
 
 
 def measured_models() -> list[str]:
@@ -132,6 +249,13 @@ def _measured_rows(sweep_dir: str, model: str) -> pl.DataFrame | None:
 
 CACHE_FACTS = ("l1d_bytes", "l2_bytes", "l3_bytes")
 LEGACY_CACHES = re.compile(r"(L1d|L2|L3) (\d+) B")  # schema 2's env_caches text: "L1d 49152 B, L2 ..."
+
+
+def _hosts(frame: pl.DataFrame) -> set[tuple[str, str]]:
+    """The (env_host, env_cpu_model) pairs of the hosts that measured these rows ("" where unknown)."""
+    cols = [pl.col(c).cast(pl.Utf8).fill_null("") if c in frame.columns else pl.lit("").alias(c)
+            for c in ("env_host", "env_cpu_model")]
+    return set(frame.select(cols).unique().rows())
 
 
 def _facts(frame: pl.DataFrame) -> dict[str, int | None]:
@@ -167,11 +291,14 @@ def format_calibration(cal: Calibration) -> str:
     figures apart ("predicted, not fit")."""
     width = max(len(r.figure) for r in (*cal.results, *cal.validation))
     agree = len(cal.starts) - len(cal.disagreeing_starts)
+    unidentified = cal.identification.unidentified if cal.identification else ()
     lines = [
         f"{cal.model}: {len(cal.free)} free parameters fit to {len(cal.results)} figures "
         f"(best of {len(cal.starts)} neutral starts; {agree} reach the same costs within 1%)",
         *(f"  {p.section}.{p.key} = {cal.fitted[(p.section, p.key)]:.6g}"
-          + _interval(cal.uncertainty.get((p.section, p.key))) for p in cal.free),
+          + ("   (not identified by these points)" if p.key in unidentified
+             else _interval(cal.uncertainty.get((p.section, p.key)))) for p in cal.free),
+        *_identification(cal),
         f"  {'figure':<{width}}  {'published':>12}  {'model':>12}  {'error':>8}  {'LOO error':>9}",
     ]
     for r in cal.results:
@@ -191,6 +318,18 @@ def format_calibration(cal: Calibration) -> str:
         lines += [f"  {r.figure:<{width}}  {r.published:>12.4g}  {r.model:>12.4g}  {r.error:>+8.1%}"
                   for r in cal.validation]
     return "\n".join(lines)
+
+
+def _identification(cal: Calibration) -> list[str]:
+    """How many independent numbers the figures carry for the fitted costs, and the costs they leave free."""
+    ident = cal.identification
+    if ident is None:
+        return []
+    lines = [f"  the {len(cal.results)} figures carry {ident.independent} independent numbers (singular values "
+             f"above 1% of the largest) for {len(cal.free)} fitted costs"]
+    if ident.unidentified:
+        lines.append(f"  not identified by these points: {', '.join(ident.unidentified)}")
+    return lines
 
 
 def _interval(bounds: tuple[float, float] | None) -> str:

@@ -113,7 +113,9 @@ def _parser() -> argparse.ArgumentParser:
                      help="print a JSON list of per-figure results; 'use' is 'fit' or 'validation'")
     cal.add_argument("--starts", type=_positive_int, default=10, metavar="N",
                      help="neutral starts per fit (default 10; leave-one-out refits take 3)")
-    cal.add_argument("--save", metavar="FILE", help="write the fitted profile to FILE (TOML)")
+    cal.add_argument("--save", metavar="FILE",
+                     help="write the fitted profile to FILE (TOML); refused (exit 2) when a fitted cost is not "
+                          "identified by the figures or no machine can have it")
     cal.add_argument("--from", dest="source", metavar="OUT/SWEEP",
                      help="fit to this sweep's measured rows (source = measured) instead of the published figures")
     cal.add_argument("--holdout", action="append", metavar="SIZE",
@@ -121,6 +123,8 @@ def _parser() -> argparse.ArgumentParser:
     cal.add_argument("--statistic", choices=("min", "median"), default=None,
                      help="with --from: fit each point's least disturbed time (measure_min, the default) or its "
                           "median (measure_median)")
+    cal.add_argument("--fix", action="append", metavar="SECTION.KEY",
+                     help="keep this cost at the profile's value instead of fitting it (repeatable)")
     return p
 
 
@@ -288,7 +292,7 @@ def cmd_calibrate(args) -> int:
 
     return run_calibration(args.profile, models=args.model, as_json=args.json, save=args.save,
                            source=args.source, holdout=args.holdout, statistic=args.statistic,
-                           starts=args.starts)
+                           starts=args.starts, fix=args.fix)
 
 
 COMMANDS = {

@@ -13,6 +13,11 @@ class UsageError(ValueError):
     """A command was given arguments that cannot work (bad path, conflicting flags)."""
 
 
+class FitError(UsageError):
+    """`calibrate --save` was asked to write a fit whose costs the points do not identify, or that no
+    machine can have; the message names each cost and what to do."""
+
+
 class DatasetError(RuntimeError):
     """A dataset on disk is missing, corrupt, or belongs to a different spec."""
 

@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 
+import polars as pl
 import pytest
 
+from sweeps.calibration import run_calibration
 from sweeps.cli import main
-from workers.calibrate import calibrate
-from workers.profiles import load_profile
+from sweeps.exceptions import FitError, UsageError
+from workers.calibrate import calibrate, predict
+from workers.dataset import part_path
+from workers.measure.fit import figures_from_measured
+from workers.model import points_frame
+from workers.profiles import dump_profile, load_profile
 from workers.registry import shipped_models
 
 # The shipped models (an installed plugin model, such as examples/plugin's, is not part of these counts).
@@ -58,7 +66,11 @@ def test_cli_table_and_save_write_a_loadable_profile(tmp_path, capsys):
     assert main(["calibrate", "--model", "young", "--save", str(out)]) == 0
     text = capsys.readouterr().out
     assert "young: 2 free parameters fit to 3 figures" in text and "LOO error" in text
-    assert load_profile(str(out)).sections["young"]["folio_ns"].source == "calibrated"
+    saved = load_profile(str(out))
+    assert saved.sections["young"]["folio_ns"].source == "calibrated"
+    assert saved.name == "fitted" and re.match(r"Costs fit by memsweep calibrate on \d{4}-\d\d-\d\d UTC to the "
+                                               r"published figures \(3 young\): young: young\.folio_ns, "
+                                               r"young\.pte_atomic_ns\. Every other entry is seed's", saved.description)
 
 
 def test_every_published_figure_is_calibrated(results):
@@ -130,3 +142,80 @@ def test_measured_host_caches_come_from_the_integer_columns_or_schema_2s_text():
     text = pl.DataFrame({"env_caches": ["L1d 49152 B, L2 unknown B, L3 33554432 B"]})
     assert _facts(text) == {"l1d_bytes": 49152, "l2_bytes": None, "l3_bytes": 33554432}
     assert _facts(pl.DataFrame({"x": [1]})) == {"l1d_bytes": None, "l2_bytes": None, "l3_bytes": None}
+
+
+# Eight memmap points at P = 64, inside and beyond a 32 MiB LLC: every strategy at 1 GiB and 64 GiB.
+MEMMAP_ROWS = [{"namespace_size": size, "mode": "fsdax", "map": "mem", "strategy": strategy}
+               for size in ("1GiB", "64GiB") for strategy in ("slow", "template", "template_nt", "template_nt_inline")]
+HOST = {"env_host": "host-a", "env_cpu_model": "AMD EPYC 7B13", "env_l1d_bytes": 32768, "env_l2_bytes": 524288,
+        "env_l3_bytes": 33554432}
+# Fit the two bandwidths the LLC decides between; the other memmap costs stay at the seed's values.
+FIX = ["--fix", "copy.store_ns", "--fix", "copy.call_ns", "--fix", "copy.loop_ns", "--fix", "copy.dram_write_gbs"]
+
+
+def measured_sweep(root: Path, **costs: float) -> str:
+    """A sweep folder of the eight measured memmap rows above, measured on HOST: the times the memmap
+    model gives with the seed's costs, `costs` in [copy] and HOST's LLC."""
+    memmap = MODELS["memmap"]
+    truth = load_profile("seed").with_values({("copy", k): v for k, v in {**costs, "llc_bytes": 33554432}.items()},
+                                             source="assumed")
+    rows = points_frame(memmap, MEMMAP_ROWS).with_columns(status=pl.lit("ok"), source=pl.lit("measured"))
+    times = predict(memmap, figures_from_measured(memmap, rows.with_columns(measure_min=pl.lit(1.0))), truth)
+    part = root / "m" / part_path("memmap", "c0")
+    part.parent.mkdir(parents=True)
+    rows.with_columns(pl.Series("measure_min", times), *(pl.lit(v).alias(k) for k, v in HOST.items())).write_parquet(part)
+    return str(root / "m")
+
+
+def test_too_few_points_name_the_costs_they_do_not_identify_and_are_not_saved(tmp_path, capsys):
+    """Six costs for eight points at one struct page size: fewer independent numbers than costs, the copy
+    loop among the costs named as not identified (calls and loop iterations come in one ratio at P = 64),
+    and --save refuses (exit 2) naming each and writes nothing."""
+    sweep, out = measured_sweep(tmp_path, dram_rfo_gbs=20.0, llc_gbs=60.0), tmp_path / "host.toml"
+    assert main(["calibrate", "--from", sweep, "--starts", "1", "--save", str(out)]) == 2
+    text, err = capsys.readouterr()
+    assert re.search(r"the 8 figures carry [1-5] independent numbers \(singular values above 1% of the largest\) "
+                     r"for 6 fitted costs", text)
+    named = re.search(r"not identified by these points: (.*)", text).group(1).split(", ")
+    assert {"call_ns", "loop_ns"} <= set(named)
+    assert all(f"'copy.{key}' must be identified by the fitted points (got " in err for key in named)
+    assert "To proceed: measure more points" in err and not out.exists()
+
+
+def test_an_impossible_fit_is_refused_with_save_and_warned_about_without(tmp_path, capsys):
+    """Times made with a DRAM RFO bandwidth above the LLC's fit back to it: --save raises naming the cost,
+    its value and the order it breaks, and leaves the file as it was; without --save it is a warning."""
+    sweep, out = measured_sweep(tmp_path, dram_rfo_gbs=56.0, llc_gbs=16.0), tmp_path / "host.toml"
+    out.write_text("kept")
+    fixed = FIX[1::2]
+    with pytest.raises(FitError, match=r"'copy\.dram_rfo_gbs' must be at most copy\.llc_gbs = 1\d\.?\d* GB/s: the LLC "
+                                       r"sits between the core and DRAM.* \(got 5\d"):
+        run_calibration("seed", models=None, as_json=False, save=str(out), source=sweep, starts=4, fix=fixed)
+    assert out.read_text() == "kept"
+    capsys.readouterr()
+    assert main(["calibrate", "--from", sweep, "--starts", "4", *FIX]) == 0
+    err = capsys.readouterr().err
+    assert err.startswith("memsweep calibrate: warning: ") and "'copy.dram_rfo_gbs' must be at most copy.llc_gbs" in err
+
+
+def test_save_names_the_host_and_says_what_when_and_which_costs(tmp_path, capsys):
+    """A fit from host-a's rows is saved as profile "host-a", described by its CPU, the UTC date, the sweep,
+    the statistic and the fitted costs; no section still claims the seed's machine, the seed's validation
+    figures are gone, and the file loads back to the same text."""
+    sweep, out = measured_sweep(tmp_path, dram_rfo_gbs=6.0, llc_gbs=10.0), tmp_path / "host.toml"
+    assert main(["calibrate", "--from", sweep, "--starts", "2", *FIX, "--save", str(out)]) == 0
+    saved = load_profile(str(out))
+    assert saved.name == "host-a"
+    assert re.fullmatch(r"AMD EPYC 7B13 \(host host-a\): costs fit by memsweep calibrate on \d{4}-\d\d-\d\d UTC to "
+                        r"the measured rows of .*m \(8 memmap points, measure_min\): memmap: copy\.dram_rfo_gbs, "
+                        r"copy\.llc_gbs\. Every other entry is seed's \(.*\)\.", saved.description)
+    assert all("Ice Lake" not in saved.text(section, "machine") for section in ("copy", "memmap"))
+    assert saved.validation == () and dump_profile(saved) == out.read_text()
+    assert saved.value("copy", "dram_rfo_gbs") == pytest.approx(6.0, rel=0.02)
+
+
+def test_fix_must_name_a_cost_the_calibration_fits():
+    """--fix of a cost no fitted model frees is refused with the list of those it may name."""
+    with pytest.raises(UsageError, match=r"'--fix' must be one of the costs this calibration fits, "
+                                         r"\['young\.folio_ns', 'young\.pte_atomic_ns'\] \(got 'copy\.call_ns'\)"):
+        run_calibration("seed", models=["young"], as_json=False, save=None, fix=["copy.call_ns"])
