@@ -15,6 +15,7 @@ removed, and StoreIOError carries one line saying what failed where.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
@@ -97,17 +98,63 @@ def prepare(spec: SweepSpec, out: str, fresh: bool) -> Location:
 class _EmbeddedRay:
     """What init_ray started: the embedded Ray (True) and its reaper, or nothing for a cluster."""
 
-    def __init__(self, started: bool, reaper: Reaper | None = None):
-        self.started, self.reaper = started, reaper
+    def __init__(self, started: bool, reaper: Reaper | None = None, verbose: bool = True):
+        self.started, self.reaper, self.verbose = started, reaper, verbose
 
     def __bool__(self) -> bool:
         return self.started
 
     def shutdown(self) -> None:
+        """Stop the embedded Ray; unless verbose, what its C++ core prints meanwhile (after a Ctrl-C,
+        "task_manager.cc ... Failed to push error") goes to its session's log folder, not the terminal."""
         if self.started:
-            ray.shutdown()
+            with _stderr_into(None if self.verbose else _session_dir()):
+                ray.shutdown()
         if self.reaper is not None:
             self.reaper.stop()
+
+
+@contextlib.contextmanager
+def _stderr_into(session_dir: str | None):
+    """File descriptor 2 appended to <session_dir>/logs/memsweep-shutdown.err meanwhile (None: untouched)."""
+    if session_dir is None:
+        yield
+        return
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        fd = os.open(os.path.join(session_dir, "logs", "memsweep-shutdown.err"), os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+    except OSError:
+        fd = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(fd, 2)
+    os.close(fd)
+    try:
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+@contextlib.contextmanager
+def _signals_held():
+    """Ctrl-C and SIGTERM held while Ray starts, then the caller's handlers back (SIGTERM's only if it had
+    its own: ray.init installs one). A signal that arrives while ray.init forks its processes is raised
+    inside a fork hook, where Python prints and drops it, and the run went on; held, it is kept: the list
+    yielded is non-empty when one came."""
+    if threading.current_thread() is not threading.main_thread():
+        yield []
+        return
+    came: list[int] = []
+    before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    for s in before:
+        signal.signal(s, lambda signum, frame: came.append(signum))
+    try:
+        yield came
+    finally:
+        for s, handler in before.items():
+            if callable(handler) or s == signal.SIGINT:
+                signal.signal(s, handler if handler is not None else signal.default_int_handler)
 
 
 def init_ray(address: str | None, cpus: int | None = None, verbose: bool = False) -> _EmbeddedRay:
@@ -116,28 +163,30 @@ def init_ray(address: str | None, cpus: int | None = None, verbose: bool = False
     Quiet unless verbose: Ray logs at WARNING and workers' output stays in Ray's log files. The
     embedded Ray keeps Ray's default token authentication; only Ray's
     notice that it turned it on ("Token authentication is enabled ... Set RAY_AUTH_MODE=disabled
-    to opt out"), printed on every run, is dropped unless verbose."""
+    to opt out"), printed on every run, is dropped unless verbose. A Ctrl-C while Ray starts stops
+    it once started (KeyboardInterrupt)."""
     if ray.is_initialized():
         return _EmbeddedRay(False)
     # TASK_ENV as the job's runtime env lets Ray hand tasks its prestarted workers; a Ray Job
     # driver (memsweep submit) already has it from the job's own runtime env.
     job_env = {} if JOB_DRIVER_VAR in os.environ else {"runtime_env": RUNTIME_ENV}
     logs = {"logging_level": "INFO" if verbose else "WARNING", "log_to_driver": verbose}
-    on_sigterm = signal.getsignal(signal.SIGTERM)  # ray.init replaces it with sys.exit(15)
-    try:
+    with _signals_held() as came:
         if address:
             ray.init(address=address, **logs, **job_env)
-            return _EmbeddedRay(False)
-        if not verbose:
-            _quiet_token_notice()
-        ray.init(
-            num_cpus=cpus or os.cpu_count(), include_dashboard=False, object_store_memory=OBJECT_STORE_BYTES,
-            configure_logging=True, **logs, **job_env,
-        )
-        return _EmbeddedRay(True, Reaper.start(_session_dir()))
-    finally:
-        if callable(on_sigterm) and threading.current_thread() is threading.main_thread():
-            signal.signal(signal.SIGTERM, on_sigterm)  # the caller's own handler (the CLI's) wins
+            embedded = _EmbeddedRay(False)
+        else:
+            if not verbose:
+                _quiet_token_notice()
+            ray.init(
+                num_cpus=cpus or os.cpu_count(), include_dashboard=False, object_store_memory=OBJECT_STORE_BYTES,
+                configure_logging=True, **logs, **job_env,
+            )
+            embedded = _EmbeddedRay(True, Reaper.start(_session_dir()), verbose)
+    if came:
+        embedded.shutdown()
+        raise KeyboardInterrupt
+    return embedded
 
 
 class _DropTokenNotice(logging.Filter):

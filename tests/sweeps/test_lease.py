@@ -121,3 +121,26 @@ def test_sigterm_releases_the_lease(spec_file, tmp_path):
     _, err = proc.communicate()
     assert rc == 130 and "interrupted; rerun the same command to resume" in err
     assert not (tmp_path / "leased" / LEASE_FILE).exists()
+
+
+@pytest.mark.parametrize("when", ["ray starting", "tasks running"])
+def test_ctrl_c_to_the_process_group_prints_one_line_and_releases_the_lease(spec_file, tmp_path, when):
+    """Ctrl-C from a terminal (SIGINT to the whole process group, Ray's processes too), while Ray starts or
+    while tasks run: exit 130, the one 'interrupted' line on stderr and nothing of Ray's, no lease left."""
+    import psutil
+
+    spec = spec_file(SLOW.format(last=299, delay=400.0))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "sweeps.cli", "run", str(spec), "--out", str(tmp_path), "--no-report", "--quiet"],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+    )
+    me, folder = psutil.Process(proc.pid), tmp_path / "leased" / "model=probe"
+    ready = (lambda: me.children()) if when == "ray starting" else (lambda: list(folder.glob("part-*.parquet")))
+    deadline = time.monotonic() + 120
+    while not ready() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert proc.poll() is None, "the run ended before it could be interrupted"
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert (proc.returncode, err) == (130, "memsweep run: interrupted; rerun the same command to resume.\n")
+    assert not (tmp_path / "leased" / LEASE_FILE).exists()
