@@ -19,6 +19,7 @@ has loaded whole.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import tomllib
@@ -102,6 +103,22 @@ def load_spec(spec: str) -> SweepSpec:
     except (OSError, UnicodeDecodeError) as e:
         raise SpecError(f"'SPEC' must be a readable TOML file (got {str(path)!r}: {e}).") from None
     return parse_spec(text, base_dir=path.resolve().parent)
+
+
+def portable_spec(spec: str) -> tuple[str, dict[str, bytes]]:
+    """A spec file's text to run elsewhere (a Ray job's working directory, a Slurm script), and the files
+    it needs beside it: a profile file it names is one of them, its `profile` line then naming the file's
+    base name (a top-level key: only lines before the first table are looked at)."""
+    path = resolve_spec_path(spec)
+    text = path.read_text()
+    parsed = parse_spec(text, base_dir=path.resolve().parent)
+    profile = Path(parsed.profile_name)
+    if not profile.suffix:
+        return text, {}
+    source = profile if profile.is_absolute() else path.resolve().parent / profile
+    head, sep, tables = text.partition("\n[")
+    head = re.sub(r'(?m)^(profile\s*=\s*)(["\'])[^"\'\n]*\2', lambda m: f"{m.group(1)}{json.dumps(profile.name)}", head)
+    return head + sep + tables, {profile.name: source.read_bytes()}
 
 
 def parse_spec(text: str, base_dir: Path | None = None) -> SweepSpec:

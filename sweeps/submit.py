@@ -16,15 +16,15 @@ from pathlib import Path
 from .exceptions import UsageError
 from .provenance import PROJECT_ROOT
 from .runner import RUNTIME_ENV
-from .spec import load_spec, resolve_spec_path
+from .spec import load_spec, portable_spec
 
 PACKAGES = ("sweeps", "workers", "analysis")
 TERMINAL = {"SUCCEEDED", "FAILED", "STOPPED"}
 AGENT_WAIT_S = 60.0
 
 
-def stage(spec_path: Path, dest: Path, plugins: tuple[str, ...]) -> None:
-    """Copy the packages, the spec and any plugin packages into `dest`."""
+def stage(spec: str, dest: Path, plugins: tuple[str, ...]) -> None:
+    """Copy the packages, the spec (with the profile file it names) and any plugin packages into `dest`."""
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
     for pkg in PACKAGES:
         shutil.copytree(PROJECT_ROOT / pkg, dest / pkg, ignore=ignore)
@@ -32,7 +32,10 @@ def stage(spec_path: Path, dest: Path, plugins: tuple[str, ...]) -> None:
         top = plugin.split(".")[0]
         if top not in PACKAGES and (PROJECT_ROOT / top).is_dir() and not (dest / top).exists():
             shutil.copytree(PROJECT_ROOT / top, dest / top, ignore=ignore)
-    shutil.copy(spec_path, dest / "spec.toml")
+    text, files = portable_spec(spec)
+    (dest / "spec.toml").write_text(text)
+    for name, data in files.items():
+        (dest / name).write_bytes(data)
 
 
 def submit(spec: str, address: str, out: str, *, wait: bool) -> int:
@@ -42,13 +45,12 @@ def submit(spec: str, address: str, out: str, *, wait: bool) -> int:
     if not address.startswith(("http://", "https://")):
         raise UsageError(f"'--address' must be the cluster's Jobs address, http://HEAD:8265 (got {address!r}).")
     parsed = load_spec(spec)  # validate here: a bad spec never reaches the cluster
-    spec_path = resolve_spec_path(spec)
     try:
         client = JobSubmissionClient(address)
     except (ConnectionError, RuntimeError, ValueError) as e:
         raise UsageError(f"'--address' must reach a Ray cluster's Jobs API (got {address!r}: {e}).") from None
     with tempfile.TemporaryDirectory(prefix="memsweep-job-") as tmp:
-        stage(spec_path, Path(tmp), parsed.plugins)
+        stage(spec, Path(tmp), parsed.plugins)
         entrypoint = (
             "python -m sweeps.cli run spec.toml "
             f"--address auto --out {shlex.quote(out)} --quiet"

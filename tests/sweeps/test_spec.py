@@ -163,3 +163,24 @@ def test_shipped_specs_load(name):
         assert set(spec.models) == {"memmap", "copy", "pfnmap", "young"} and spec.total_points >= 10_000
     if name == "large":
         assert spec.total_points >= 10_000_000
+
+
+def test_a_portable_spec_carries_the_profile_file_it_names(tmp_path):
+    """portable_spec gives the spec with its profile line naming a file beside it, and that file, so a
+    staged copy elsewhere (a Ray job's working directory) loads the same profile."""
+    from sweeps.spec import load_spec, portable_spec
+    from workers.profiles import PROFILE_DIR
+
+    (tmp_path / "profiles").mkdir()
+    (tmp_path / "specs").mkdir()
+    (tmp_path / "profiles" / "host.toml").write_text((PROFILE_DIR / "seed.toml").read_text())
+    spec = tmp_path / "specs" / "s.toml"
+    spec.write_text('name = "p"\nmodels = ["copy"]\nprofile = "../profiles/host.toml"\n[axes.copy]\ndst_offset = [0]\n')
+    text, files = portable_spec(str(spec))
+    assert 'profile = "host.toml"' in text and "[axes.copy]\ndst_offset = [0]" in text
+    (tmp_path / "staged").mkdir()
+    (tmp_path / "staged" / "spec.toml").write_text(text)
+    for name, data in files.items():
+        (tmp_path / "staged" / name).write_bytes(data)
+    assert load_spec(str(tmp_path / "staged" / "spec.toml")).profile.digest() == load_spec(str(spec)).profile.digest()
+    assert portable_spec("default") == ((load_spec("default").text), {})
