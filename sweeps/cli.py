@@ -61,6 +61,8 @@ def _parser() -> argparse.ArgumentParser:
     dry.add_argument("spec", metavar="SPEC", help="a spec file, or a shipped spec: default, seed, large, measure")
     dry.add_argument("--out", default="results", help="where run would write (default: ./results); nothing is written")
     dry.add_argument("--cpus", type=_positive_int, help="CPUs to estimate the time on (default: this machine's)")
+    dry.add_argument("--nodes", type=_positive_int, default=1,
+                     help="nodes of --cpus CPUs each to estimate the time on (default 1); says when they would not help")
     dry.add_argument("--json", action="store_true", help="print the same numbers as JSON")
     dry.add_argument("--quiet", action="store_true", help="no progress bar")
 
@@ -220,7 +222,7 @@ def cmd_plan(args) -> int:
     from .dryrun import as_dict, dry_run, format_text
     from .spec import load_spec
 
-    result = dry_run(load_spec(args.spec), args.out, cpus=args.cpus, progress=not args.quiet)
+    result = dry_run(load_spec(args.spec), args.out, cpus=args.cpus, nodes=args.nodes, progress=not args.quiet)
     print(json.dumps(as_dict(result), indent=1) if args.json else format_text(result))
     return EXIT_OK
 

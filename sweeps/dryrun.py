@@ -32,6 +32,11 @@ from .store import Location, locate
 from .task import TaskConfig, run_chunk
 
 TOP_REASONS = 5  # per model in the text output; --json lists every reason
+# Starting Ray before any chunk runs: 2.6-3.7 s for the embedded Ray on the project's 2-core development VM
+# (benchmarks/RESULTS.md, "Ray overhead": RunSummary.ray_start_seconds), before ~1 s to boot its first worker
+# processes. A cluster node pays it too (`ray start`, then joining the head), so work shorter than this
+# gains nothing from more nodes.
+RAY_START_SECONDS = 3.0
 SAMPLE_NODE_ID = "0" * 56  # a Ray node id is 56 hex digits; the sample part's column is as long
 
 
@@ -71,10 +76,11 @@ class DryRun:
 
     spec: SweepSpec
     dataset: str  # OUT/<sweep> as run would write it
-    cpus: int
+    cpus: int  # per node
+    nodes: int
     models: dict[str, ModelPlan]
     chunks: int  # every chunk run would plan, modeled and measured
-    model_seconds: float = 0.0  # modeled chunks on `cpus` CPUs: evaluation only
+    model_seconds: float = 0.0  # modeled chunks on nodes * cpus CPUs: evaluation only
     task_seconds: float = 0.0  # ... and building and writing their parts
     wall_seconds: float = 0.0  # this dry run
 
@@ -117,8 +123,10 @@ class _MemoryHandler(pafs.FileSystemHandler):
     move = copy_file = open_input_stream = open_input_file = open_append_stream = _refuse
 
 
-def dry_run(spec: SweepSpec, out: str = "results", *, cpus: int | None = None, progress: bool = True) -> DryRun:
-    """Plan the spec as `run` does, evaluate every modeled point here, and estimate size and time."""
+def dry_run(spec: SweepSpec, out: str = "results", *, cpus: int | None = None, nodes: int = 1,
+            progress: bool = True) -> DryRun:
+    """Plan the spec as `run` does, evaluate every modeled point here, and estimate size and time on
+    `nodes` nodes of `cpus` CPUs each (default: this machine's)."""
     t0 = time.perf_counter()
     dataset = locate(out, spec.name).uri
     chunks = plan(spec)
@@ -133,10 +141,10 @@ def dry_run(spec: SweepSpec, out: str = "results", *, cpus: int | None = None, p
     chunk_cpu = _evaluate(spec, cfg, modeled, models, progress)
     cpus = cpus or os.cpu_count() or 1
     return DryRun(
-        spec=spec, dataset=dataset, cpus=cpus, models=models, chunks=len(chunks),
-        model_seconds=makespan(chunk_cpu, cpus),
+        spec=spec, dataset=dataset, cpus=cpus, nodes=nodes, models=models, chunks=len(chunks),
+        model_seconds=makespan(chunk_cpu, nodes * cpus),
         task_seconds=makespan([s + c.points * models[c.model].write_cpu_s_per_row
-                               for s, c in zip(chunk_cpu, modeled)], cpus),
+                               for s, c in zip(chunk_cpu, modeled)], nodes * cpus),
         wall_seconds=time.perf_counter() - t0,
     )
 
@@ -208,6 +216,38 @@ def makespan(seconds: list[float], cpus: int) -> float:
     return max(free, default=0.0)
 
 
+def declared_seconds(chunks: list[Chunk], cpus: int) -> float | None:
+    """The modeled chunks' wall time on `cpus` CPUs at each model's declared points_per_second (no point is
+    evaluated: `submit` estimates with it); None when measured chunks make the time unknown."""
+    if any(c.source != "model" for c in chunks):
+        return None
+    return makespan([c.points / get_model(c.model).points_per_second for c in chunks], cpus)
+
+
+def cluster_notes(*, chunks: int, seconds: float | None, nodes: int, cpus: int | None) -> list[str]:
+    """Why `nodes` nodes (`cpus` CPUs in all, None when not known) would not make the run faster: fewer
+    chunks than nodes or CPUs, or work (`seconds` on those CPUs, None when not known) shorter than
+    starting Ray on each node. Empty when a cluster may help."""
+    notes = []
+    if chunks < nodes:
+        notes.append(f"{_count_of(chunks, 'chunk')} for {nodes} nodes: {_count_of(nodes - chunks, 'node')} "
+                     "would sit idle")
+    elif cpus and chunks < cpus:
+        notes.append(f"{_count_of(chunks, 'chunk')} for {cpus} CPUs: {_count_of(cpus - chunks, 'CPU')} would sit idle")
+    if seconds is not None and seconds < RAY_START_SECONDS:
+        notes.append(f"the work takes {_secs(seconds)} against ~{RAY_START_SECONDS:.0f} s to start Ray on each node")
+    return notes
+
+
+def cluster_line(notes: list[str]) -> str:
+    """The one line `plan` and `submit` print when a cluster will not help."""
+    return f"a cluster will not help: {'; '.join(notes)}"
+
+
+def _count_of(n: int, noun: str) -> str:
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
+
+
 def as_dict(dr: DryRun) -> dict:
     """The dry run's numbers, for `memsweep plan --json` (statuses count modeled rows only)."""
     models = {m: {
@@ -219,11 +259,13 @@ def as_dict(dr: DryRun) -> dict:
     } for m, mp in dr.models.items()}
     total = {k: sum(v[k] for v in models.values()) for k in ("feasible", "infeasible", "error", "bytes")}
     measured_chunks = sum(mp.measured_chunks for mp in dr.models.values())
+    notes = cluster_notes(chunks=dr.chunks, seconds=None if measured_chunks else dr.task_seconds, nodes=dr.nodes,
+                          cpus=dr.nodes * dr.cpus)
     return {
         "sweep": dr.spec.name, "dataset": dr.dataset, "sources": list(dr.spec.sources), "cpus": dr.cpus,
-        "points": dr.spec.total_points, "rows": dr.spec.total_rows, "chunks": dr.chunks, **total,
+        "nodes": dr.nodes, "points": dr.spec.total_points, "rows": dr.spec.total_rows, "chunks": dr.chunks, **total,
         "seconds": dr.task_seconds, "model_seconds": dr.model_seconds, "plan_seconds": dr.wall_seconds,
-        "models": models,
+        "cluster_notes": notes, "models": models,
         "measured": {"points": sum(mp.measured_points for mp in dr.models.values()), "chunks": measured_chunks,
                      **asdict(dr.spec.measure),
                      "min_seconds_one_node": measured_chunks * dr.spec.measure.span_ms / 1000},
@@ -243,7 +285,7 @@ def format_text(dr: DryRun) -> str:
             lines += ["", "rows not ok, top reasons per model:"]
             width = max(len(f"{n:,}") for _, _, n in reasons)
             lines += [f"  {m:<8} {n:>{width},}  {r}" for m, r, n in reasons]
-        lines += ["", f"expected time on {d['cpus']} CPU{'s' if d['cpus'] > 1 else ''}: {_secs(d['seconds'])} "
+        lines += ["", f"expected time on {_where(d)}: {_secs(d['seconds'])} "
                       f"(model evaluation {_secs(d['model_seconds'])}, the rest building and writing parts, "
                       "as measured on one sample part per model; Ray start not included)"]
     m = d["measured"]
@@ -255,8 +297,15 @@ def format_text(dr: DryRun) -> str:
                       f"span_ms, one chunk at a time per node: at least {_secs(m['min_seconds_one_node'])} on one "
                       "node. Each node decides which points it can measure (the rest are infeasible rows); their parts "
                       "are not in the dataset size above."]
+    if d["cluster_notes"]:
+        lines += ["", cluster_line(d["cluster_notes"]) + "."]
     lines.append(f"plan: {_secs(d['plan_seconds'])} on this process")
     return "\n".join(lines)
+
+
+def _where(d: dict) -> str:
+    cpus = _count_of(d["cpus"], "CPU")
+    return f"{d['nodes']} nodes of {cpus}" if d["nodes"] > 1 else cpus
 
 
 def _table(models: dict, d: dict) -> list[str]:
@@ -276,6 +325,8 @@ def _table(models: dict, d: dict) -> list[str]:
 
 
 def _secs(s: float) -> str:
+    if 0 < s < 0.001:
+        return f"{s * 1000:.2g} ms"
     return f"{s:.2g} s" if s < 1 else f"{s:.1f} s" if s < 120 else f"{s / 60:.1f} min"
 
 

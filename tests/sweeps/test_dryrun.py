@@ -9,9 +9,10 @@ import polars as pl
 import pytest
 
 import sweeps.backends
-from sweeps.dryrun import as_dict, dry_run, makespan
+from sweeps.dryrun import RAY_START_SECONDS, as_dict, cluster_notes, declared_seconds, dry_run, makespan
 from sweeps.plan import plan
 from sweeps.spec import load_spec, parse_spec
+from workers import get_model
 from tests.conftest import memsweep, tree_state
 
 # Two memmap chunks (chunk_points = 60 of 96 points) and one young chunk, both with infeasible points.
@@ -116,8 +117,9 @@ def test_plan_writes_nothing(tmp_path):
 def test_json_keys_and_cpus(tmp_path):
     """--json names every number of the text output; --cpus is the CPU count the time is estimated on."""
     d = plan_json("seed", "--cpus", "3", cwd=tmp_path)
-    assert set(d) == {"sweep", "dataset", "sources", "cpus", "points", "rows", "chunks", "feasible", "infeasible",
-                      "error", "bytes", "seconds", "model_seconds", "plan_seconds", "models", "measured"}
+    assert set(d) == {"sweep", "dataset", "sources", "cpus", "nodes", "points", "rows", "chunks", "feasible",
+                      "infeasible", "error", "bytes", "seconds", "model_seconds", "plan_seconds", "cluster_notes",
+                      "models", "measured"}
     assert d["cpus"] == 3 and d["sweep"] == "seed" and d["dataset"].endswith("results/seed")
     assert set(d["models"]) == {"memmap", "pfnmap", "young"}
     assert set(d["models"]["memmap"]) == {
@@ -154,3 +156,39 @@ def test_makespan_starts_each_chunk_on_the_first_free_cpu():
     assert makespan([3.0, 1.0, 1.0, 1.0], 2) == 3.0
     assert makespan([2.0, 1.0], 8) == 2.0
     assert makespan([], 4) == 0.0
+
+
+def test_plan_says_when_a_cluster_will_not_help(spec_file, tmp_path):
+    """3 chunks on --nodes 4: the text says a cluster will not help, that a node would sit idle and that the
+    work is shorter than Ray's start; --json lists the same notes; the time is on 4 nodes of --cpus CPUs."""
+    path = str(spec_file(TINY))
+    text = memsweep("plan", path, "--nodes", "4", "--cpus", "2", "--quiet", cwd=tmp_path)
+    assert text.returncode == 0, text.stderr
+    assert "expected time on 4 nodes of 2 CPUs: " in text.stdout
+    line = next(ln for ln in text.stdout.splitlines() if ln.startswith("a cluster will not help"))
+    assert line.startswith("a cluster will not help: 3 chunks for 4 nodes: 1 node would sit idle; the work takes ")
+    assert line.endswith(f"against ~{RAY_START_SECONDS:.0f} s to start Ray on each node.")
+    d = plan_json(path, "--nodes", "4", "--cpus", "2", cwd=tmp_path)
+    assert d["nodes"] == 4 and d["cpus"] == 2
+    assert d["cluster_notes"][0] == "3 chunks for 4 nodes: 1 node would sit idle"
+    assert d["cluster_notes"][1].startswith("the work takes ") and len(d["cluster_notes"]) == 2
+
+
+def test_cluster_notes_name_idle_nodes_or_cpus_and_work_shorter_than_ray_start():
+    """Fewer chunks than nodes names idle nodes, else fewer than CPUs names idle CPUs; work under Ray's start
+    is said with both times; enough chunks and long work (or unknown work: measured) say nothing."""
+    assert cluster_notes(chunks=1, seconds=0.23, nodes=4, cpus=8) == [
+        "1 chunk for 4 nodes: 3 nodes would sit idle",
+        f"the work takes 0.23 s against ~{RAY_START_SECONDS:.0f} s to start Ray on each node"]
+    assert cluster_notes(chunks=5, seconds=None, nodes=4, cpus=8) == ["5 chunks for 8 CPUs: 3 CPUs would sit idle"]
+    assert cluster_notes(chunks=5, seconds=None, nodes=4, cpus=None) == []
+    assert cluster_notes(chunks=8, seconds=10 * RAY_START_SECONDS, nodes=4, cpus=8) == []
+
+
+def test_declared_seconds_uses_each_models_declared_throughput():
+    """Modeled chunks take points / points_per_second each, on the CPUs given; a measured chunk makes it unknown."""
+    spec = parse_spec(TINY)
+    chunks = plan(spec)
+    rates = {m: get_model(m).points_per_second for m in spec.models}
+    assert declared_seconds(chunks, 1) == pytest.approx(sum(c.points / rates[c.model] for c in chunks))
+    assert declared_seconds(plan(load_spec("measure")), 4) is None
