@@ -75,6 +75,9 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--slurm", action="store_true",
                    help="submit with sbatch: the job starts a Ray head and workers in its allocation")
     s.add_argument("--nodes", type=int, help="--slurm: nodes to allocate (default 1)")
+    s.add_argument("--cpus-per-node", type=int, metavar="N",
+                   help="--slurm: CPUs per node, each Ray node's CPUs (default: the whole node, --exclusive)")
+    s.add_argument("--mem", metavar="SIZE", help="--slurm: memory per node, as sbatch --mem takes it (e.g. 16G)")
     s.add_argument("--partition", help="--slurm: the partition")
     s.add_argument("--time", help="--slurm: the time limit, as sbatch takes it")
     s.add_argument("--account", help="--slurm: the account to charge")
@@ -228,15 +231,17 @@ def cmd_plan(args) -> int:
 
 
 def cmd_submit(args) -> int:
-    slurm_only = [f"--{n.replace('_', '-')}" for n in ("nodes", "partition", "time", "account", "sbatch_arg", "dry_run")
+    slurm_only = [f"--{n.replace('_', '-')}" for n in ("nodes", "cpus_per_node", "mem", "partition", "time", "account",
+                                                       "sbatch_arg", "dry_run")
                   if getattr(args, n) not in (None, [], False)]
     if args.slurm:
         from .slurm import SlurmOptions, submit_slurm
 
         if args.address:
             raise UsageError("'--address' cannot be given with '--slurm': the Slurm job starts its own Ray cluster.")
-        options = SlurmOptions(nodes=1 if args.nodes is None else args.nodes, partition=args.partition,
-                               time=args.time, account=args.account, sbatch_args=tuple(args.sbatch_arg))
+        options = SlurmOptions(nodes=1 if args.nodes is None else args.nodes, cpus_per_node=args.cpus_per_node,
+                               mem=args.mem, partition=args.partition, time=args.time, account=args.account,
+                               sbatch_args=tuple(args.sbatch_arg))
         return submit_slurm(args.spec, args.out, options, wait=args.wait, dry_run=args.dry_run)
     if slurm_only:
         raise UsageError(f"'{slurm_only[0]}' must come with '--slurm' (got it without).")

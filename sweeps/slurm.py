@@ -14,6 +14,7 @@ writes carries as "slurm"; `memsweep status` shows the job's Slurm state.
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import shlex
 import shutil
@@ -33,6 +34,7 @@ TERMINAL = {"COMPLETED", "CANCELLED", "FAILED", "TIMEOUT", "NODE_FAIL", "PREEMPT
 POLL_S = 2.0
 LOST_AFTER_S = 60.0  # --wait gives up when neither squeue nor sacct knows the job for this long
 TOKEN_PLACEHOLDER = "<generated per job at submission; in the job's environment only>"
+MEM = re.compile(r"[0-9]+[KMGT]?")  # sbatch --mem: megabytes, or a K, M, G or T suffix
 
 SCRIPT = """\
 #!/bin/bash
@@ -63,13 +65,14 @@ trap 'exit 143' TERM INT
 # in the background, so that a SIGTERM is handled at once, not when the command ends
 run() {{ "$@" & children+=($!); wait $!; }}
 echo "memsweep: Ray head on ${{nodes[0]}} at $address; $((${{#nodes[@]}} - 1)) more node(s)"
-srun --nodes=1 --ntasks=1 --nodelist="${{nodes[0]}}" "$python" -m sweeps.slurm_node head --address "$address" &
+# --whole: each Ray node's step holds every CPU the job has on its node ({cpus_note})
+srun --nodes=1 --ntasks=1 --whole --nodelist="${{nodes[0]}}" "$python" -m sweeps.slurm_node head --address "$address"{cpus} &
 steps+=($!)
 for node in "${{nodes[@]:1}}"; do
-  srun --nodes=1 --ntasks=1 --nodelist="$node" "$python" -m sweeps.slurm_node worker --address "$address" &
+  srun --nodes=1 --ntasks=1 --whole --nodelist="$node" "$python" -m sweeps.slurm_node worker --address "$address"{cpus} &
   steps+=($!)
 done
-run "$python" -m sweeps.slurm_node wait --address "$address" --nodes "${{#nodes[@]}}" || exit 1
+run "$python" -m sweeps.slurm_node wait --address "$address" --nodes "${{#nodes[@]}}"{cpus} || exit 1
 run "$python" -m sweeps.cli run {spec} --address "$address" --out {out} --quiet --wait-lease
 """
 
@@ -79,14 +82,21 @@ class SlurmOptions:
     """What the job asks Slurm for; validated on construction."""
 
     nodes: int = 1
+    cpus_per_node: int | None = None  # None: the whole node (--exclusive)
+    mem: str | None = None  # per node, as sbatch --mem takes it
     partition: str | None = None
     time: str | None = None
     account: str | None = None
     sbatch_args: tuple[str, ...] = ()
 
     def __post_init__(self):
-        if not isinstance(self.nodes, int) or self.nodes < 1:
-            raise UsageError(f"'--nodes' must be a positive integer (got {self.nodes!r}).")
+        for name in ("nodes", "cpus_per_node"):
+            value = getattr(self, name)
+            if (value is not None or name == "nodes") and (not isinstance(value, int) or value < 1):
+                raise UsageError(f"'--{name.replace('_', '-')}' must be a positive integer (got {value!r}).")
+        if self.mem is not None and not MEM.fullmatch(self.mem):
+            raise UsageError(f"'--mem' must be a size per node such as 4G or 500M: a whole number with an optional "
+                             f"K, M, G or T (got {self.mem!r}).")
         for name in ("partition", "time", "account"):
             value = getattr(self, name)
             if value is not None and (not value.strip() or any(c.isspace() for c in value)):
@@ -97,6 +107,8 @@ class SlurmOptions:
 
     def directives(self, sweep: str, log: str | None) -> list[str]:
         lines = [f"--job-name=memsweep-{sweep}", f"--nodes={self.nodes}", "--ntasks-per-node=1"]
+        lines.append(f"--cpus-per-task={self.cpus_per_node}" if self.cpus_per_node else "--exclusive")
+        lines += [f"--mem={self.mem}"] if self.mem else []
         lines += [f"--{n}={v}" for n in ("partition", "time", "account") if (v := getattr(self, n)) is not None]
         lines += list(self.sbatch_args)
         if log:
@@ -108,8 +120,11 @@ class SlurmOptions:
 def render_script(*, spec: str, sweep: str, out: str, options: SlurmOptions, log: str | None,
                   python: str = sys.executable, token: str = TOKEN_PLACEHOLDER) -> str:
     """The batch script; the token line is only a note (the token itself is in the environment)."""
+    cpus = options.cpus_per_node
     return SCRIPT.format(directives="\n".join(options.directives(sweep, log)), token=token,
-                         python=shlex.quote(python), spec=shlex.quote(spec), out=shlex.quote(out))
+                         python=shlex.quote(python), spec=shlex.quote(spec), out=shlex.quote(out),
+                         cpus=f" --cpus {cpus}" if cpus else "",
+                         cpus_note=f"--cpus-per-node {cpus}: {cpus} each" if cpus else "the whole node: --exclusive")
 
 
 def submit_slurm(spec: str, out: str | None, options: SlurmOptions, *, wait: bool, dry_run: bool) -> int:
@@ -147,7 +162,8 @@ def submit_slurm(spec: str, out: str | None, options: SlurmOptions, *, wait: boo
     job_id = r.stdout.strip().split(";")[0]
     add_submission(loc, {
         "job_id": job_id, "submitted": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "nodes": options.nodes, "partition": options.partition, "time": options.time,
+        "nodes": options.nodes, "cpus_per_node": options.cpus_per_node, "mem": options.mem,
+        "partition": options.partition, "time": options.time,
         "account": options.account, "sbatch_args": list(options.sbatch_args),
         "log": log.replace("%j", job_id) if log else None, "script": script,
     })

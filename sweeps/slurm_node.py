@@ -2,9 +2,13 @@
 
     python -m sweeps.slurm_node address NODE                         # NODE's Slurm NodeAddr, as an IPv4 address
     python -m sweeps.slurm_node free-port IP                         # a TCP port nothing listens on, on IP
-    python -m sweeps.slurm_node head --address IP:PORT               # (srun, first node) the Ray head, GCS on PORT
-    python -m sweeps.slurm_node worker --address IP:PORT             # (srun, other nodes) a Ray node joining it
-    python -m sweeps.slurm_node wait --address IP:PORT --nodes N     # until N Ray nodes are alive
+    python -m sweeps.slurm_node head --address IP:PORT [--cpus C]    # (srun, first node) the Ray head, GCS on PORT
+    python -m sweeps.slurm_node worker --address IP:PORT [--cpus C]  # (srun, other nodes) a Ray node joining it
+    python -m sweeps.slurm_node wait --address IP:PORT --nodes N [--cpus C]  # until N Ray nodes are alive
+
+A Ray node has C CPUs (`submit --cpus-per-node`), else the CPUs Slurm gave the job on its node
+(SLURM_CPUS_ON_NODE: the whole node, as the job is --exclusive then); `wait` prints each node's CPUs
+and fails when one of them does not have the C asked for.
 
 A node binds to its own NodeAddr and takes ports that are free on it (several slurmd may share a
 host), keeps Ray's files under $TMPDIR/msray-<job>-<node>, and runs `ray start --block` in a
@@ -57,11 +61,11 @@ def temp_dir() -> str:
                               f"{os.environ.get('SLURMD_NODENAME', socket.gethostname())}")
 
 
-def ray_args(head: bool, address: str, ip: str, temp: str) -> list[str]:
-    """`ray start` arguments: this node's address, its own free ports, the dashboard off."""
+def ray_args(head: bool, address: str, ip: str, temp: str, cpus: int | None = None) -> list[str]:
+    """`ray start` arguments: this node's address, its CPUs, its own free ports, the dashboard off."""
     from .runner import OBJECT_STORE_BYTES  # imports Ray: only the steps that start a node pay for it
 
-    cpus = os.environ.get("SLURM_CPUS_ON_NODE") or str(os.cpu_count())
+    cpus = cpus or os.environ.get("SLURM_CPUS_ON_NODE") or os.cpu_count()
     args = ["start", "--block", f"--node-ip-address={ip}", f"--temp-dir={temp}", f"--num-cpus={cpus}",
             f"--object-store-memory={OBJECT_STORE_BYTES}", "--disable-usage-stats"]
     for opt in ("node-manager-port", "object-manager-port", "dashboard-agent-listen-port",
@@ -86,7 +90,7 @@ def wait_for_port(address: str, timeout: float) -> bool:
     return False
 
 
-def run_node(head: bool, address: str) -> int:
+def run_node(head: bool, address: str, cpus: int | None = None) -> int:
     """Run `ray start --block` until it ends or we are signalled; then leave no process of it behind."""
     ip = node_address(os.environ["SLURMD_NODENAME"]) if "SLURMD_NODENAME" in os.environ else address.rsplit(":", 1)[0]
     if not head and not wait_for_port(address, JOIN_WAIT_S):
@@ -97,7 +101,7 @@ def run_node(head: bool, address: str) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, lambda *_: stop.set())
     ray = Path(sys.executable).with_name("ray")
-    proc = subprocess.Popen([str(ray) if ray.exists() else "ray", *ray_args(head, address, ip, temp)],
+    proc = subprocess.Popen([str(ray) if ray.exists() else "ray", *ray_args(head, address, ip, temp, cpus)],
                             start_new_session=True)
     try:
         while not stop.is_set() and proc.poll() is None:
@@ -148,8 +152,9 @@ def leftovers(sid: int, temp: str) -> list[int]:
     return found
 
 
-def wait_for_nodes(address: str, nodes: int, timeout: float) -> int:
-    """Return 0 once `nodes` Ray nodes are alive in the cluster at `address`, 1 after `timeout`."""
+def wait_for_nodes(address: str, nodes: int, timeout: float, cpus: int | None = None) -> int:
+    """Return 0 once `nodes` Ray nodes are alive in the cluster at `address` (each with `cpus` CPUs, when
+    given); 1 after `timeout`, or when a node has other CPUs than asked for."""
     if not wait_for_port(address, timeout):
         print(f"memsweep slurm: the Ray head at {address} did not start in {timeout:.0f} s", file=sys.stderr)
         return 1
@@ -158,14 +163,20 @@ def wait_for_nodes(address: str, nodes: int, timeout: float) -> int:
     ray.init(address=address, logging_level="WARNING", log_to_driver=False)
     try:
         deadline = time.monotonic() + timeout
-        while (alive := sum(n["Alive"] for n in ray.nodes())) < nodes:
+        while len(alive := [n for n in ray.nodes() if n["Alive"]]) < nodes:
             if time.monotonic() > deadline:
-                print(f"memsweep slurm: {alive} of {nodes} Ray nodes joined in {timeout:.0f} s", file=sys.stderr)
+                print(f"memsweep slurm: {len(alive)} of {nodes} Ray nodes joined in {timeout:.0f} s", file=sys.stderr)
                 return 1
             time.sleep(1.0)
     finally:
         ray.shutdown()
-    print(f"memsweep slurm: Ray cluster at {address} with {nodes} nodes")
+    per_node = [int(n["Resources"].get("CPU", 0)) for n in alive]
+    print(f"memsweep slurm: Ray cluster at {address} with {nodes} nodes; CPUs per node: "
+          f"{', '.join(map(str, per_node))}", flush=True)
+    if cpus and any(c != cpus for c in per_node):
+        print(f"memsweep slurm: each Ray node must have the {cpus} CPUs asked for with '--cpus-per-node' "
+              f"(got {per_node}).", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -174,10 +185,11 @@ def main(argv: list[str] | None = None) -> int:
     sub = p.add_subparsers(dest="cmd", required=True)
     sub.add_parser("address").add_argument("node")
     sub.add_parser("free-port").add_argument("ip")
-    for name in ("head", "worker"):
-        sub.add_parser(name).add_argument("--address", required=True)
-    w = sub.add_parser("wait")
-    w.add_argument("--address", required=True)
+    for name in ("head", "worker", "wait"):
+        node = sub.add_parser(name)
+        node.add_argument("--address", required=True)
+        node.add_argument("--cpus", type=int, help="the Ray node's CPUs (default: SLURM_CPUS_ON_NODE)")
+    w = sub.choices["wait"]
     w.add_argument("--nodes", type=int, required=True)
     w.add_argument("--timeout", type=float, default=JOIN_WAIT_S)
     args = p.parse_args(argv)
@@ -188,8 +200,8 @@ def main(argv: list[str] | None = None) -> int:
         print(free_port(args.ip))
         return 0
     if args.cmd == "wait":
-        return wait_for_nodes(args.address, args.nodes, args.timeout)
-    return run_node(args.cmd == "head", args.address)
+        return wait_for_nodes(args.address, args.nodes, args.timeout, args.cpus)
+    return run_node(args.cmd == "head", args.address, args.cpus)
 
 
 if __name__ == "__main__":

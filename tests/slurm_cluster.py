@@ -1,7 +1,8 @@
 """A real Slurm on this machine for the Slurm tests: munged, slurmctld and two slurmd (n1, n2).
 
 Everything is Debian's (`slurm-wlm`, `munge`; installed by tests/support/install_slurm.sh when
-missing). Both slurmd run here with NodeAddr=127.0.0.1, each on a port of its own; state, spool,
+missing). Both slurmd run here with NodeAddr=127.0.0.1, each on a port of its own and with 2 CPUs
+(so that a job can take a whole node or part of one: `submit --cpus-per-node`); state, spool,
 logs and munge's socket live in one temporary folder; every daemon is a child of the test
 process and is stopped by its pid.
 """
@@ -55,7 +56,7 @@ MinJobAge=600
 {nodes}
 PartitionName=debug Nodes={node_names} Default=YES MaxTime=INFINITE State=UP
 """
-NODE_LINE = "NodeName={name} NodeHostname={host} NodeAddr=127.0.0.1 Port={port} CPUs=1 RealMemory=1000 State=UNKNOWN"
+NODE_LINE = "NodeName={name} NodeHostname={host} NodeAddr=127.0.0.1 Port={port} CPUs=2 RealMemory=1000 State=UNKNOWN"
 
 
 @dataclass

@@ -1,5 +1,5 @@
 """`memsweep submit --slurm` against a real Slurm on this machine: munged, slurmctld and two slurmd
-(n1, n2; tests/slurm_cluster.py). Each job starts its own Ray head on n1 and a Ray node on n2."""
+(n1, n2, 2 CPUs each; tests/slurm_cluster.py). Each job starts its own Ray head on n1 and a Ray node on n2."""
 
 from __future__ import annotations
 
@@ -32,6 +32,7 @@ delay_ms = [300.0]
 # 40 chunks of half a second on 2 CPUs: long enough to be cancelled mid-run
 LONG_SPEC = SPEC.replace('"slurm"', '"slurm-long"').replace("to = 239", "to = 799").replace("300.0", "500.0")
 TOKEN = re.compile(r"\b[0-9a-f]{64}\b")  # secrets.token_hex(32)
+RAY_CPUS = re.compile(r"^memsweep slurm: Ray cluster at \S+ with 2 nodes; CPUs per node: (.*)$", re.M)
 CANCEL_WAIT_S = 15.0
 
 
@@ -75,6 +76,7 @@ def test_a_two_node_job_runs_the_sweep_on_both_nodes(slurm, spec_file, tmp_path)
     logs = "".join(p.read_text() for p in sweep.glob("_slurm-*.out"))
     assert job.returncode == 0, job.stdout + job.stderr + logs + slurm.log()
     assert "COMPLETED" in job.stdout
+    assert RAY_CPUS.search(logs).group(1) == "2, 2"  # the whole node: --exclusive
     check = memsweep("verify", str(sweep), env=slurm.env)
     assert check.returncode == 0, check.stdout
     df = pl.read_parquet(sweep / "model=probe" / "*.parquet")
@@ -96,7 +98,8 @@ def test_a_cancelled_job_leaves_no_ray_process_and_a_resubmission_completes(slur
     monkeypatch.setenv("SLURM_CONF", slurm.env["SLURM_CONF"])  # for squeue, run from this process
     spec, out = str(spec_file(LONG_SPEC)), tmp_path / "out"
     sweep = out / "slurm-long"
-    first = memsweep("submit", spec, "--slurm", "--nodes", "2", "--out", str(out), env=slurm.env)
+    first = memsweep("submit", spec, "--slurm", "--nodes", "2", "--cpus-per-node", "1", "--out", str(out),
+                     env=slurm.env)
     assert first.returncode == 0, first.stdout + first.stderr
     job_id = submissions(sweep)[-1]["job_id"]
     deadline = time.monotonic() + 300
@@ -118,14 +121,32 @@ def test_a_cancelled_job_leaves_no_ray_process_and_a_resubmission_completes(slur
     done = len(list(sweep.glob("model=probe/part-*.parquet")))
     assert 4 <= done < 40
 
-    again = memsweep("submit", spec, "--slurm", "--nodes", "2", "--out", str(out), "--wait", env=slurm.env,
-                     timeout=600)
+    again = memsweep("submit", spec, "--slurm", "--nodes", "2", "--cpus-per-node", "1", "--out", str(out), "--wait",
+                     env=slurm.env, timeout=600)
     assert again.returncode == 0, again.stdout + again.stderr + slurm.log()
     check = memsweep("verify", str(sweep), env=slurm.env)
     assert check.returncode == 0, check.stdout
     df = pl.read_parquet(sweep / "model=probe" / "*.parquet")
     assert df.height == 800 and df["point_id"].n_unique() == 800
     assert [j["job_id"] for j in submissions(sweep)][0] == job_id and len(submissions(sweep)) == 2
+
+
+def test_each_ray_node_starts_with_the_cpus_per_node_asked_for(slurm, spec_file, tmp_path):
+    """--cpus-per-node 1 on nodes of 2 CPUs: the job asks sbatch for 1 CPU and --mem per node, and each Ray
+    node of the job reports 1 CPU (the job's `wait` step lists every node's CPUs, and fails on a mismatch)."""
+    out = tmp_path / "out"
+    spec = SPEC.replace('"slurm"', '"slurm-cpus"').replace("to = 239", "to = 39").replace("300.0", "0.0")
+    job = memsweep("submit", str(spec_file(spec)), "--slurm", "--nodes", "2", "--cpus-per-node", "1", "--mem", "500M",
+                   "--out", str(out), "--wait", env=slurm.env, timeout=600)
+    sweep = out / "slurm-cpus"
+    logs = "".join(p.read_text() for p in sweep.glob("_slurm-*.out"))
+    assert job.returncode == 0, job.stdout + job.stderr + logs + slurm.log()
+    assert RAY_CPUS.search(logs).group(1) == "1, 1"
+    [record] = submissions(sweep)
+    assert (record["cpus_per_node"], record["mem"]) == (1, "500M")
+    for line in ("#SBATCH --cpus-per-task=1", "#SBATCH --mem=500M"):
+        assert line in record["script"].splitlines()
+    assert pl.read_parquet(sweep / "model=probe" / "*.parquet").height == 40
 
 
 def test_dry_run_prints_the_script_without_a_token_and_submits_nothing(spec_file, tmp_path):
@@ -150,6 +171,8 @@ def test_dry_run_prints_the_script_without_a_token_and_submits_nothing(spec_file
     (["--out", "OUT", "--nodes", "0"], "'--nodes' must be a positive integer (got 0)"),
     (["--out", "OUT", "--address", "http://127.0.0.1:8265"], "'--address' cannot be given with '--slurm'"),
     (["--out", "OUT", "--sbatch-arg", "exclusive"], "'--sbatch-arg' must be one sbatch option"),
+    (["--out", "OUT", "--cpus-per-node", "0"], "'--cpus-per-node' must be a positive integer (got 0)"),
+    (["--out", "OUT", "--mem", "lots"], "'--mem' must be a size per node such as 4G or 500M"),
 ])
 def test_bad_slurm_arguments_exit_2_with_one_message(spec_file, tmp_path, capsys, args, message):
     """Each bad combination is refused with one message naming the argument, exit 2, nothing written."""
@@ -178,3 +201,20 @@ def test_submit_without_sbatch_on_path_exits_2(spec_file, tmp_path, monkeypatch,
     assert main(["submit", str(spec_file(SPEC)), "--slurm", "--out", str(tmp_path / "out")]) == 2
     assert "needs Slurm's sbatch on PATH" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+
+
+def test_dry_run_takes_whole_nodes_unless_cpus_per_node_is_given(spec_file, tmp_path):
+    """No --cpus-per-node: #SBATCH --exclusive and Ray takes the node's CPUs; --cpus-per-node 3 --mem 8G:
+    --cpus-per-task=3, --mem=8G, and every Ray step (head, workers, wait) is given --cpus 3."""
+    spec, out = str(spec_file(SPEC)), str(tmp_path / "out")
+    whole = memsweep("submit", spec, "--slurm", "--nodes", "2", "--out", out, "--dry-run")
+    assert whole.returncode == 0, whole.stderr
+    assert "#SBATCH --exclusive" in whole.stdout.splitlines() and "--cpus" not in whole.stdout
+    asked = memsweep("submit", spec, "--slurm", "--nodes", "2", "--cpus-per-node", "3", "--mem", "8G", "--out", out,
+                     "--dry-run")
+    assert asked.returncode == 0, asked.stderr
+    lines = asked.stdout.splitlines()
+    assert "#SBATCH --cpus-per-task=3" in lines and "#SBATCH --mem=8G" in lines and "#SBATCH --exclusive" not in lines
+    steps = [line for line in lines if "sweeps.slurm_node head" in line or "sweeps.slurm_node worker" in line]
+    assert len(steps) == 2 and all("srun " in s and " --whole " in s and s.endswith("--cpus 3 &") for s in steps)
+    assert re.search(r"slurm_node wait .* --cpus 3 \|\| exit 1$", asked.stdout, re.M)
