@@ -24,10 +24,24 @@ MODELS = shipped_models()
 
 
 @pytest.fixture(scope="module")
-def results():
-    """The calibration `memsweep calibrate` prints, computed once for this module."""
+def calibrations():
+    """The calibrations `memsweep calibrate` prints, computed once for this module."""
     seed = load_profile("seed")
-    return {r.figure: r.to_dict() for m in MODELS.values() if m.figures() for r in calibrate(m, seed).results}
+    return [calibrate(m, seed) for m in MODELS.values() if m.figures()]
+
+
+@pytest.fixture(scope="module")
+def results(calibrations):
+    """Every published figure's result, by figure id."""
+    return {r.figure: r.to_dict() for cal in calibrations for r in cal.results}
+
+
+def test_the_published_figures_identify_every_cost_they_fit(calibrations):
+    """Each model's published figures carry as many independent numbers as it has free costs, and name none
+    as not identified: the published fit is one --save writes."""
+    for cal in calibrations:
+        assert (cal.model, cal.identification.independent, cal.identification.unidentified) == (
+            cal.model, len(cal.free), ())
 
 
 def test_cli_json_has_the_documented_keys(capsys):
