@@ -6,7 +6,11 @@ the pattern of Ray's Slurm deployment guide), runs `memsweep run SPEC --address 
 on the first node, and stops every Ray process of the job when it ends or is cancelled.
 
 Ray's token authentication is on: a fresh token per job travels only in sbatch's environment
-(`--export=ALL`), never in the script, a file, a command line or the output. Each submission
+(`--export=ALL`), never in the script, a file, a command line or the output. The spec travels in the
+script (a heredoc the job writes to a file of its own), so the job reads no file of the submitting
+host but the Python environment (sweeps.spec.portable_spec); `submit` warns when that environment, the project or OUT lies on a
+file system the other nodes may not see (sweeps.mounts), and refuses an OUT it cannot write or
+create before anything is submitted. Each submission
 (job id, script, options) is appended to OUT/<sweep>/_slurm.json, which every manifest the job
 writes carries as "slurm"; `memsweep status` shows the job's Slurm state.
 """
@@ -20,13 +24,19 @@ import shlex
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
+from typing import Callable
 
 from workers.dataset import SLURM_LOG
 
+from .dryrun import cluster_line, cluster_notes, declared_seconds
 from .exceptions import UsageError
-from .spec import load_spec
+from .mounts import mount_table, placement
+from .plan import plan
+from .provenance import PROJECT_ROOT
+from .spec import SweepSpec, load_spec, portable_spec
 from .store import Location, add_submission, delete_sweep, exists, locate, read_submissions
 
 TERMINAL = {"COMPLETED", "CANCELLED", "FAILED", "TIMEOUT", "NODE_FAIL", "PREEMPTED", "OUT_OF_MEMORY",
@@ -35,6 +45,8 @@ POLL_S = 2.0
 LOST_AFTER_S = 60.0  # --wait gives up when neither squeue nor sacct knows the job for this long
 TOKEN_PLACEHOLDER = "<generated per job at submission; in the job's environment only>"
 MEM = re.compile(r"[0-9]+[KMGT]?")  # sbatch --mem: megabytes, or a K, M, G or T suffix
+SPEC_EOF = "MEMSWEEP_SPEC"
+JOB_SPEC = "memsweep-job-spec.toml"  # the spec's name in the job's own folder, beside its profile file
 
 SCRIPT = """\
 #!/bin/bash
@@ -51,9 +63,10 @@ mapfile -t nodes < <(scontrol show hostnames "$SLURM_JOB_NODELIST")
 head_ip=$("$python" -m sweeps.slurm_node address "${{nodes[0]}}") || exit 1
 port=$("$python" -m sweeps.slurm_node free-port "$head_ip") || exit 1
 address="$head_ip:$port"
-children=() steps=()
+children=() steps=() files=
 stop_ray() {{
   trap - EXIT TERM INT
+  rm -rf ${{files:+"$files"}}
   kill -TERM "${{children[@]}}" 2>/dev/null
   # SIGTERM to the Ray steps' tasks (not to this batch step): each stops its node and exits. A SIGTERM
   # to srun itself would make it kill its step one second later.
@@ -64,6 +77,10 @@ trap 'rc=$?; stop_ray; exit $rc' EXIT
 trap 'exit 143' TERM INT
 # in the background, so that a SIGTERM is handled at once, not when the command ends
 run() {{ "$@" & children+=($!); wait $!; }}
+# the spec (and the profile file it names, beside it), in this script: the job reads no file of the
+# submitting host but the Python environment; run keeps the spec as OUT/<sweep>/_spec.toml
+files=$(mktemp -d -t memsweep-job.XXXXXX) || exit 1
+{files}spec="$files"/{spec_path}
 echo "memsweep: Ray head on ${{nodes[0]}} at $address; $((${{#nodes[@]}} - 1)) more node(s)"
 # --whole: each Ray node's step holds every CPU the job has on its node ({cpus_note})
 srun --nodes=1 --ntasks=1 --whole --nodelist="${{nodes[0]}}" "$python" -m sweeps.slurm_node head --address "$address"{cpus} &
@@ -73,7 +90,7 @@ for node in "${{nodes[@]:1}}"; do
   steps+=($!)
 done
 run "$python" -m sweeps.slurm_node wait --address "$address" --nodes "${{#nodes[@]}}"{cpus} || exit 1
-run "$python" -m sweeps.cli run {spec} --address "$address" --out {out} --quiet --wait-lease
+run "$python" -m sweeps.cli run "$spec" --address "$address" --out {out} --quiet --wait-lease
 """
 
 
@@ -117,29 +134,47 @@ class SlurmOptions:
         return [f"#SBATCH {line}" for line in lines]
 
 
-def render_script(*, spec: str, sweep: str, out: str, options: SlurmOptions, log: str | None,
-                  python: str = sys.executable, token: str = TOKEN_PLACEHOLDER) -> str:
-    """The batch script; the token line is only a note (the token itself is in the environment)."""
+def render_script(*, files: dict[str, str], spec_path: str, sweep: str, out: str, options: SlurmOptions,
+                  log: str | None, python: str | None = None, token: str = TOKEN_PLACEHOLDER) -> str:
+    """The batch script, with `files` (path in the job's own folder -> text; `spec_path` is the spec's) in it
+    as quoted heredocs; the token line is only a note (the token itself is in the environment)."""
+    eof = SPEC_EOF
+    while any(eof in text.splitlines() for text in files.values()):
+        eof += "_"
     cpus = options.cpus_per_node
-    return SCRIPT.format(directives="\n".join(options.directives(sweep, log)), token=token,
-                         python=shlex.quote(python), spec=shlex.quote(spec), out=shlex.quote(out),
-                         cpus=f" --cpus {cpus}" if cpus else "",
-                         cpus_note=f"--cpus-per-node {cpus}: {cpus} each" if cpus else "the whole node: --exclusive")
+    return SCRIPT.format(
+        directives="\n".join(options.directives(sweep, log)), token=token, python=shlex.quote(python or sys.executable),
+        out=shlex.quote(out), files="".join(_heredoc(path, text, eof) for path, text in files.items()),
+        spec_path=shlex.quote(spec_path), cpus=f" --cpus {cpus}" if cpus else "",
+        cpus_note=f"--cpus-per-node {cpus}: {cpus} each" if cpus else "the whole node: --exclusive",
+    )
+
+
+def _heredoc(path: str, text: str, eof: str) -> str:
+    """Lines that write `text` byte for byte to $files/path (a last line without its newline is trimmed after)."""
+    target = f'"$files"/{shlex.quote(path)}'
+    folder = os.path.dirname(path)
+    lines = f'mkdir -p "$files"/{shlex.quote(folder)}\n' if folder else ""
+    lines += f"cat > {target} <<'{eof}'\n{text if text.endswith(chr(10)) else text + chr(10)}{eof}\n"
+    return lines + ("" if text.endswith("\n") else f"truncate -s -1 {target}\n")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Job:
+    """A submission checked and ready for sbatch: its spec, where it writes, its log and its script."""
+
+    spec: SweepSpec
+    out: str
+    loc: Location
+    log: str | None
+    script: str
 
 
 def submit_slurm(spec: str, out: str | None, options: SlurmOptions, *, wait: bool, dry_run: bool) -> int:
-    """Write the batch script and sbatch it (or print it); with wait, follow the job to its end."""
-    if not out:
-        raise UsageError("'--out' must be given with '--slurm': a folder every node of the allocation can "
-                         "write (a shared file system) or an object-store URI such as s3://bucket/prefix.")
-    parsed = load_spec(spec)  # a bad spec never reaches the queue
-    spec_ref = os.path.abspath(spec) if os.path.isfile(spec) else spec  # a file, or a shipped spec's name
-    out = out if "://" in out else os.path.abspath(out)
-    loc = locate(out, parsed.name)
-    log = os.path.join(loc.root, SLURM_LOG) if loc.is_local else None
-    script = render_script(spec=spec_ref, sweep=parsed.name, out=out, options=options, log=log)
+    """Check, then sbatch the batch script (or print it); with wait, follow the job to its end."""
+    job = prepare(spec, out, options)
     if dry_run:
-        print(script, end="")
+        print(job.script, end="")
         return 0
     sbatch = shutil.which("sbatch")
     if sbatch is None:
@@ -147,37 +182,133 @@ def submit_slurm(spec: str, out: str | None, options: SlurmOptions, *, wait: boo
                          "or see the script with --dry-run.")
     from .runner import check_spec
 
-    check_spec(loc, parsed)  # a folder of another spec is refused now, not once the job runs
-    created = not exists(loc, loc.root)
-    if loc.is_local:
-        loc.fs.create_dir(loc.root, recursive=True)  # Slurm opens the job's log there as the job starts
-    env = {**os.environ, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32)}
-    r = subprocess.run([sbatch, "--parsable", "--export=ALL"], input=script, env=env, capture_output=True,
-                       text=True, timeout=120)
-    if r.returncode != 0:
-        if created:
-            delete_sweep(loc)
-        said = " / ".join(line for line in (r.stderr or r.stdout).splitlines() if line.strip())
-        raise UsageError(f"sbatch refused the job (exit {r.returncode}): {said}")
-    job_id = r.stdout.strip().split(";")[0]
-    add_submission(loc, {
+    check_spec(job.loc, job.spec)  # a folder of another spec is refused now, not once the job runs
+    undo = make_out_folder(job)  # Slurm opens the job's log there as the job starts
+    try:
+        job_id = _sbatch(sbatch, job)
+    except UsageError:
+        undo()
+        raise
+    add_submission(job.loc, {
         "job_id": job_id, "submitted": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "nodes": options.nodes, "cpus_per_node": options.cpus_per_node, "mem": options.mem,
-        "partition": options.partition, "time": options.time,
-        "account": options.account, "sbatch_args": list(options.sbatch_args),
-        "log": log.replace("%j", job_id) if log else None, "script": script,
+        "partition": options.partition, "time": options.time, "account": options.account,
+        "sbatch_args": list(options.sbatch_args), "log": job.log.replace("%j", job_id) if job.log else None,
+        "script": job.script,
     })
-    print(f"submitted {parsed.name} as Slurm job {job_id} ({options.nodes} node(s)); output: {out}")
+    print(f"submitted {job.spec.name} as Slurm job {job_id} ({options.nodes} node(s)); output: {job.out}")
     if not wait:
-        print(f"follow it with: memsweep status {loc.uri}")
+        print(f"follow it with: memsweep status {job.loc.uri}")
         return 0
     state = follow(job_id)
-    where = f"; its log: {log.replace('%j', job_id)}" if log else ""
+    where = f"; its log: {job.log.replace('%j', job_id)}" if job.log else ""
     if state == "COMPLETED":
         print(f"Slurm job {job_id}: COMPLETED{where}")
         return 0
     print(f"memsweep submit: Slurm job {job_id} ended {state}{where}; submit again to resume.", file=sys.stderr)
     return 1
+
+
+def prepare(spec: str, out: str | None, options: SlurmOptions) -> Job:
+    """Validate the spec and OUT (writing nothing), warn what the job's nodes may not see and when a cluster
+    will not help, and render the script."""
+    if not out:
+        raise UsageError("'--out' must be given with '--slurm': a folder every node of the allocation can "
+                         "write (a shared file system) or an object-store URI such as s3://bucket/prefix.")
+    parsed = load_spec(spec)  # a bad spec never reaches the queue
+    out = out if "://" in out else os.path.abspath(out)
+    loc = locate(out, parsed.name)
+    log = os.path.join(loc.root, SLURM_LOG) if loc.is_local else None
+    if loc.is_local:
+        check_out_folder(out, loc.root)
+    for line in placement_warnings(out if loc.is_local else None) + cluster_warnings(parsed, options):
+        print(f"memsweep submit: warning: {line}", file=sys.stderr)
+    text, beside = portable_spec(spec)  # the spec, and the profile file it names (then named beside it)
+    files = {JOB_SPEC: text, **{name: data.decode() for name, data in beside.items()}}
+    script = render_script(files=files, spec_path=JOB_SPEC, sweep=parsed.name, out=out, options=options, log=log)
+    return Job(spec=parsed, out=out, loc=loc, log=log, script=script)
+
+
+def check_out_folder(out: str, root: str) -> None:
+    """Refuse (exit 2) a local OUT/<sweep> that is neither a folder this user can write nor one it can create
+    (its nearest existing ancestor is not a writable folder); writes nothing."""
+    top = _outermost_missing(root)
+    existing = os.path.dirname(top) if top else root
+    if not os.path.isdir(existing):
+        raise UsageError(f"'--out' must be a folder that exists or can be created (got {out!r}: tried {root}, "
+                         f"but {existing} is not a folder).")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        what = "write in it" if existing == root else f"create {root} in it"
+        raise UsageError(f"'--out' must be a folder you can write (got {out!r}: {existing} does not let this "
+                         f"user {what}).")
+
+
+def make_out_folder(job: Job) -> Callable[[], None]:
+    """Create a local OUT/<sweep> and write (and remove) a file in it; a failure is bad input (exit 2) naming
+    what was tried, and leaves nothing created. Returns what removes the folders it created."""
+    if not job.loc.is_local:
+        return (lambda: delete_sweep(job.loc)) if not exists(job.loc, job.loc.root) else (lambda: None)
+    root = job.loc.root
+    top = _outermost_missing(root)
+    undo = (lambda: shutil.rmtree(top, ignore_errors=True)) if top else (lambda: None)
+    try:
+        os.makedirs(root, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=root, prefix=".memsweep-write-check-"):
+            pass
+    except OSError as e:
+        undo()
+        raise UsageError(f"'--out' must be a folder you can write (got {job.out!r}: creating or writing in "
+                         f"{root} failed: {e.strerror or e}).") from None
+    return undo
+
+
+def _outermost_missing(path: str) -> str | None:
+    """The outermost folder of `path` that does not exist yet (creating it creates the rest); None if it exists."""
+    top = None
+    while not os.path.lexists(path):
+        top, path = path, os.path.dirname(path)
+    return top
+
+
+def _sbatch(sbatch: str, job: Job) -> str:
+    """Give sbatch the script, the job's token only in its environment; the job id."""
+    env = {**os.environ, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32)}
+    r = subprocess.run([sbatch, "--parsable", "--export=ALL"], input=job.script, env=env, capture_output=True,
+                       text=True, timeout=120)
+    if r.returncode != 0:
+        said = " / ".join(line for line in (r.stderr or r.stdout).splitlines() if line.strip())
+        raise UsageError(f"sbatch refused the job (exit {r.returncode}): {said}")
+    return r.stdout.strip().split(";")[0]
+
+
+def placement_warnings(out: str | None) -> list[str]:
+    """A line for each of the interpreter, the project and a local OUT that the other nodes may not see."""
+    table = mount_table()
+    paths = {"the Python interpreter": (sys.executable, os.path.dirname(sys.executable)),
+             "the memsweep project": (str(PROJECT_ROOT), str(PROJECT_ROOT))}
+    if out:
+        paths["'--out'"] = (out, out)
+    lines = []
+    for what, (shown, checked) in paths.items():
+        p = placement(checked, table)
+        if p.kind == "node-local":
+            lines.append(f"{what} {shown} is on a node-local file system ({p.why}): the other nodes of the "
+                         "allocation cannot see it; put it on a shared file system (nfs, lustre, gpfs, ...).")
+        elif p.kind == "host":
+            lines.append(f"{what} {shown} is on a file system of this host ({p.why}), not a shared one "
+                         "(nfs, lustre, gpfs, ...): each node must have the same files at this path.")
+    return lines
+
+
+def cluster_warnings(spec: SweepSpec, options: SlurmOptions) -> list[str]:
+    """The line of `plan` when this many nodes will not make the sweep faster (its chunks and its declared
+    throughput; every node's CPUs unknown when it is taken whole)."""
+    chunks = plan(spec)
+    cpus = options.nodes * options.cpus_per_node if options.cpus_per_node else None
+    notes = cluster_notes(chunks=len(chunks), seconds=declared_seconds(chunks, cpus or options.nodes),
+                          nodes=options.nodes, cpus=cpus)
+    return [f"{cluster_line(notes)} (at the models' declared points per second; `memsweep plan SPEC --nodes "
+            f"{options.nodes}` measures it)."] if notes else []
 
 
 def job_state(job_id: str) -> str | None:

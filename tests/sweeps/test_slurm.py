@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -15,9 +16,11 @@ import polars as pl
 import pyarrow.dataset as ds
 import pytest
 
+import sweeps.slurm
+from sweeps.mounts import Mount
 from sweeps.slurm import job_state
 from tests import slurm_cluster
-from tests.conftest import memsweep
+from tests.conftest import ROOT, memsweep, tree_state
 from workers.dataset import MANIFEST, SUBMISSIONS
 
 BIN = Path(sys.executable).parent
@@ -218,3 +221,118 @@ def test_dry_run_takes_whole_nodes_unless_cpus_per_node_is_given(spec_file, tmp_
     steps = [line for line in lines if "sweeps.slurm_node head" in line or "sweeps.slurm_node worker" in line]
     assert len(steps) == 2 and all("srun " in s and " --whole " in s and s.endswith("--cpus 3 &") for s in steps)
     assert re.search(r"slurm_node wait .* --cpus 3 \|\| exit 1$", asked.stdout, re.M)
+
+
+def test_dry_run_warns_on_a_node_local_interpreter_and_embeds_the_spec(spec_file, tmp_path, monkeypatch, capsys):
+    """An interpreter on a tmpfs is warned about by name, an --out on nfs4 is not; the script carries the
+    spec's text in a heredoc and runs the job's own copy of it, never the spec file's path."""
+    from sweeps.cli import main
+
+    local, shared = tmp_path / "local", tmp_path / "shared"
+    local.mkdir()
+    shared.mkdir()
+    table = [Mount(mountpoint="/", fstype="ext4"), Mount(mountpoint=os.path.realpath(local), fstype="tmpfs"),
+             Mount(mountpoint=os.path.realpath(shared), fstype="nfs4")]
+    monkeypatch.setattr(sweeps.slurm, "mount_table", lambda: table)
+    python = local / "venv" / "bin" / "python"
+    monkeypatch.setattr(sys, "executable", str(python))
+    path = spec_file(SPEC)
+    assert main(["submit", str(path), "--slurm", "--out", str(shared / "out"), "--dry-run"]) == 0
+    script, err = capsys.readouterr()
+    assert f"warning: the Python interpreter {python} is on a node-local file system (tmpfs at " in err
+    assert "'--out'" not in err
+    assert f"python={python}\n" in script
+    assert f"<<'MEMSWEEP_SPEC'\n{SPEC}MEMSWEEP_SPEC\n" in script
+    assert str(path) not in script and 'sweeps.cli run "$spec" --address' in script
+
+
+def written_by_the_job(script: str, folder: Path) -> Path:
+    """Run the part of a batch script that writes the job's own files, in `folder`; the spec's path."""
+    start, end = script.index("files=$(mktemp"), script.index('echo "memsweep: Ray head')
+    shown = subprocess.run(["bash", "-c", "set -u\n" + script[start:end] + 'echo "$spec"'], capture_output=True,
+                           text=True, env={**os.environ, "TMPDIR": str(folder)})
+    assert shown.returncode == 0, shown.stderr
+    return Path(shown.stdout.strip())
+
+
+def test_the_embedded_spec_is_written_byte_for_byte(tmp_path):
+    """The script's heredoc writes the spec exactly, with a line that looks like its end marker and no
+    newline at the end."""
+    text = 'name = "x"\nMEMSWEEP_SPEC\n# MEMSWEEP_SPEC_\nmodels = ["copy"]'
+    script = sweeps.slurm.render_script(files={"spec.toml": text}, spec_path="spec.toml", sweep="x",
+                                        out=str(tmp_path), log=None, options=sweeps.slurm.SlurmOptions())
+    assert written_by_the_job(script, tmp_path).read_text() == text
+
+
+def test_a_profile_file_beside_the_spec_travels_with_it(tmp_path):
+    """A spec naming its profile by a relative path ('../profiles/host.toml'): the script writes both, the
+    profile beside the spec (sweeps.spec.portable_spec), so the job's copy of the spec loads the same profile."""
+    from sweeps.spec import load_spec
+
+    (tmp_path / "profiles").mkdir()
+    (tmp_path / "specs").mkdir()
+    (tmp_path / "profiles" / "host.toml").write_text((ROOT / "workers" / "profiles" / "seed.toml").read_text())
+    spec = tmp_path / "specs" / "spec.toml"
+    spec.write_text('name = "x"\nmodels = ["copy"]\nprofile = "../profiles/host.toml"\n')
+    r = memsweep("submit", str(spec), "--slurm", "--out", str(tmp_path / "out"), "--dry-run")
+    assert r.returncode == 0, r.stderr
+    assert str(spec) not in r.stdout and str(tmp_path / "profiles") not in r.stdout
+    (tmp_path / "job").mkdir()
+    copy = load_spec(str(written_by_the_job(r.stdout, tmp_path / "job")))
+    assert copy.profile.digest() == load_spec(str(spec)).profile.digest() and 'profile = "host.toml"' in copy.text
+
+
+def test_dry_run_on_more_nodes_than_chunks_says_a_cluster_will_not_help(spec_file, tmp_path):
+    """2 chunks on --nodes 4: the script is printed, and a warning says a cluster will not help, how many
+    nodes would sit idle and that the work is shorter than Ray's start."""
+    tiny = SPEC.replace("to = 239", "to = 39")
+    r = memsweep("submit", str(spec_file(tiny)), "--slurm", "--nodes", "4", "--out", str(tmp_path / "out"),
+                 "--dry-run")
+    assert r.returncode == 0 and r.stdout.startswith("#!/bin/bash"), r.stderr
+    assert "warning: a cluster will not help: 2 chunks for 4 nodes: 2 nodes would sit idle; the work takes " in r.stderr
+    assert "against ~3 s to start Ray on each node" in r.stderr
+
+
+@pytest.fixture
+def read_only_folder(tmp_path):
+    """A folder this user cannot write in: mode 555, and immutable (chattr +i) when running as root."""
+    folder = tmp_path / "read-only"
+    folder.mkdir()
+    folder.chmod(0o555)
+    chattr = shutil.which("chattr") if os.access(folder, os.W_OK) else None
+    if os.access(folder, os.W_OK) and (chattr is None or subprocess.run([chattr, "+i", str(folder)]).returncode):
+        pytest.skip("root here, and chattr +i is not available to make a folder read-only")
+    yield folder
+    if chattr:
+        subprocess.run([chattr, "-i", str(folder)], check=True)
+    folder.chmod(0o755)
+
+
+@pytest.mark.parametrize("dry_run", [True, False])
+@pytest.mark.parametrize("case", ["a file", "under a file", "read-only"])
+def test_an_out_that_cannot_be_written_or_created_exits_2_before_sbatch(spec_file, tmp_path, monkeypatch, capsys,
+                                                                         request, case, dry_run):
+    """--out that is a file, lies under a file, or is a folder this user cannot write: exit 2 naming '--out'
+    and the path tried, with or without --dry-run; sbatch never runs and nothing is written."""
+    from sweeps.cli import main
+    from sweeps.exceptions import UsageError
+
+    (tmp_path / "file").write_text("x")
+    out = {"a file": tmp_path / "file", "under a file": tmp_path / "file" / "out",
+           "read-only": request.getfixturevalue("read_only_folder") if case == "read-only" else None}[case]
+    message = (f"'--out' must be a folder you can write (got '{out}': {out} does not let this user create {out}/slurm"
+               if case == "read-only" else
+               f"'--out' must be a folder that exists or can be created (got '{out}': tried {out}/slurm, but "
+               f"{tmp_path / 'file'} is not a folder)")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "sbatch").write_text(f"#!/bin/sh\ntouch {tmp_path}/sbatch-ran\necho 1\n")
+    (bin_dir / "sbatch").chmod(0o755)
+    monkeypatch.setenv("PATH", str(bin_dir))
+    spec = str(spec_file(SPEC))
+    before = tree_state(tmp_path)
+    with pytest.raises(UsageError, match=re.escape(message)):
+        sweeps.slurm.submit_slurm(spec, str(out), sweeps.slurm.SlurmOptions(), wait=False, dry_run=dry_run)
+    assert main(["submit", spec, "--slurm", "--out", str(out), *(["--dry-run"] if dry_run else [])]) == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "sbatch-ran").exists() and tree_state(tmp_path) == before
