@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -248,8 +249,10 @@ def _split_sweep(src: str, dest: Path, model: str, parts: int) -> str:
     (dest / part_path(model, "x")).parent.mkdir(parents=True)
     for i in range(parts):
         rows.slice(i * step, step).write_parquet(dest / part_path(model, f"c{i}"))
-    for name in (MANIFEST, SPEC_FILE):
-        (dest / name).write_bytes((Path(src) / name).read_bytes())
+    (dest / SPEC_FILE).write_bytes((Path(src) / SPEC_FILE).read_bytes())
+    manifest = json.loads((Path(src) / MANIFEST).read_text())
+    manifest["parts"] = {f"c{i}": {"model": model} for i in range(parts)}  # the new parts are its rows
+    (dest / MANIFEST).write_text(json.dumps(manifest))
     return str(dest)
 
 
