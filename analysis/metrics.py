@@ -29,6 +29,12 @@ def higher_is_better(model: Model | None, metric: str) -> bool:
         return False
 
 
+def categorical(dtype: pl.DataType) -> bool:
+    """Whether a metric column holds categories (a string such as memmap's `dominant`, or a boolean):
+    tabulated by its most common value and compared as same / changed, never by median or ratio."""
+    return dtype == pl.Utf8 or dtype == pl.Boolean or isinstance(dtype, (pl.Categorical, pl.Enum))
+
+
 def headline_metric(model: Model | None, metrics: list[str]) -> str | None:
     """The metric a table shows by default: the model's `headline`, else (a model no longer registered,
     or a sweep without that column) its first time."""

@@ -6,7 +6,9 @@
 
 One row per value of the row axis, one column per value of the column axis
 (median of the metric over ok rows), and an improvement column in percent of
-each column over the first. Every other axis that varies in the sweep (and the
+each column over the first. A string (or boolean) metric, such as memmap's
+`dominant`, is tabulated as its most common value per cell, with its share of
+the cell's rows when they differ, and no improvement. Every other axis that varies in the sweep (and the
 row source, when a sweep has both modeled and measured rows) splits the output
 into one block per combination, named above the block.
 """
@@ -18,7 +20,7 @@ import polars as pl
 from workers.dataset import unit_of
 
 from .exceptions import AnalysisError
-from .metrics import headline_metric, higher_is_better, ok
+from .metrics import categorical, headline_metric, higher_is_better, ok
 from .plotting import binary_size
 from .read import DEFAULT, SOURCE, Sweep, label
 
@@ -35,6 +37,8 @@ def format_value(v: object, unit: str) -> str:
     """A cell: '148.858 ns', '95.76 ms', '2MiB', '0.1234'; '-' when missing. `unit` as unit_of gives it."""
     if v is None or (isinstance(v, float) and v != v):
         return "-"
+    if isinstance(v, str):  # a categorical cell, already written
+        return v
     if unit == "bytes":
         return binary_size(float(v))
     if isinstance(v, bool) or isinstance(v, int):
@@ -100,17 +104,21 @@ def text_table(sweep_dir: str, *, model: str, rows: str, cols: str, metric: str 
     others = [c for c in sweep.varying(model) if c not in (rcol, ccol)]
     if len(sweep.sources(model)) > 1:  # modeled and measured rows: one block per source
         others.insert(0, SOURCE)
-    cells = (
-        ok(sweep.scan(model, None if SOURCE in others else DEFAULT)).filter(pl.col(mcol).is_not_null())
-        .group_by(*others, rcol, ccol).agg(pl.col(mcol).median())
-        .collect()
-    )
-    unit, higher = unit_of(mcol), higher_is_better(sweep.model_object(model), mcol)
-    title = f"{sweep.name}: {model} {mcol.removeprefix('metric_')}, median over ok rows per cell"
+    rows_ok = ok(sweep.scan(model, None if SOURCE in others else DEFAULT)).filter(pl.col(mcol).is_not_null())
+    cat = categorical(sweep.schema(model)[mcol])
+    if cat:
+        cells = most_common(rows_ok, [*others, rcol, ccol], mcol).collect()
+        unit, higher = "", None
+        title = (f"{sweep.name}: {model} {mcol.removeprefix('metric_')}, most common value over ok rows per cell "
+                 "(with its share of the cell's rows when they differ)")
+    else:
+        cells = rows_ok.group_by(*others, rcol, ccol).agg(pl.col(mcol).median()).collect()
+        unit, higher = unit_of(mcol), higher_is_better(sweep.model_object(model), mcol)
+        title = f"{sweep.name}: {model} {mcol.removeprefix('metric_')}, median over ok rows per cell"
     if cells.height == 0:
         return f"{title}\n(no ok rows with a value of {mcol})"
     blocks = cells.select(others).unique().sort(others, nulls_last=True).rows() if others else [()]
-    out = [title + (" (lower is better)" if not higher else " (higher is better)")]
+    out = [title + ("" if cat else " (lower is better)" if not higher else " (higher is better)")]
     for key in blocks[:MAX_BLOCKS]:
         part = cells
         for c, v in zip(others, key):
@@ -125,12 +133,27 @@ def text_table(sweep_dir: str, *, model: str, rows: str, cols: str, metric: str 
     return "\n".join(out)
 
 
+def most_common(rows: pl.LazyFrame, keys: list[str], column: str) -> pl.LazyFrame:
+    """Per group of `keys`: the most common value of `column` as text (ties: the first in sort order)
+    written with its share of the group's rows ("memory (67%)") when the rows differ."""
+    counts = rows.group_by(*keys, pl.col(column).cast(pl.Utf8)).agg(pl.len().alias("_n"))
+    top = counts.group_by(keys).agg(
+        pl.col(column).sort_by(["_n", column], descending=[True, False]).first(),
+        (pl.col("_n").max() / pl.col("_n").sum()).alias("_share"))
+    share = (pl.col("_share") * 100).round(0).cast(pl.Int64)
+    return top.select(*keys, pl.when(pl.col("_share") < 1).then(pl.format("{} ({}%)", pl.col(column), share))
+                      .otherwise(pl.col(column)).alias(column))
+
+
 def _block(sweep: Sweep, model: str, part: pl.DataFrame, rcol: str, ccol: str, mcol: str,
-           unit: str, higher: bool) -> str:
+           unit: str, higher: bool | None) -> str:
+    """One table of the cells; `higher` None (a categorical metric): no improvement columns."""
     grid = {(r, c): v for r, c, v in part.select(rcol, ccol, mcol).iter_rows()}
     rvals, cvals = _sorted(part[rcol].unique().to_list()), _sorted(part[ccol].unique().to_list())
     cheads = [label(sweep, model, ccol, c) for c in cvals]
-    if len(cvals) == 2:
+    if higher is None:
+        extra = []
+    elif len(cvals) == 2:
         extra = ["Improvement"]
     else:
         extra = [f"Improvement {h}" for h in cheads[1:]]
@@ -138,7 +161,7 @@ def _block(sweep: Sweep, model: str, part: pl.DataFrame, rcol: str, ccol: str, m
     body = []
     for r in rvals:
         vals = [grid.get((r, c)) for c in cvals]
-        imps = [improvement(vals[0], v, higher) for v in vals[1:]] if len(cvals) > 1 else []
+        imps = [improvement(vals[0], v, higher) for v in vals[1:]] if len(cvals) > 1 and extra else []
         body.append([label(sweep, model, rcol, r), *(format_value(v, unit) for v in vals), *imps])
     if len(cvals) < 2:
         header = header[:2]

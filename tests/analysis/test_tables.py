@@ -131,6 +131,27 @@ def test_modeled_and_measured_rows_get_a_block_each(tmp_path):
     assert blocks[2].startswith("source=model\n") and "200.000 ns       100.000 ns       50.0%" in blocks[2]
 
 
+def test_a_string_metric_is_tabulated_as_its_most_common_value(tmp_path, capsys):
+    """memmap's dominant: the most common value per cell, its share when the cell's rows differ, no
+    improvement column and no better direction; the CLI prints it and exits 0."""
+    from sweeps.cli import main
+
+    df = pl.DataFrame({"param_namespace_size": [1 << 30] * 5 + [2 << 30] * 2,
+                       "param_strategy": ["slow", "slow", "slow", "template", "template", "slow", "template"],
+                       "status": "ok", "metric_init_ms": [1.0] * 7,
+                       "metric_dominant": ["memory", "latency", "memory", "compute", "compute", "memory", "memory"]})
+    sweep = write_sweep(tmp_path, "dom", {"memmap": df})
+    assert main(["table", sweep, "--model", "memmap", "--rows", "namespace_size", "--cols", "strategy",
+                 "--metric", "metric_dominant"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("dom: memmap dominant, most common value over ok rows per cell (with its share of the "
+                          "cell's rows when they differ)\n")
+    assert out.splitlines()[1:] == ["namespace_size    slow            template",
+                                    "--------------    ----            --------",
+                                    "1GiB              memory (67%)    compute",
+                                    "2GiB              memory          memory"]
+
+
 @pytest.mark.parametrize("kw, message", [
     ({"model": "nope"}, r"'--model' must be one of the models in this sweep \['pfnmap'\] \(got 'nope'\)"),
     ({"rows": "size"}, r"'--rows' must be an axis of model 'pfnmap', one of \[.*'namespace_size'.*\] \(got 'size'\)"),
