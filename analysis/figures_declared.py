@@ -22,7 +22,8 @@ from workers.model import Model
 from workers.plots import Plot, cond_columns, holds
 
 from .metrics import ok, speedup
-from .plotting import Rendered, Skipped, binary_size, log_if_wide, pick, plain_log_labels, save, size_axis
+from .plotting import (COINCIDE_REL, Rendered, Skipped, binary_size, coinciding, log_if_wide, pick, plain_log_labels,
+                       save, size_axis, stripe)
 from .read import Sweep, cond_expr, describe, label, pin, value_expr
 
 MAX_COLS = 4
@@ -274,6 +275,7 @@ def _lines(sweep: Sweep, model: str, p: Plot, outdir: Path) -> Rendered | Skippe
     fig, axes = _grid(len(panels), width, 3.4 if len(panels) > 2 else 4.2, sharex=shared_x, sharey=shared_y)
     all_x: set = set()
     all_y: list = []
+    overlaps: list[tuple[str, list[str]]] = []  # (panel title, the series that coincide in it)
     for k, (ax, (x, s, combo, metric, panel)) in enumerate(zip(axes, panels)):
         scale = p.scale_of(x)
         xvalues = sorted(panel[x].unique().to_list())
@@ -292,6 +294,9 @@ def _lines(sweep: Sweep, model: str, p: Plot, outdir: Path) -> Rendered | Skippe
                      hue_order=hue_names if p.hue else None, palette=palette if p.hue else None,
                      markersize=5 if len(xvalues) <= 40 else 0, ax=ax, errorbar=None, legend=False,
                      alpha=0.9, **kw)
+        title = _panel_title(sweep, model, p, x, len(xs), split, s, combo)
+        overlaps.append((title, _overlaps(ax, frame, palette if p.hue else {}, (hue_names, style_names),
+                                          _name(style) if style else "")))
         if p.flag:
             for hname in hue_names:
                 mine = frame.filter((pl.col("_hue") == hname) & pl.col(p.flag).fill_null(False))
@@ -317,7 +322,7 @@ def _lines(sweep: Sweep, model: str, p: Plot, outdir: Path) -> Rendered | Skippe
             _y_axis(ax, p.y_scale, frame["_y"].to_list() + [b for _, b in mine])
         ax.set_xlabel(p.xlabel_of(x))
         ax.set_ylabel(p.ylabel_of(s, metric) if (not shared_y or k % MAX_COLS == 0) else "")
-        ax.set_title(_panel_title(sweep, model, p, x, len(xs), split, s, combo), fontsize=9)
+        ax.set_title(title, fontsize=9)
     # shared axes are scaled once, over every panel's values (a second call would undo the first's limits)
     if shared_x:
         _x_axis(axes[0], p.scale_of(xs[0]), sorted(all_x))
@@ -333,8 +338,53 @@ def _lines(sweep: Sweep, model: str, p: Plot, outdir: Path) -> Rendered | Skippe
         shown = sorted({v for *_, panel in panels if c in panel.columns for v in panel[c].to_list()}, key=_order)
         if shown:
             caption += f" {_name(c)} shown: {', '.join(label(sweep, model, c, v) for v in shown)}."
-    caption += held_text(held_all)
+    caption += _overlap_caption(overlaps) + held_text(held_all)
     return save(fig, outdir, p.id, p.title, caption)
+
+
+def _overlaps(ax, frame: pl.DataFrame, palette: dict, order: tuple[list, list], style_name: str) -> list[str]:
+    """The series of a panel that coincide (plotting.coinciding), named; those of different colours are
+    drawn again over one another (plotting.stripe), so that no colour hides another."""
+    hues, styles = order
+    keyed = {k: (part["_x"].to_list(), part["_y"].to_list())
+             for k, part in frame.sort("_x").group_by(["_hue", "_style"], maintain_order=True)}
+    keys = sorted(keyed, key=lambda k: (hues.index(k[0]) if k[0] in hues else -1,
+                                        styles.index(k[1]) if k[1] in styles else -1))
+    names = []
+    for group in coinciding({k: keyed[k] for k in keys}):
+        one = {k[0]: k for k in group}  # a line per colour
+        if len(one) > 1 and palette:
+            stripe(ax, [(*keyed[k], palette[h]) for h, k in one.items()])
+        names.append(_coincide_name(group, style_name))
+    return names
+
+
+def _coincide_name(group: list[tuple[str, str]], style_name: str) -> str:
+    """`slow = template`; `PMD (order 9) = PUD (order 18), namespace_size 4MiB = 8GiB` (every combination
+    coincides); else each series as `hue (style)`."""
+    hues = [h for h in dict.fromkeys(h for h, _ in group) if h]
+    styles = [v for v in dict.fromkeys(v for _, v in group) if v]
+    if len(group) != max(len(hues), 1) * max(len(styles), 1):
+        return " = ".join(f"{h} ({v})" if h and v else h or v for h, v in group)
+    parts = [" = ".join(hues)] if hues else []
+    if styles:
+        parts.append(f"{style_name} {' = '.join(styles)}")
+    return ", ".join(parts)
+
+
+def _overlap_caption(overlaps: list[tuple[str, list[str]]]) -> str:
+    """A caption sentence naming the series that coincide, and in which panels (none: empty)."""
+    where: dict[str, list[str]] = {}
+    for title, names in overlaps:
+        for n in names:
+            where.setdefault(n, []).append(title)
+    if not where:
+        return ""
+    every = len(overlaps)
+    parts = [n if every == 1 else f"{n} ({'every panel' if len(ts) == every else '; '.join(ts)})"
+             for n, ts in where.items()]
+    return (f" Lines that coincide (within {COINCIDE_REL:.1%}; drawn in alternating dashes where their colours "
+            f"differ): {'; '.join(parts)}.")
 
 
 def _panel_title(sweep: Sweep, model: str, p: Plot, x: str, n_x: int, split: str | None, s, combo: dict) -> str:

@@ -152,6 +152,43 @@ def has_data(ax) -> bool:
     return bool(ax.patches) or bool(ax.images)
 
 
+COINCIDE_REL = 1e-3  # lines this close at every x hide one another (a pixel is ~0.3% of a panel's height)
+STRIPE = 5.0  # points of one colour along a striped line
+
+
+def coinciding(series: dict[object, tuple[list, list]]) -> list[list]:
+    """Groups (two or more, in the given order) of the series {key: (xs, ys)} that hide one another in a
+    panel: every x of one is an x of another and their ys agree there within COINCIDE_REL."""
+    groups: list[list] = []
+    for key, xy in series.items():
+        mine = _points(xy)
+        for g in groups:
+            theirs = _points(series[g[0]])
+            common = mine.keys() & theirs.keys()
+            if common and common in (mine.keys(), theirs.keys()) and all(
+                    abs(mine[x] - theirs[x]) <= COINCIDE_REL * max(abs(mine[x]), abs(theirs[x])) for x in common):
+                g.append(key)
+                break
+        else:
+            groups.append([key])
+    return [g for g in groups if len(g) > 1]
+
+
+def _points(xy: tuple[list, list]) -> dict:
+    return {x: y for x, y in zip(*xy) if y is not None and np.isfinite(y)}
+
+
+def stripe(ax, lines: list[tuple[list, list, object]], lw: float = 1.6) -> None:
+    """Draw coinciding lines [(xs, ys, colour)] again over one another in alternating dashes, so that every
+    colour shows along the shared path; a line of one or two points (too short to stripe) as rings of
+    decreasing size instead."""
+    k = len(lines)
+    for i, (xs, ys, colour) in enumerate(lines):
+        short = len(xs) <= 2
+        ax.plot(xs, ys, color=colour, lw=lw, linestyle=(i * STRIPE, (STRIPE, (k - 1) * STRIPE)), zorder=3.5,
+                marker="o" if short else None, markersize=8.0 - 5.0 * i / max(k - 1, 1), markeredgewidth=0)
+
+
 def pick(values: list, limit: int, keep: tuple = ()) -> list:
     """At most `limit` of the sorted values, evenly spread, always keeping those in `keep`."""
     if len(values) <= limit:

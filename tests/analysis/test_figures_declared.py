@@ -193,3 +193,20 @@ def test_a_sweep_of_one_model_lists_only_that_models_figures(tmp_path):
     df = pl.DataFrame({"param_compound_order": [4, 6], "param_batching": ["per_pte", "batched"],
                        "status": "ok", "metric_scan_ms": [2.0, 1.0]})
     assert [p.id for _, p in declared(Sweep(write_sweep(tmp_path, "young", {"young": df})))] == ["young_scan"]
+
+
+def test_coinciding_lines_are_named_in_the_caption_and_no_panel_is_empty(tmp_path):
+    """slow and template give the same init time under map=mem only: the caption names them and that panel;
+    template_nt, apart everywhere, is not named; both panels still have data."""
+    rows = []
+    for m in ("dev", "mem"):
+        for size in (1 << 30, 2 << 30, 4 << 30):
+            for strategy, t in (("slow", 2.0 if m == "dev" else 1.0), ("template", 1.0), ("template_nt", 0.5)):
+                rows.append({"param_namespace_size": size, "param_map": m, "param_mode": "fsdax",
+                             "param_strategy": strategy, "status": "ok", "metric_init_ms": t * size / (1 << 30)})
+    s = Sweep(write_sweep(tmp_path, "same", {"memmap": pl.DataFrame(rows)}))
+    r = render(s, "memmap", "memmap_init", tmp_path)
+    assert isinstance(r, Rendered) and (r.panels, r.empty_panels) == (2, 0)
+    assert "Lines that coincide (within 0.1%; drawn in alternating dashes where their colours differ): " \
+           "slow = template (map=mem)." in r.caption
+    assert "template_nt =" not in r.caption and "= template_nt" not in r.caption

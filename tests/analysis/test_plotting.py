@@ -84,3 +84,31 @@ def test_save_records_panels_and_empty_panels(tmp_path):
     a.plot([1, 2], [1, 2])
     r = save(fig, tmp_path, "two", "Two", "caption")
     assert (r.panels, r.empty_panels) == (2, 1) and r.png.is_file() and r.svg.is_file()
+
+
+def test_coinciding_groups_series_that_hide_one_another():
+    """Series equal within COINCIDE_REL at every x of the shorter (zeros included) are one group, in the
+    given order; a series that differs at one x, or only shares some x, stands alone."""
+    from analysis.plotting import COINCIDE_REL, coinciding
+
+    series = {"slow": ([1, 2, 3], [1.0, 2.0, 0.0]), "template": ([1, 2, 3], [1.0, 2.0 * (1 + COINCIDE_REL / 2), 0.0]),
+              "nt": ([1, 2, 3], [1.0, 2.1, 0.0]), "one": ([2], [2.0]), "apart": ([3, 4], [0.0, 5.0]),
+              "none": ([1], [float("nan")])}
+    assert coinciding(series) == [["slow", "template", "one"]]
+    assert coinciding({"a": ([1], [1.0]), "b": ([2], [1.0])}) == []
+
+
+def test_stripe_draws_each_colour_in_turn_along_the_shared_path():
+    """k coinciding lines are drawn again with one dash pattern at k offsets; one-point lines as rings."""
+    from analysis.plotting import STRIPE, stripe
+
+    fig, ax = plt.subplots()
+    stripe(ax, [([1, 2, 3], [1, 2, 3], "red"), ([1, 2, 3], [1, 2, 3], "blue"), ([1, 2, 3], [1, 2, 3], "green")])
+    stripe(ax, [([1], [4], "red"), ([1], [4], "blue")])
+    lines = ax.get_lines()
+    assert [line.get_color() for line in lines] == ["red", "blue", "green", "red", "blue"]
+    offsets = [line._unscaled_dash_pattern[0] for line in lines[:3]]
+    assert offsets == [0, STRIPE, 2 * STRIPE]
+    assert [line.get_marker() for line in lines] == ["None", "None", "None", "o", "o"]
+    assert lines[3].get_markersize() > lines[4].get_markersize()
+    plt.close(fig)
