@@ -10,12 +10,15 @@ rows without a spread), or `~` (within the noise: a measured side's spread
 [measure_min, median] overlaps the other side's; a modeled row's spread is its
 value). Small comparisons print one row per configuration; big ones a summary,
 the ratios grouped by the one or two axes that explain most of the variation
-of log B/A, and the largest changes. figures_compare.py draws and writes the page.
+of log B/A (or by the `--by` axes), and the largest changes (compare_ratios.py).
+`--where` keeps some points; axes along which no value changes are collapsed
+(compare_axes.py). A string metric is compared as same / changed per point
+(compare_changes.py). Across sources the verdicts read "model over-predicts /
+under-predicts". figures_compare.py draws and writes the page.
 """
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass
 
@@ -23,20 +26,19 @@ import polars as pl
 
 from workers.dataset import unit_of
 
+from . import compare_changes as changes
+from . import compare_ratios as ratios
+from .compare_axes import EQUAL_REL, Selection, View, collapsible, parse_by, parse_where, select, where_text
+from .compare_ratios import MAX_POINTS, TOP  # noqa: F401  (the sizes of a block's tables, re-exported)
+from .compare_ratios import BETTER, EQUAL, NOISE, WORSE, verdict
 from .exceptions import AnalysisError
-from .metrics import headline_metric, higher_is_better, ok
+from .metrics import categorical, headline_metric, higher_is_better, ok
 from .overview import Table
 from .read import MEASURED, MODELED, Sweep, label
-from .tables import format_value, improvement, render
+from .tables import render
 
 SOURCES = (MODELED, MEASURED)
-MAX_POINTS = 40  # up to this many points: one row per configuration
-MAX_GROUPS = 30  # a grouped table has at most this many rows
-PAIR_GAIN = 0.05  # a second grouping axis must explain this much more of the variance of log B/A
-TOP = 10  # largest changes listed for a big comparison
 EXAMPLES = 5  # points of one side only listed
-EQUAL_REL = 1e-9  # modeled values this close are equal (deterministic models; float summation order)
-BETTER, WORSE, NOISE, EQUAL = "better", "worse", "~", "="
 TIME_UNITS = ("ns", "µs", "ms", "s")
 COMPARE_PREFIX = "compare-"
 
@@ -61,6 +63,8 @@ class Block:
     hist: pl.DataFrame  # ratio, n: the histogram of B/A (bin centres)
     groups: pl.DataFrame  # group, median, q10, q90, min, max, n: B/A by the grouping axes
     group_axes: tuple[str, ...]
+    view: View = View(shown=())  # the axes the tables show and those collapsed
+    categorical: bool = False  # a string metric: same / changed per point, no ratio
 
     @property
     def varies(self) -> bool:
@@ -69,8 +73,9 @@ class Block:
 
     @property
     def title(self) -> str:
+        direction = "same or changed" if self.categorical else f"{'higher' if self.higher else 'lower'} is better"
         return (f"{self.model} {self.metric.removeprefix('metric_')}, {self.source_a} (A) vs {self.source_b} (B)"
-                f" ({'higher' if self.higher else 'lower'} is better)")
+                f" ({direction})")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -80,11 +85,23 @@ class Comparison:
     a: Sweep
     b: Sweep
     blocks: tuple[Block, ...]
+    where: str = ""  # the --where filters as text
+    left_out: tuple[str, ...] = ()  # models without an axis --where or --by names
 
 
 def words(block: Block) -> tuple[str, str]:
-    """What a better / worse point is called: faster / slower for times, else better / worse."""
-    timed = block.unit in TIME_UNITS and not block.higher
+    """What a better / worse point of this block is called (vocabulary)."""
+    return vocabulary(block.unit, block.higher, block.source_a, block.source_b)
+
+
+def vocabulary(unit: str, higher: bool, source_a: str, source_b: str) -> tuple[str, str]:
+    """What a better / worse point is called: faster / slower for times, else better / worse; across
+    sources, what the model does: "model over-predicts" when the modeled value is above the measured one."""
+    if {source_a, source_b} == {MODELED, MEASURED}:
+        over, under = "model over-predicts", "model under-predicts"
+        b_above, b_below = (over, under) if source_b == MODELED else (under, over)
+        return (b_above, b_below) if higher else (b_below, b_above)  # `better` is B above A iff higher
+    timed = unit in TIME_UNITS and not higher
     return ("faster", "slower") if timed else (BETTER, WORSE)
 
 
@@ -108,10 +125,13 @@ def parse_sources(text: str | None) -> tuple[str, str] | None:
 
 
 def compare(a_dir: str, b_dir: str, *, metric: str | None = None, model: str | None = None,
-            sources: str | tuple[str, str] | None = None) -> Comparison:
-    """Compare sweep B with sweep A: one Block per model in both (or `model`) and pair of sources."""
+            sources: str | tuple[str, str] | None = None, by: str | list[str] | None = None,
+            where: list[str] | tuple[str, ...] = ()) -> Comparison:
+    """Compare sweep B with sweep A: one Block per model in both (or `model`) and pair of sources, over
+    the points `where` keeps ("AXIS=VALUE" each), grouped by the `by` axes if given."""
     a, b = open_sweep(a_dir, "A"), open_sweep(b_dir, "B")
     pair = parse_sources(sources) if isinstance(sources, str) or sources is None else tuple(sources)
+    wheres, by_axes = parse_where(where), parse_by(by)
     common = [m for m in a.models if m in b.models]
     if not common:
         raise AnalysisError(f"'A' and 'B' must have a model in common (got A: {list(a.models)}, "
@@ -120,18 +140,22 @@ def compare(a_dir: str, b_dir: str, *, metric: str | None = None, model: str | N
         if model not in common:
             raise AnalysisError(f"'--model' must be one of the models both sweeps have {common} (got {model!r}).")
         common = [model]
-    jobs = [(m, c, sa, sb) for m in common for c in _metrics(a, b, m, metric, common)
+    picks, left_out = select(a, b, common, by_axes, wheres)
+    jobs = [(m, c, sa, sb) for m in common if m in picks for c in _metrics(a, b, m, metric, common)
             for sa, sb in _source_pairs(a, b, m, pair)]
     if not jobs:
         _no_sources(a, b, common, pair)
-    blocks = [_block(a, b, *job) for job in jobs]
+    blocks = [_block(a, b, *job, picks[job[0]]) for job in jobs]
     if not any(bl.compared for bl in blocks):
         sides = {w: "; ".join(f"{bl.model} {bl.source_a if w == 'A' else bl.source_b} "
                               f"{bl.points_a if w == 'A' else bl.points_b:,} ok points" for bl in blocks)
                  for w in ("A", "B")}
+        if wheres:
+            raise AnalysisError(f"no shared points where {where_text(wheres)} (A: {sides['A']}; B: {sides['B']}); "
+                                "give '--where' values that hold together.")
         raise AnalysisError(f"no shared points: the sweeps evaluate different grids (A: {sides['A']}; "
                             f"B: {sides['B']}); compare sweeps of the same spec's axes.")
-    return Comparison(a=a, b=b, blocks=tuple(blocks))
+    return Comparison(a=a, b=b, blocks=tuple(blocks), where=where_text(wheres), left_out=tuple(left_out))
 
 
 def _metrics(a: Sweep, b: Sweep, model: str, metric: str | None, common: list[str]) -> list[str]:
@@ -182,47 +206,57 @@ def _side(sweep: Sweep, model: str, source: str, metric: str, tag: str, params: 
                      spread.alias(f"{tag}_spread"))
 
 
-def verdict(higher: bool) -> pl.Expr:
-    """`=` equal without spreads; `~` the spreads overlap; else better / worse by the metric's direction."""
-    a, b = pl.col("a"), pl.col("b")
-    spread = pl.col("a_spread") | pl.col("b_spread")
-    equal = (b - a).abs() <= EQUAL_REL * pl.max_horizontal(a.abs(), b.abs())
-    overlap = (pl.col("a_lo") <= pl.col("b_hi")) & (pl.col("b_lo") <= pl.col("a_hi"))
-    better = (b > a) if higher else (b < a)
-    return (pl.when(~spread & equal).then(pl.lit(EQUAL)).when(spread & overlap).then(pl.lit(NOISE))
-            .when(better).then(pl.lit(BETTER)).otherwise(pl.lit(WORSE)))
-
-
-def _block(a: Sweep, b: Sweep, model: str, metric: str, src_a: str, src_b: str) -> Block:
-    higher, unit = higher_is_better(a.model_object(model), metric), unit_of(metric)
-    params = [c for c in a.params(model) if c in b.params(model)]
-    sa = _side(a, model, src_a, metric, "a", params)
-    sb = _side(b, model, src_b, metric, "b", params)
+def _joined(a: Sweep, b: Sweep, model: str, metric: str, sources: tuple[str, str], params: list[str],
+            pick: Selection, cat: bool, higher: bool) -> tuple[pl.LazyFrame, pl.LazyFrame, pl.LazyFrame]:
+    """A's and B's rows (those --where keeps) and their join on point_id, with the verdict (and for
+    numbers B/A and log B/A)."""
+    side = changes.side if cat else _side
+    sa = side(a, model, sources[0], metric, "a", params).filter(pick.where)
+    sb = side(b, model, sources[1], metric, "b", params).filter(pick.where)
+    j = sa.join(sb.drop(params), on="point_id", how="inner")
+    if cat:
+        return sa, sb, j.with_columns(changes.verdict().alias("verdict"))
     ratio = pl.when(pl.col("a") != 0).then(pl.col("b") / pl.col("a"))
     lr = pl.when((pl.col("a") > 0) & (pl.col("b") > 0)).then((pl.col("b") / pl.col("a")).log())
-    j = sa.join(sb.drop(params), on="point_id", how="inner").with_columns(
-        ratio.alias("ratio"), lr.alias("lr"), verdict(higher).alias("verdict"))
+    return sa, sb, j.with_columns(ratio.alias("ratio"), lr.alias("lr"), verdict(higher).alias("verdict"))
+
+
+def _block(a: Sweep, b: Sweep, model: str, metric: str, src_a: str, src_b: str, pick: Selection) -> Block:
+    cat = categorical(a.schema(model)[metric])
+    higher, unit = (False, "") if cat else (higher_is_better(a.model_object(model), metric), unit_of(metric))
+    params = [c for c in a.params(model) if c in b.params(model)]
+    sa, sb, j = _joined(a, b, model, metric, (src_a, src_b), params, pick, cat, higher)
     head, distinct, n_a, n_b = pl.collect_all([
-        j.select(pl.len().alias("n"), pl.col("ratio").median().alias("median"), pl.col("ratio").min().alias("min"),
-                 pl.col("ratio").max().alias("max"), pl.col("lr").var(ddof=0).alias("var"),
-                 *((pl.col("verdict") == v).sum().alias(v) for v in (BETTER, WORSE, NOISE, EQUAL))),
+        j.select(changes.stats() if cat else ratios.stats()),
         j.select(pl.col(c).n_unique().alias(c) for c in params) if params else j.select(pl.lit(0).alias("_")),
         sa.select(pl.len()), sb.select(pl.len()),
     ])
     summary = head.row(0, named=True)
-    axes = [c for c in params if distinct[c][0] > 1] if params else []
+    counts = {c: distinct[c][0] for c in params if distinct[c][0] > 1} if params else {}
     only = (_only(a, model, sa, sb), _only(b, model, sb, sa))
     base = dict(model=model, metric=metric, source_a=src_a, source_b=src_b, higher=higher, unit=unit,
                 points_a=n_a.item(), points_b=n_b.item(), compared=summary["n"], summary=summary,
-                only=only)
+                only=only, categorical=cat)
     if summary["n"] == 0:
-        return Block(**base, heading="no shared points", tables=(), hist=_hist(j, 0.0), groups=pl.DataFrame(),
-                     group_axes=())
-    group_axes, explained = _grouping(j, axes, {c: distinct[c][0] for c in axes}, summary["var"] or 0.0)
-    groups = _groups(a, model, j, group_axes)
-    tables, heading = _tables(a, model, j, axes, groups, group_axes, explained, summary, higher, unit)
-    return Block(**base, heading=heading, tables=tables, hist=_hist(j, summary["var"] or 0.0), groups=groups,
-                 group_axes=group_axes)
+        return Block(**base, heading="no shared points", tables=(), groups=pl.DataFrame(), group_axes=(),
+                     hist=ratios.no_hist() if cat else ratios.hist(j, 0.0))
+    unchanged = summary[changes.CHANGED] == 0 if cat else summary[EQUAL] == summary["n"]
+    view = View(shown=tuple(counts)) if unchanged else collapsible(j, list(counts), counts, cat)  # no rows listed
+    if cat:
+        tables, heading = changes.tables(a, model, j, view, pick.by, summary)
+        return Block(**base, heading=heading, tables=tables, hist=ratios.no_hist(), groups=pl.DataFrame(),
+                     group_axes=pick.by or (), view=view)
+    var = summary["var"] or 0.0
+    if pick.by is None:
+        group_axes, explained = ratios.grouping(j, list(view.shown), counts, var)
+    else:
+        group_axes, explained = pick.by, (ratios.explained(j, [pick.by])[pick.by] if var > 0 else 0.0)
+    groups = ratios.groups(a, model, j, group_axes)
+    marks = vocabulary(unit, higher, src_a, src_b)
+    tables, heading = ratios.tables(a, model, j, view, groups, (group_axes, explained, pick.by is not None), summary,
+                                    (higher, unit, marks))
+    return Block(**base, heading=heading, tables=tables, hist=ratios.hist(j, var), group_axes=group_axes, view=view,
+                 groups=groups.head(ratios.limit(pick.by)))
 
 
 def _only(sweep: Sweep, model: str, this: pl.LazyFrame, other: pl.LazyFrame) -> tuple[int, tuple[str, ...]]:
@@ -237,143 +271,16 @@ def _config(sweep: Sweep, model: str, keys: list[str], row: dict) -> str:
     return ", ".join(f"{c.removeprefix('param_')}={label(sweep, model, c, row[c])}" for c in keys) or "(one point)"
 
 
-def _grouping(j: pl.LazyFrame, axes: list[str], distinct: dict[str, int],
-              var: float) -> tuple[tuple[str, ...], float]:
-    """The one or two axes whose groups explain most of the variance of log B/A (at most MAX_GROUPS
-    groups), and the share they explain (between-group over total sum of squares)."""
-    candidates = [c for c in axes if distinct[c] <= MAX_GROUPS]
-    if not candidates:
-        return (), 0.0
-    if var <= 0:
-        return (candidates[0],), 0.0
-    single = _explained(j, [(c,) for c in candidates])
-    best = max(single, key=lambda k: (single[k], -candidates.index(k[0])))
-    pairs = [(best[0], c) for c in candidates if c != best[0] and distinct[best[0]] * distinct[c] <= MAX_GROUPS]
-    double = _explained(j, pairs) if pairs else {}
-    top = max(double, key=lambda k: double[k], default=None)
-    if top is not None and double[top] >= single[best] + PAIR_GAIN:
-        return top, double[top]
-    return best, single[best]
-
-
-def _explained(j: pl.LazyFrame, groupings: list[tuple[str, ...]]) -> dict[tuple[str, ...], float]:
-    lr = j.filter(pl.col("lr").is_not_null())
-    frames = pl.collect_all([lr.with_columns(pl.col("lr").mean().alias("_m")).group_by(list(g)).agg(
-        (pl.len() * (pl.col("lr").mean() - pl.col("_m").first()) ** 2).alias("between"),
-        ((pl.col("lr") - pl.col("_m").first()) ** 2).sum().alias("total")) for g in groupings])
-    out = {}
-    for g, f in zip(groupings, frames):
-        total = f["total"].sum()
-        out[g] = float(f["between"].sum() / total) if total and total > 0 else 0.0
-    return out
-
-
-def _groups(sweep: Sweep, model: str, j: pl.LazyFrame, axes: tuple[str, ...]) -> pl.DataFrame:
-    """B/A by group of `axes` (one group when none): label, points, median / quantiles / extremes, verdicts."""
-    keys = list(axes) or [pl.lit("all points").alias("_all")]
-    r = pl.col("ratio")
-    df = (j.group_by(keys).agg(
-        pl.len().alias("n"), r.median().alias("median"), r.quantile(0.1).alias("q10"),
-        r.quantile(0.9).alias("q90"), r.min().alias("min"), r.max().alias("max"),
-        *((pl.col("verdict") == v).sum().alias(v) for v in (BETTER, WORSE, NOISE, EQUAL)))
-        .sort(list(axes) or "_all", nulls_last=True).collect())
-    labels = {c: [label(sweep, model, c, v) for v in df[c].to_list()] for c in axes}
-    names = [", ".join(row) for row in zip(*labels.values())] if axes else ["all points"] * df.height
-    return df.with_columns(pl.Series("group", names, dtype=pl.Utf8),
-                           *(pl.Series(f"label_{c}", v, dtype=pl.Utf8) for c, v in labels.items()))
-
-
-def _hist(j: pl.LazyFrame, var: float, bins: int = 40) -> pl.DataFrame:
-    """The distribution of B/A binned on log B/A: (lo, hi) edges of each bin as ratios, its points, and how
-    many of them are significant changes (better or worse, not `~` or `=`)."""
-    lr = j.filter(pl.col("lr").is_not_null())
-    lo, hi = lr.select(pl.col("lr").min().alias("lo"), pl.col("lr").max().alias("hi")).collect().row(0)
-    schema = {"lo": pl.Float64, "hi": pl.Float64, "n": pl.UInt32, "significant": pl.UInt32}
-    if lo is None:
-        return pl.DataFrame(schema=schema)
-    one = var <= 0 or hi <= lo  # one value: one narrow bar
-    width = 1.0 if one else (hi - lo) / bins
-    idx = pl.lit(0.0) if one else ((pl.col("lr") - lo) / width).floor().clip(0, bins - 1)
-    counts = lr.group_by(idx.alias("bin")).agg(
-        pl.len().alias("n"), pl.col("verdict").is_in([BETTER, WORSE]).sum().alias("significant")).sort("bin").collect()
-    if one:
-        return counts.select(pl.lit(math.exp(lo) / 1.01).alias("lo"), pl.lit(math.exp(lo) * 1.01).alias("hi"),
-                             "n", "significant").cast(schema)
-    return counts.select((lo + pl.col("bin") * width).exp().alias("lo"),
-                         (lo + (pl.col("bin") + 1) * width).exp().alias("hi"), "n", "significant").cast(schema)
-
-
-def _tables(sweep: Sweep, model: str, j: pl.LazyFrame, axes: list[str], groups: pl.DataFrame,
-            group_axes: tuple[str, ...], explained: float, summary: dict, higher: bool,
-            unit: str) -> tuple[tuple[Table, ...], str]:
-    """The tables of a block and the header line saying what they show."""
-    n = summary["n"]
-    if summary[EQUAL] == n:
-        return (), f"A and B are equal at every one of the {n:,} points: no table"
-    if n <= MAX_POINTS:
-        rows = j.sort([*axes, "point_id"], nulls_last=True).collect()
-        return (_point_table(sweep, model, rows, axes, higher, unit, f"{n} points, one row per configuration"),), \
-            f"{n} points: one row per configuration"
-    if not summary["var"]:
-        return (), f"B/A is {summary['median']:.3f} at every one of the {n:,} points: no table"
-    names = " and ".join(c.removeprefix("param_") for c in group_axes)
-    heading = (f"{n:,} points: B/A grouped by {names} (together they explain {explained:.0%} of the variance of "
-               f"log B/A), then the {TOP} largest changes") if group_axes else \
-        f"{n:,} points: the {TOP} largest changes (no axis has at most {MAX_GROUPS} values to group by)"
-    top = (j.filter(pl.col("lr").is_not_null()).with_columns(pl.col("lr").abs().alias("_abs"))
-           .top_k(TOP, by=["_abs", "point_id"], reverse=[False, True])  # ties: the lowest point_ids
-           .sort(["_abs", *axes], descending=[True, *[False] * len(axes)], nulls_last=True).collect())
-    tables = []
-    if group_axes:
-        tables.append(_group_table(groups, group_axes, higher, unit, f"B/A by {names}"))
-    tables.append(_point_table(sweep, model, top, axes, higher, unit, f"the {TOP} largest changes (by |log B/A|)"))
-    return tuple(tables), heading
-
-
-def _mark(v: str, unit: str, higher: bool) -> str:
-    faster, slower = ("faster", "slower") if unit in TIME_UNITS and not higher else (BETTER, WORSE)
-    return {BETTER: faster, WORSE: slower}.get(v, v)
-
-
-def _point_table(sweep: Sweep, model: str, rows: pl.DataFrame, axes: list[str], higher: bool, unit: str,
-                 title: str) -> Table:
-    """One row per point: configuration, A, B, B/A, improvement and the verdict."""
-    cols = axes or ["point_id"]
-    data = {c.removeprefix("param_"): [label(sweep, model, c, v) if c != "point_id" else str(v)
-                                       for v in rows[c].to_list()] for c in cols}
-    data.update({"A": [format_value(v, unit) for v in rows["a"].to_list()],
-                 "B": [format_value(v, unit) for v in rows["b"].to_list()],
-                 "B/A": [_ratio(v) for v in rows["ratio"].to_list()],
-                 "Improvement": [improvement(x, y, higher) for x, y in rows.select("a", "b").iter_rows()],
-                 "Change": [_mark(v, unit, higher) for v in rows["verdict"].to_list()]})
-    return Table(title=title, caption="", frame=pl.DataFrame(data, schema={k: pl.Utf8 for k in data}))
-
-
-def _group_table(groups: pl.DataFrame, axes: tuple[str, ...], higher: bool, unit: str, title: str) -> Table:
-    faster, slower = _mark(BETTER, unit, higher), _mark(WORSE, unit, higher)
-    shown = groups.head(MAX_GROUPS)
-    data = {c.removeprefix("param_"): shown[f"label_{c}"].to_list() for c in axes}
-    data |= {"points": [f"{v:,}" for v in shown["n"].to_list()],
-            "B/A median": [_ratio(v) for v in shown["median"].to_list()],
-            "B/A min": [_ratio(v) for v in shown["min"].to_list()],
-            "B/A max": [_ratio(v) for v in shown["max"].to_list()],
-            "Improvement": [improvement(1.0, v, higher) for v in shown["median"].to_list()],
-            faster: [f"{v:,}" for v in shown[BETTER].to_list()], slower: [f"{v:,}" for v in shown[WORSE].to_list()],
-            NOISE: [f"{v:,}" for v in shown[NOISE].to_list()], EQUAL: [f"{v:,}" for v in shown[EQUAL].to_list()]}
-    return Table(title=title, caption="", frame=pl.DataFrame(data, schema={k: pl.Utf8 for k in data}))
-
-
-def _ratio(v: float | None) -> str:
-    return "-" if v is None or v != v else f"{v:.3f}"
-
-
 def summary_line(block: Block) -> str:
     """`2,488 points compared: B/A median 1.320 (min 1.000, max 2.100); 2,000 slower, 0 faster, ...`"""
     s, (faster, slower) = block.summary, words(block)
     if not block.compared:
         return (f"no shared points: A has {block.points_a:,} ok points with a value, B {block.points_b:,}")
-    return (f"{block.compared:,} points compared: B/A median {_ratio(s['median'])} (min {_ratio(s['min'])}, "
-            f"max {_ratio(s['max'])}); {s[BETTER]:,} {faster}, {s[WORSE]:,} {slower}, "
+    if block.categorical:
+        return changes.summary_line(s)
+    r = ratios.ratio
+    return (f"{block.compared:,} points compared: B/A median {r(s['median'])} (min {r(s['min'])}, "
+            f"max {r(s['max'])}); {s[BETTER]:,} {faster}, {s[WORSE]:,} {slower}, "
             f"{s[NOISE]:,} within the noise (~), {s[EQUAL]:,} equal (=)")
 
 
@@ -387,12 +294,23 @@ def only_lines(block: Block) -> list[str]:
     return out
 
 
+def header_lines(cmp: Comparison) -> list[str]:
+    """The points kept (--where) and the models left out, if any."""
+    out = [f"only the points where {cmp.where}"] if cmp.where else []
+    if cmp.left_out:
+        out.append(f"not compared (they lack an axis --where or --by names): {', '.join(cmp.left_out)}")
+    return out
+
+
 def text(cmp: Comparison) -> str:
     """The comparison as mailing-list text: a header, then per block a summary line and its tables."""
     out = [f"memsweep compare: A = {cmp.a.name} (profile {cmp.a.manifest.get('profile', '?')}), "
-           f"B = {cmp.b.name} (profile {cmp.b.manifest.get('profile', '?')}); B/A per point_id over ok rows"]
+           f"B = {cmp.b.name} (profile {cmp.b.manifest.get('profile', '?')}); B/A per point_id over ok rows",
+           *header_lines(cmp)]
     for bl in cmp.blocks:
         out += ["", f"{bl.title}: {bl.heading}", summary_line(bl)]
+        if bl.tables:
+            out += bl.view.note()
         for t in bl.tables:
             out += ["", f"{t.title}:", render(list(t.frame.columns), [list(r) for r in t.frame.iter_rows()])]
         lines = only_lines(bl)

@@ -31,9 +31,11 @@ TITLE = "B/A per point"
 
 def ratio_figure(cmp: Comparison, outdir: Path, fid: str) -> Rendered | Skipped:
     """Per block: the histogram of B/A and B/A by group; PNG and SVG under outdir as <fid>.*"""
-    compared = [b for b in cmp.blocks if b.compared]
+    compared = [b for b in cmp.blocks if b.compared and not b.categorical]  # a string metric has no ratio
     if not compared:
-        return Skipped(id=fid, title=TITLE, reason="no block has shared points")
+        why = "the metrics compared are strings: same or changed, in the tables" \
+            if any(b.compared for b in cmp.blocks) else "no block has shared points"
+        return Skipped(id=fid, title=TITLE, reason=why)
     varying = [b for b in compared if b.varies]
     pool = varying or compared  # blocks with one B/A everywhere are drawn only when no other is
     blocks, flat = pool[:MAX_PANELS], [b for b in compared if not b.varies] if varying else []

@@ -109,6 +109,11 @@ def _parser() -> argparse.ArgumentParser:
     cmp.add_argument("--sources", metavar="A_SOURCE:B_SOURCE",
                      help="rows compared, e.g. measured:model (A's measured rows vs B's modeled ones); "
                           "default: like with like (model vs model, measured vs measured)")
+    cmp.add_argument("--by", metavar="AXIS[,AXIS]",
+                     help="group the summary by these axes (default: the one or two that explain most of B/A)")
+    cmp.add_argument("--where", action="append", default=[], metavar="AXIS=VALUE",
+                     help="compare only the points where AXIS has VALUE, read as a spec value (e.g. "
+                          "namespace_size=4TiB); repeatable: values of one axis are either, different axes all")
     cmp.add_argument("--out", metavar="FILE", help="the HTML comparison (default: B/_report/compare-<A name>.html)")
 
     cal = sub.add_parser("calibrate", help="fit a profile to the published figures; per-figure and leave-one-out error")
@@ -288,7 +293,8 @@ def cmd_compare(args) -> int:
     from analysis.compare import compare, text
     from analysis.figures_compare import write
 
-    result = compare(args.a, args.b, metric=args.metric, model=args.model, sources=args.sources)
+    result = compare(args.a, args.b, metric=args.metric, model=args.model, sources=args.sources, by=args.by,
+                     where=args.where)
     print(text(result))
     print(f"\ncomparison: {write(result, args.out)}")
     return EXIT_OK

@@ -8,10 +8,11 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from analysis.compare import MAX_POINTS, TOP, compare, default_name, parse_sources, text
+from analysis.compare import MAX_POINTS, TOP, compare, default_name, parse_sources, text, vocabulary
 from analysis.figures_compare import write
 from analysis.exceptions import AnalysisError
 from tests.analysis.conftest import write_sweep
+from sweeps.cli import main
 from tests.conftest import memsweep, tree_state
 
 # The RFC's lat_mem_rd rows (7 working sets x PTE / PMD) on the seed machine, and again in a guest whose
@@ -100,13 +101,14 @@ def memmap_rows(source: str, values: list[float], least: list[float | None] | No
 
 
 # (modeled value, measured median, measured min, the mark): `~` exactly where the model lies in [min, median]
-TWINS = [(1.0, 1.2, 0.9, "~"), (2.0, 3.0, 2.5, "faster"), (3.0, 3.0, 2.8, "~"), (4.0, 3.5, 3.0, "slower"),
-         (5.0, 5.5, 5.0, "~"), (6.0, 6.6, None, "faster")]
+UNDER, OVER = "model under-predicts", "model over-predicts"
+TWINS = [(1.0, 1.2, 0.9, "~"), (2.0, 3.0, 2.5, UNDER), (3.0, 3.0, 2.8, "~"), (4.0, 3.5, 3.0, OVER),
+         (5.0, 5.5, 5.0, "~"), (6.0, 6.6, None, UNDER)]
 
 
 def test_measured_sweep_against_its_modeled_twin_marks_the_noise(tmp_path):
     """--sources measured:model on one sweep: a point is `~` when its modeled value lies inside the measured
-    spread [measure_min, median]; outside it (or with no measure_min) the change is real."""
+    spread [measure_min, median]; outside it (or with no measure_min) the model over- or under-predicts."""
     model, median, least, marks = zip(*TWINS)
     df = pl.concat([memmap_rows("model", list(model)), memmap_rows("measured", list(median), list(least))])
     sweep = write_sweep(tmp_path, "twin", {"memmap": df})
@@ -117,7 +119,8 @@ def test_measured_sweep_against_its_modeled_twin_marks_the_noise(tmp_path):
     assert header == ["namespace_size", "A", "B", "B/A", "Improvement", "Change"]
     assert [row[0] for row in body] == [f"{i}GiB" for i in range(1, 7)]
     assert [row[-1] for row in body] == list(marks)
-    assert "2 faster, 1 slower, 3 within the noise (~), 0 equal (=)" in r.stdout
+    assert f"2 {UNDER}, 1 {OVER}, 3 within the noise (~), 0 equal (=)" in r.stdout
+    assert "faster" not in r.stdout and "slower" not in r.stdout
 
 
 def test_like_with_like_by_default_measured_spreads_on_both_sides(tmp_path):
@@ -146,20 +149,20 @@ def grid(factor: dict[int, float], sizes: int = 10, offset: int = 0) -> pl.DataF
 
 
 def test_a_big_comparison_is_aggregated_by_the_axis_that_matters(tmp_path):
-    """60 points (over MAX_POINTS): a summary, B/A grouped by compound_order (it explains all the variation),
-    and the TOP largest changes, not one row per point."""
-    a = write_sweep(tmp_path, "a", {"pfnmap": grid({0: 1.0, 9: 1.0, 18: 1.0})})
-    b = write_sweep(tmp_path, "b", {"pfnmap": grid({0: 1.0, 9: 1.5, 18: 0.5})})
+    """120 points, 60 distinct rows (over MAX_POINTS): a summary, B/A grouped by compound_order (it explains
+    all the variation), and the TOP largest changes, not one row per point."""
+    a = write_sweep(tmp_path, "a", {"pfnmap": grid({0: 1.0, 9: 1.0, 18: 1.0}, sizes=20)})
+    b = write_sweep(tmp_path, "b", {"pfnmap": grid({0: 1.0, 9: 1.5, 18: 0.5}, sizes=20)})
     out = text(compare(a, b))
     assert 60 > MAX_POINTS
-    assert ("60 points: B/A grouped by compound_order (together they explain 100% of the variance of log B/A), "
+    assert ("120 points: B/A grouped by compound_order (together they explain 100% of the variance of log B/A), "
             f"then the {TOP} largest changes") in out
-    assert "60 points compared: B/A median 1.000 (min 0.500, max 1.500); 20 faster, 20 slower, 0 within the " \
-           "noise (~), 20 equal (=)" in out
+    assert "120 points compared: B/A median 1.000 (min 0.500, max 1.500); 40 faster, 40 slower, 0 within the " \
+           "noise (~), 40 equal (=)" in out
     header, body = table_rows(out, "compound_order")
     assert header[:5] == ["compound_order", "points", "B/A median", "B/A min", "B/A max"]
-    assert [row[:3] for row in body] == [["PTE (order 0)", "20", "1.000"], ["PMD (order 9)", "20", "1.500"],
-                                         ["PUD (order 18)", "20", "0.500"]]
+    assert [row[:3] for row in body] == [["PTE (order 0)", "40", "1.000"], ["PMD (order 9)", "40", "1.500"],
+                                         ["PUD (order 18)", "40", "0.500"]]
     assert [row[5] for row in body] == ["0.0%", "-50.0%", "50.0%"]
     _, top = table_rows(out, "namespace_size")
     assert len(top) == TOP and all(row[-1] in ("faster", "slower") for row in top)
@@ -249,3 +252,143 @@ def test_the_page_is_self_contained_escaped_and_written_atomically(tmp_path):
     assert "<th>compound_order</th>" in page and "PUD (order 18)" in page
     default = Path(write(cmp))
     assert default == Path(b) / "_report" / "compare-a_b_x.html" and default.is_file()
+
+
+def run_cli(capsys, *args: str) -> tuple[int, str, str]:
+    """`memsweep compare ...` in-process: the exit status, stdout and stderr."""
+    code = main(["compare", *args])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def media(factor: float, sizes: int = 12) -> pl.DataFrame:
+    """memmap rows over sizes x map x medium: map=dev takes 1.5 times as long on dram, twice on pmem;
+    map=mem ignores the medium (its memmap is in DRAM); B's times grow by `factor` per GiB. dominant:
+    memory, or compute where B's factor lifts map=dev above 4 GiB."""
+    rows = [(s, m, d) for s in range(1, sizes + 1) for m in ("dev", "mem") for d in ("dram", "pmem")]
+    return pl.DataFrame({
+        "point_id": pl.Series(range(len(rows)), dtype=pl.UInt64),
+        "param_namespace_size": [s * GiB for s, _, _ in rows], "param_map": [m for _, m, _ in rows],
+        "param_medium": [d for _, _, d in rows], "source": "model", "status": "ok",
+        "metric_init_ms": [s * {"dram": 1.5, "pmem": 2.0}[d] ** (m == "dev") * (1 + factor * s) for s, m, d in rows],
+        "metric_dominant": ["compute" if factor and m == "dev" and s > 4 else "memory" for s, m, _ in rows],
+    })
+
+
+def test_string_metric_is_compared_as_same_or_changed(tmp_path, capsys):
+    """--metric dominant (a string): exit 0, the count of points whose value changed, each change A -> B
+    with its count, and the first changed rows (an axis the value ignores collapsed); the page says the
+    figure has no ratio to draw."""
+    a = write_sweep(tmp_path, "a", {"memmap": media(0.0)})
+    b = write_sweep(tmp_path, "b", {"memmap": media(0.1)})
+    code, out, err = run_cli(capsys, a, b, "--metric", "dominant")
+    assert code == 0, err
+    assert "memmap dominant, model (A) vs model (B) (same or changed): 48 points: the value changed at 16" in out
+    assert "48 points compared: the value changed at 16, the same at 32" in out
+    header, body = table_rows(out, "A ")
+    assert header == ["A", "B", "points"] and body == [["memory", "compute", "16"]]
+    assert "collapsed, no value of A or B changes along them: medium" in out  # dominant ignores the medium here
+    header, first = table_rows(out, "namespace_size")
+    assert header == ["namespace_size", "map", "points", "A", "B"] and len(first) == 8
+    assert first[0] == ["5GiB", "dev", "2", "memory", "compute"] and first[-1][0] == "12GiB"
+    assert "the metrics compared are strings" in (Path(b) / "_report" / "compare-a.html").read_text()
+
+
+def test_axes_that_change_no_value_are_collapsed(tmp_path):
+    """arch changes no value of A or B (grid): the largest changes are ten distinct rows without an arch
+    column, not five rows twice, and the output says arch was collapsed."""
+    a = write_sweep(tmp_path, "a", {"pfnmap": grid({0: 1.0, 9: 1.0, 18: 1.0}, sizes=20)})
+    b = write_sweep(tmp_path, "b", {"pfnmap": grid({0: 1.0, 9: 1.5, 18: 0.5}, sizes=20)})
+    out = text(compare(a, b))
+    assert "collapsed, no value of A or B changes along them: arch" in out
+    header, top = table_rows(out, "namespace_size")
+    assert header[:2] == ["namespace_size", "compound_order"] and "arch" not in header
+    assert len(top) == TOP and len({tuple(r[:2]) for r in top}) == TOP
+
+
+def test_an_axis_that_changes_no_value_at_some_rows_is_merged_there(tmp_path):
+    """medium changes nothing under map=mem: each size's two map=mem points are one row (medium '*', 2
+    points), 36 rows for 48 points; with --where map=mem the whole axis is collapsed."""
+    a = write_sweep(tmp_path, "a", {"memmap": media(0.0)})
+    b = write_sweep(tmp_path, "b", {"memmap": media(0.1)})
+    out = text(compare(a, b))
+    assert "48 points, 36 distinct rows: one row per configuration" in out
+    header, body = table_rows(out, "namespace_size")
+    assert header[:4] == ["namespace_size", "map", "medium", "points"] and len(body) == 36
+    assert [r[:4] for r in body[:3]] == [["1GiB", "dev", "dram", "1"], ["1GiB", "dev", "pmem", "1"],
+                                         ["1GiB", "mem", "*", "2"]]
+    assert "each row is shown once: '*' where a row's points (same A and B) differ in the axis (medium: they " \
+           "change no value at some values of the others)" in out
+    only_mem = text(compare(a, b, where=["map=mem"]))
+    assert "only the points where map=mem" in only_mem
+    assert "collapsed, no value of A or B changes along them: medium" in only_mem
+    header, body = table_rows(only_mem, "namespace_size")
+    assert header[:3] == ["namespace_size", "points", "A"] and len(body) == 12 and body[0][1] == "2"
+
+
+@pytest.mark.parametrize("value", ["4GiB", "4096MiB", str(4 * GiB)])
+def test_where_reads_a_value_as_the_axis_does(tmp_path, capsys, value):
+    """--where namespace_size=4GiB, 4096MiB or the bytes: the 6 points at 4 GiB (3 distinct rows: arch
+    changes nothing), named in the header."""
+    a = write_sweep(tmp_path, "a", {"pfnmap": grid({0: 1.0, 9: 1.0, 18: 1.0})})
+    b = write_sweep(tmp_path, "b", {"pfnmap": grid({0: 1.0, 9: 1.5, 18: 0.5})})
+    code, out, err = run_cli(capsys, a, b, "--where", f"namespace_size={value}")
+    assert code == 0, err
+    assert f"only the points where namespace_size={value}" in out
+    assert "6 points, 3 distinct rows: one row per configuration" in out
+    header, body = table_rows(out, "compound_order")
+    assert [r[0] for r in body] == ["PTE (order 0)", "PMD (order 9)", "PUD (order 18)"]
+
+
+def test_by_groups_the_summary_by_the_axes_given(tmp_path, capsys):
+    """--by namespace_size: B/A by namespace_size (as asked) instead of the default compound_order;
+    several values of one --where axis are either."""
+    a = write_sweep(tmp_path, "a", {"pfnmap": grid({0: 1.0, 9: 1.0, 18: 1.0})})
+    b = write_sweep(tmp_path, "b", {"pfnmap": grid({0: 1.0, 9: 1.5, 18: 0.5})})
+    code, out, err = run_cli(capsys, a, b, "--by", "namespace_size", "--where", "compound_order=9",
+                             "--where", "compound_order=PUD (order 18)")
+    assert code == 0, err
+    assert "40 points, 20 distinct rows: B/A by namespace_size, then one row per configuration" in out
+    header, body = table_rows(out, "namespace_size    points")
+    assert len(body) == 10 and all(r[1] == "4" for r in body)
+    assert "only the points where compound_order=9 or PUD (order 18)" in out
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--where", "size=4GiB"], r"'--where' must name an axis of model 'pfnmap', one of \['arch', 'compound_order', "
+                               r"'namespace_size'\] \(got 'size=4GiB'\)\."),
+    (["--where", "namespace_size=4TB"], r"'--where namespace_size' must be a size \(integer bytes or '4KiB', .*\), "
+                                        r"a multiple of 4KiB \(got '4TB'\)\."),
+    (["--where", "namespace_size=64GiB"], r"'--where namespace_size' must be one of the values the sweeps have, "
+                                          r"\['1GiB', '2GiB', '3GiB'.*'10GiB'\] \(got '64GiB'\)\."),
+    (["--where", "compound_order=20"], r"'--where compound_order' must be an integer order 0\.\.18 or 'auto' "
+                                       r"\(got '20'\)\."),
+    (["--where", "arch"], r"'--where' must be AXIS=VALUE, e\.g\. arch=arm64 \(got 'arch'\)\."),
+    (["--by", "arch,"], r"'--by' must be AXIS\[,AXIS\] \(got 'arch,'\)\."),
+    (["--by", "nope"], r"'--by' must name an axis of model 'pfnmap', one of \[.*\] \(got 'nope'\)\."),
+])
+def test_bad_where_or_by_exits_2_naming_what_is_allowed(tmp_path, capsys, args, message):
+    """An unknown axis, a value the axis cannot read or the sweeps do not have, a malformed filter: one
+    message naming the field and what is allowed, exit 2, nothing written."""
+    a = write_sweep(tmp_path, "a", {"pfnmap": grid({0: 1.0, 9: 1.0, 18: 1.0})})
+    b = write_sweep(tmp_path, "b", {"pfnmap": grid({0: 1.0, 9: 1.5, 18: 0.5})})
+    before = tree_state(tmp_path)
+    code, out, err = run_cli(capsys, a, b, *args)
+    assert code == 2 and out == "", err
+    assert re.fullmatch(rf"memsweep compare: error: {message}\n", err), err
+    assert tree_state(tmp_path) == before
+    with pytest.raises(AnalysisError, match=message):
+        compare(a, b, by=args[1] if args[0] == "--by" else None, where=[args[1]] if args[0] == "--where" else ())
+
+
+@pytest.mark.parametrize("unit, higher, sources, words", [
+    ("ms", False, ("measured", "model"), ("model under-predicts", "model over-predicts")),
+    ("ms", False, ("model", "measured"), ("model over-predicts", "model under-predicts")),
+    ("GB/s", True, ("measured", "model"), ("model over-predicts", "model under-predicts")),
+    ("ms", False, ("model", "model"), ("faster", "slower")),
+    ("", True, ("measured", "measured"), ("better", "worse")),
+])
+def test_across_sources_a_change_says_what_the_model_does(unit, higher, sources, words):
+    """(better, worse) read "model over-predicts" exactly when the modeled value is above the measured one,
+    whichever side the model is and whichever direction is better."""
+    assert vocabulary(unit, higher, *sources) == words

@@ -1,0 +1,221 @@
+"""Which points and axes `memsweep compare` shows: `--where` filters, `--by` groupings, and the axes
+collapsed because they change no value.
+
+`--where AXIS=VALUE` keeps the points whose axis has that value (the value read as the axis reads a
+spec's, `Axis.canonical`: `4TiB`, `auto`, `true`); several values of one axis are either, different
+axes all. `--by AXIS[,AXIS]` groups the summary by those axes. A model that lacks one of the named
+axes is left out. An axis along which neither A's nor B's value changes anywhere (pfnmap's `arch`
+for the time of a load) would repeat every listed row once per value: it is collapsed. One that
+changes no value at some values of the other axes only (`medium` under map=mem: that memmap is in
+DRAM whatever the medium) is merged where so: a listed row's points share A and B and differ in it
+(`*`), and the row says how many points it stands for.
+"""
+
+from __future__ import annotations
+
+import math
+import tomllib
+from dataclasses import dataclass
+import polars as pl
+
+from .exceptions import AnalysisError
+from .read import Sweep, axis_of, label, value_expr
+
+EQUAL_REL = 1e-9  # values this close are the same (deterministic models; float summation order)
+BY, WHERE = "--by", "--where"
+SEVERAL = "*"  # a listed row's points differ in this axis
+MAX_ROWS = 100_000  # points a one-row-per-configuration table may merge into its rows
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Selection:
+    """What --where and --by ask of one model: the filter on its param columns and the grouping axes
+    (None: the default grouping)."""
+
+    where: pl.Expr
+    by: tuple[str, ...] | None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class View:
+    """The axes a block's tables show: those varying over the compared points less the `collapsed` ones
+    (no value of A or B changes along them anywhere); `some` change no value at some of the other axes'
+    values (medium under map=mem): a listed row's points may differ in them. A row stands for at most
+    `mult` points."""
+
+    shown: tuple[str, ...]
+    collapsed: tuple[str, ...] = ()
+    some: tuple[str, ...] = ()
+    mult: int = 1
+
+    def note(self) -> list[str]:
+        """What was collapsed, in a line or two (none when nothing was)."""
+        out = []
+        if self.collapsed:
+            names = ", ".join(c.removeprefix("param_") for c in self.collapsed)
+            out.append(f"collapsed, no value of A or B changes along them: {names}")
+        if self.some:
+            names = ", ".join(c.removeprefix("param_") for c in self.some)
+            out.append(f"each row is shown once: '{SEVERAL}' where a row's points (same A and B) differ in the axis "
+                       f"({names}: they change no value at some values of the others)")
+        return out
+
+
+def parse_by(text: str | list[str] | tuple[str, ...] | None) -> list[str] | None:
+    """`namespace_size,arch` -> ["namespace_size", "arch"]; None: the default grouping."""
+    if text is None:
+        return None
+    names = [n.strip() for n in text.split(",")] if isinstance(text, str) else list(text)
+    if not names or any(not n for n in names):
+        raise AnalysisError(f"'{BY}' must be AXIS[,AXIS] (got {text!r}).")
+    return names
+
+
+def parse_where(items: list[str] | tuple[str, ...] | None) -> list[tuple[str, str]]:
+    """["arch=arm64"] -> [("arch", "arm64")]."""
+    out = []
+    for item in items or ():
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip() or not value.strip():
+            raise AnalysisError(f"'{WHERE}' must be AXIS=VALUE, e.g. arch=arm64 (got {item!r}).")
+        out.append((name.strip(), value.strip()))
+    return out
+
+
+def _column(name: str) -> str:
+    return name if name.startswith("param_") else f"param_{name}"
+
+
+def select(a: Sweep, b: Sweep, models: list[str], by: list[str] | None,
+           where: list[tuple[str, str]]) -> tuple[dict[str, Selection], list[str]]:
+    """Each model that has every axis named, with its Selection; and the models left out (lacking one).
+    An axis no model has, or a value the sweeps do not have, raises AnalysisError naming what is allowed."""
+    params = {m: [c for c in a.params(m) if c in b.params(m)] for m in models}
+    allowed = sorted({c.removeprefix("param_") for cols in params.values() for c in cols})
+    scope = f"model {models[0]!r}" if len(models) == 1 else "a model compared"
+    for flag, name, shown in [(BY, n, n) for n in by or ()] + [(WHERE, n, f"{n}={v}") for n, v in where]:
+        if not any(_column(name) in cols for cols in params.values()):
+            raise AnalysisError(f"'{flag}' must name an axis of {scope}, one of {allowed} (got {shown!r}).")
+    wanted = {_column(n) for n in by or ()} | {_column(n) for n, _ in where}
+    kept = [m for m in models if wanted <= set(params[m])]
+    if not kept:
+        have = "; ".join(f"{m}: {[c.removeprefix('param_') for c in params[m]]}" for m in models)
+        raise AnalysisError(f"'{BY}' and '{WHERE}' must name axes one model has together (got "
+                            f"{sorted(n.removeprefix('param_') for n in wanted)}; axes: {have}).")
+    out = {}
+    for m in kept:
+        chosen: dict[str, list] = {}
+        for name, text in where:
+            chosen.setdefault(_column(name), []).append(_value(a, b, m, _column(name), text))
+        expr = pl.all_horizontal([pl.any_horizontal([value_expr(c, v) for v in vs]) for c, vs in chosen.items()]) \
+            if chosen else pl.lit(True)
+        out[m] = Selection(where=expr, by=tuple(_column(n) for n in by) if by is not None else None)
+    return out, [m for m in models if m not in kept]
+
+
+def where_text(where: list[tuple[str, str]]) -> str:
+    """`namespace_size=4TiB, arch=arm64 or x86_64`: the --where filters as one line."""
+    chosen: dict[str, list[str]] = {}
+    for name, text in where:
+        chosen.setdefault(name.removeprefix("param_"), []).append(text)
+    return ", ".join(f"{n}={' or '.join(vs)}" for n, vs in chosen.items())
+
+
+def _literal(text: str) -> object:
+    """A command-line value as a spec would hold it: 9, 0.25, true; else the text itself."""
+    try:
+        return tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        return text
+
+
+def _value(a: Sweep, b: Sweep, model: str, column: str, text: str) -> object:
+    """The value of `column` that `text` names: read by the model's Axis (as a spec value is), or a
+    label the sweeps show ("PMD (order 9)"); it must be one the sweeps' ok rows have."""
+    present = list(dict.fromkeys(v for s in (a, b) for v in s.axis_values(model)[column]["value"].to_list()))
+    present.sort(key=lambda v: (v is None, str(type(v)), v if v is not None else 0))
+    labels = {label(a, model, column, v): v for v in present}
+    field = f"{WHERE} {column.removeprefix('param_')}"
+    axis = axis_of(a.model_object(model), column)
+    value, problem = text, None
+    if text in labels:
+        value = labels[text]
+    elif axis is not None:
+        for raw in dict.fromkeys((text, _literal(text))):
+            try:
+                value, problem = axis.canonical(raw), None
+                break
+            except ValueError as e:
+                problem = problem or e
+        if problem is not None:
+            raise AnalysisError(f"'{field}' {problem}.")
+    else:
+        value = _literal(text)
+    for v in present:
+        if v == value or (isinstance(v, float) and isinstance(value, (int, float))
+                          and math.isclose(v, value, rel_tol=EQUAL_REL)):
+            return v
+    raise AnalysisError(f"'{field}' must be one of the values the sweeps have, {list(labels)} (got {text!r}).")
+
+
+def numeric_same(column: str) -> pl.Expr:
+    """Whether a group's values of `column` are one number (within EQUAL_REL)."""
+    c = pl.col(column)
+    return (c.max() - c.min()) <= EQUAL_REL * pl.max_horizontal(c.max().abs(), c.min().abs())
+
+
+def categorical_same(column: str) -> pl.Expr:
+    """Whether a group's values of `column` are one value (compared by hash: cheaper than n_unique)."""
+    h = pl.col(column).hash()
+    return h.min() == h.max()
+
+
+def _same(categorical: bool) -> pl.Expr:
+    """A group's points have one A, one B and one verdict (a measured spread may change the verdict)."""
+    same = categorical_same if categorical else numeric_same
+    return same("a") & same("b") & categorical_same("verdict")
+
+
+def collapsible(j: pl.LazyFrame, axes: list[str], distinct: dict[str, int], categorical: bool) -> View:
+    """The View of `axes` over the compared points `j`: an axis is collapsed when, at every combination
+    of the other axes that has two or more of its values, they all give the same A, B and verdict; it is
+    in `some` when that holds at some combinations only."""
+    if not axes:
+        return View(shown=())
+    checks = [j.group_by([c for c in axes if c != x] or pl.lit(0)).agg(_same(categorical).alias("s"),
+                                                                       pl.len().alias("k"))
+              .select(((pl.col("s") | (pl.col("k") < 2)).all() & (pl.col("k") > 1).any()).alias("flat"),
+                      (pl.col("s") & (pl.col("k") > 1)).any().alias("some"))
+              for x in axes]
+    found = dict(zip(axes, pl.collect_all(checks, engine="streaming")))
+    flat = tuple(x for x in axes if found[x]["flat"][0])
+    # a category is coarse: rows merged across such axes would be the table of changes again
+    some = () if categorical else tuple(x for x in axes if found[x]["some"][0] and x not in flat)
+    return View(shown=tuple(c for c in axes if c not in flat), collapsed=flat, some=some,
+                mult=math.prod(distinct[c] for c in (*flat, *some)))
+
+
+def merged(j: pl.LazyFrame, view: View) -> pl.LazyFrame:
+    """The compared points `j` as the rows a listing shows: points with the same A, B, verdict and values of
+    the shown axes other than `view.some` are one row, `points` of them (point_id: the lowest); an axis of
+    `view.some` whose values differ among them is flagged `_several_<axis>` and reads SEVERAL."""
+    if not view.collapsed and not view.some:
+        return j.with_columns(pl.lit(1, dtype=pl.UInt32).alias("points"))
+    key = [c for c in view.shown if c not in view.some] + ["a", "b", "verdict"]
+    rest = [c for c in j.collect_schema().names() if c not in key and c != "point_id"]
+    return j.group_by(key).agg(pl.len().alias("points"), pl.col("point_id").min(), *(pl.col(c).first() for c in rest),
+                               *((pl.col(c).n_unique() > 1).alias(f"_several_{c}") for c in view.some))
+
+
+def cells(sweep: Sweep, model: str, rows: pl.DataFrame, view: View) -> dict[str, list[str]]:
+    """The configuration columns of listed rows: each shown axis' labels (SEVERAL where a row's points
+    differ in it), then how many points each row stands for when a row may stand for several; the
+    point_id when no axis is shown."""
+    out = {} if view.shown else {"point_id": [str(v) for v in rows["point_id"].to_list()]}
+    for c in view.shown:
+        several = rows[f"_several_{c}"].to_list() if f"_several_{c}" in rows.columns else [False] * rows.height
+        out[c.removeprefix("param_")] = [SEVERAL if m else label(sweep, model, c, v)
+                                         for v, m in zip(rows[c].to_list(), several)]
+    if view.collapsed or view.some:
+        out["points"] = [f"{v:,}" for v in rows["points"].to_list()]
+    return out
