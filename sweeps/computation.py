@@ -23,9 +23,10 @@ import importlib.metadata
 import json
 
 from workers import MODELS, get_model
-from workers.dataset import COMPUTATION, LAYOUT, SPEC_FILE, foreign_parts, mixed_message
+from workers.dataset import COMPUTATION, LAYOUT, SPEC_FILE, mixed_message
 
 from .exceptions import DatasetError
+from .plan import plan
 from .spec import SweepSpec
 from .store import Location, check_schema, exists, list_parts, read_manifest, read_text
 
@@ -159,7 +160,7 @@ def check_spec(loc: Location, spec: SweepSpec, say=None) -> SweepSpec:
             + "\n".join(f"  {d}" for d in diffs)
             + "\nrerun with --fresh to replace its rows, or give the spec another 'name' to keep both."
         )
-    _refuse_mixed(loc, manifest)
+    _refuse_mixed(loc, spec)
     spec_path = loc.path(SPEC_FILE)
     if say is not None and exists(loc, spec_path) and read_text(loc, spec_path) != spec.text:
         say(f"memsweep: the spec differs from the one {loc.uri} was run with only in its description or the "
@@ -186,13 +187,11 @@ def _legacy_differences(loc: Location, manifest: dict, spec: SweepSpec) -> list[
     return out
 
 
-def _refuse_mixed(loc: Location, manifest: dict) -> None:
-    """DatasetError when parts of another computation lie beside the manifest's (a folder mixed before
-    memsweep recorded computations)."""
-    if not manifest:
-        return
-    parts = {m: [loc.part_path(m, c) for c in sorted(ids)] for m, ids in list_parts(loc).items()}
-    foreign = foreign_parts(loc.fs, manifest, parts)
+def _refuse_mixed(loc: Location, spec: SweepSpec) -> None:
+    """DatasetError when the folder holds parts that are not chunks of this spec's plan: rows of another
+    computation (a folder mixed before memsweep recorded computations, or one whose run stopped before
+    its first manifest), which a run must not add to."""
+    planned = {c.chunk_id for c in plan(spec)}
+    foreign = [loc.part_path(m, c) for m, ids in sorted(list_parts(loc).items()) for c in sorted(ids - planned)]
     if foreign:
         raise DatasetError(mixed_message(loc.uri, foreign))
-

@@ -235,7 +235,6 @@ def _run_leased(spec, out, lease, *, address, fresh, progress, cpus, verbose) ->
     chunks = plan(spec)
     old = read_manifest(loc, LAYOUT) or {}
     records = _finished(loc, chunks, old.get("parts", {}))
-    write_manifest(loc, _manifest(spec, chunks, records))  # the computation is on record before any part
     todo = [c for c in chunks if c.chunk_id not in records]
     summary = RunSummary(location=loc, chunks=len(chunks), skipped=len(records), points=spec.total_points)
     t0 = time.perf_counter()

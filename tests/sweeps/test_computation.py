@@ -148,3 +148,17 @@ def test_a_relative_profile_path_is_read_from_the_spec_files_folder(tmp_path, mo
     (tmp_path / "specs" / "host.toml").unlink()
     with pytest.raises(Exception, match=r"'profile' must be .*\(got 'host.toml': no file at .*specs/host.toml\)"):
         load_spec("../specs/s.toml")
+
+
+def test_parts_of_another_computation_without_a_manifest_are_refused(ray_local, tmp_path):
+    """A run stopped before its first manifest leaves parts only; a rerun with an edited profile (same spec
+    text) is refused rather than writing its rows beside them."""
+    _profile_file(tmp_path, 5.0)
+    text = PROBE + 'profile = "host.toml"\n[axes.probe]\ni = [1, 2, 3]\n'
+    run(parse_spec(text, base_dir=tmp_path), str(tmp_path / "out"), progress=False)
+    (tmp_path / "out" / "rt" / MANIFEST).unlink()
+    assert run(parse_spec(text, base_dir=tmp_path), str(tmp_path / "out"), progress=False).computed == 0
+    (tmp_path / "out" / "rt" / MANIFEST).unlink()
+    _profile_file(tmp_path, 6.0)
+    with pytest.raises(DatasetError, match=r"mixes rows of more than one computation: 2 parts"):
+        run(parse_spec(text, base_dir=tmp_path), str(tmp_path / "out"), progress=False)
