@@ -22,6 +22,10 @@ from .exceptions import AnalysisError
 from .read import Sweep, axis_of, label, value_expr
 
 EQUAL_REL = 1e-9  # values this close are the same (deterministic models; float summation order)
+# Listed rows whose A and B differ by less than this are one row: they print alike at the listing's digits
+# (large's start_offset moves a 16 TiB memmap's 59019.0 ms by 0.1 ms), and ten of them would fill a top-10.
+SHOWN_REL = 1e-4
+SHOWN_DIGITS = 5  # significant digits of A and B that tell listed rows apart (SHOWN_REL's)
 BY, WHERE = "--by", "--where"
 SEVERAL = "*"  # a listed row's points differ in this axis
 MAX_ROWS = 100_000  # points a one-row-per-configuration table may merge into its rows
@@ -53,11 +57,11 @@ class View:
         out = []
         if self.collapsed:
             names = ", ".join(c.removeprefix("param_") for c in self.collapsed)
-            out.append(f"collapsed, no value of A or B changes along them: {names}")
+            out.append(f"collapsed, no value of A or B changes along them (by more than 0.01%): {names}")
         if self.some:
             names = ", ".join(c.removeprefix("param_") for c in self.some)
             out.append(f"each row is shown once: '{SEVERAL}' where a row's points (same A and B) differ in the axis "
-                       f"({names}: they change no value at some values of the others)")
+                       f"({names}: they change no value by more than 0.01% at some values of the others)")
         return out
 
 
@@ -159,9 +163,9 @@ def _value(a: Sweep, b: Sweep, model: str, column: str, text: str) -> object:
 
 
 def numeric_same(column: str) -> pl.Expr:
-    """Whether a group's values of `column` are one number (within EQUAL_REL)."""
+    """Whether a group's values of `column` are one number as listed (within SHOWN_REL)."""
     c = pl.col(column)
-    return (c.max() - c.min()) <= EQUAL_REL * pl.max_horizontal(c.max().abs(), c.min().abs())
+    return (c.max() - c.min()) <= SHOWN_REL * pl.max_horizontal(c.max().abs(), c.min().abs())
 
 
 def categorical_same(column: str) -> pl.Expr:
@@ -201,10 +205,15 @@ def merged(j: pl.LazyFrame, view: View) -> pl.LazyFrame:
     `view.some` whose values differ among them is flagged `_several_<axis>` and reads SEVERAL."""
     if not view.collapsed and not view.some:
         return j.with_columns(pl.lit(1, dtype=pl.UInt32).alias("points"))
-    key = [c for c in view.shown if c not in view.some] + ["a", "b", "verdict"]
-    rest = [c for c in j.collect_schema().names() if c not in key and c != "point_id"]
-    return j.group_by(key).agg(pl.len().alias("points"), pl.col("point_id").min(), *(pl.col(c).first() for c in rest),
-                               *((pl.col(c).n_unique() > 1).alias(f"_several_{c}") for c in view.some))
+    schema = j.collect_schema()
+    shown = [c for c in view.shown if c not in view.some]
+    # A and B as listed: numbers to SHOWN_DIGITS significant digits, so values that print alike are one row
+    values = [pl.col(c).round_sig_figs(SHOWN_DIGITS).alias(f"_{c}") if schema[c].is_numeric() else pl.col(c).alias(f"_{c}")
+              for c in ("a", "b")]
+    rest = [c for c in schema.names() if c not in shown and c != "point_id"]
+    return j.group_by(*shown, *values, "verdict").agg(
+        pl.len().alias("points"), pl.col("point_id").min(), *(pl.col(c).first() for c in rest if c != "verdict"),
+        *((pl.col(c).n_unique() > 1).alias(f"_several_{c}") for c in view.some)).drop("_a", "_b")
 
 
 def cells(sweep: Sweep, model: str, rows: pl.DataFrame, view: View) -> dict[str, list[str]]:

@@ -287,7 +287,7 @@ def test_string_metric_is_compared_as_same_or_changed(tmp_path, capsys):
     assert "48 points compared: the value changed at 16, the same at 32" in out
     header, body = table_rows(out, "A ")
     assert header == ["A", "B", "points"] and body == [["memory", "compute", "16"]]
-    assert "collapsed, no value of A or B changes along them: medium" in out  # dominant ignores the medium here
+    assert "collapsed, no value of A or B changes along them (by more than 0.01%): medium" in out  # dominant ignores the medium here
     header, first = table_rows(out, "namespace_size")
     assert header == ["namespace_size", "map", "points", "A", "B"] and len(first) == 8
     assert first[0] == ["5GiB", "dev", "2", "memory", "compute"] and first[-1][0] == "12GiB"
@@ -300,7 +300,7 @@ def test_axes_that_change_no_value_are_collapsed(tmp_path):
     a = write_sweep(tmp_path, "a", {"pfnmap": grid({0: 1.0, 9: 1.0, 18: 1.0}, sizes=20)})
     b = write_sweep(tmp_path, "b", {"pfnmap": grid({0: 1.0, 9: 1.5, 18: 0.5}, sizes=20)})
     out = text(compare(a, b))
-    assert "collapsed, no value of A or B changes along them: arch" in out
+    assert "collapsed, no value of A or B changes along them (by more than 0.01%): arch" in out
     header, top = table_rows(out, "namespace_size")
     assert header[:2] == ["namespace_size", "compound_order"] and "arch" not in header
     assert len(top) == TOP and len({tuple(r[:2]) for r in top}) == TOP
@@ -318,10 +318,10 @@ def test_an_axis_that_changes_no_value_at_some_rows_is_merged_there(tmp_path):
     assert [r[:4] for r in body[:3]] == [["1GiB", "dev", "dram", "1"], ["1GiB", "dev", "pmem", "1"],
                                          ["1GiB", "mem", "*", "2"]]
     assert "each row is shown once: '*' where a row's points (same A and B) differ in the axis (medium: they " \
-           "change no value at some values of the others)" in out
+           "change no value by more than 0.01% at some values of the others)" in out
     only_mem = text(compare(a, b, where=["map=mem"]))
     assert "only the points where map=mem" in only_mem
-    assert "collapsed, no value of A or B changes along them: medium" in only_mem
+    assert "collapsed, no value of A or B changes along them (by more than 0.01%): medium" in only_mem
     header, body = table_rows(only_mem, "namespace_size")
     assert header[:3] == ["namespace_size", "points", "A"] and len(body) == 12 and body[0][1] == "2"
 
