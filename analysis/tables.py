@@ -18,10 +18,10 @@ from __future__ import annotations
 import polars as pl
 
 from workers.dataset import unit_of
+from workers.units import binary_size
 
 from .exceptions import AnalysisError
 from .metrics import categorical, headline_metric, higher_is_better, ok
-from .plotting import binary_size
 from .read import DEFAULT, SOURCE, Sweep, label
 
 MAX_BLOCKS = 24

@@ -4,7 +4,7 @@
 
 Runs the real sweep benchmarks/report_1m_rows.toml with `memsweep run --no-report`
 (embedded Ray; skipped when DIR already holds it, since a rerun resumes), then
-times `analysis.report.write_report` on it in this process and prints a
+times `analysis.report.page.write_report` on it in this process and prints a
 Markdown row: rows, parts, wall seconds of the report, figures drawn.
 """
 
@@ -41,7 +41,7 @@ def main() -> None:
         files = sorted(sweep_dir.glob("model=*/part-*.parquet"))
         rows, parts = sum(pq.read_metadata(f).num_rows for f in files), len(files)
 
-        from analysis.report import write_report
+        from analysis.report.page import write_report
 
         t1 = time.perf_counter()
         page = write_report(str(sweep_dir))

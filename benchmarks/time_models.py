@@ -12,8 +12,8 @@ from __future__ import annotations
 import argparse
 import time
 
-from sweeps.grid import decode, grid_for
-from sweeps.spec import load_spec
+from sweeps.spec.grid import decode, grid_for
+from sweeps.spec.load import load_spec
 from workers import evaluate, get_model
 
 

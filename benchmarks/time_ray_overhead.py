@@ -19,8 +19,8 @@ import time
 
 import ray
 
-from sweeps.runner import init_ray, run
-from sweeps.spec import load_spec
+from sweeps.run.driver import init_ray, run
+from sweeps.spec.load import load_spec
 
 
 def main() -> None:

@@ -187,15 +187,15 @@ def _interrupt(signum, frame) -> None:
 
 def _os_error_line(e: OSError) -> str:
     """One line for an OSError raised outside the dataset store (the report's files)."""
-    from .store import describe_os_error
+    from .dataset.store import describe_os_error
 
     where = f" {e.filename}" if e.filename else ""
     return f"writing{where} failed: {describe_os_error(e)}; nothing was left half-written."
 
 
 def cmd_run(args) -> int:
-    from .runner import run
-    from .spec import load_spec
+    from .run.driver import run
+    from .spec.load import load_spec
 
     spec = load_spec(args.spec)
     if args.cpus and args.address:
@@ -216,7 +216,7 @@ def cmd_run(args) -> int:
         print("rerun the same command to retry the failed chunks.", file=sys.stderr)
         return EXIT_PROBLEMS
     if not args.no_report:
-        from analysis.report import write_report
+        from analysis.report.page import write_report
 
         try:
             print(f"report: {write_report(summary.location.uri)}")
@@ -227,8 +227,8 @@ def cmd_run(args) -> int:
 
 
 def cmd_plan(args) -> int:
-    from .dryrun import as_dict, dry_run, format_text
-    from .spec import load_spec
+    from .run.dryrun import as_dict, dry_run, format_text
+    from .spec.load import load_spec
 
     result = dry_run(load_spec(args.spec), args.out, cpus=args.cpus, nodes=args.nodes, progress=not args.quiet)
     print(json.dumps(as_dict(result), indent=1) if args.json else format_text(result))
@@ -240,7 +240,7 @@ def cmd_submit(args) -> int:
                                                        "sbatch_arg", "dry_run")
                   if getattr(args, n) not in (None, [], False)]
     if args.slurm:
-        from .slurm import SlurmOptions, submit_slurm
+        from .cluster.slurm import SlurmOptions, submit_slurm
 
         if args.address:
             raise UsageError("'--address' cannot be given with '--slurm': the Slurm job starts its own Ray cluster.")
@@ -253,20 +253,22 @@ def cmd_submit(args) -> int:
     if not args.address:
         raise UsageError("'--address' must be given: the Ray cluster's Jobs address, http://HEAD:8265 "
                          "(or submit to Slurm with '--slurm').")
-    from .submit import submit
+    from .cluster.jobs import submit
 
     return submit(args.spec, args.address, args.out or "results", wait=args.wait)
 
 
 def cmd_status(args) -> int:
-    from .inspect import status
+    from .cluster.slurm import status_lines
+    from .dataset.inspect import status
+    from .dataset.store import locate
 
-    print(status(args.sweep_dir))
+    print(status(args.sweep_dir, slurm=status_lines(locate(args.sweep_dir))))
     return EXIT_OK
 
 
 def cmd_verify(args) -> int:
-    from .inspect import verify
+    from .dataset.inspect import verify
 
     problems, summary = verify(args.sweep_dir)
     print(summary)
@@ -276,7 +278,7 @@ def cmd_verify(args) -> int:
 
 
 def cmd_report(args) -> int:
-    from analysis.report import write_report
+    from analysis.report.page import write_report
 
     print(f"report: {write_report(args.sweep_dir, args.out)}")
     return EXIT_OK
@@ -290,8 +292,8 @@ def cmd_table(args) -> int:
 
 
 def cmd_compare(args) -> int:
-    from analysis.compare import compare, text
-    from analysis.figures_compare import write
+    from analysis.compare.compare import compare, text
+    from analysis.compare.page import write
 
     result = compare(args.a, args.b, metric=args.metric, model=args.model, sources=args.sources, by=args.by,
                      where=args.where)

@@ -2,14 +2,14 @@
 
 import re
 
-from sweeps.schema import markdown
+from sweeps.dataset.schema import markdown
 from tests.conftest import ROOT
 
 README = (ROOT / "README.md").read_text()
 
 
 def test_schema_table_matches_the_models():
-    """The table between the schema markers is exactly `python -m sweeps.schema`."""
+    """The table between the schema markers is exactly `python -m sweeps.dataset.schema`."""
     table = README.split("<!-- schema:start -->\n", 1)[1].split("\n<!-- schema:end -->", 1)[0]
     assert table == markdown()
 
@@ -23,7 +23,7 @@ def test_quick_start_is_two_commands_and_ci_runs_the_test_one():
 
 def test_schema_table_names_every_column_a_part_holds():
     """Every column the task writes is documented, in the order the parts hold them."""
-    from sweeps.schema import rows
+    from sweeps.dataset.schema import rows
     from workers.dataset import IDENTITY_COLUMNS, PROVENANCE_COLUMNS
     from workers.measure.measure import MEASURE_COLUMNS
 

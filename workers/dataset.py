@@ -43,7 +43,7 @@ SLURM_LOG = "_slurm-%j.out"  # a Slurm job's output (sbatch expands %j to the jo
 LEASE_FILE = "_lease.json"
 REPORT_DIR = "_report"
 TEMP_PREFIX = ".tmp-"  # every temporary file of a write starts with it (and lives beside its target)
-# A folder holds the rows of one computation (sweeps.computation): the manifest records its digest under
+# A folder holds the rows of one computation (sweeps.dataset.computation): the manifest records its digest under
 # this key, and every part carries the digest of the computation that wrote it in its footer.
 COMPUTATION = "computation"
 PART_COMPUTATION = "memsweep.computation"

@@ -1,7 +1,7 @@
 """The key findings and tables a model contributes to the report, declared as data.
 
 A finding is one sentence with its numbers, computed from a sweep's ok modeled rows by
-analysis/findings.py, which evaluates every declaration of every model in a sweep with one generic
+analysis/report/findings.py, which evaluates every declaration of every model in a sweep with one generic
 path (so a plugin model gets its findings the way a shipped one does). Three kinds exist:
 
 - `Winner`: the variant of the model's `comparison` that is best (fastest) in the most

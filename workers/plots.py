@@ -2,7 +2,7 @@
 
 A `Plot` says what is plotted against what: the x axis and the metric, the
 series (colour, line style), the panels (facets), the scales, the filters and
-the axes held fixed or pooled. analysis/figures_declared.py draws every
+the axes held fixed or pooled. analysis/figures/declared.py draws every
 declared Plot of every model in a sweep with one generic path, so a plugin
 model gets its figures the way a shipped one does, and workers import no
 plotting library.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 
 KiB = 1 << 10
@@ -40,3 +41,16 @@ def format_size(n: int) -> str:
 
 def is_power_of_two(n: int) -> bool:
     return n > 0 and n & (n - 1) == 0
+
+
+SIZE_UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB")
+
+
+def binary_size(n: float) -> str:
+    """Bytes as a short binary-unit label: 1073741824 -> '1GiB', 1.5 MiB -> '1.5MiB'."""
+    if not n or not math.isfinite(n) or n < 0:
+        return "0" if n == 0 else ""
+    i = min(int(math.log2(n) // 10), len(SIZE_UNITS) - 1)
+    v = n / (1 << (10 * i))
+    text = f"{v:.0f}" if abs(v - round(v)) < 1e-9 else f"{v:.3g}"
+    return f"{text}{SIZE_UNITS[i]}"

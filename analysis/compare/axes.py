@@ -16,10 +16,11 @@ from __future__ import annotations
 import math
 import tomllib
 from dataclasses import dataclass
+
 import polars as pl
 
-from .exceptions import AnalysisError
-from .read import Sweep, axis_of, label, value_expr
+from analysis.exceptions import AnalysisError
+from analysis.read import Sweep, axis_of, label, value_expr
 
 EQUAL_REL = 1e-9  # values this close are the same (deterministic models; float summation order)
 # Listed rows whose A and B differ by less than this are one row: they print alike at the listing's digits

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import polars as pl
 
-from .compare_axes import View, cells, merged
-from .metrics import ok
-from .overview import Table
-from .read import Sweep, label
+from analysis.metrics import ok
+from analysis.read import Sweep, label
+from analysis.report.overview import Table
+
+from .axes import View, cells, merged
 
 CHANGED, SAME = "changed", "="
 FIRST = 10  # changed rows listed

@@ -10,11 +10,11 @@ rows without a spread), or `~` (within the noise: a measured side's spread
 [measure_min, median] overlaps the other side's; a modeled row's spread is its
 value). Small comparisons print one row per configuration; big ones a summary,
 the ratios grouped by the one or two axes that explain most of the variation
-of log B/A (or by the `--by` axes), and the largest changes (compare_ratios.py).
+of log B/A (or by the `--by` axes), and the largest changes (ratios.py).
 `--where` keeps some points; axes along which no value changes are collapsed
-(compare_axes.py). A string metric is compared as same / changed per point
-(compare_changes.py). Across sources the verdicts read "model over-predicts /
-under-predicts". figures_compare.py draws and writes the page.
+(axes.py). A string metric is compared as same / changed per point
+(changes.py). Across sources the verdicts read "model over-predicts /
+under-predicts". page.py draws and writes the page.
 """
 
 from __future__ import annotations
@@ -24,18 +24,16 @@ from dataclasses import dataclass
 
 import polars as pl
 
+from analysis.exceptions import AnalysisError
+from analysis.metrics import categorical, headline_metric, higher_is_better, ok
+from analysis.read import MEASURED, MODELED, Sweep, label
+from analysis.report.overview import Table
+from analysis.tables import render
 from workers.dataset import unit_of
 
-from . import compare_changes as changes
-from . import compare_ratios as ratios
-from .compare_axes import EQUAL_REL, Selection, View, collapsible, parse_by, parse_where, select, where_text
-from .compare_ratios import MAX_POINTS, TOP  # noqa: F401  (the sizes of a block's tables, re-exported)
-from .compare_ratios import BETTER, EQUAL, NOISE, WORSE, verdict
-from .exceptions import AnalysisError
-from .metrics import categorical, headline_metric, higher_is_better, ok
-from .overview import Table
-from .read import MEASURED, MODELED, Sweep, label
-from .tables import render
+from . import changes, ratios
+from .axes import EQUAL_REL, Selection, View, collapsible, parse_by, parse_where, select, where_text
+from .ratios import BETTER, EQUAL, MAX_POINTS, NOISE, TOP, WORSE, verdict  # noqa: F401  (the sizes of a block's tables, re-exported)
 
 SOURCES = (MODELED, MEASURED)
 EXAMPLES = 5  # points of one side only listed

@@ -20,10 +20,22 @@ import pyarrow.fs as pafs
 import seaborn as sns
 from matplotlib.ticker import MaxNLocator
 
-from .compare import (BETTER, EQUAL_REL, NOISE, WORSE, Block, Comparison, default_name, only_lines, summary_line,
-                      text, words)
-from .plotting import Rendered, Skipped, plain_log_labels, save, theme
-from .report import CSS, esc, html_figure, html_table
+from analysis.figures.plotting import Rendered, Skipped, plain_log_labels, save, theme
+from analysis.report.page import CSS, esc, html_figure, html_table
+
+from .compare import (
+    BETTER,
+    EQUAL_REL,
+    NOISE,
+    WORSE,
+    Block,
+    Comparison,
+    default_name,
+    only_lines,
+    summary_line,
+    text,
+    words,
+)
 
 MAX_PANELS = 8  # blocks drawn; the rest are in the tables
 TITLE = "B/A per point"

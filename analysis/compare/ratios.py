@@ -3,7 +3,7 @@
 Each point is better / worse, `=` (equal, no spread) or `~` (the spreads overlap). Up to MAX_POINTS
 distinct rows print one row each; more print B/A grouped by the one or two axes that explain most of
 the variance of log B/A (or the `--by` axes) and the TOP largest changes, each distinct row once
-(compare_axes.View). The histogram of B/A is for the page's figure.
+(axes.View). The histogram of B/A is for the page's figure.
 """
 
 from __future__ import annotations
@@ -12,10 +12,11 @@ import math
 
 import polars as pl
 
-from .compare_axes import EQUAL_REL, MAX_ROWS, View, cells, merged
-from .overview import Table
-from .read import Sweep, label
-from .tables import format_value, improvement
+from analysis.read import Sweep, label
+from analysis.report.overview import Table
+from analysis.tables import format_value, improvement
+
+from .axes import EQUAL_REL, MAX_ROWS, View, cells, merged
 
 MAX_POINTS = 40  # up to this many points: one row per configuration
 MAX_GROUPS = 30  # a grouped table has at most this many rows
@@ -150,7 +151,7 @@ def tables(sweep: Sweep, model: str, j: pl.LazyFrame, view: View, groups: pl.Dat
 
 
 def _each_configuration(j: pl.LazyFrame, view: View, n: int) -> pl.DataFrame | None:
-    """One row per distinct row (compare_axes.merged), when there are at most MAX_POINTS of them; else None."""
+    """One row per distinct row (axes.merged), when there are at most MAX_POINTS of them; else None."""
     if n > min(MAX_POINTS * view.mult, MAX_ROWS):
         return None
     rows = merged(j, view).sort([*view.shown, "point_id"], nulls_last=True).head(MAX_POINTS + 1).collect()

@@ -18,13 +18,24 @@ import numpy as np
 import polars as pl
 import seaborn as sns
 
+from analysis.metrics import ok, speedup
+from analysis.read import Sweep, cond_expr, describe, label, pin, value_expr
 from workers.model import Model
 from workers.plots import Plot, cond_columns, holds
 
-from .metrics import ok, speedup
-from .plotting import (COINCIDE_REL, Rendered, Skipped, binary_size, coinciding, log_if_wide, pick, plain_log_labels,
-                       save, size_axis, stripe)
-from .read import Sweep, cond_expr, describe, label, pin, value_expr
+from .plotting import (
+    COINCIDE_REL,
+    Rendered,
+    Skipped,
+    binary_size,
+    coinciding,
+    log_if_wide,
+    pick,
+    plain_log_labels,
+    save,
+    size_axis,
+    stripe,
+)
 
 MAX_COLS = 4
 MARKERS = ("o", "s", "^", "D", "v", "P", "X")

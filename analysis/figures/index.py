@@ -1,7 +1,7 @@
 """The report's figures: which exist for a sweep, and the parity plot.
 
 The figures of a model are the ones it declares (workers.plots.Plot), drawn by
-figures_declared; parity and measured_vs_model span every model. Every figure
+figures.declared; parity and measured_vs_model span every model. Every figure
 function takes a Sweep and an output folder and returns Rendered (PNG + SVG
 written) or Skipped (a column it needs is absent, or nothing it plots varies in
 this sweep). Data are aggregated with polars (median per series and x) before
@@ -19,10 +19,11 @@ import numpy as np
 import polars as pl
 import seaborn as sns
 
-from .exceptions import AnalysisWarning
-from .metrics import published_comparison
+from analysis.exceptions import AnalysisWarning
+from analysis.metrics import published_comparison
+from analysis.read import Sweep
+
 from .plotting import Rendered, Skipped, save, square_log_axes, theme
-from .read import Sweep
 
 FigureFn = Callable[[Sweep, Path], "Rendered | Skipped"]
 
@@ -90,10 +91,10 @@ def _parity_panel(ax, df: pl.DataFrame, models: list[str], palette: dict) -> Non
 
 def registry(sweep: Sweep) -> list[tuple[str, str, FigureFn]]:
     """(id, title, function) of every figure of this sweep, in report order: the figures each model of
-    the sweep declares (Model.plots, drawn by figures_declared.draw), then the parity plot and the
+    the sweep declares (Model.plots, drawn by declared.draw), then the parity plot and the
     measured-vs-model plot."""
-    from .figures_declared import declared, draw
-    from .figures_measured import measured_vs_model
+    from .declared import declared, draw
+    from .measured import measured_vs_model
 
     out: list[tuple[str, str, FigureFn]] = [
         (p.id, p.title, lambda sw, outdir, m=m, p=p: draw(sw, m, p, outdir)) for m, p in declared(sweep)]

@@ -16,11 +16,12 @@ import numpy as np
 import polars as pl
 import seaborn as sns
 
+from analysis.metrics import ok
+from analysis.read import MEASURED, MODELED, Sweep, label
 from workers.dataset import unit_of
 
-from .metrics import ok
 from .plotting import Rendered, Skipped, save, square_log_axes
-from .read import MEASURED, MODELED, Sweep, label
+
 
 def panels(sweep: Sweep, model: str) -> list[tuple[str, str, str]]:
     """(metric, colour by, panel title) for every metric a measured row of `model` can fill: the

@@ -19,8 +19,9 @@ import seaborn as sns  # noqa: E402
 from matplotlib.collections import PathCollection  # noqa: E402
 from matplotlib.ticker import FixedLocator, FuncFormatter, LogFormatter, MultipleLocator, NullLocator  # noqa: E402
 
+from workers.units import binary_size  # noqa: E402
+
 DPI = 110
-SIZE_UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -47,16 +48,6 @@ class Skipped:
 
 def theme() -> None:
     sns.set_theme(style="whitegrid", context="notebook", font_scale=0.95)
-
-
-def binary_size(n: float) -> str:
-    """Bytes as a short binary-unit label: 1073741824 -> '1GiB', 1.5 MiB -> '1.5MiB'."""
-    if not n or not math.isfinite(n) or n < 0:
-        return "0" if n == 0 else ""
-    i = min(int(math.log2(n) // 10), len(SIZE_UNITS) - 1)
-    v = n / (1 << (10 * i))
-    text = f"{v:.0f}" if abs(v - round(v)) < 1e-9 else f"{v:.3g}"
-    return f"{text}{SIZE_UNITS[i]}"
 
 
 def size_ticks(lo: float, hi: float, max_ticks: int = 8) -> list[float]:

@@ -19,12 +19,11 @@ from typing import Callable
 import numpy as np
 import polars as pl
 
+from analysis.metrics import higher_is_better, ok, per_variant, published_comparison
+from analysis.read import MODELED, Sweep, cond_expr, label, label_with_unit, value_expr
 from workers.findings import Above, Clause, Medians, Pick, Ratio, Winner
 from workers.model import Model
 from workers.plots import cond_columns
-
-from .metrics import higher_is_better, ok, per_variant, published_comparison
-from .read import MODELED, Sweep, cond_expr, label, label_with_unit, value_expr
 
 TIE = 1e-9  # relative: variants this close to the best time share the win
 # What a finding's evaluation may raise on a sweep of an older schema or an unexpected dtype: it is left out.

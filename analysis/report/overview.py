@@ -12,14 +12,26 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
+from analysis.metrics import (
+    TIE_RTOL,
+    best_by,
+    group_medians,
+    growth_exponents,
+    headline_metric,
+    higher_is_better,
+    measured_vs_model,
+    ok,
+    per_variant,
+    published_comparison,
+    reason_counts,
+    regimes_of,
+    series_points,
+    speedup,
+)
+from analysis.read import MEASURED, MODELED, SOURCE, Sweep, describe, label, label_with_unit, pin
+from analysis.tables import format_value, metric_unit
 from workers.findings import Column, MedianTable
 from workers.model import STATUS_ERROR, STATUS_INFEASIBLE, STATUS_OK
-
-from .metrics import (TIE_RTOL, best_by, group_medians, growth_exponents, headline_metric, higher_is_better,
-                      measured_vs_model, ok, per_variant, published_comparison, reason_counts, regimes_of,
-                      series_points, speedup)
-from .read import MEASURED, MODELED, SOURCE, Sweep, describe, label, label_with_unit, pin
-from .tables import format_value, metric_unit
 
 SIZE = "param_namespace_size"
 MAX_REASONS = 40

@@ -18,12 +18,23 @@ from pathlib import Path
 
 import pyarrow.fs as pafs
 
-from .figures import render_all
+from analysis.figures.index import render_all
+from analysis.figures.plotting import Rendered, Skipped
+from analysis.read import Sweep
+
 from .findings import findings_html, key_findings
-from .overview import (Table, best_tables, declared_tables, growth_tables, measured_tables, provenance,
-                       published_table, reasons, speedup_tables, status_summary)
-from .plotting import Rendered, Skipped
-from .read import Sweep
+from .overview import (
+    Table,
+    best_tables,
+    declared_tables,
+    growth_tables,
+    measured_tables,
+    provenance,
+    published_table,
+    reasons,
+    speedup_tables,
+    status_summary,
+)
 
 REPORT_FILE = "report.html"
 CSS = """

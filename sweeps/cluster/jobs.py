@@ -13,10 +13,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from .exceptions import UsageError
-from .provenance import PROJECT_ROOT
-from .runner import RUNTIME_ENV
-from .spec import load_spec, portable_spec
+from sweeps.exceptions import UsageError
+from sweeps.run.provenance import PROJECT_ROOT
+from sweeps.run.ray_env import RUNTIME_ENV
+from sweeps.spec.load import load_spec, portable_spec
 
 PACKAGES = ("sweeps", "workers", "analysis")
 TERMINAL = {"SUCCEEDED", "FAILED", "STOPPED"}

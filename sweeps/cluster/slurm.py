@@ -1,15 +1,15 @@
 """`memsweep submit --slurm`: a sweep as one Slurm batch job that brings its own Ray cluster.
 
 The batch script (written here, given to `sbatch` on its stdin) starts a Ray head on the first
-node of the allocation and a Ray node on each other one (srun steps of `sweeps.slurm_node`,
+node of the allocation and a Ray node on each other one (srun steps of `sweeps.cluster.slurm_node`,
 the pattern of Ray's Slurm deployment guide), runs `memsweep run SPEC --address HEAD --out OUT`
 on the first node, and stops every Ray process of the job when it ends or is cancelled.
 
 Ray's token authentication is on: a fresh token per job travels only in sbatch's environment
 (`--export=ALL`), never in the script, a file, a command line or the output. The spec travels in the
 script (a heredoc the job writes to a file of its own), so the job reads no file of the submitting
-host but the Python environment (sweeps.spec.portable_spec); `submit` warns when that environment, the project or OUT lies on a
-file system the other nodes may not see (sweeps.mounts), and refuses an OUT it cannot write or
+host but the Python environment (sweeps.spec.load.portable_spec); `submit` warns when that environment, the project or OUT lies on a
+file system the other nodes may not see (sweeps.cluster.mounts), and refuses an OUT it cannot write or
 create before anything is submitted. Each submission
 (job id, script, options) is appended to OUT/<sweep>/_slurm.json, which every manifest the job
 writes carries as "slurm"; `memsweep status` shows the job's Slurm state.
@@ -29,15 +29,16 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
+from sweeps.dataset.computation import check_spec, refuse_foreign
+from sweeps.dataset.store import Location, add_submission, delete_sweep, exists, locate, read_submissions
+from sweeps.exceptions import UsageError
+from sweeps.run.chunks import plan
+from sweeps.run.dryrun import cluster_line, cluster_notes, declared_seconds
+from sweeps.run.provenance import PROJECT_ROOT
+from sweeps.spec.load import SweepSpec, load_spec, portable_spec
 from workers.dataset import SLURM_LOG
 
-from .dryrun import cluster_line, cluster_notes, declared_seconds
-from .exceptions import UsageError
 from .mounts import mount_table, placement
-from .plan import plan
-from .provenance import PROJECT_ROOT
-from .spec import SweepSpec, load_spec, portable_spec
-from .store import Location, add_submission, delete_sweep, exists, locate, read_submissions
 
 TERMINAL = {"COMPLETED", "CANCELLED", "FAILED", "TIMEOUT", "NODE_FAIL", "PREEMPTED", "OUT_OF_MEMORY",
             "BOOT_FAIL", "DEADLINE"}
@@ -60,8 +61,8 @@ set -u
 export RAY_AUTH_MODE=token RAY_USAGE_STATS_ENABLED=0
 python={python}
 mapfile -t nodes < <(scontrol show hostnames "$SLURM_JOB_NODELIST")
-head_ip=$("$python" -m sweeps.slurm_node address "${{nodes[0]}}") || exit 1
-port=$("$python" -m sweeps.slurm_node free-port "$head_ip") || exit 1
+head_ip=$("$python" -m sweeps.cluster.slurm_node address "${{nodes[0]}}") || exit 1
+port=$("$python" -m sweeps.cluster.slurm_node free-port "$head_ip") || exit 1
 address="$head_ip:$port"
 children=() steps=() files=
 stop_ray() {{
@@ -83,13 +84,13 @@ files=$(mktemp -d -t memsweep-job.XXXXXX) || exit 1
 {files}spec="$files"/{spec_path}
 echo "memsweep: Ray head on ${{nodes[0]}} at $address; $((${{#nodes[@]}} - 1)) more node(s)"
 # --whole: each Ray node's step holds every CPU the job has on its node ({cpus_note})
-srun --nodes=1 --ntasks=1 --whole --nodelist="${{nodes[0]}}" "$python" -m sweeps.slurm_node head --address "$address"{cpus} &
+srun --nodes=1 --ntasks=1 --whole --nodelist="${{nodes[0]}}" "$python" -m sweeps.cluster.slurm_node head --address "$address"{cpus} &
 steps+=($!)
 for node in "${{nodes[@]:1}}"; do
-  srun --nodes=1 --ntasks=1 --whole --nodelist="$node" "$python" -m sweeps.slurm_node worker --address "$address"{cpus} &
+  srun --nodes=1 --ntasks=1 --whole --nodelist="$node" "$python" -m sweeps.cluster.slurm_node worker --address "$address"{cpus} &
   steps+=($!)
 done
-run "$python" -m sweeps.slurm_node wait --address "$address" --nodes "${{#nodes[@]}}"{cpus} || exit 1
+run "$python" -m sweeps.cluster.slurm_node wait --address "$address" --nodes "${{#nodes[@]}}"{cpus} || exit 1
 run "$python" -m sweeps.cli run "$spec" --address "$address" --out {out} --quiet --wait-lease
 """
 
@@ -180,9 +181,8 @@ def submit_slurm(spec: str, out: str | None, options: SlurmOptions, *, wait: boo
     if sbatch is None:
         raise UsageError("'--slurm' needs Slurm's sbatch on PATH (not found): submit from a Slurm login node, "
                          "or see the script with --dry-run.")
-    from .runner import check_spec
-
-    check_spec(job.loc, job.spec)  # a folder of another spec is refused now, not once the job runs
+    spec = check_spec(job.loc, job.spec)  # a folder of another computation is refused now, not once the job runs
+    refuse_foreign(job.loc, {c.chunk_id for c in plan(spec)})
     undo = make_out_folder(job)  # Slurm opens the job's log there as the job starts
     try:
         job_id = _sbatch(sbatch, job)

@@ -1,10 +1,10 @@
 """One Ray node inside a Slurm allocation: the steps of the batch script `memsweep submit --slurm` writes.
 
-    python -m sweeps.slurm_node address NODE                         # NODE's Slurm NodeAddr, as an IPv4 address
-    python -m sweeps.slurm_node free-port IP                         # a TCP port nothing listens on, on IP
-    python -m sweeps.slurm_node head --address IP:PORT [--cpus C]    # (srun, first node) the Ray head, GCS on PORT
-    python -m sweeps.slurm_node worker --address IP:PORT [--cpus C]  # (srun, other nodes) a Ray node joining it
-    python -m sweeps.slurm_node wait --address IP:PORT --nodes N [--cpus C]  # until N Ray nodes are alive
+    python -m sweeps.cluster.slurm_node address NODE                         # NODE's Slurm NodeAddr, as an IPv4 address
+    python -m sweeps.cluster.slurm_node free-port IP                         # a TCP port nothing listens on, on IP
+    python -m sweeps.cluster.slurm_node head --address IP:PORT [--cpus C]    # (srun, first node) the Ray head, GCS on PORT
+    python -m sweeps.cluster.slurm_node worker --address IP:PORT [--cpus C]  # (srun, other nodes) a Ray node joining it
+    python -m sweeps.cluster.slurm_node wait --address IP:PORT --nodes N [--cpus C]  # until N Ray nodes are alive
 
 A Ray node has C CPUs (`submit --cpus-per-node`), else the CPUs Slurm gave the job on its node
 (SLURM_CPUS_ON_NODE: the whole node, as the job is --exclusive then); `wait` prints each node's CPUs
@@ -30,6 +30,8 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+
+from sweeps.run.ray_env import OBJECT_STORE_BYTES
 
 JOIN_WAIT_S = 300.0  # a worker waits this long for the head's GCS port; `wait` for all nodes
 TERM_GRACE_S = 0.4  # after SIGTERM, the node's processes get this long before SIGKILL
@@ -63,7 +65,6 @@ def temp_dir() -> str:
 
 def ray_args(head: bool, address: str, ip: str, temp: str, cpus: int | None = None) -> list[str]:
     """`ray start` arguments: this node's address, its CPUs, its own free ports, the dashboard off."""
-    from .runner import OBJECT_STORE_BYTES  # imports Ray: only the steps that start a node pay for it
 
     cpus = cpus or os.environ.get("SLURM_CPUS_ON_NODE") or os.cpu_count()
     args = ["start", "--block", f"--node-ip-address={ip}", f"--temp-dir={temp}", f"--num-cpus={cpus}",
@@ -181,7 +182,7 @@ def wait_for_nodes(address: str, nodes: int, timeout: float, cpus: int | None = 
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m sweeps.slurm_node")
+    p = argparse.ArgumentParser(prog="python -m sweeps.cluster.slurm_node")
     sub = p.add_subparsers(dest="cmd", required=True)
     sub.add_parser("address").add_argument("node")
     sub.add_parser("free-port").add_argument("ip")

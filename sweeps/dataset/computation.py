@@ -22,12 +22,11 @@ import hashlib
 import importlib.metadata
 import json
 
+from sweeps.exceptions import DatasetError
+from sweeps.spec.load import SweepSpec
 from workers import MODELS, get_model
 from workers.dataset import COMPUTATION, LAYOUT, SPEC_FILE, mixed_message
 
-from .exceptions import DatasetError
-from .plan import plan
-from .spec import SweepSpec
 from .store import Location, check_schema, exists, list_parts, read_manifest, read_text
 
 
@@ -144,8 +143,8 @@ def _short(v: object) -> str:
 def check_spec(loc: Location, spec: SweepSpec, say=None) -> SweepSpec:
     """The spec to run into OUT/<sweep> (reads only): refused with DatasetError when the folder was written
     with another dataset schema, holds rows of another computation (the differences listed), or mixes
-    computations already; put in the folder's order of values when only that order differs. `say`
-    prints a note when the folder keeps its own _spec.toml."""
+    computations already (with refuse_foreign); put in the folder's order of values when only that order
+    differs. `say` prints a note when the folder keeps its own _spec.toml."""
     check_schema(loc)
     manifest = read_manifest(loc, LAYOUT) or {}
     ran = manifest.get(COMPUTATION)
@@ -160,7 +159,6 @@ def check_spec(loc: Location, spec: SweepSpec, say=None) -> SweepSpec:
             + "\n".join(f"  {d}" for d in diffs)
             + "\nrerun with --fresh to replace its rows, or give the spec another 'name' to keep both."
         )
-    _refuse_mixed(loc, spec)
     spec_path = loc.path(SPEC_FILE)
     if say is not None and exists(loc, spec_path) and read_text(loc, spec_path) != spec.text:
         say(f"memsweep: the spec differs from the one {loc.uri} was run with only in its description or the "
@@ -187,11 +185,10 @@ def _legacy_differences(loc: Location, manifest: dict, spec: SweepSpec) -> list[
     return out
 
 
-def _refuse_mixed(loc: Location, spec: SweepSpec) -> None:
-    """DatasetError when the folder holds parts that are not chunks of this spec's plan: rows of another
-    computation (a folder mixed before memsweep recorded computations, or one whose run stopped before
-    its first manifest), which a run must not add to."""
-    planned = {c.chunk_id for c in plan(spec)}
+def refuse_foreign(loc: Location, planned: set[str]) -> None:
+    """DatasetError when the folder holds parts whose chunk ids are not `planned` (the chunk ids of the spec
+    check_spec returned): rows of another computation (a folder mixed before memsweep recorded
+    computations, or one whose run stopped before its first manifest), which a run must not add to."""
     foreign = [loc.part_path(m, c) for m, ids in sorted(list_parts(loc).items()) for c in sorted(ids - planned)]
     if foreign:
         raise DatasetError(mixed_message(loc.uri, foreign))

@@ -6,9 +6,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from sweeps.exceptions import DatasetError
 from workers.dataset import MANIFEST, foreign_parts, mixed_message
 
-from .exceptions import DatasetError
 from .store import Location, checksum, exists, layout, list_parts, locate, read_manifest
 
 
@@ -46,11 +46,9 @@ def _without_manifest(sweep_dir: str) -> list[str] | None:
     return lines
 
 
-def status(sweep_dir: str) -> str:
-    """A few lines: the Slurm job's state (if submitted with --slurm), chunks done/total, rows by status."""
-    from .slurm import status_lines
-
-    slurm = status_lines(locate(sweep_dir))
+def status(sweep_dir: str, slurm: list[str] | tuple[str, ...] = ()) -> str:
+    """A few lines: the `slurm` lines first (the state of the job that runs it, sweeps.cluster.slurm), then
+    chunks done/total and rows by status."""
     unmanifested = _without_manifest(sweep_dir)
     if unmanifested:
         return "\n".join([*slurm, *unmanifested])

@@ -35,9 +35,9 @@ from dataclasses import asdict, dataclass
 
 import psutil
 
+from sweeps.exceptions import LeaseError, StoreIOError
 from workers.dataset import LEASE_FILE, TEMP_PREFIX
 
-from .exceptions import LeaseError, StoreIOError
 from .store import Location, read_text, remove_quietly, retrying, write_bytes
 
 HEARTBEAT_S = 10.0

@@ -28,13 +28,20 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
+from sweeps.exceptions import DatasetError, StoreIOError, UsageError
 from workers.dataset import (
-    LAYOUT, MANIFEST, SCHEMA_VERSION, SUBMISSIONS, TEMP_PREFIX, Layout, filesystem, layout_of, parse_part_path,
+    LAYOUT,
+    MANIFEST,
+    SCHEMA_VERSION,
+    SUBMISSIONS,
+    TEMP_PREFIX,
+    Layout,
+    filesystem,
+    layout_of,
+    parse_part_path,
     part_path,
 )
 from workers.exceptions import SweepFolderError
-
-from .exceptions import DatasetError, StoreIOError, UsageError
 
 # Object-store retries: 5 tries, waiting 0.2, 0.4, 0.8, 1.6 s between them (at most 3 s), on top of
 # the AWS SDK's own attempts inside each pyarrow call. Only errors that read as transient are retried.

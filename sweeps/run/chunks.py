@@ -1,7 +1,7 @@
 """Planning: split each model's grid into chunks with content-addressed ids.
 
 A chunk is an index range [start, stop) of one model's grid for one row
-source (sweeps.backends), sized by that backend (modeled chunks: about a
+source (sweeps.run.sources), sized by that backend (modeled chunks: about a
 quarter second of model work, as Ray's per-task overhead is ~1 ms), so the
 driver holds a list of small records, never points. Its id hashes everything
 that determines its rows: model, model version, profile content, the model's
@@ -15,11 +15,11 @@ import hashlib
 import json
 from dataclasses import dataclass
 
+from sweeps.spec.grid import Grid, grid_for
+from sweeps.spec.load import SweepSpec
 from workers import get_model
 
-from .backends import BACKENDS
-from .grid import Grid, grid_for
-from .spec import SweepSpec
+from .sources import BACKENDS
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -28,7 +28,7 @@ class Chunk:
     start: int
     stop: int
     chunk_id: str
-    source: str = "model"  # the backend that computes its rows (sweeps.backends.BACKENDS)
+    source: str = "model"  # the backend that computes its rows (sweeps.run.sources.BACKENDS)
 
     @property
     def points(self) -> int:

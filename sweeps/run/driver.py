@@ -6,7 +6,7 @@ cluster. Each task writes its own part; the driver sees only small records.
 A rerun of the same command resumes: a chunk whose part exists and is valid is
 skipped. Tasks are retried when their worker dies.
 
-One driver per sweep: `run` holds the sweep's lease (sweeps.lease) from before
+One driver per sweep: `run` holds the sweep's lease (sweeps.dataset.lease) from before
 it writes anything until it is done. A write that fails (no space, permission,
 I/O error, an object store that keeps failing) stops the sweep: the tasks in
 flight finish, the manifest records the finished chunks, temporary files are
@@ -30,33 +30,36 @@ import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 from tqdm import tqdm
 
+from sweeps.dataset.computation import check_spec, record, refuse_foreign
+from sweeps.dataset.lease import Lease
+from sweeps.dataset.store import (
+    Location,
+    delete_sweep,
+    exists,
+    list_parts,
+    locate,
+    part_checksum,
+    part_rows,
+    read_manifest,
+    remove_temp_files,
+    write_bytes,
+    write_manifest,
+)
+from sweeps.exceptions import DatasetError, StoreIOError
+from sweeps.spec.grid import grid_for
+from sweeps.spec.load import SweepSpec
 from workers import get_model
 from workers.dataset import COMPUTATION, LAYOUT, LEASE_FILE, SCHEMA_VERSION, SPEC_FILE
 
-from .backends import BACKENDS
-from .computation import check_spec, record
-from .exceptions import DatasetError, StoreIOError
-from .grid import grid_for
-from .lease import Lease
-from .plan import Chunk, plan
+from .chunks import Chunk, plan
 from .provenance import git_sha, host_provenance
+from .ray_env import JOB_DRIVER_VAR, OBJECT_STORE_BYTES, RUNTIME_ENV
 from .reaper import Reaper
-from .spec import SweepSpec
-from .store import (
-    Location, delete_sweep, exists, list_parts, locate, part_checksum, part_rows, read_manifest,
-    remove_temp_files, write_bytes, write_manifest,
-)
+from .sources import BACKENDS, NODE_ALONE, SHARED
 from .task import TaskConfig, run_chunk
 
-OBJECT_STORE_BYTES = 128 * 1024 * 1024  # plenty: tasks carry a spec and two integers
 MAX_RETRIES = 3
 MANIFEST_EVERY_S = 5.0
-# One task, one core: polars and numpy would otherwise spread each task over
-# every core and a 1-CPU Ray would use the whole machine.
-TASK_ENV = {"POLARS_MAX_THREADS": "1", "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
-# Workers import the task code (polars, pyarrow, the models) as they start, not on their first task.
-RUNTIME_ENV = {"env_vars": TASK_ENV, "worker_process_setup_hook": "sweeps.task.warm_up"}
-JOB_DRIVER_VAR = "RAY_JOB_CONFIG_JSON_ENV_VAR"  # set by Ray for the entrypoint of a submitted job
 TOKEN_NOTICE_LOGGER = "ray._private.authentication.authentication_token_setup"
 TOKEN_NOTICE = "Token authentication is enabled for this Ray cluster"
 IN_FLIGHT_WAIT_S = 120.0  # after an I/O failure: how long the tasks in flight may take to finish
@@ -220,6 +223,7 @@ def run(spec: SweepSpec, out: str, *, address: str | None = None, fresh: bool = 
     say = say or (lambda m: print(m, file=sys.stderr))
     if not fresh:
         spec = check_spec(loc, spec, say)  # a refusal writes nothing, not even a lease
+        refuse_foreign(loc, {c.chunk_id for c in plan(spec)})
     lease = Lease(loc, say=say)
     lease.acquire(wait=wait_lease)
     try:
@@ -334,6 +338,9 @@ class _Measurer:
         return run_chunk(cfg, chunk, ray.get_runtime_context().get_node_id())
 
 
+POOLS = {SHARED: TaskPool, NODE_ALONE: MeasurePool}  # a row source's placement -> the pool that runs its chunks
+
+
 def _execute(spec, loc, chunks, todo, records, summary, progress, lease) -> None:
     """Each backend's chunks on its own pool, in BACKENDS order: model chunks first, then measured ones
     (so nothing of ours runs beside a measurement)."""
@@ -351,7 +358,7 @@ def _execute(spec, loc, chunks, todo, records, summary, progress, lease) -> None
         for backend in BACKENDS.values():  # table order: model chunks first
             mine = [c for c in todo if c.source == backend.name]
             if mine:
-                _drain(backend.pool_class()(cfg_ref), mine, spec, loc, chunks, records, summary, bar, lease)
+                _drain(POOLS[backend.placement](cfg_ref), mine, spec, loc, chunks, records, summary, bar, lease)
     finally:
         bar.close()
         summary.exec_seconds = time.perf_counter() - t_exec

@@ -1,9 +1,9 @@
 """`memsweep plan`: a dry run of `memsweep run`, computed on this process, writing nothing.
 
-Every modeled point is evaluated here, in the runner's own chunks (sweeps.plan), one chunk at a time so
+Every modeled point is evaluated here, in the runner's own chunks (sweeps.run.chunks), one chunk at a time so
 memory stays bounded: the feasible and infeasible counts are the ones the run's dataset will hold, and
 the CPU time of each chunk is the models' throughput on this machine. One sample chunk per model is built
-into a part by the task's own code (sweeps.task.run_chunk) on an in-memory filesystem: its bytes per row
+into a part by the task's own code (sweeps.run.task.run_chunk) on an in-memory filesystem: its bytes per row
 scale to the dataset's size, and its CPU time beyond the evaluation is the cost of building and writing
 parts. Measured points are counted, never measured: their time depends on the node and on `[measure]`.
 """
@@ -22,13 +22,13 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 from tqdm import tqdm
 
+from sweeps.dataset.store import Location, locate
+from sweeps.spec.grid import decode, grid_for
+from sweeps.spec.load import SweepSpec
 from workers import evaluate, get_model
 
-from .grid import decode, grid_for
-from .plan import Chunk, plan
+from .chunks import Chunk, plan
 from .provenance import git_sha
-from .spec import SweepSpec
-from .store import Location, locate
 from .task import TaskConfig, run_chunk
 
 TOP_REASONS = 5  # per model in the text output; --json lists every reason

@@ -3,7 +3,7 @@
 Ray ties its raylet and GCS to the driver that started them, but the raylet's
 agents (ray::DashboardAgent, ray::RuntimeEnvAgent) notice a dead raylet only
 after a GCS call times out, about a minute later. `start(session_dir)` spawns
-`python -m sweeps.reaper` in a session of its own. It holds a pipe from the
+`python -m sweeps.run.reaper` in a session of its own. It holds a pipe from the
 driver and, while the driver lives, notes every process below the driver (pid
 and start time; the agents rename themselves, so their command lines do not
 name the session). When the pipe closes (the driver exited, however it died),
@@ -36,7 +36,7 @@ class Reaper:
     @classmethod
     def start(cls, session_dir: str | None) -> Reaper:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "sweeps.reaper", str(os.getpid()), session_dir or ""],
+            [sys.executable, "-m", "sweeps.run.reaper", str(os.getpid()), session_dir or ""],
             stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             start_new_session=True, close_fds=True,
         )

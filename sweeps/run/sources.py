@@ -5,8 +5,8 @@ A spec's `source` picks backends by name: "model" rows are the model's own
 analog run on the worker (workers.measure). A backend says all that differs
 between them: how many points make a chunk, what besides the grid fixes its
 rows (hashed into its chunk ids), which of the runner's pools runs its chunks
-on Ray, and the compute step itself. sweeps.plan, sweeps.task and
-sweeps.runner look a backend up by a chunk's `source` and never branch on it.
+on Ray, and the compute step itself. sweeps.run.chunks, sweeps.run.task and
+sweeps.run.driver look a backend up by a chunk's `source` and never branch on it.
 The runner runs the backends in table order: model chunks first, then
 measured ones (so nothing of ours runs beside a measurement).
 """
@@ -26,8 +26,9 @@ from workers.model import Model
 from workers.profiles import Profile
 
 if TYPE_CHECKING:
-    from .spec import SweepSpec
+    from sweeps.spec.load import SweepSpec
 
+SHARED, NODE_ALONE = "shared", "node-alone"  # a Backend's placement
 TARGET_SECONDS = 0.25  # model work per chunk: >= ~100 ms so Ray overhead stays small
 MAX_CHUNK_POINTS = 1_000_000  # bounds a worker's memory for one chunk
 # A measured point takes ~0.1-10 s; the points of a chunk are sampled round-robin (workers.measure), so
@@ -45,13 +46,9 @@ class Backend:
     # The compute step: points (param_* columns) in; the params, status, reason, the model's metrics and
     # MEASURE_COLUMNS out, one row per point; a failure becomes rows with status "error".
     rows: Callable[[Model, pl.DataFrame, Profile, MeasureSettings], pl.DataFrame]
-    pool: str  # the class in sweeps.runner that runs its chunks on Ray
-
-    def pool_class(self) -> type:
-        """The runner's pool for this backend (imported on use: the runner imports Ray, a task must not)."""
-        from . import runner
-
-        return getattr(runner, self.pool)
+    # Where its chunks run (the driver maps it to a pool of Ray tasks or actors): SHARED, any free CPU; or
+    # NODE_ALONE, one chunk at a time on each node, nothing else of ours beside it.
+    placement: str
 
 
 def model_chunk_points(spec: SweepSpec, model: str) -> int:
@@ -82,7 +79,7 @@ def measured_rows(model: Model, params: pl.DataFrame, profile: Profile, settings
 
 BACKENDS: dict[str, Backend] = {
     "model": Backend(name="model", chunk_points=model_chunk_points, digest_inputs=lambda spec: {},
-                     rows=model_rows, pool="TaskPool"),
+                     rows=model_rows, placement=SHARED),
     "measured": Backend(name="measured", chunk_points=lambda spec, model: MEASURED_CHUNK_POINTS,
-                        digest_inputs=measured_digest_inputs, rows=measured_rows, pool="MeasurePool"),
+                        digest_inputs=measured_digest_inputs, rows=measured_rows, placement=NODE_ALONE),
 }

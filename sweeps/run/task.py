@@ -12,18 +12,18 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
+from sweeps.dataset.store import Location, write_part
+from sweeps.exceptions import StoreIOError
+from sweeps.spec.grid import Grid, decode
 from workers import get_model, load_plugins
 from workers.dataset import DTYPES, IDENTITY_COLUMNS, PART_COMPUTATION, PROVENANCE_COLUMNS, SCHEMA_VERSION
 from workers.measure.measure import MEASURE_COLUMNS
 from workers.measure.settings import MeasureSettings
 from workers.profiles import Profile
 
-from .backends import BACKENDS
-from .grid import Grid, decode
-from .plan import Chunk
-from .exceptions import StoreIOError
+from .chunks import Chunk
 from .provenance import host_provenance
-from .store import Location, write_part
+from .sources import BACKENDS
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -38,7 +38,7 @@ class TaskConfig:
     location: Location
     git_sha: str
     measure: MeasureSettings = field(default_factory=MeasureSettings)  # how measured chunks sample
-    computation: str = ""  # the digest of what the rows are computed with (sweeps.computation), in each footer
+    computation: str = ""  # the digest of what the rows are computed with (sweeps.dataset.computation), in each footer
 
 
 def chunk_frame(cfg: TaskConfig, chunk: Chunk, node_id: str) -> pl.DataFrame:

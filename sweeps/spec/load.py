@@ -26,6 +26,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sweeps.exceptions import SpecError
 from workers import MODELS, load_plugins
 from workers.axes import SHARED_AXES, Axis
 from workers.exceptions import ProfileError
@@ -34,9 +35,7 @@ from workers.measure.settings import MeasureSettings
 from workers.profiles import Profile, available_profiles, load_profile
 from workers.units import parse_size
 
-from .exceptions import SpecError
-
-SPEC_DIR = Path(__file__).parent / "specs"
+SPEC_DIR = Path(__file__).parent / "shipped"
 TOP_KEYS = {"name", "description", "models", "profile", "plugins", "chunk_points", "source", "measure", "axes"}
 SOURCES = {"model": ("model",), "measured": ("measured",), "both": ("model", "measured")}
 RANGE_KEYS = {"from", "to", "scale", "step"}

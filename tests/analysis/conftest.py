@@ -107,6 +107,6 @@ def write_sweep(root: Path, name: str, frames: dict[str, pl.DataFrame], spec: st
 @pytest.fixture(scope="session")
 def small_report(small_sweep, tmp_path_factory) -> Path:
     """report.html of the small sweep, written once per session (figures beside it)."""
-    from analysis.report import write_report
+    from analysis.report.page import write_report
 
     return Path(write_report(small_sweep, str(tmp_path_factory.mktemp("report") / "report.html")))

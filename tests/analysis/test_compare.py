@@ -8,8 +8,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from analysis.compare import MAX_POINTS, TOP, compare, default_name, parse_sources, text, vocabulary
-from analysis.figures_compare import write
+from analysis.compare.compare import MAX_POINTS, TOP, compare, default_name, parse_sources, text, vocabulary
+from analysis.compare.page import write
 from analysis.exceptions import AnalysisError
 from tests.analysis.conftest import write_sweep
 from sweeps.cli import main

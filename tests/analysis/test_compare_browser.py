@@ -14,8 +14,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from analysis.compare import compare
-from analysis.figures_compare import write
+from analysis.compare.compare import compare
+from analysis.compare.page import write
 from tests.analysis.conftest import write_sweep
 from tests.analysis.test_compare import grid, memmap_rows
 from tests.analysis.test_report_browser import image_check, run_chromium

@@ -7,7 +7,7 @@ import pytest
 
 from analysis import figures as F
 from analysis.exceptions import AnalysisWarning
-from analysis.plotting import Rendered, Skipped
+from analysis.figures.plotting import Rendered, Skipped
 from analysis.read import Sweep
 from tests.analysis.conftest import write_sweep
 from workers import get_model

@@ -1,4 +1,4 @@
-"""The figures models declare (workers.plots.Plot), drawn by analysis.figures_declared on real sweeps,
+"""The figures models declare (workers.plots.Plot), drawn by analysis.figures.declared on real sweeps,
 and their skip rules."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import polars as pl
 import pytest
 from PIL import Image
 
-from analysis.figures_declared import declared, draw
-from analysis.plotting import Rendered, Skipped
+from analysis.figures.declared import declared, draw
+from analysis.figures.plotting import Rendered, Skipped
 from analysis.read import Sweep
 from tests.analysis.conftest import write_sweep
 from workers import get_model

@@ -1,11 +1,11 @@
-"""The measured-vs-model figure (analysis/figures_measured.py)."""
+"""The measured-vs-model figure (analysis/figures/measured.py)."""
 
 from __future__ import annotations
 
 import polars as pl
 
-from analysis import figures_measured as FX
-from analysis.plotting import Rendered, Skipped
+from analysis.figures import measured as FX
+from analysis.figures.plotting import Rendered, Skipped
 from analysis.read import Sweep
 
 from .conftest import write_sweep

@@ -1,4 +1,4 @@
-"""Key findings (analysis/findings.py): each sentence's numbers, recomputed from the rows by hand."""
+"""Key findings (analysis/report/findings.py): each sentence's numbers, recomputed from the rows by hand."""
 
 from __future__ import annotations
 
@@ -144,7 +144,7 @@ def test_findings_html_escapes_and_links_only_drawn_figures():
 
 def test_the_default_report_opens_with_its_findings(default_sweep, tmp_path):
     """report.html's first section after the navigation is Key findings, one list item per finding."""
-    from analysis.report import write_report
+    from analysis.report.page import write_report
 
     page = (tmp_path / "r.html")
     write_report(default_sweep, str(page))

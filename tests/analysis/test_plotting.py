@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from analysis.plotting import binary_size, log_if_wide, pick, save, size_axis, size_ticks
+from analysis.figures.plotting import binary_size, log_if_wide, pick, save, size_axis, size_ticks
 
 
 @pytest.mark.parametrize("n, text", [(1 << 30, "1GiB"), (16 << 40, "16TiB"), (4096, "4KiB"), (512, "512B"),
@@ -61,7 +61,7 @@ def test_panel_counts_find_panels_without_data():
     import numpy as np
     import seaborn as sns
 
-    from analysis.plotting import panel_counts
+    from analysis.figures.plotting import panel_counts
 
     fig, axes = plt.subplots(2, 4)
     axes[0][0].plot([1, 2], [3, 4])
@@ -89,7 +89,7 @@ def test_save_records_panels_and_empty_panels(tmp_path):
 def test_coinciding_groups_series_that_hide_one_another():
     """Series equal within COINCIDE_REL at every x of the shorter (zeros included) are one group, in the
     given order; a series that differs at one x, or only shares some x, stands alone."""
-    from analysis.plotting import COINCIDE_REL, coinciding
+    from analysis.figures.plotting import COINCIDE_REL, coinciding
 
     series = {"slow": ([1, 2, 3], [1.0, 2.0, 0.0]), "template": ([1, 2, 3], [1.0, 2.0 * (1 + COINCIDE_REL / 2), 0.0]),
               "nt": ([1, 2, 3], [1.0, 2.1, 0.0]), "one": ([2], [2.0]), "apart": ([3, 4], [0.0, 5.0]),
@@ -100,7 +100,7 @@ def test_coinciding_groups_series_that_hide_one_another():
 
 def test_stripe_draws_each_colour_in_turn_along_the_shared_path():
     """k coinciding lines are drawn again with one dash pattern at k offsets; one-point lines as rings."""
-    from analysis.plotting import STRIPE, stripe
+    from analysis.figures.plotting import STRIPE, stripe
 
     fig, ax = plt.subplots()
     stripe(ax, [([1, 2, 3], [1, 2, 3], "red"), ([1, 2, 3], [1, 2, 3], "blue"), ([1, 2, 3], [1, 2, 3], "green")])

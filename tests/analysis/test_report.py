@@ -10,8 +10,8 @@ import polars as pl
 import pytest
 
 from analysis.exceptions import AnalysisError
-from analysis.report import esc, html_table, render_html, write_report
-from analysis.overview import Table
+from analysis.report.page import esc, html_table, render_html, write_report
+from analysis.report.overview import Table
 from analysis.read import Sweep
 from tests.analysis.conftest import SMALL_SPEC, write_sweep
 from tests.conftest import memsweep

@@ -1,4 +1,4 @@
-"""The backend table (sweeps/backends.py): one entry per row source, and plan, task and runner read it."""
+"""The backend table (sweeps/run/sources.py): one entry per row source, and plan, task and runner read it."""
 
 from __future__ import annotations
 
@@ -6,14 +6,14 @@ import dataclasses
 
 import pytest
 
-import sweeps.backends
-from sweeps import runner
-from sweeps.backends import BACKENDS, MEASURED_CHUNK_POINTS, measured_rows, model_rows
-from sweeps.grid import decode, grid_for
-from sweeps.plan import plan
-from sweeps.spec import SOURCES, parse_spec
-from sweeps.store import locate
-from sweeps.task import TaskConfig, chunk_frame
+import sweeps.run.sources
+from sweeps.run import driver as runner
+from sweeps.run.sources import BACKENDS, MEASURED_CHUNK_POINTS, measured_rows, model_rows
+from sweeps.spec.grid import decode, grid_for
+from sweeps.run.chunks import plan
+from sweeps.spec.load import SOURCES, parse_spec
+from sweeps.dataset.store import locate
+from sweeps.run.task import TaskConfig, chunk_frame
 from workers import get_model
 from workers.measure.measure import MEASURE_COLUMNS
 from workers.measure.settings import MeasureSettings
@@ -41,8 +41,8 @@ def test_the_table_has_a_backend_per_source_model_first():
 
 def test_each_backend_names_its_runner_pool():
     """Model chunks run as plain tasks, measured ones on the one-per-node measuring actors."""
-    assert BACKENDS["model"].pool_class() is runner.TaskPool
-    assert BACKENDS["measured"].pool_class() is runner.MeasurePool
+    assert runner.POOLS[BACKENDS["model"].placement] is runner.TaskPool
+    assert runner.POOLS[BACKENDS["measured"].placement] is runner.MeasurePool
 
 
 def test_plan_takes_each_sources_chunk_size_from_its_backend(monkeypatch):
@@ -111,7 +111,7 @@ def test_a_measure_exception_becomes_error_rows(monkeypatch):
     def broken(*args):
         raise OSError("the kernels went away")
 
-    monkeypatch.setattr(sweeps.backends, "measure", broken)
+    monkeypatch.setattr(sweeps.run.sources, "measure", broken)
     spec = parse_spec(BOTH)
     params = decode(grid_for(spec, "probe"), 0, 3).drop("point_id")
     out = measured_rows(get_model("probe"), params, spec.profile, spec.measure)

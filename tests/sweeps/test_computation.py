@@ -8,11 +8,11 @@ import shutil
 import pytest
 
 from sweeps.cli import main
-from sweeps.computation import differences, identity
+from sweeps.dataset.computation import differences, identity
 from sweeps.exceptions import DatasetError
-from sweeps.inspect import verify
-from sweeps.runner import run
-from sweeps.spec import load_spec, parse_spec
+from sweeps.dataset.inspect import verify
+from sweeps.run.driver import run
+from sweeps.spec.load import load_spec, parse_spec
 from tests.conftest import tree_state
 from workers.dataset import COMPUTATION, MANIFEST, SPEC_FILE
 from workers.profiles import PROFILE_DIR

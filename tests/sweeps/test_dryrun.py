@@ -8,10 +8,10 @@ from collections import Counter
 import polars as pl
 import pytest
 
-import sweeps.backends
-from sweeps.dryrun import RAY_START_SECONDS, as_dict, cluster_notes, declared_seconds, dry_run, makespan
-from sweeps.plan import plan
-from sweeps.spec import load_spec, parse_spec
+import sweeps.run.sources
+from sweeps.run.dryrun import RAY_START_SECONDS, as_dict, cluster_notes, declared_seconds, dry_run, makespan
+from sweeps.run.chunks import plan
+from sweeps.spec.load import load_spec, parse_spec
 from workers import get_model
 from tests.conftest import memsweep, tree_state
 
@@ -47,7 +47,7 @@ def plan_json(*args: str, **kw) -> dict:
 
 
 def test_plan_default_counts_the_points_and_chunks_the_runner_plans(tmp_path):
-    """`plan default` reports the spec's points and exactly the chunks sweeps.plan gives the runner."""
+    """`plan default` reports the spec's points and exactly the chunks sweeps.run.chunks gives the runner."""
     spec = load_spec("default")
     chunks = plan(spec)
     text = memsweep("plan", "default", "--out", str(tmp_path / "out"), "--quiet", cwd=tmp_path)
@@ -132,7 +132,7 @@ def test_json_keys_and_cpus(tmp_path):
 def test_measured_points_are_counted_not_measured(monkeypatch):
     """A `source = both` spec counts its measured points and chunks; no measure kernel runs."""
     calls = []
-    monkeypatch.setattr(sweeps.backends, "measure", lambda *a, **k: calls.append(a))
+    monkeypatch.setattr(sweeps.run.sources, "measure", lambda *a, **k: calls.append(a))
     spec = load_spec("measure")
     d = as_dict(dry_run(spec, cpus=2, progress=False))
     measured = Counter(c.model for c in plan(spec) if c.source == "measured")

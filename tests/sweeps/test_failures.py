@@ -14,9 +14,9 @@ import polars as pl
 import psutil
 import pyarrow.parquet as pq
 
-from sweeps.inspect import verify
-from sweeps.runner import run
-from sweeps.spec import parse_spec
+from sweeps.dataset.inspect import verify
+from sweeps.run.driver import run
+from sweeps.spec.load import parse_spec
 from tests.conftest import ROOT, memsweep
 from tests.support.probe import SPEC
 

@@ -11,8 +11,8 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 import pytest
 
-from sweeps.runner import run
-from sweeps.spec import parse_spec
+from sweeps.run.driver import run
+from sweeps.spec.load import parse_spec
 from tests.conftest import memsweep
 from tests.support.faulty_proxy import FaultyProxy
 from tests.sweeps.test_object_store import SPEC as S3_SPEC

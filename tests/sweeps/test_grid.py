@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sweeps.grid import Grid, decode, point_name
+from sweeps.spec.grid import Grid, decode, point_name
 from workers.axes import ALIGN, COMPOUND_ORDER, NAMESPACE_SIZE, Axis, choice
 
 SIZES = [1 << k for k in range(12, 45)]

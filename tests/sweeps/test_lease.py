@@ -16,11 +16,11 @@ import time
 import pytest
 
 from sweeps.exceptions import LeaseError
-from sweeps.inspect import verify
-from sweeps.lease import Holder, Lease
-from sweeps.runner import run
-from sweeps.spec import parse_spec
-from sweeps.store import locate
+from sweeps.dataset.inspect import verify
+from sweeps.dataset.lease import Holder, Lease
+from sweeps.run.driver import run
+from sweeps.spec.load import parse_spec
+from sweeps.dataset.store import locate
 from workers.dataset import LEASE_FILE
 from tests.conftest import ROOT
 from tests.support.probe import SPEC

@@ -8,9 +8,9 @@ import polars as pl
 import pytest
 
 from sweeps.cli import main
-from sweeps.inspect import verify
-from sweeps.runner import run
-from sweeps.spec import parse_spec
+from sweeps.dataset.inspect import verify
+from sweeps.run.driver import run
+from sweeps.spec.load import parse_spec
 
 SPEC = """name = "measured"
 models = ["memmap", "young"]

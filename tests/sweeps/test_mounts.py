@@ -1,4 +1,4 @@
-"""sweeps.mounts: which file system a path is on, and whether every node of a cluster sees it."""
+"""sweeps.cluster.mounts: which file system a path is on, and whether every node of a cluster sees it."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from sweeps.mounts import Mount, mount_table, placement
+from sweeps.cluster.mounts import Mount, mount_table, placement
 
 TABLE = [
     Mount(mountpoint="/", fstype="ext4"),

@@ -9,9 +9,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from sweeps.exceptions import DatasetError
-from sweeps.inspect import status, verify
-from sweeps.runner import run
-from sweeps.spec import parse_spec
+from sweeps.dataset.inspect import status, verify
+from sweeps.run.driver import run
+from sweeps.spec.load import parse_spec
 from workers.dataset import IDENTITY_COLUMNS, MANIFEST, PROVENANCE_COLUMNS, SCHEMA_VERSION, SPEC_FILE
 
 PROBE = 'name = "rt"\nmodels = ["probe"]\nplugins = ["tests.support.probe"]\nchunk_points = 7\n'

@@ -16,9 +16,9 @@ import polars as pl
 import pyarrow.dataset as ds
 import pytest
 
-import sweeps.slurm
-from sweeps.mounts import Mount
-from sweeps.slurm import job_state
+import sweeps.cluster.slurm
+from sweeps.cluster.mounts import Mount
+from sweeps.cluster.slurm import job_state
 from tests import slurm_cluster
 from tests.conftest import ROOT, memsweep, tree_state
 from workers.dataset import MANIFEST, SUBMISSIONS
@@ -218,7 +218,7 @@ def test_dry_run_takes_whole_nodes_unless_cpus_per_node_is_given(spec_file, tmp_
     assert asked.returncode == 0, asked.stderr
     lines = asked.stdout.splitlines()
     assert "#SBATCH --cpus-per-task=3" in lines and "#SBATCH --mem=8G" in lines and "#SBATCH --exclusive" not in lines
-    steps = [line for line in lines if "sweeps.slurm_node head" in line or "sweeps.slurm_node worker" in line]
+    steps = [line for line in lines if "sweeps.cluster.slurm_node head" in line or "sweeps.cluster.slurm_node worker" in line]
     assert len(steps) == 2 and all("srun " in s and " --whole " in s and s.endswith("--cpus 3 &") for s in steps)
     assert re.search(r"slurm_node wait .* --cpus 3 \|\| exit 1$", asked.stdout, re.M)
 
@@ -233,7 +233,7 @@ def test_dry_run_warns_on_a_node_local_interpreter_and_embeds_the_spec(spec_file
     shared.mkdir()
     table = [Mount(mountpoint="/", fstype="ext4"), Mount(mountpoint=os.path.realpath(local), fstype="tmpfs"),
              Mount(mountpoint=os.path.realpath(shared), fstype="nfs4")]
-    monkeypatch.setattr(sweeps.slurm, "mount_table", lambda: table)
+    monkeypatch.setattr(sweeps.cluster.slurm, "mount_table", lambda: table)
     python = local / "venv" / "bin" / "python"
     monkeypatch.setattr(sys, "executable", str(python))
     path = spec_file(SPEC)
@@ -259,15 +259,15 @@ def test_the_embedded_spec_is_written_byte_for_byte(tmp_path):
     """The script's heredoc writes the spec exactly, with a line that looks like its end marker and no
     newline at the end."""
     text = 'name = "x"\nMEMSWEEP_SPEC\n# MEMSWEEP_SPEC_\nmodels = ["copy"]'
-    script = sweeps.slurm.render_script(files={"spec.toml": text}, spec_path="spec.toml", sweep="x",
-                                        out=str(tmp_path), log=None, options=sweeps.slurm.SlurmOptions())
+    script = sweeps.cluster.slurm.render_script(files={"spec.toml": text}, spec_path="spec.toml", sweep="x",
+                                        out=str(tmp_path), log=None, options=sweeps.cluster.slurm.SlurmOptions())
     assert written_by_the_job(script, tmp_path).read_text() == text
 
 
 def test_a_profile_file_beside_the_spec_travels_with_it(tmp_path):
     """A spec naming its profile by a relative path ('../profiles/host.toml'): the script writes both, the
-    profile beside the spec (sweeps.spec.portable_spec), so the job's copy of the spec loads the same profile."""
-    from sweeps.spec import load_spec
+    profile beside the spec (sweeps.spec.load.portable_spec), so the job's copy of the spec loads the same profile."""
+    from sweeps.spec.load import load_spec
 
     (tmp_path / "profiles").mkdir()
     (tmp_path / "specs").mkdir()
@@ -332,7 +332,7 @@ def test_an_out_that_cannot_be_written_or_created_exits_2_before_sbatch(spec_fil
     spec = str(spec_file(SPEC))
     before = tree_state(tmp_path)
     with pytest.raises(UsageError, match=re.escape(message)):
-        sweeps.slurm.submit_slurm(spec, str(out), sweeps.slurm.SlurmOptions(), wait=False, dry_run=dry_run)
+        sweeps.cluster.slurm.submit_slurm(spec, str(out), sweeps.cluster.slurm.SlurmOptions(), wait=False, dry_run=dry_run)
     assert main(["submit", spec, "--slurm", "--out", str(out), *(["--dry-run"] if dry_run else [])]) == 2
     assert message in capsys.readouterr().err
     assert not (tmp_path / "sbatch-ran").exists() and tree_state(tmp_path) == before

@@ -6,7 +6,7 @@ import pytest
 
 from sweeps.cli import main
 from sweeps.exceptions import SpecError
-from sweeps.spec import load_spec, parse_spec, shipped_specs
+from sweeps.spec.load import load_spec, parse_spec, shipped_specs
 from tests.conftest import tree_state
 from workers.dataset import SPEC_FILE, part_path
 from workers.measure.settings import MeasureSettings
@@ -168,7 +168,7 @@ def test_shipped_specs_load(name):
 def test_a_portable_spec_carries_the_profile_file_it_names(tmp_path):
     """portable_spec gives the spec with its profile line naming a file beside it, and that file, so a
     staged copy elsewhere (a Ray job's working directory) loads the same profile."""
-    from sweeps.spec import load_spec, portable_spec
+    from sweeps.spec.load import load_spec, portable_spec
     from workers.profiles import PROFILE_DIR
 
     (tmp_path / "profiles").mkdir()

@@ -12,12 +12,12 @@ import pyarrow.parquet as pq
 import pytest
 
 from analysis.read import Sweep
-from analysis.report import write_report
+from analysis.report.page import write_report
 from sweeps.exceptions import DatasetError
-from sweeps.inspect import status, verify
-from sweeps.runner import run
-from sweeps.spec import parse_spec
-from sweeps.store import check_schema, checksum, locate, parquet_bytes
+from sweeps.dataset.inspect import status, verify
+from sweeps.run.driver import run
+from sweeps.spec.load import parse_spec
+from sweeps.dataset.store import check_schema, checksum, locate, parquet_bytes
 from tests.conftest import memsweep, tree_state
 from tests.support.probe import SPEC
 from workers.dataset import LEGACY_LAYOUT, MANIFEST, REPORT_DIR, SPEC_FILE, part_path

@@ -1,4 +1,4 @@
-"""The copy model (workers/models/copy.py): per-copy counts, line geometry, pricing, feasibility."""
+"""The copy model (workers/models/copy/__init__.py): per-copy counts, line geometry, pricing, feasibility."""
 
 from __future__ import annotations
 

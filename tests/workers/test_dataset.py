@@ -64,7 +64,8 @@ def test_registry_derives_the_column_tuples_and_host_facts_are_integers():
 
 def test_the_registry_has_one_source():
     """The README generator, the measure backend and the task take their columns from workers.dataset."""
-    from sweeps import schema, task
+    from sweeps.dataset import schema
+    from sweeps.run import task
     from workers.measure.measure import MEASURE_COLUMNS
 
     assert schema.IDENTITY is dataset.IDENTITY and schema.PROVENANCE is dataset.PROVENANCE

@@ -15,7 +15,7 @@ from workers.measure.plans import Run
 from workers.measure.settings import MeasureSettings
 from workers.models.copy import MODEL as COPY
 from workers.models.memmap import MODEL as MEMMAP
-from workers.models.memmap_measure import MemmapPlan
+from workers.models.memmap.measure import MemmapPlan
 from workers.models.pfnmap import MODEL as PFNMAP
 from workers.models.young import MODEL as YOUNG
 from workers.profiles import load_profile

@@ -13,7 +13,7 @@ from workers.measure.host import machine_arch
 from workers.models.copy import MODEL as COPY
 from workers.models.memmap import MODEL as MEMMAP
 from workers.models.pfnmap import MODEL as PFNMAP
-from workers.models.pfnmap_measure import PfnmapPlan
+from workers.models.pfnmap.measure import PfnmapPlan
 from workers.profiles import load_profile
 from workers.units import GiB, MiB
 

@@ -1,4 +1,4 @@
-"""The memmap model (workers/models/memmap.py, memmap_layout.py): kernel counts, feasibility, pricing, figures."""
+"""The memmap model (workers/models/memmap/__init__.py, layout.py): kernel counts, feasibility, pricing, figures."""
 
 from __future__ import annotations
 

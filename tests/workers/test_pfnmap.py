@@ -12,7 +12,7 @@ from workers.calibrate import calibrate, predict
 from workers.evaluate import evaluate
 from workers.exceptions import ProfileError
 from workers.models.pfnmap import COPY_FIGURES, LAT_FIGURES, MODEL
-from workers.models.pfnmap_footprint import touched
+from workers.models.pfnmap.footprint import touched
 from workers.profiles import load_profile
 from workers.model import points_frame
 from workers.registry import get_model

@@ -1,4 +1,4 @@
-"""The young cost model (workers/models/young.py): counts, feasibility, calibration."""
+"""The young cost model (workers/models/young/__init__.py): counts, feasibility, calibration."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from workers.calibrate import calibrate, predict
 from workers.evaluate import evaluate
-from workers.models import young_reference as ref
+from workers.models.young import reference as ref
 from workers.models.young import MODEL
 from workers.profiles import load_profile
 from workers.model import points_frame

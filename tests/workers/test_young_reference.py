@@ -1,4 +1,4 @@
-"""The executable reference of arm64 young-bit clearing (workers/models/young_reference.py)."""
+"""The executable reference of arm64 young-bit clearing (workers/models/young/reference.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from workers.models import young_reference as ref
+from workers.models.young import reference as ref
 
 C = ref.CONT_PTES
 

@@ -14,5 +14,5 @@ class BuildError(MeasureError):
 
 
 class MeasureSettingsError(ValueError):
-    """A measure setting (the spec's [measure] table) is unknown or out of range; sweeps.spec reports it
+    """A measure setting (the spec's [measure] table) is unknown or out of range; sweeps.spec.load reports it
     as a SpecError (workers cannot import sweeps)."""

@@ -19,14 +19,13 @@ writes 28 GB/s gives 5% rms).
 from __future__ import annotations
 
 import statistics
+from typing import Iterable
 
 import polars as pl
 
-from typing import Iterable
-
-from ..model import L1D_BYTES, L2_BYTES, LAST_LEVEL, STATUS_OK, Figure, Model
-from ..profiles import Profile
-from ..registry import MODELS
+from workers.model import L1D_BYTES, L2_BYTES, LAST_LEVEL, STATUS_OK, Figure, Model
+from workers.profiles import Profile
+from workers.registry import MODELS
 
 STATISTICS = {"median": "measure_median", "min": "measure_min"}
 

@@ -11,7 +11,8 @@ import ctypes
 import functools
 from pathlib import Path
 
-from ..units import MiB
+from workers.units import MiB
+
 from .build import library_path
 from .exceptions import MeasureError
 

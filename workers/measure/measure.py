@@ -30,11 +30,12 @@ from typing import Iterator
 
 import polars as pl
 
-from ..dataset import MEASURE
-from ..evaluate import evaluate
-from ..model import STATUS_ERROR, STATUS_INFEASIBLE, STATUS_OK, Model
-from ..profiles import Profile
-from ..units import GiB, MiB
+from workers.dataset import MEASURE
+from workers.evaluate import evaluate
+from workers.model import STATUS_ERROR, STATUS_INFEASIBLE, STATUS_OK, Model
+from workers.profiles import Profile
+from workers.units import GiB, MiB
+
 from .exceptions import CompilerNotFound, MeasureError
 from .host import mem_available_bytes
 from .kernels import CLOCKS, load

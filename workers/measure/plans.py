@@ -19,7 +19,8 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Callable, Protocol
 
-from ..units import KiB
+from workers.units import KiB
+
 from .kernels import Kernels
 
 PAGE = 4 * KiB

@@ -1,6 +1,6 @@
 """MeasureSettings: how the measure backend samples each point, the spec's `[measure]` table as a value.
 
-A sweep builds it once (sweeps.spec), hashes its fields into the ids of its measured chunks (sweeps.plan)
+A sweep builds it once (sweeps.spec.load), hashes its fields into the ids of its measured chunks (sweeps.run.chunks)
 and passes it to every measured chunk's `measure()` call.
 """
 

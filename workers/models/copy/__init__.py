@@ -44,10 +44,10 @@ from math import gcd
 import numpy as np
 import polars as pl
 
-from ..axes import ALIGN, NAMESPACE_SIZE, STRUCT_PAGE_SIZE, Axis, choice
-from ..plots import Plot
-from ..model import LAST_LEVEL, Comparison, CostOrder, Measurement, Metric, Model, Reasons, status_columns
-from ..profiles import Profile
+from workers.axes import ALIGN, NAMESPACE_SIZE, STRUCT_PAGE_SIZE, Axis, choice
+from workers.model import LAST_LEVEL, Comparison, CostOrder, Measurement, Metric, Model, Reasons, status_columns
+from workers.plots import Plot
+from workers.profiles import Profile
 
 LINE = 64  # boot_cpu_data.x86_clflush_size on x86_64
 STRATEGIES = ("memcpy", "nt_call", "nt_inline")
@@ -225,7 +225,7 @@ def _lookup(size, dst, strategy, patched) -> np.ndarray:
     return (((np.clip(size, 0, MAX_TABLE_SIZE) // 8) * LINE + dst % LINE) * 3 + strategy) * 2 + patched
 
 
-# The report's figure of this model (drawn by analysis/figures_declared.py).
+# The report's figure of this model (drawn by analysis/figures/declared.py).
 PLOTS = (
     Plot(id="copy_cost", title="copy: ns per struct-page copy vs size, three copy paths",
          x="param_struct_page_size", y="metric_ns_per_copy", hue="param_strategy",
@@ -286,10 +286,10 @@ class CopyModel(Model):
         CostOrder(lower="dram_rfo_gbs", higher="llc_gbs",
                   why="the LLC sits between the core and DRAM: an RFO it serves is no slower than one from DRAM"),
     )
-    # The user-space copy loop (workers/models/copy_measure.py) fills metric_ns_per_copy, and metric_gbs =
+    # The user-space copy loop (workers/models/copy/measure.py) fills metric_ns_per_copy, and metric_gbs =
     # struct_page_size bytes / ns per copy; a fit takes the host's last-level cache as copy.llc_bytes.
     measurement = Measurement(
-        planner="workers.models.copy_measure:plan_copy", metric="metric_ns_per_copy",
+        planner="workers.models.copy.measure:plan_copy", metric="metric_ns_per_copy",
         derived={"metric_gbs": "struct_page_size"},
         id_axes=("struct_page_size", "strategy", "inline_sizes", "namespace_size"),
         id_prefixes={"struct_page_size": "P"}, host_caches={("copy", "llc_bytes"): LAST_LEVEL},

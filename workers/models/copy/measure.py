@@ -14,10 +14,10 @@ from typing import Iterator
 
 import polars as pl
 
-from ..measure.host import machine_arch
-from ..measure.kernels import COPY_SIZES, Kernels, Mapping
-from ..measure.plans import PAGE, Plan, Run, whole_pages
-from .copy import MAINLINE_INLINE, PATCHED_INLINE
+from workers.measure.host import machine_arch
+from workers.measure.kernels import COPY_SIZES, Kernels, Mapping
+from workers.measure.plans import PAGE, Plan, Run, whole_pages
+from workers.models.copy import MAINLINE_INLINE, PATCHED_INLINE
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

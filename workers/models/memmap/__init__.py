@@ -1,6 +1,6 @@
 """memmap: struct page initialization when a pmem/dax namespace binds (memmap_init_zone_device()).
 
-Layout and counts come from workers/models/memmap_layout.py (nd_pfn_init(),
+Layout and counts come from workers/models/memmap/layout.py (nd_pfn_init(),
 memmap_init_zone_device(), vmemmap_can_optimize()). Each struct page is priced
 by the work the kernel does for it, with costs shared across kinds, modes and
 strategies:
@@ -51,7 +51,7 @@ Memory (`metric_memmap_dram_bytes`): every DRAM byte the bind takes for the
 memmap: struct pages in DRAM (map=mem; with map=dev only those of partial
 sections, which vmemmap_populate() maps with base pages from DRAM) plus the
 page tables that map the vmemmap (`metric_vmemmap_pt_bytes`); counts and
-assumptions in memmap_layout.py (`vmemmap()`).
+assumptions in layout.py (`vmemmap()`).
 
 x86_64 only: sizeof(struct page) is a multiple of 16 (struct page is
 __aligned(2 * sizeof(unsigned long)) with CONFIG_HAVE_ALIGNED_STRUCT_PAGE,
@@ -66,14 +66,15 @@ from dataclasses import replace
 import numpy as np
 import polars as pl
 
-from ..axes import ALIGN, COMPOUND_ORDER, NAMESPACE_SIZE, STRUCT_PAGE_SIZE, Axis, choice
-from ..findings import MAX, MIN, Column, Medians, MedianTable, Pick, Ratio, Winner
-from ..plots import Cond, Plot
-from ..model import LAST_LEVEL, Comparison, Figure, FreeParam, Measurement, Metric, Model, Reasons, status_columns
-from ..profiles import Profile
-from ..units import GiB, KiB, MiB, TiB
-from . import copy as cp
-from . import memmap_layout as ml
+from workers.axes import ALIGN, COMPOUND_ORDER, NAMESPACE_SIZE, STRUCT_PAGE_SIZE, Axis, choice
+from workers.findings import MAX, MIN, Column, Medians, MedianTable, Pick, Ratio, Winner
+from workers.model import LAST_LEVEL, Comparison, Figure, FreeParam, Measurement, Metric, Model, Reasons, status_columns
+from workers.models import copy as cp
+from workers.plots import Cond, Plot
+from workers.profiles import Profile
+from workers.units import GiB, KiB, MiB, TiB
+
+from . import layout as ml
 
 STRATEGIES = ("slow", "template", "template_nt", "template_nt_inline")
 SLOW, TEMPLATE, TEMPLATE_NT, TEMPLATE_NT_INLINE = range(4)
@@ -193,7 +194,7 @@ def timing(strategy, w: dict, stored_lines, psize, order, fsdax, cost: cp.CopyCo
             "written": written, "slow_init": np.maximum(slow_compute, cached_bound)}
 
 
-# The report's figures of this model (drawn by analysis/figures_declared.py).
+# The report's figures of this model (drawn by analysis/figures/declared.py).
 _STRATEGIES = ("slow", "template", "template_nt", "template_nt_inline")
 # Show the 80/96-byte struct pages under map=dev too: CONFIG_NVDIMM_KMSAN only matters for P > 64.
 _KMSAN_ON = {"param_nvdimm_kmsan": True}
@@ -233,7 +234,7 @@ PLOTS = (
 )
 
 OPTIMIZED = "metric_vmemmap_optimized"
-# The report's key findings about memmap init and overhead (workers.findings; analysis/findings.py words them).
+# The report's key findings about memmap init and overhead (workers.findings; analysis/report/findings.py words them).
 FINDINGS = (
     Winner(id="best_strategy", figure="memmap_init"),
     Ratio(id="inline_movnti", figure="memmap_init", numerator="template_nt", denominator="template_nt_inline",
@@ -363,11 +364,11 @@ class MemmapModel(Model):
         FreeParam(section="copy", key="loop_ns", lower=0.0, upper=10.0),
         FreeParam(section="copy", key="llc_gbs", lower=1.0, upper=500.0),
     )
-    # The user-space analog of memmap_init_zone_device() (workers/models/memmap_measure.py) fills
+    # The user-space analog of memmap_init_zone_device() (workers/models/memmap/measure.py) fills
     # metric_init_ms; its figures are named memmap/measured/<mode>/P<P>/<strategy>/<size>. The struct pages
     # are priced with the copy costs, so a fit takes the host's last-level cache as copy.llc_bytes.
     measurement = Measurement(
-        planner="workers.models.memmap_measure:plan_memmap", metric="metric_init_ms",
+        planner="workers.models.memmap.measure:plan_memmap", metric="metric_init_ms",
         id_axes=("mode", "struct_page_size", "strategy", "namespace_size"), id_prefixes={"struct_page_size": "P"},
         host_caches={("copy", "llc_bytes"): LAST_LEVEL},
     )

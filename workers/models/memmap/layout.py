@@ -60,7 +60,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..units import KiB, MiB
+from workers.units import KiB, MiB
 
 PAGE = 4 * KiB
 INFO_BLOCK = 8 * KiB  # nd_info_block_reserve(): ALIGN(SZ_8K, PAGE_SIZE)

@@ -1,7 +1,7 @@
 """memmap's measurement plan: the analog of memmap_init_zone_device() over a point's struct pages.
 
 A point's plan initializes the struct pages the model counts (heads x pages per compound, from
-workers/models/memmap_layout.py) in an anonymous mapping, with the C kernel of its strategy
+workers/models/memmap/layout.py) in an anonymous mapping, with the C kernel of its strategy
 (workers/native), filling metric_init_ms; a run is timed in segments of SEGMENT_PAGES struct pages.
 The memmap model declares it (`MemmapModel.measurement`); workers.measure imports this module only
 when it measures memmap points.
@@ -16,11 +16,12 @@ from typing import Iterator
 import numpy as np
 import polars as pl
 
-from ..measure.host import machine_arch
-from ..measure.kernels import MEMMAP_SIZES, Kernels, Mapping
-from ..measure.plans import Plan, Run, whole_pages
-from . import memmap as mm
-from . import memmap_layout as ml
+from workers.measure.host import machine_arch
+from workers.measure.kernels import MEMMAP_SIZES, Kernels, Mapping
+from workers.measure.plans import Plan, Run, whole_pages
+from workers.models import memmap as mm
+
+from . import layout as ml
 
 SEGMENT_PAGES = 1 << 16  # a memmap run is timed in segments of about this many struct pages (~0.2 ms)
 NT_STRATEGIES = ("template_nt", "template_nt_inline", "nt_call", "nt_inline")

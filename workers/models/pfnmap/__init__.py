@@ -1,10 +1,10 @@
 """pfnmap: huge leaves for remap_pfn_range() (the RFC) and what they do to TLB misses.
 
 A driver's mmap() maps L = `namespace_size` bytes of device memory with
-remap_pfn_range(). The model counts, in closed form (pfnmap_geometry), the PTE
+remap_pfn_range(). The model counts, in closed form (geometry), the PTE
 / PMD / PUD leaves and arm64 contpte blocks the kernel creates, the page-table
 pages it allocates (with the RFC's deposited tables) and the setup cost; then
-(pfnmap_tlb) the TLB entries those leaves need on the profile's machine, the
+(tlb) the TLB entries those leaves need on the profile's machine, the
 TLB misses of the access pattern, the page-walk cost from where the walk's
 lines live, and the resulting ns per load (lmbench lat_mem_rd -t) or ms per
 streaming copy.
@@ -35,7 +35,7 @@ this one, for the selected access pattern).
 
 Costs: setup = remap_call_ns + PTEs x pte_set_ns + huge leaves x
 huge_leaf_set_ns + page-table pages x pt_page_alloc_ns. Loads and copies: see
-pfnmap_tlb. Four costs are fit to the RFC's twenty figures (free_params); the
+tlb. Four costs are fit to the RFC's twenty figures (free_params); the
 rest of [pfnmap] is assumed (kernel facts: published), each with its note.
 """
 
@@ -44,15 +44,28 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from ..axes import ALIGN, COMPOUND_ORDER, NAMESPACE_SIZE, Axis, choice
-from ..findings import Above, Medians
-from ..plots import Cond, Either, Plot
-from ..model import (L1D_BYTES, L2_BYTES, LAST_LEVEL, Comparison, CostOrder, Figure, FreeParam, Measurement, Metric,
-                     Model, Reasons, status_columns)
-from ..profiles import Profile
-from ..units import KiB, MiB
-from .pfnmap_geometry import LEAF_ORDERS, PAGE, PMD_ORDER, PUD, kind_bytes, leaves, starts
-from .pfnmap_tlb import Machine, entries, random_access, reach, sequential_copy
+from workers.axes import ALIGN, COMPOUND_ORDER, NAMESPACE_SIZE, Axis, choice
+from workers.findings import Above, Medians
+from workers.model import (
+    L1D_BYTES,
+    L2_BYTES,
+    LAST_LEVEL,
+    Comparison,
+    CostOrder,
+    Figure,
+    FreeParam,
+    Measurement,
+    Metric,
+    Model,
+    Reasons,
+    status_columns,
+)
+from workers.plots import Cond, Either, Plot
+from workers.profiles import Profile
+from workers.units import KiB, MiB
+
+from .geometry import LEAF_ORDERS, PAGE, PMD_ORDER, PUD, kind_bytes, leaves, starts
+from .tlb import Machine, entries, random_access, reach, sequential_copy
 
 AUTO_ORDER = PMD_ORDER  # the RFC's behaviour: PMD leaves where the rules allow
 NOT_GIVEN = -1
@@ -101,7 +114,7 @@ def order_expr() -> pl.Expr:
     return pl.col("param_compound_order").fill_null(AUTO_ORDER)
 
 
-# The report's figures of this model (drawn by analysis/figures_declared.py).
+# The report's figures of this model (drawn by analysis/figures/declared.py).
 _MISALIGN = ("param_align", "param_pa_offset", "param_va_offset")
 PLOTS = (
     Plot(id="pfnmap_latency", title="pfnmap: access cost vs mapping size per leaf order",
@@ -211,11 +224,11 @@ class PfnmapModel(Model):
         FreeParam(section="pfnmap", key="copy_tlb_miss_ns", lower=0.0, upper=1000.0),
         FreeParam(section="pfnmap", key="l2_bytes", lower=256 * KiB, upper=16 * MiB),
     )
-    # The user-space analogs (workers/models/pfnmap_measure.py): lmbench's lat_mem_rd -t chase fills
+    # The user-space analogs (workers/models/pfnmap/measure.py): lmbench's lat_mem_rd -t chase fills
     # metric_ns_per_load, the streaming copy metric_copy_ms; the host's caches decide where the chase's
     # page-table lines are found, so a fit takes its L1d, L2 and last level.
     measurement = Measurement(
-        planner="workers.models.pfnmap_measure:plan_pfnmap", metric_axis="access",
+        planner="workers.models.pfnmap.measure:plan_pfnmap", metric_axis="access",
         metric={"lat_mem_rd_random": "metric_ns_per_load", "memcpy_seq": "metric_copy_ms"},
         id_axes=("access", "compound_order", "namespace_size"), id_prefixes={"compound_order": "order"},
         host_caches={("pfnmap", "llc_bytes"): LAST_LEVEL, ("pfnmap", "l2_bytes"): L2_BYTES,

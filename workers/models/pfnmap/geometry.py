@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..units import GiB, KiB, MiB
+from workers.units import GiB, KiB, MiB
 
 PAGE = 4 * KiB
 CONT = 64 * KiB  # CONT_PTES (16) x 4 KiB, arch/arm64/include/asm/pgtable-hwdef.h

@@ -17,10 +17,11 @@ from typing import Iterator
 
 import polars as pl
 
-from ..measure.host import anon_huge_bytes, machine_arch
-from ..measure.kernels import Kernels, Mapping
-from ..measure.plans import CHASE_STRIDE, PAGE, Chain, Plan, Run, chase_loads, chase_warm_loads
-from .pfnmap_geometry import PMD, starts
+from workers.measure.host import anon_huge_bytes, machine_arch
+from workers.measure.kernels import Kernels, Mapping
+from workers.measure.plans import CHASE_STRIDE, PAGE, Chain, Plan, Run, chase_loads, chase_warm_loads
+
+from .geometry import PMD, starts
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -1,6 +1,6 @@
 """pfnmap access cost: TLB entries, hits and misses, page walks, and where the walk's lines live.
 
-The mapping's leaves (pfnmap_geometry) become TLB entries of one size each:
+The mapping's leaves (geometry) become TLB entries of one size each:
 the leaf size, or in a guest the smaller of the guest leaf and the host page
 backing it (a TLB entry caches guest-virtual -> host-physical). Per entry size
 the profile gives L1 and L2 TLB entries (treated as separate pools).
@@ -33,11 +33,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..exceptions import ProfileError
-from ..profiles import Profile
-from ..units import GiB
-from .pfnmap_footprint import touched
-from .pfnmap_geometry import CONT, ENTRY_BYTES, PAGE, PMD, PUD
+from workers.exceptions import ProfileError
+from workers.profiles import Profile
+from workers.units import GiB
+
+from .footprint import touched
+from .geometry import CONT, ENTRY_BYTES, PAGE, PMD, PUD
 
 LINE = 64  # bytes per cache line
 ENTRIES_PER_LINE = LINE // ENTRY_BYTES  # 8 page-table entries per line
@@ -171,7 +172,7 @@ def random_access(m: Machine, g: dict, kb: dict, length: np.ndarray, working_set
     """lat_mem_rd_random: ns per load, miss rate, and the mean walk (ns, references).
 
     `working_set` bytes of pages are chosen at random from the whole mapping
-    (pfnmap_footprint); the counts below are of what they touch.
+    (footprint); the counts below are of what they touch.
     """
     lf = length.astype(np.float64)
     total, chosen = lf / PAGE, working_set.astype(np.float64) / PAGE

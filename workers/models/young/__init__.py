@@ -5,7 +5,7 @@ Counts, in closed form, what folio_referenced_one() does to the PTEs of
 PTE as before the v3 series or batched with test_and_clear_young_ptes(), on
 arm64 (contpte blocks of 16 PTEs) or x86_64 (no cont bit); then prices the
 counts with per-operation costs from the profile's [young] section. The counts
-are those of the executable reference, workers/models/young_reference.py, on
+are those of the executable reference, workers/models/young/reference.py, on
 the same layout (the tests compare them). See that module for the kernel
 sources read.
 
@@ -43,12 +43,12 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from ..axes import ALIGN, COMPOUND_ORDER, NAMESPACE_SIZE, Axis, choice
-from ..findings import FIRST, LAST, MAX, MIN, Clause, Medians
-from ..plots import Cond, Either, Plot
-from ..model import Comparison, Figure, FreeParam, Measurement, Metric, Model, Reasons, status_columns
-from ..profiles import Profile
-from ..units import KiB, MiB
+from workers.axes import ALIGN, COMPOUND_ORDER, NAMESPACE_SIZE, Axis, choice
+from workers.findings import FIRST, LAST, MAX, MIN, Clause, Medians
+from workers.model import Comparison, Figure, FreeParam, Measurement, Metric, Model, Reasons, status_columns
+from workers.plots import Cond, Either, Plot
+from workers.profiles import Profile
+from workers.units import KiB, MiB
 
 CONT_PTES = 16  # arch/arm64/include/asm/pgtable-hwdef.h: 1 << (CONT_PTE_SHIFT - PAGE_SHIFT), 4 KiB granule
 PTRS_PER_PTE = 512  # PTEs per page table; pmd_addr_end() bounds a folio_pte_batch() run
@@ -121,7 +121,7 @@ def counts(size: np.ndarray, align: np.ndarray, order: np.ndarray, arm64: np.nda
     }
 
 
-# The report's figure of this model (drawn by analysis/figures_declared.py).
+# The report's figure of this model (drawn by analysis/figures/declared.py).
 PLOTS = (
     Plot(id="young_scan", title="young: reclaim scan time vs folio order, per-PTE vs batched",
          x="param_compound_order", y="metric_scan_ms", hue="param_batching", hue_order=("per_pte", "batched"),

@@ -5,7 +5,7 @@ PTE_AF) and `cont` (PTE_CONT). Index 0 is a PMD boundary, so every aligned run
 of CONT_PTES entries is one contpte block. Each helper mutates `young` in place,
 as the kernel does, and returns the young result with exact counts of what it
 did. Python loops are allowed here and only here: the cost model
-(workers/models/young.py) must agree with these counts in closed form.
+(workers/models/young/__init__.py) must agree with these counts in closed form.
 
 Kernel sources read: torvalds/linux (arch/arm64/mm/contpte.c at 35e02583, which
 predates the series: the per-PTE helpers), the series "arm64: mm: implement the
