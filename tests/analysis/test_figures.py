@@ -5,7 +5,7 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from analysis import figures as F
+from analysis.figures import index as F
 from analysis.exceptions import AnalysisWarning
 from analysis.figures.plotting import Rendered, Skipped
 from analysis.read import Sweep

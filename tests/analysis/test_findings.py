@@ -7,7 +7,7 @@ import html
 import polars as pl
 import pytest
 
-from analysis import findings as F
+from analysis.report import findings as F
 from analysis.read import Sweep
 from tests.analysis.conftest import write_sweep
 
