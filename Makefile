@@ -1,11 +1,11 @@
 # The README's two commands: `make report` (default sweep on an embedded Ray,
-# ending in a report) and `make test`. Both create .venv and install first.
+# ending in a report) and `make test`; `make check` is the fast loop. Each creates .venv and installs first.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: report test browser slurm clean
+.PHONY: report test check browser slurm clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -31,6 +31,11 @@ slurm:
 
 test: $(STAMP) browser slurm
 	$(BIN)/python -m pytest
+
+# The fast loop while you work: every test but those that need Chromium, Slurm, a multi-node Ray, an
+# object store or a guest (pyproject.toml's markers).
+check: $(STAMP)
+	$(BIN)/python -m pytest -q -m "not (browser or slurm or cluster or object_store or guest)"
 
 clean:
 	rm -rf $(VENV) results test-artifacts .pytest_cache .hypothesis

@@ -14,6 +14,17 @@ ROOT = Path(__file__).resolve().parent.parent
 os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 ARTIFACTS = ROOT / "test-artifacts"
+# What a test needs beyond this machine's Python and Ray, as a marker (pyproject.toml registers them;
+# `make check` leaves them out): given to every test that uses the fixture providing it. The browser
+# tests' modules set their marker themselves; `guest` is for tests that boot a kernel in QEMU.
+NEEDS = {"slurm": "slurm", "cluster": "cluster", "s3": "object_store"}
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        for fixture, marker in NEEDS.items():
+            if fixture in item.fixturenames:
+                item.add_marker(marker)
 
 
 @pytest.fixture(scope="session")

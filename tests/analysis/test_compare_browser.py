@@ -21,6 +21,8 @@ from tests.analysis.test_compare import grid, memmap_rows
 from tests.analysis.test_report_browser import image_check, run_chromium
 from tests.conftest import ARTIFACTS
 
+pytestmark = pytest.mark.browser
+
 
 @pytest.fixture(scope="module")
 def compare_page(tmp_path_factory) -> Path:

@@ -20,6 +20,8 @@ import pytest
 
 from tests.conftest import ARTIFACTS
 
+pytestmark = pytest.mark.browser
+
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 WRAPPER = """<!DOCTYPE html><html><body><pre id="result">pending</pre>
