@@ -1,4 +1,7 @@
-"""What runs on a Ray worker: the models, machine profiles and calibration (no Ray here)."""
+"""The bottom layer, read by sweeps and analysis alike: the model contract (model, axes, plots, findings,
+contract, registry) and the models (models/<name>/), machine profiles and calibration, the dataset
+contract (dataset: columns, layout, the one reader), and the measured backend's C analogs (measure/,
+native/). No Ray here: a Ray task calls into it."""
 
 from .evaluate import evaluate
 from .registry import MODELS, get_model, load_plugins, register
