@@ -23,12 +23,11 @@ import pyarrow.fs as pafs
 from tqdm import tqdm
 
 from sweeps.dataset.store import Location, locate
-from sweeps.spec.grid import decode, grid_for
+from sweeps.spec.grid import decode
 from sweeps.spec.load import SweepSpec
 from workers import evaluate, get_model
 
 from .chunks import Chunk, plan
-from .provenance import git_sha
 from .task import TaskConfig, run_chunk
 
 TOP_REASONS = 5  # per model in the text output; --json lists every reason
@@ -152,11 +151,7 @@ def dry_run(spec: SweepSpec, out: str = "results", *, cpus: int | None = None, n
 def _sample_config(spec: SweepSpec) -> TaskConfig:
     """The runner's TaskConfig, with an in-memory filesystem for the sample parts."""
     loc = Location(fs=pafs.PyFileSystem(_MemoryHandler()), root="dry-run", uri="memory://dry-run")
-    return TaskConfig(
-        sweep=spec.name, grids={m: grid_for(spec, m) for m in spec.models}, profile=spec.profile,
-        profile_name=spec.profile_name, plugins=spec.plugins, location=loc, git_sha=git_sha(),
-        measure=spec.measure,
-    )
+    return TaskConfig.for_spec(spec, loc)
 
 
 def _evaluate(spec: SweepSpec, cfg: TaskConfig, modeled: list[Chunk], models: dict[str, ModelPlan],

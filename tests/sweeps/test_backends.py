@@ -88,9 +88,7 @@ def test_the_task_computes_rows_with_its_chunks_backend(monkeypatch, tmp_path):
         return model_rows(model, params, profile, settings)
 
     monkeypatch.setitem(BACKENDS, "measured", dataclasses.replace(BACKENDS["measured"], rows=rows))
-    cfg = TaskConfig(sweep=spec.name, grids={"probe": grid_for(spec, "probe")}, profile=spec.profile,
-                     profile_name=spec.profile_name, plugins=spec.plugins, location=locate(str(tmp_path), "both"),
-                     git_sha="", measure=spec.measure)
+    cfg = TaskConfig.for_spec(spec, locate(str(tmp_path), "both"))
     chunk = next(c for c in plan(spec) if c.source == "measured")
     frame = chunk_frame(cfg, chunk, "node")
     assert calls == [("probe", chunk.points, spec.profile, MeasureSettings(repeats=2))]
