@@ -30,7 +30,7 @@ from scipy.optimize import least_squares
 from scipy.stats import qmc
 
 from .evaluate import evaluate
-from .model import Figure, FreeParam, Model, points_frame
+from .model import Figure, FreeParam, Model, points_frame, with_costs
 from .exceptions import ProfileError
 from .fitcheck import Identification, identify
 from .profiles import Profile, Quantity
@@ -201,7 +201,7 @@ def calibrate(model: Model, profile: Profile, figures=None, free: tuple[FreePara
     hand-set sensitivity and the `validation` figures (predicted, never fit)."""
     figures = tuple(figures if figures is not None else model.figures())
     free = model.free_params if free is None else tuple(free)
-    profile = profile.with_defaults(model.name, model.costs)  # a plugin's own section, which no profile has
+    profile = with_costs(profile, (model,))  # a plugin's own section, which no profile has
     if len(free) >= len(figures):
         raise ValueError(
             f"model {model.name!r} has {len(free)} free parameters for {len(figures)} figures; "

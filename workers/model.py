@@ -220,7 +220,8 @@ class Model(abc.ABC):
     # Rough points evaluated per second on one core, used only to size chunks.
     points_per_second: float = 1e6
     # The model's own profile section's costs (key -> Quantity), for a model whose section no shipped
-    # profile holds (a plugin): calibration starts from them, and a profile's own entries win.
+    # profile holds (a plugin): a spec's profile and calibration take them where the profile lacks them
+    # (with_costs), so its rows, chunk ids and digests see them; a profile's own entries win.
     costs: Mapping[str, Quantity] = {}
     free_params: tuple[FreeParam, ...] = ()
     # What a fit to measured rows frees: those span sizes and shapes the published figures do not, so
@@ -272,6 +273,14 @@ class Model(abc.ABC):
     @property
     def axis_names(self) -> tuple[str, ...]:
         return tuple(a.name for a in self.axes)
+
+
+def with_costs(profile: Profile, models) -> Profile:
+    """`profile` with each model's declared `costs` added to its own section where the profile lacks them
+    (a plugin's defaults): the one place a model's default costs join a profile."""
+    for model in models:
+        profile = profile.with_defaults(model.name, model.costs)
+    return profile
 
 
 def points_frame(model: Model, rows) -> pl.DataFrame:

@@ -46,7 +46,6 @@ from sweeps.dataset.store import (
     write_manifest,
 )
 from sweeps.exceptions import DatasetError, StoreIOError
-from sweeps.spec.grid import grid_for
 from sweeps.spec.load import SweepSpec
 from workers import get_model
 from workers.dataset import COMPUTATION, LAYOUT, LEASE_FILE, SCHEMA_VERSION, SPEC_FILE
@@ -344,12 +343,7 @@ POOLS = {SHARED: TaskPool, NODE_ALONE: MeasurePool}  # a row source's placement 
 def _execute(spec, loc, chunks, todo, records, summary, progress, lease) -> None:
     """Each backend's chunks on its own pool, in BACKENDS order: model chunks first, then measured ones
     (so nothing of ours runs beside a measurement)."""
-    cfg = TaskConfig(
-        sweep=spec.name, grids={m: grid_for(spec, m) for m in spec.models}, profile=spec.profile,
-        profile_name=spec.profile_name, plugins=spec.plugins, location=loc, git_sha=git_sha(),
-        measure=spec.measure, computation=record(spec)["digest"],
-    )
-    cfg_ref = ray.put(cfg)
+    cfg_ref = ray.put(TaskConfig.for_spec(spec, loc))
     summary.cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
     t_exec = time.perf_counter()
     bar = tqdm(total=sum(c.points for c in todo), unit="pt", unit_scale=True, disable=not progress,

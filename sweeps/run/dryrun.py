@@ -23,12 +23,12 @@ import pyarrow.fs as pafs
 from tqdm import tqdm
 
 from sweeps.dataset.store import Location, locate
-from sweeps.spec.grid import decode, grid_for
+from sweeps.spec.grid import decode
 from sweeps.spec.load import SweepSpec
-from workers import evaluate, get_model
+from workers import get_model
 
 from .chunks import Chunk, plan
-from .provenance import git_sha
+from .sources import BACKENDS
 from .task import TaskConfig, run_chunk
 
 TOP_REASONS = 5  # per model in the text output; --json lists every reason
@@ -131,12 +131,11 @@ def dry_run(spec: SweepSpec, out: str = "results", *, cpus: int | None = None, n
     dataset = locate(out, spec.name).uri
     chunks = plan(spec)
     models = {m: ModelPlan(model=m) for m in spec.models}
+    modeled = [c for c in chunks if BACKENDS[c.source].planned_here]
     for c in chunks:
-        mp = models[c.model]
-        if c.source == "measured":
-            mp.measured_points += c.points
-            mp.measured_chunks += 1
-    modeled = [c for c in chunks if c.source == "model"]
+        if not BACKENDS[c.source].planned_here:  # counted, never computed here
+            models[c.model].measured_points += c.points
+            models[c.model].measured_chunks += 1
     cfg = _sample_config(spec)
     chunk_cpu = _evaluate(spec, cfg, modeled, models, progress)
     cpus = cpus or os.cpu_count() or 1
@@ -152,11 +151,7 @@ def dry_run(spec: SweepSpec, out: str = "results", *, cpus: int | None = None, n
 def _sample_config(spec: SweepSpec) -> TaskConfig:
     """The runner's TaskConfig, with an in-memory filesystem for the sample parts."""
     loc = Location(fs=pafs.PyFileSystem(_MemoryHandler()), root="dry-run", uri="memory://dry-run")
-    return TaskConfig(
-        sweep=spec.name, grids={m: grid_for(spec, m) for m in spec.models}, profile=spec.profile,
-        profile_name=spec.profile_name, plugins=spec.plugins, location=loc, git_sha=git_sha(),
-        measure=spec.measure,
-    )
+    return TaskConfig.for_spec(spec, loc)
 
 
 def _evaluate(spec: SweepSpec, cfg: TaskConfig, modeled: list[Chunk], models: dict[str, ModelPlan],
@@ -183,10 +178,11 @@ def _evaluate(spec: SweepSpec, cfg: TaskConfig, modeled: list[Chunk], models: di
 
 
 def _count(cfg: TaskConfig, c: Chunk, mp: ModelPlan) -> float:
-    """Evaluate chunk c as a task does and add its rows by status and reason to mp; its CPU seconds."""
+    """Compute chunk c's rows with its backend as a task does and add them by status and reason to mp; its
+    CPU seconds."""
     c0 = time.process_time()
     points = decode(cfg.grids[c.model], c.start, c.stop).drop("point_id")
-    out = evaluate(get_model(c.model), points, cfg.profile)
+    out = BACKENDS[c.source].rows(get_model(c.model), points, cfg.profile, cfg.measure)
     cpu_s = time.process_time() - c0
     for status, reason, n in out.group_by("status", "reason").len().iter_rows():
         mp.status[status] += n
@@ -219,7 +215,7 @@ def makespan(seconds: list[float], cpus: int) -> float:
 def declared_seconds(chunks: list[Chunk], cpus: int) -> float | None:
     """The modeled chunks' wall time on `cpus` CPUs at each model's declared points_per_second (no point is
     evaluated: `submit` estimates with it); None when measured chunks make the time unknown."""
-    if any(c.source != "model" for c in chunks):
+    if not all(BACKENDS[c.source].planned_here for c in chunks):
         return None
     return makespan([c.points / get_model(c.model).points_per_second for c in chunks], cpus)
 

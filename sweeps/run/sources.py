@@ -5,8 +5,9 @@ A spec's `source` picks backends by name: "model" rows are the model's own
 analog run on the worker (workers.measure). A backend says all that differs
 between them: how many points make a chunk, what besides the grid fixes its
 rows (hashed into its chunk ids), which of the runner's pools runs its chunks
-on Ray, and the compute step itself. sweeps.run.chunks, sweeps.run.task and
-sweeps.run.driver look a backend up by a chunk's `source` and never branch on it.
+on Ray, whether `memsweep plan` computes its rows, and the compute step itself.
+sweeps.run.chunks, sweeps.run.task, sweeps.run.driver and sweeps.run.dryrun look
+a backend up by a chunk's `source` and never branch on it.
 The runner runs the backends in table order: model chunks first, then
 measured ones (so nothing of ours runs beside a measurement).
 """
@@ -49,6 +50,10 @@ class Backend:
     # Where its chunks run (the driver maps it to a pool of Ray tasks or actors): SHARED, any free CPU; or
     # NODE_ALONE, one chunk at a time on each node, nothing else of ours beside it.
     placement: str
+    # Whether `memsweep plan` computes its chunks' rows on the planning process (statuses and throughput; their
+    # time follows from the models' points_per_second), or only counts their points (measured rows: their
+    # values and time depend on the node and on [measure]).
+    planned_here: bool
 
 
 def model_chunk_points(spec: SweepSpec, model: str) -> int:
@@ -79,7 +84,8 @@ def measured_rows(model: Model, params: pl.DataFrame, profile: Profile, settings
 
 BACKENDS: dict[str, Backend] = {
     "model": Backend(name="model", chunk_points=model_chunk_points, digest_inputs=lambda spec: {},
-                     rows=model_rows, placement=SHARED),
+                     rows=model_rows, placement=SHARED, planned_here=True),
     "measured": Backend(name="measured", chunk_points=lambda spec, model: MEASURED_CHUNK_POINTS,
-                        digest_inputs=measured_digest_inputs, rows=measured_rows, placement=NODE_ALONE),
+                        digest_inputs=measured_digest_inputs, rows=measured_rows, placement=NODE_ALONE,
+                        planned_here=False),
 }

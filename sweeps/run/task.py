@@ -12,9 +12,11 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
+from sweeps.dataset.computation import record
 from sweeps.dataset.store import Location, write_part
 from sweeps.exceptions import StoreIOError
-from sweeps.spec.grid import Grid, decode
+from sweeps.spec.grid import Grid, decode, grid_for
+from sweeps.spec.load import SweepSpec
 from workers import get_model, load_plugins
 from workers.dataset import DTYPES, IDENTITY_COLUMNS, PART_COMPUTATION, PROVENANCE_COLUMNS, SCHEMA_VERSION
 from workers.measure.measure import MEASURE_COLUMNS
@@ -22,7 +24,7 @@ from workers.measure.settings import MeasureSettings
 from workers.profiles import Profile
 
 from .chunks import Chunk
-from .provenance import host_provenance
+from .provenance import git_sha, host_provenance
 from .sources import BACKENDS
 
 
@@ -39,6 +41,15 @@ class TaskConfig:
     git_sha: str
     measure: MeasureSettings = field(default_factory=MeasureSettings)  # how measured chunks sample
     computation: str = ""  # the digest of what the rows are computed with (sweeps.dataset.computation), in each footer
+
+    @classmethod
+    def for_spec(cls, spec: SweepSpec, location: Location) -> TaskConfig:
+        """The config of a run of `spec` writing its parts to `location` (the runner's, and the dry run's)."""
+        return cls(
+            sweep=spec.name, grids={m: grid_for(spec, m) for m in spec.models}, profile=spec.profile,
+            profile_name=spec.profile_name, plugins=spec.plugins, location=location, git_sha=git_sha(),
+            measure=spec.measure, computation=record(spec)["digest"],
+        )
 
 
 def chunk_frame(cfg: TaskConfig, chunk: Chunk, node_id: str) -> pl.DataFrame:

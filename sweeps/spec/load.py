@@ -2,7 +2,8 @@
 
     name = "default"
     models = ["memmap", "copy"]
-    profile = "seed"                      # optional; a shipped profile name or a path
+    profile = "seed"                      # optional; a shipped profile name or a path (plus the
+                                          # models' declared default costs it lacks)
     [axes]                                # shared axes, for every model that has them
     namespace_size = { from = "1GiB", to = "1TiB", scale = "log2" }
     struct_page_size = [64, 80, 96]
@@ -32,6 +33,7 @@ from workers.axes import SHARED_AXES, Axis
 from workers.exceptions import ProfileError
 from workers.measure.exceptions import MeasureSettingsError
 from workers.measure.settings import MeasureSettings
+from workers.model import with_costs
 from workers.profiles import Profile, available_profiles, load_profile
 from workers.units import parse_size
 
@@ -51,7 +53,7 @@ class SweepSpec:
     name: str
     description: str
     models: tuple[str, ...]
-    profile: Profile
+    profile: Profile  # the named profile plus the models' default costs it lacks (workers.model.with_costs)
     profile_name: str
     plugins: tuple[str, ...]
     chunk_points: int | None
@@ -135,6 +137,7 @@ def parse_spec(text: str, base_dir: Path | None = None) -> SweepSpec:
     load_plugins(plugins)
     models = _models(data)
     profile_name, profile = _profile(data, base_dir)
+    profile = with_costs(profile, (MODELS[m] for m in models))  # a plugin's default costs are part of its profile
     chunk_points = _chunk_points(data)
     sources = _sources(data)
     measure = _measure(data)

@@ -11,6 +11,7 @@ from sweeps.run import driver as runner
 from sweeps.run.sources import BACKENDS, MEASURED_CHUNK_POINTS, measured_rows, model_rows
 from sweeps.spec.grid import decode, grid_for
 from sweeps.run.chunks import plan
+from sweeps.run.dryrun import as_dict, declared_seconds, dry_run
 from sweeps.spec.load import SOURCES, parse_spec
 from sweeps.dataset.store import locate
 from sweeps.run.task import TaskConfig, chunk_frame
@@ -78,6 +79,26 @@ def test_only_measured_chunk_ids_hash_the_measure_settings():
     assert not set(ids["measured"][0]) & set(ids["measured"][1])
 
 
+def test_the_dry_run_computes_the_chunks_of_backends_planned_here_and_counts_the_others(monkeypatch):
+    """`plan` computes a chunk's rows with its backend when the backend is planned here, else only counts it."""
+    spec = parse_spec(BOTH)
+    calls = []
+
+    def rows(model, params, profile, settings):
+        calls.append(params.height)
+        return model_rows(model, params, profile, settings)
+
+    assert (BACKENDS["model"].planned_here, BACKENDS["measured"].planned_here) == (True, False)
+    monkeypatch.setitem(BACKENDS, "model", dataclasses.replace(BACKENDS["model"], rows=rows))
+    d = as_dict(dry_run(spec, progress=False))
+    assert calls == [20, 20] and (d["feasible"], d["measured"]["points"]) == (20, 20)  # counted, then sampled
+    for name, here in (("model", False), ("measured", True)):
+        monkeypatch.setitem(BACKENDS, name, dataclasses.replace(BACKENDS[name], planned_here=here, rows=rows))
+    d = as_dict(dry_run(spec, progress=False))
+    assert calls[2:] == [8, 8, 8, 4] and (d["feasible"], d["measured"]["points"]) == (20, 20)  # the middle sampled
+    assert declared_seconds(plan(spec), 1) is None
+
+
 def test_the_task_computes_rows_with_its_chunks_backend(monkeypatch, tmp_path):
     """chunk_frame hands a measured chunk's points, the profile and the settings to the measured backend."""
     spec = parse_spec(BOTH + "[measure]\nrepeats = 2\n")
@@ -88,9 +109,7 @@ def test_the_task_computes_rows_with_its_chunks_backend(monkeypatch, tmp_path):
         return model_rows(model, params, profile, settings)
 
     monkeypatch.setitem(BACKENDS, "measured", dataclasses.replace(BACKENDS["measured"], rows=rows))
-    cfg = TaskConfig(sweep=spec.name, grids={"probe": grid_for(spec, "probe")}, profile=spec.profile,
-                     profile_name=spec.profile_name, plugins=spec.plugins, location=locate(str(tmp_path), "both"),
-                     git_sha="", measure=spec.measure)
+    cfg = TaskConfig.for_spec(spec, locate(str(tmp_path), "both"))
     chunk = next(c for c in plan(spec) if c.source == "measured")
     frame = chunk_frame(cfg, chunk, "node")
     assert calls == [("probe", chunk.points, spec.profile, MeasureSettings(repeats=2))]

@@ -184,3 +184,34 @@ def test_a_portable_spec_carries_the_profile_file_it_names(tmp_path):
         (tmp_path / "staged" / name).write_bytes(data)
     assert load_spec(str(tmp_path / "staged" / "spec.toml")).profile.digest() == load_spec(str(spec)).profile.digest()
     assert portable_spec("default") == ((load_spec("default").text), {})
+
+
+COSTED = 'name = "c"\nmodels = ["costed"]\nplugins = ["tests.support.costed"]\n[axes.costed]\ni = [0, 3]\n'
+
+
+def test_a_plugins_default_costs_join_the_specs_profile_and_a_profile_file_overrides_them(tmp_path):
+    """The spec's profile holds the model's declared default cost; a profile file's own [costed] entry wins."""
+    assert parse_spec(COSTED).profile.value("costed", "step_ns") == 2.0
+    (tmp_path / "p.toml").write_text('name = "p"\nbase = "seed"\n[costed]\n'
+                                     'step_ns = { value = 5.0, unit = "ns", source = "assumed" }\n')
+    assert parse_spec('profile = "p.toml"\n' + COSTED, base_dir=tmp_path).profile.value("costed", "step_ns") == 5.0
+
+
+def test_a_plugins_changed_default_cost_changes_its_chunk_ids_digest_and_rows(monkeypatch):
+    """Another default cost gives new chunk ids and computation digest, and evaluation prices with it."""
+    from sweeps.dataset.computation import record
+    from sweeps.run.chunks import plan
+    from sweeps.spec.grid import decode, grid_for
+    from workers import evaluate, get_model
+    from workers.profiles import Quantity
+
+    def computed(spec):
+        points = decode(grid_for(spec, "costed"), 0, 2).drop("point_id")
+        rows = evaluate(get_model("costed"), points, spec.profile)
+        return [c.chunk_id for c in plan(spec)], record(spec)["digest"], rows["metric_time_ns"].to_list()
+
+    ids, digest, times = computed(parse_spec(COSTED))
+    assert times == [0.0, 6.0]
+    monkeypatch.setattr(get_model("costed"), "costs", {"step_ns": Quantity(value=4.0, unit="ns", source="assumed")})
+    new_ids, new_digest, new_times = computed(parse_spec(COSTED))
+    assert not set(new_ids) & set(ids) and new_digest != digest and new_times == [0.0, 12.0]

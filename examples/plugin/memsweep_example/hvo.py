@@ -27,10 +27,10 @@ the pool starts empty and every allocation succeeds. Not modeled: the synchroniz
 kernels add to HVO (2024, after the published figures), 1 GiB folios (alloc_contig_pages()), the
 free path (hugetlb_vmemmap_restore_folios()).
 
-Costs come from the profile's [hvo] section when a profile has one (a profile file with
-`base = "seed"` can add it), else from DEFAULTS below: a plugin cannot add a section to the
-shipped profiles, so its defaults live in code. Change `version` when they change: a chunk's id
-holds the profile's digest, which does not see these.
+Costs come from the profile's [hvo] section. A plugin cannot add a section to the shipped
+profiles, so its defaults live in code (DEFAULTS below, the model's `costs`): a spec's profile
+takes those it lacks (a profile file with `base = "seed"` and an [hvo] section overrides any), so
+a changed default changes the profile's digest and with it the chunk ids.
 """
 
 from __future__ import annotations
@@ -141,12 +141,6 @@ def counts(folios: np.ndarray, struct_page: np.ndarray, hvo: np.ndarray, batched
     }
 
 
-def cost(profile: Profile, key: str) -> float:
-    """A per-operation cost: the profile's [hvo] entry, else the default above."""
-    entry = profile.sections.get(SECTION, {}).get(key)
-    return float(entry.value if isinstance(entry, Quantity) else DEFAULTS[key].value)
-
-
 class HvoModel(Model):
     name = "hvo"
     version = "1"
@@ -199,7 +193,7 @@ class HvoModel(Model):
         batched = (points["param_batching"] == "batched").to_numpy()
         guest = points["param_virtualized"].to_numpy().astype(bool)
         c = counts(folios, p, hvo, batched)
-        k = {key: cost(profile, key) for key in DEFAULTS}
+        k = {key: float(profile.value(SECTION, key)) for key in DEFAULTS}
         base_ns = folios * k["folio_alloc_ns"] + c["struct_pages"] * k["struct_page_ns"]
         hvo_ns = (c["optimized"] * (k["walk_ns"] + k["page_alloc_ns"] + k["copy_page_ns"])
                   + c["ptes"] * k["pte_set_ns"] + c["freed"] * k["page_free_ns"]
