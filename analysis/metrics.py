@@ -346,27 +346,40 @@ def _hinge_fits(pts: pl.DataFrame, cand: np.ndarray, n_groups: int, block: int =
 
 
 MAX_SERIES_PER_PASS = 512  # series_points: series combinations summed per pass (x ~1,000 sizes: ~150 MB)
-TIE_RTOL = 1e-9  # variants whose metric is within this relative distance of the best tie for the win
+TIE_RTOL = 1e-9  # relative: variants this close to the best share the win (`ties_best`)
 
 
-def best_by(lf: pl.LazyFrame, axis: str, metric: str, keys: list[str], minimize: bool = True,
-            values: dict[str, list] | None = None) -> pl.LazyFrame:
+def ties_best(value, best):
+    """Whether `value` ties `best` for the win: |value - best| <= TIE_RTOL * |best| (so only an equal
+    value ties a best of 0). A tie is no variant's win. The one tie rule of the winner tables and the
+    Key findings; `value` and `best` are numbers, numpy arrays or polars expressions alike."""
+    return abs(value - best) <= TIE_RTOL * abs(best)
+
+
+def tied_best(wide: pl.DataFrame, columns: list[str], minimize: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Who wins each configuration of a `per_variant` frame (`columns`: its variant columns, null where
+    not ok): the index in `columns` of the best variant (the first of equal bests), its metric (inf, or
+    -inf when maximizing, where no variant is ok) and which variants tie for it (`ties_best`: a bool per
+    column; none where no variant is ok)."""
+    x = wide.select(columns).to_numpy().astype(float)
+    x = np.where(np.isnan(x), np.inf if minimize else -np.inf, x)
+    pick = x.argmin(axis=1) if minimize else x.argmax(axis=1)
+    best = np.take_along_axis(x, pick[:, None], axis=1)[:, 0]
+    with np.errstate(invalid="ignore"):  # inf - inf where no variant is ok: no tie
+        near = ties_best(x, best[:, None])
+    return pick, best, near
+
+
+def best_by(lf: pl.LazyFrame, axis: str, metric: str, keys: list[str], minimize: bool = True) -> pl.LazyFrame:
     """Per configuration (`keys`): the `axis` values with the best metric and its value, ties kept.
 
-    `tied`: every value whose metric is within TIE_RTOL (relative) of the best, sorted; `best`: the
-    first of them; `runner_up_value`: the best metric among the values that do not tie (null when
-    none); `variants`: feasible values compared. Where every variant takes the same time (e.g. no
-    huge leaf is possible, so the leaf orders do the same work) all of them tie. With `values` (every
-    value of each key column) the configurations are grouped by `combination_code` and come out as
-    one `_config` number instead of the key columns: for counting wins over millions of rows."""
+    `tied`: every value that ties the best (`ties_best`), sorted; `best`: the first of them;
+    `runner_up_value`: the best metric among the values that do not tie (null when none); `variants`:
+    feasible values compared. Where every variant takes the same time (e.g. no huge leaf is possible,
+    so the leaf orders do the same work) all of them tie."""
     m = pl.col(metric)
     top = m.min() if minimize else m.max()
-    near = (m - top).abs() <= TIE_RTOL * top.abs()
-    code = combination_code(keys, values)[0] if values is not None and keys else None
-    if code is not None:
-        return (ok(lf).filter(m.is_not_null() & m.is_finite()).group_by(code.alias("_config"))
-                .agg(pl.col(axis).filter(near).sort(nulls_last=True).alias("tied"), pl.len().alias("variants"))
-                .with_columns(pl.col("tied").list.first().alias("best"), pl.col("tied").list.len().alias("n_tied")))
+    near = ties_best(m, top)
     return (
         ok(lf).filter(m.is_not_null() & m.is_finite())
         .group_by(keys or [pl.lit(0).alias("_all")])
@@ -382,17 +395,23 @@ def best_by(lf: pl.LazyFrame, axis: str, metric: str, keys: list[str], minimize:
     )
 
 
-def win_counts(best: pl.LazyFrame) -> pl.LazyFrame:
-    """How many configurations each outcome wins, and its share: (tied, tie, configurations, share).
+def win_counts(values: list, wide: pl.DataFrame, minimize: bool) -> pl.DataFrame:
+    """How many configurations of a `per_variant` frame (`values`: its variants) each outcome wins, and
+    its share: (tied, configurations, tie, best, share), most first.
 
     An outcome is one variant winning alone (`tie` false) or a set of variants tying (`tie` true,
     counted apart from the wins of each of them)."""
-    return (
-        best.group_by("tied").agg(pl.len().alias("configurations"))
-        .with_columns((pl.col("tied").list.len() > 1).alias("tie"), pl.col("tied").list.first().alias("best"),
-                      (pl.col("configurations") / pl.col("configurations").sum()).alias("share"))
-        .sort(["configurations", "tie", "best"], descending=[True, False, False], nulls_last=True)
-    )
+    _, best, near = tied_best(wide, [f"v{i}" for i in range(len(values))], minimize)
+    near = near[np.isfinite(best)]
+    bits = near.astype(np.int64) @ (1 << np.arange(len(values), dtype=np.int64))
+    codes, counts = np.unique(bits, return_counts=True)
+    tied = [[v for i, v in enumerate(values) if code >> i & 1] for code in codes]
+    total = max(int(counts.sum()), 1)
+    return (pl.DataFrame({"tied": tied, "configurations": counts.astype(np.int64)},
+                         schema_overrides={"configurations": pl.Int64})
+            .with_columns((pl.col("tied").list.len() > 1).alias("tie"), pl.col("tied").list.first().alias("best"),
+                          (pl.col("configurations") / total).alias("share"))
+            .sort(["configurations", "tie"], descending=[True, False]))
 
 
 def speedup_summary(sp: pl.LazyFrame, axis: str) -> pl.LazyFrame:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
 import polars as pl
 
 from analysis.metrics import (
@@ -27,6 +26,7 @@ from analysis.metrics import (
     regimes_of,
     series_points,
     speedup,
+    win_counts,
 )
 from analysis.read import MEASURED, MODELED, SOURCE, Sweep, describe, label, label_with_unit, pin
 from analysis.tables import format_value, metric_unit
@@ -137,7 +137,7 @@ def best_tables(sweep: Sweep) -> list[Table]:
         others = [c for c in sweep.params(m) if c != axis]
         minimize = not higher_is_better(model, comp.metric)
         variants, wide = per_variant(sweep, m, axis, comp.metric, others)
-        wins = _win_counts(variants, wide, minimize)
+        wins = win_counts(variants, wide, minimize)
         wins = pl.DataFrame({comp.label: [winners(sweep, m, axis, t) for t in wins["tied"].to_list()],
                              "configurations": [f"{n:,}" for n in wins["configurations"].to_list()],
                              "share": [f"{v:.1%}" for v in wins["share"].to_list()]})
@@ -167,27 +167,6 @@ def best_tables(sweep: Sweep) -> list[Table]:
                                  f"not tie. At most {MAX_ROWS} rows.",
                          frame=pl.DataFrame(rows)))
     return out
-
-
-def _win_counts(values: list, wide: pl.DataFrame, minimize: bool) -> pl.DataFrame:
-    """win_counts() from per_variant()'s frame: per outcome (one variant alone, or a tie) the
-    configurations it wins and their share."""
-    x = wide.select(f"v{i}" for i in range(len(values))).to_numpy().astype(float)
-    fill = np.inf if minimize else -np.inf
-    x = np.where(np.isnan(x), fill, x)
-    top = x.min(axis=1) if minimize else x.max(axis=1)
-    keep = np.isfinite(top)
-    x, top = x[keep], top[keep]
-    near = np.abs(x - top[:, None]) <= TIE_RTOL * np.abs(top)[:, None]
-    bits = near.astype(np.int64) @ (1 << np.arange(len(values), dtype=np.int64))
-    codes, counts = np.unique(bits, return_counts=True)
-    tied = [[v for i, v in enumerate(values) if code >> i & 1] for code in codes]
-    total = max(int(counts.sum()), 1)
-    return (pl.DataFrame({"tied": tied, "configurations": counts.astype(np.int64)},
-                         schema_overrides={"configurations": pl.Int64})
-            .with_columns((pl.col("tied").list.len() > 1).alias("tie"), pl.col("tied").list.first().alias("best"),
-                          (pl.col("configurations") / total).alias("share"))
-            .sort(["configurations", "tie"], descending=[True, False]))
 
 
 def _speedup_summary(values: list, wide: pl.DataFrame, axis: str, baseline: object, higher: bool) -> pl.DataFrame:

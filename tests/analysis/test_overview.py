@@ -5,7 +5,7 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from analysis import overview as O
+from analysis.report import overview as O
 from analysis.read import Sweep
 from tests.analysis.conftest import write_sweep
 
