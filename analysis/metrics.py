@@ -1,8 +1,9 @@
 """Derived metrics over a sweep (polars, lazy): speedups, growth exponents, regimes, winners.
 
-Every function takes a LazyFrame of one model's rows and returns a LazyFrame
-(or, for the few that need a small numeric solve, a collected DataFrame of
-already-aggregated rows), so a caller aggregates before anything is collected.
+Most functions take a LazyFrame of one model's rows and return a LazyFrame, so a
+caller aggregates before anything is collected; those that need a small numeric
+solve, and the winners and speedups over `per_variant`'s one row per
+configuration, return collected DataFrames of already-aggregated rows.
 """
 
 from __future__ import annotations
@@ -117,33 +118,6 @@ def speedup(lf: pl.LazyFrame, axis: str, baseline: object, metric: str, keys: li
     return joined.with_columns(pl.when(pl.col(metric) > 0).then(ratio).alias("speedup"))
 
 
-def series_medians(lf: pl.LazyFrame, x: str, y: str, by: list[str]) -> pl.LazyFrame:
-    """Median of `y` per (series, x), sorted: what a figure plots instead of raw rows."""
-    return (
-        ok(lf).filter(pl.col(y).is_not_null() & pl.col(y).is_finite())
-        .group_by(*by, x).agg(pl.col(y).median(), pl.len().alias("n"))
-        .sort([*by, x], nulls_last=True)
-    )
-
-
-def loglog_exponent(lf: pl.LazyFrame, x: str, y: str, by: list[str]) -> pl.LazyFrame:
-    """Per series: the slope of log(y) on log(x) (1 = linear growth), with points and x range."""
-    lx, ly = pl.col(x).cast(pl.Float64).log(), pl.col(y).cast(pl.Float64).log()
-    keys = by or [pl.lit(0).alias("_all")]
-    out = (
-        ok(lf).filter((pl.col(x) > 0) & (pl.col(y) > 0))
-        .group_by(keys)
-        .agg(
-            (pl.cov(lx, ly) / lx.var()).alias("exponent"),
-            pl.len().alias("points"),
-            pl.col(x).min().alias("x_min"),
-            pl.col(x).max().alias("x_max"),
-        )
-        .filter(pl.col("points") >= 2)
-    )
-    return out if by else out.drop("_all")
-
-
 def series_points(frames: pl.LazyFrame | pl.DataFrame | list[pl.LazyFrame], x: str, y: str, by: list[str],
                   values: dict[str, list] | None = None) -> pl.DataFrame:
     """Per series (one per combination of `by`; one series when `by` is empty): its distinct x > 0,
@@ -234,8 +208,7 @@ def _position(column: str, values: list) -> pl.Expr:
 
 def growth_exponents(points: pl.DataFrame, by: list[str]) -> pl.DataFrame:
     """Per series of `series_points`: the slope of log(y) on log(x) over its rows (1 = linear
-    growth), its rows (`points`) and x range; series with fewer than 2 rows are left out. The same
-    numbers as `loglog_exponent`, from the sums."""
+    growth), its rows (`points`) and x range; series with fewer than 2 rows are left out."""
     key = by or ["_all"]
     lx = pl.col("_x").cast(pl.Float64).log()
     n, sx, sy = pl.col("_w").sum(), (pl.col("_w") * lx).sum(), pl.col("_y").sum()
@@ -248,20 +221,13 @@ def growth_exponents(points: pl.DataFrame, by: list[str]) -> pl.DataFrame:
     return out if by else out.drop("_all")
 
 
-def regime_changes(df: pl.DataFrame | pl.LazyFrame, x: str, y: str, by: list[str],
-                   tol: float = 0.15) -> pl.DataFrame:
-    """Per series of (x, y) points: the best single break of a continuous two-slope log-log fit.
+def regimes_of(series: pl.DataFrame, by: list[str], tol: float = 0.15) -> pl.DataFrame:
+    """Per series of `series_points`: the best single break of a continuous two-slope log-log fit.
 
     Returns by..., break_x (the x where the slope changes; null when it does not), slope_before,
     slope_after and `changes` (the slopes differ by more than `tol`). Series with fewer than 4 rows
-    are left out. See `regimes_of` (the same from `series_points`)."""
-    return regimes_of(series_points(df, x, y, by), by, tol)
-
-
-def regimes_of(series: pl.DataFrame, by: list[str], tol: float = 0.15) -> pl.DataFrame:
-    """`regime_changes` from the sums of `series_points`: every candidate break (each x of the data)
-    is scored for all series at once, so the cost grows with the distinct (series, x) pairs times
-    the candidates, not with the rows."""
+    are left out. Every candidate break (each x of the data) is scored for all series at once, so
+    the cost grows with the distinct (series, x) pairs times the candidates, not with the rows."""
     key = by or ["_all"]
     x_type = series.schema["_x"].inner
     empty = pl.DataFrame(schema={**{k: series.schema[k] for k in by}, "break_x": x_type,
@@ -414,15 +380,24 @@ def win_counts(values: list, wide: pl.DataFrame, minimize: bool) -> pl.DataFrame
             .sort(["configurations", "tie"], descending=[True, False]))
 
 
-def speedup_summary(sp: pl.LazyFrame, axis: str) -> pl.LazyFrame:
-    """Per variant: configurations compared and the min / median / max speedup over the baseline."""
-    return (
-        sp.filter(pl.col("speedup").is_not_null() & pl.col("speedup").is_finite())
-        .group_by(axis)
-        .agg(pl.len().alias("configurations"), pl.col("speedup").min().alias("min"),
-             pl.col("speedup").median().alias("median"), pl.col("speedup").max().alias("max"))
-        .sort(axis, nulls_last=True)
-    )
+def speedup_summary(values: list, wide: pl.DataFrame, axis: str, baseline: object, higher: bool) -> pl.DataFrame:
+    """From a `per_variant` frame (`values`: its variants): per variant, the configurations where it and
+    the baseline are both ok, and the min / median / max of baseline / variant (variant / baseline
+    when higher is better)."""
+    if baseline not in values:
+        return pl.DataFrame(schema={axis: pl.Object, "configurations": pl.Int64, "min": pl.Float64,
+                                    "median": pl.Float64, "max": pl.Float64})
+    base = pl.col(f"v{values.index(baseline)}")
+    rows = []
+    for i, v in enumerate(values):
+        var = pl.col(f"v{i}")
+        ratio = (var / base) if higher else (base / var)
+        r = (wide.filter(base.is_not_null() & var.is_not_null() & (var > 0) & (base > 0))
+             .select(pl.len().alias("configurations"), ratio.min().alias("min"), ratio.median().alias("median"),
+                     ratio.max().alias("max")).row(0, named=True))
+        if r["configurations"]:
+            rows.append({axis: v, **r})
+    return pl.DataFrame(rows) if rows else pl.DataFrame({axis: [], "configurations": []})
 
 
 def group_medians(lf: pl.LazyFrame, by: list[str], metrics: list[str], flags: tuple[str, ...] = ()) -> pl.LazyFrame:

@@ -26,6 +26,7 @@ from analysis.metrics import (
     regimes_of,
     series_points,
     speedup,
+    speedup_summary,
     win_counts,
 )
 from analysis.read import MEASURED, MODELED, SOURCE, Sweep, describe, label, label_with_unit, pin
@@ -169,26 +170,6 @@ def best_tables(sweep: Sweep) -> list[Table]:
     return out
 
 
-def _speedup_summary(values: list, wide: pl.DataFrame, axis: str, baseline: object, higher: bool) -> pl.DataFrame:
-    """speedup_summary() from per_variant()'s frame: per variant, the configurations where it and the
-    baseline are both ok, and the min / median / max of baseline / variant (variant / baseline when
-    higher is better)."""
-    if baseline not in values:
-        return pl.DataFrame(schema={axis: pl.Object, "configurations": pl.Int64, "min": pl.Float64,
-                                    "median": pl.Float64, "max": pl.Float64})
-    base = pl.col(f"v{values.index(baseline)}")
-    rows = []
-    for i, v in enumerate(values):
-        var = pl.col(f"v{i}")
-        ratio = (var / base) if higher else (base / var)
-        r = (wide.filter(base.is_not_null() & var.is_not_null() & (var > 0) & (base > 0))
-             .select(pl.len().alias("configurations"), ratio.min().alias("min"), ratio.median().alias("median"),
-                     ratio.max().alias("max")).row(0, named=True))
-        if r["configurations"]:
-            rows.append({axis: v, **r})
-    return pl.DataFrame(rows) if rows else pl.DataFrame({axis: [], "configurations": []})
-
-
 def winners(sweep: Sweep, model: str, axis: str, tied: list) -> str:
     """The winner of a configuration, or every tied value: 'template_nt_inline', 'tie: nt_call = nt_inline'."""
     names = [label(sweep, model, axis, v) for v in tied]
@@ -203,7 +184,7 @@ def speedup_tables(sweep: Sweep) -> list[Table]:
         axis = comp.column
         keys = [c for c in sweep.params(m) if c != axis]
         variants, wide = per_variant(sweep, m, axis, comp.metric, keys)
-        summary = _speedup_summary(variants, wide, axis, comp.baseline, higher=higher_is_better(model, comp.metric))
+        summary = speedup_summary(variants, wide, axis, comp.baseline, higher=higher_is_better(model, comp.metric))
         rows = [{comp.label: label(sweep, m, axis, r[axis]), "configurations": f"{r['configurations']:,}",
                  "min": f"{r['min']:.2f}x", "median": f"{r['median']:.2f}x", "max": f"{r['max']:.2f}x"}
                 for r in summary.iter_rows(named=True)]
