@@ -1,8 +1,9 @@
 """Derived metrics over a sweep (polars, lazy): speedups, growth exponents, regimes, winners.
 
-Every function takes a LazyFrame of one model's rows and returns a LazyFrame
-(or, for the few that need a small numeric solve, a collected DataFrame of
-already-aggregated rows), so a caller aggregates before anything is collected.
+Most functions take a LazyFrame of one model's rows and return a LazyFrame, so a
+caller aggregates before anything is collected; those that need a small numeric
+solve, and the winners and speedups over `per_variant`'s one row per
+configuration, return collected DataFrames of already-aggregated rows.
 """
 
 from __future__ import annotations
@@ -117,33 +118,6 @@ def speedup(lf: pl.LazyFrame, axis: str, baseline: object, metric: str, keys: li
     return joined.with_columns(pl.when(pl.col(metric) > 0).then(ratio).alias("speedup"))
 
 
-def series_medians(lf: pl.LazyFrame, x: str, y: str, by: list[str]) -> pl.LazyFrame:
-    """Median of `y` per (series, x), sorted: what a figure plots instead of raw rows."""
-    return (
-        ok(lf).filter(pl.col(y).is_not_null() & pl.col(y).is_finite())
-        .group_by(*by, x).agg(pl.col(y).median(), pl.len().alias("n"))
-        .sort([*by, x], nulls_last=True)
-    )
-
-
-def loglog_exponent(lf: pl.LazyFrame, x: str, y: str, by: list[str]) -> pl.LazyFrame:
-    """Per series: the slope of log(y) on log(x) (1 = linear growth), with points and x range."""
-    lx, ly = pl.col(x).cast(pl.Float64).log(), pl.col(y).cast(pl.Float64).log()
-    keys = by or [pl.lit(0).alias("_all")]
-    out = (
-        ok(lf).filter((pl.col(x) > 0) & (pl.col(y) > 0))
-        .group_by(keys)
-        .agg(
-            (pl.cov(lx, ly) / lx.var()).alias("exponent"),
-            pl.len().alias("points"),
-            pl.col(x).min().alias("x_min"),
-            pl.col(x).max().alias("x_max"),
-        )
-        .filter(pl.col("points") >= 2)
-    )
-    return out if by else out.drop("_all")
-
-
 def series_points(frames: pl.LazyFrame | pl.DataFrame | list[pl.LazyFrame], x: str, y: str, by: list[str],
                   values: dict[str, list] | None = None) -> pl.DataFrame:
     """Per series (one per combination of `by`; one series when `by` is empty): its distinct x > 0,
@@ -234,8 +208,7 @@ def _position(column: str, values: list) -> pl.Expr:
 
 def growth_exponents(points: pl.DataFrame, by: list[str]) -> pl.DataFrame:
     """Per series of `series_points`: the slope of log(y) on log(x) over its rows (1 = linear
-    growth), its rows (`points`) and x range; series with fewer than 2 rows are left out. The same
-    numbers as `loglog_exponent`, from the sums."""
+    growth), its rows (`points`) and x range; series with fewer than 2 rows are left out."""
     key = by or ["_all"]
     lx = pl.col("_x").cast(pl.Float64).log()
     n, sx, sy = pl.col("_w").sum(), (pl.col("_w") * lx).sum(), pl.col("_y").sum()
@@ -248,20 +221,13 @@ def growth_exponents(points: pl.DataFrame, by: list[str]) -> pl.DataFrame:
     return out if by else out.drop("_all")
 
 
-def regime_changes(df: pl.DataFrame | pl.LazyFrame, x: str, y: str, by: list[str],
-                   tol: float = 0.15) -> pl.DataFrame:
-    """Per series of (x, y) points: the best single break of a continuous two-slope log-log fit.
+def regimes_of(series: pl.DataFrame, by: list[str], tol: float = 0.15) -> pl.DataFrame:
+    """Per series of `series_points`: the best single break of a continuous two-slope log-log fit.
 
     Returns by..., break_x (the x where the slope changes; null when it does not), slope_before,
     slope_after and `changes` (the slopes differ by more than `tol`). Series with fewer than 4 rows
-    are left out. See `regimes_of` (the same from `series_points`)."""
-    return regimes_of(series_points(df, x, y, by), by, tol)
-
-
-def regimes_of(series: pl.DataFrame, by: list[str], tol: float = 0.15) -> pl.DataFrame:
-    """`regime_changes` from the sums of `series_points`: every candidate break (each x of the data)
-    is scored for all series at once, so the cost grows with the distinct (series, x) pairs times
-    the candidates, not with the rows."""
+    are left out. Every candidate break (each x of the data) is scored for all series at once, so
+    the cost grows with the distinct (series, x) pairs times the candidates, not with the rows."""
     key = by or ["_all"]
     x_type = series.schema["_x"].inner
     empty = pl.DataFrame(schema={**{k: series.schema[k] for k in by}, "break_x": x_type,
@@ -346,27 +312,40 @@ def _hinge_fits(pts: pl.DataFrame, cand: np.ndarray, n_groups: int, block: int =
 
 
 MAX_SERIES_PER_PASS = 512  # series_points: series combinations summed per pass (x ~1,000 sizes: ~150 MB)
-TIE_RTOL = 1e-9  # variants whose metric is within this relative distance of the best tie for the win
+TIE_RTOL = 1e-9  # relative: variants this close to the best share the win (`ties_best`)
 
 
-def best_by(lf: pl.LazyFrame, axis: str, metric: str, keys: list[str], minimize: bool = True,
-            values: dict[str, list] | None = None) -> pl.LazyFrame:
+def ties_best(value, best):
+    """Whether `value` ties `best` for the win: |value - best| <= TIE_RTOL * |best| (so only an equal
+    value ties a best of 0). A tie is no variant's win. The one tie rule of the winner tables and the
+    Key findings; `value` and `best` are numbers, numpy arrays or polars expressions alike."""
+    return abs(value - best) <= TIE_RTOL * abs(best)
+
+
+def tied_best(wide: pl.DataFrame, columns: list[str], minimize: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Who wins each configuration of a `per_variant` frame (`columns`: its variant columns, null where
+    not ok): the index in `columns` of the best variant (the first of equal bests), its metric (inf, or
+    -inf when maximizing, where no variant is ok) and which variants tie for it (`ties_best`: a bool per
+    column; none where no variant is ok)."""
+    x = wide.select(columns).to_numpy().astype(float)
+    x = np.where(np.isnan(x), np.inf if minimize else -np.inf, x)
+    pick = x.argmin(axis=1) if minimize else x.argmax(axis=1)
+    best = np.take_along_axis(x, pick[:, None], axis=1)[:, 0]
+    with np.errstate(invalid="ignore"):  # inf - inf where no variant is ok: no tie
+        near = ties_best(x, best[:, None])
+    return pick, best, near
+
+
+def best_by(lf: pl.LazyFrame, axis: str, metric: str, keys: list[str], minimize: bool = True) -> pl.LazyFrame:
     """Per configuration (`keys`): the `axis` values with the best metric and its value, ties kept.
 
-    `tied`: every value whose metric is within TIE_RTOL (relative) of the best, sorted; `best`: the
-    first of them; `runner_up_value`: the best metric among the values that do not tie (null when
-    none); `variants`: feasible values compared. Where every variant takes the same time (e.g. no
-    huge leaf is possible, so the leaf orders do the same work) all of them tie. With `values` (every
-    value of each key column) the configurations are grouped by `combination_code` and come out as
-    one `_config` number instead of the key columns: for counting wins over millions of rows."""
+    `tied`: every value that ties the best (`ties_best`), sorted; `best`: the first of them;
+    `runner_up_value`: the best metric among the values that do not tie (null when none); `variants`:
+    feasible values compared. Where every variant takes the same time (e.g. no huge leaf is possible,
+    so the leaf orders do the same work) all of them tie."""
     m = pl.col(metric)
     top = m.min() if minimize else m.max()
-    near = (m - top).abs() <= TIE_RTOL * top.abs()
-    code = combination_code(keys, values)[0] if values is not None and keys else None
-    if code is not None:
-        return (ok(lf).filter(m.is_not_null() & m.is_finite()).group_by(code.alias("_config"))
-                .agg(pl.col(axis).filter(near).sort(nulls_last=True).alias("tied"), pl.len().alias("variants"))
-                .with_columns(pl.col("tied").list.first().alias("best"), pl.col("tied").list.len().alias("n_tied")))
+    near = ties_best(m, top)
     return (
         ok(lf).filter(m.is_not_null() & m.is_finite())
         .group_by(keys or [pl.lit(0).alias("_all")])
@@ -382,28 +361,43 @@ def best_by(lf: pl.LazyFrame, axis: str, metric: str, keys: list[str], minimize:
     )
 
 
-def win_counts(best: pl.LazyFrame) -> pl.LazyFrame:
-    """How many configurations each outcome wins, and its share: (tied, tie, configurations, share).
+def win_counts(values: list, wide: pl.DataFrame, minimize: bool) -> pl.DataFrame:
+    """How many configurations of a `per_variant` frame (`values`: its variants) each outcome wins, and
+    its share: (tied, configurations, tie, best, share), most first.
 
     An outcome is one variant winning alone (`tie` false) or a set of variants tying (`tie` true,
     counted apart from the wins of each of them)."""
-    return (
-        best.group_by("tied").agg(pl.len().alias("configurations"))
-        .with_columns((pl.col("tied").list.len() > 1).alias("tie"), pl.col("tied").list.first().alias("best"),
-                      (pl.col("configurations") / pl.col("configurations").sum()).alias("share"))
-        .sort(["configurations", "tie", "best"], descending=[True, False, False], nulls_last=True)
-    )
+    _, best, near = tied_best(wide, [f"v{i}" for i in range(len(values))], minimize)
+    near = near[np.isfinite(best)]
+    bits = near.astype(np.int64) @ (1 << np.arange(len(values), dtype=np.int64))
+    codes, counts = np.unique(bits, return_counts=True)
+    tied = [[v for i, v in enumerate(values) if code >> i & 1] for code in codes]
+    total = max(int(counts.sum()), 1)
+    return (pl.DataFrame({"tied": tied, "configurations": counts.astype(np.int64)},
+                         schema_overrides={"configurations": pl.Int64})
+            .with_columns((pl.col("tied").list.len() > 1).alias("tie"), pl.col("tied").list.first().alias("best"),
+                          (pl.col("configurations") / total).alias("share"))
+            .sort(["configurations", "tie"], descending=[True, False]))
 
 
-def speedup_summary(sp: pl.LazyFrame, axis: str) -> pl.LazyFrame:
-    """Per variant: configurations compared and the min / median / max speedup over the baseline."""
-    return (
-        sp.filter(pl.col("speedup").is_not_null() & pl.col("speedup").is_finite())
-        .group_by(axis)
-        .agg(pl.len().alias("configurations"), pl.col("speedup").min().alias("min"),
-             pl.col("speedup").median().alias("median"), pl.col("speedup").max().alias("max"))
-        .sort(axis, nulls_last=True)
-    )
+def speedup_summary(values: list, wide: pl.DataFrame, axis: str, baseline: object, higher: bool) -> pl.DataFrame:
+    """From a `per_variant` frame (`values`: its variants): per variant, the configurations where it and
+    the baseline are both ok, and the min / median / max of baseline / variant (variant / baseline
+    when higher is better)."""
+    if baseline not in values:
+        return pl.DataFrame(schema={axis: pl.Object, "configurations": pl.Int64, "min": pl.Float64,
+                                    "median": pl.Float64, "max": pl.Float64})
+    base = pl.col(f"v{values.index(baseline)}")
+    rows = []
+    for i, v in enumerate(values):
+        var = pl.col(f"v{i}")
+        ratio = (var / base) if higher else (base / var)
+        r = (wide.filter(base.is_not_null() & var.is_not_null() & (var > 0) & (base > 0))
+             .select(pl.len().alias("configurations"), ratio.min().alias("min"), ratio.median().alias("median"),
+                     ratio.max().alias("max")).row(0, named=True))
+        if r["configurations"]:
+            rows.append({axis: v, **r})
+    return pl.DataFrame(rows) if rows else pl.DataFrame({axis: [], "configurations": []})
 
 
 def group_medians(lf: pl.LazyFrame, by: list[str], metrics: list[str], flags: tuple[str, ...] = ()) -> pl.LazyFrame:

@@ -41,18 +41,22 @@ DEFAULT = "default"  # scan(): the modeled rows, or the measured ones when a mod
 class Sweep:
     """One sweep on disk: name, manifest, spec text, the models with parts, lazy scans."""
 
-    def __init__(self, sweep_dir: str, batch_rows: int = BATCH_ROWS) -> None:
+    def __init__(self, sweep_dir: str, batch_rows: int = BATCH_ROWS, field: str = "OUT/SWEEP") -> None:
+        """`field`: what the user calls `sweep_dir` (the argument, or compare's A and B), named in errors."""
         self.uri = str(sweep_dir).rstrip("/")
-        self.fs, self.root = _filesystem(self.uri)
+        try:
+            self.fs, self.root = filesystem(self.uri, field)
+        except SweepFolderError as e:
+            raise AnalysisError(str(e)) from None
         if self.fs.get_file_info(self.root).type != pafs.FileType.Directory:
             raise AnalysisError(
-                f"'OUT/SWEEP' must be a sweep folder written by 'memsweep run' (got {sweep_dir!r}: no such folder)."
+                f"'{field}' must be a sweep folder written by 'memsweep run' (got {sweep_dir!r}: no such folder)."
             )
         self.layout: Layout = layout_of(i.base_name for i in self.fs.get_file_info(pafs.FileSelector(self.root)))
         text = self._read(self.layout.manifest)
         if text is None:
             raise AnalysisError(
-                f"'OUT/SWEEP' must hold a {self.layout.manifest} written by 'memsweep run' (got {sweep_dir!r}: none there)."
+                f"'{field}' must hold a {self.layout.manifest} written by 'memsweep run' (got {sweep_dir!r}: none there)."
             )
         try:
             self.manifest: dict = json.loads(text)
@@ -258,13 +262,6 @@ def axis_of(model: Model | None, column: str) -> Axis | None:
         if a.column == column:
             return a
     return None
-
-
-def _filesystem(uri: str) -> tuple[pafs.FileSystem, str]:
-    try:
-        return filesystem(uri)
-    except SweepFolderError as e:
-        raise AnalysisError(str(e).replace("'sweep_dir'", "'OUT/SWEEP'", 1)) from None
 
 
 def _toml(text: str) -> dict:

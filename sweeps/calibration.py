@@ -236,11 +236,11 @@ def measured_models() -> list[str]:
 def _measured_rows(sweep_dir: str, model: str) -> pl.DataFrame | None:
     """The ok measured rows of one model in the sweep (None when it has none)."""
     try:
-        if model not in part_files(*filesystem(sweep_dir)):
+        if model not in part_files(*filesystem(sweep_dir, field="--from")):
             return None
-        lf = scan(sweep_dir, model)
+        lf = scan(sweep_dir, model)  # has parts of this model: no error
     except SweepFolderError as e:
-        raise UsageError(str(e).replace("'sweep_dir'", "'--from'", 1)) from None
+        raise UsageError(str(e)) from None
     if "source" not in lf.collect_schema():  # schema 1: modeled rows only
         return None
     frame = lf.filter((pl.col("source") == "measured") & (pl.col("status") == "ok")).collect()

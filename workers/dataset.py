@@ -153,14 +153,15 @@ def unit_of(column: str) -> str:
 
 
 # -- reading --------------------------------------------------------------------------------------------
-def filesystem(uri: str) -> tuple[pafs.FileSystem, str]:
-    """(filesystem, path on it) of a local path or a pyarrow filesystem URI (s3://bucket/p?endpoint_override=...)."""
+def filesystem(uri: str, field: str = "sweep_dir") -> tuple[pafs.FileSystem, str]:
+    """(filesystem, path on it) of a local path or a pyarrow filesystem URI (s3://bucket/p?endpoint_override=...).
+    `field`: what the caller's user calls `uri` (an argument, an option), named in the error."""
     try:
         if "://" in str(uri):
             return pafs.FileSystem.from_uri(str(uri))
         return pafs.LocalFileSystem(), os.path.abspath(uri)
     except (pa.ArrowInvalid, OSError, ValueError) as e:
-        raise SweepFolderError(f"'sweep_dir' must be a local path or a filesystem URI such as s3://bucket/path "
+        raise SweepFolderError(f"'{field}' must be a local path or a filesystem URI such as s3://bucket/path "
                                f"(got {uri!r}: {e}).") from None
 
 

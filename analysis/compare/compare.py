@@ -105,10 +105,7 @@ def vocabulary(unit: str, higher: bool, source_a: str, source_b: str) -> tuple[s
 
 def open_sweep(path: str, which: str) -> Sweep:
     """Sweep A or B, with an error that says which one is not a sweep."""
-    try:
-        return Sweep(path)
-    except AnalysisError as e:
-        raise AnalysisError(str(e).replace("'OUT/SWEEP'", f"'{which}'", 1)) from None
+    return Sweep(path, field=which)
 
 
 def parse_sources(text: str | None) -> tuple[str, str] | None:

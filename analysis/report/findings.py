@@ -19,13 +19,12 @@ from typing import Callable
 import numpy as np
 import polars as pl
 
-from analysis.metrics import higher_is_better, ok, per_variant, published_comparison
+from analysis.metrics import higher_is_better, ok, per_variant, published_comparison, tied_best
 from analysis.read import MODELED, Sweep, cond_expr, label, label_with_unit, value_expr
 from workers.findings import Above, Clause, Medians, Pick, Ratio, Winner
 from workers.model import Model
 from workers.plots import cond_columns
 
-TIE = 1e-9  # relative: variants this close to the best time share the win
 # What a finding's evaluation may raise on a sweep of an older schema or an unexpected dtype: it is left out.
 SKIP = (pl.exceptions.ColumnNotFoundError, pl.exceptions.SchemaError, pl.exceptions.InvalidOperationError)
 
@@ -220,21 +219,15 @@ def _winner(sweep: Sweep, m: str, model: Model, d: Winner) -> tuple[str, dict] |
     if base not in names:
         return None
     minimize = not higher_is_better(model, comp.metric)
-    times = per.select(names).to_numpy().astype(float)
-    score = times if minimize else -times  # lower is better
-    filled = np.where(np.isnan(score), np.inf, score)
-    order = np.argsort(filled, axis=1)
-    s0 = np.take_along_axis(filled, order[:, :1], axis=1)[:, 0]
-    s1 = np.take_along_axis(filled, order[:, 1:2], axis=1)[:, 0] if len(names) > 1 else np.full(len(s0), np.inf)
-    t0 = np.where(minimize, s0, -s0)
+    pick, t0, near = tied_best(per, names, minimize)
     b = per[base].to_numpy().astype(float)
     with np.errstate(divide="ignore", invalid="ignore"):
         speedup = b / t0 if minimize else t0 / b
     per = per.select(keys).with_columns(
-        pl.Series("best", np.array(names, dtype=object)[order[:, 0]], dtype=pl.Utf8),
-        pl.Series("unique", (s1 - s0) > TIE * np.abs(s0)),
+        pl.Series("best", np.array(names, dtype=object)[pick], dtype=pl.Utf8),
+        pl.Series("unique", near.sum(axis=1) == 1),
         pl.Series("speedup", speedup),
-    ).filter(pl.Series(np.isfinite(s0)))
+    ).filter(pl.Series(np.isfinite(t0)))
     wins = per.filter("unique").group_by("best").agg(pl.len().alias("n")).sort(["n", "best"], descending=[True, False])
     if wins.height == 0:
         return None

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
 import polars as pl
 
 from analysis.metrics import (
@@ -27,6 +26,8 @@ from analysis.metrics import (
     regimes_of,
     series_points,
     speedup,
+    speedup_summary,
+    win_counts,
 )
 from analysis.read import MEASURED, MODELED, SOURCE, Sweep, describe, label, label_with_unit, pin
 from analysis.tables import format_value, metric_unit
@@ -137,7 +138,7 @@ def best_tables(sweep: Sweep) -> list[Table]:
         others = [c for c in sweep.params(m) if c != axis]
         minimize = not higher_is_better(model, comp.metric)
         variants, wide = per_variant(sweep, m, axis, comp.metric, others)
-        wins = _win_counts(variants, wide, minimize)
+        wins = win_counts(variants, wide, minimize)
         wins = pl.DataFrame({comp.label: [winners(sweep, m, axis, t) for t in wins["tied"].to_list()],
                              "configurations": [f"{n:,}" for n in wins["configurations"].to_list()],
                              "share": [f"{v:.1%}" for v in wins["share"].to_list()]})
@@ -169,47 +170,6 @@ def best_tables(sweep: Sweep) -> list[Table]:
     return out
 
 
-def _win_counts(values: list, wide: pl.DataFrame, minimize: bool) -> pl.DataFrame:
-    """win_counts() from per_variant()'s frame: per outcome (one variant alone, or a tie) the
-    configurations it wins and their share."""
-    x = wide.select(f"v{i}" for i in range(len(values))).to_numpy().astype(float)
-    fill = np.inf if minimize else -np.inf
-    x = np.where(np.isnan(x), fill, x)
-    top = x.min(axis=1) if minimize else x.max(axis=1)
-    keep = np.isfinite(top)
-    x, top = x[keep], top[keep]
-    near = np.abs(x - top[:, None]) <= TIE_RTOL * np.abs(top)[:, None]
-    bits = near.astype(np.int64) @ (1 << np.arange(len(values), dtype=np.int64))
-    codes, counts = np.unique(bits, return_counts=True)
-    tied = [[v for i, v in enumerate(values) if code >> i & 1] for code in codes]
-    total = max(int(counts.sum()), 1)
-    return (pl.DataFrame({"tied": tied, "configurations": counts.astype(np.int64)},
-                         schema_overrides={"configurations": pl.Int64})
-            .with_columns((pl.col("tied").list.len() > 1).alias("tie"), pl.col("tied").list.first().alias("best"),
-                          (pl.col("configurations") / total).alias("share"))
-            .sort(["configurations", "tie"], descending=[True, False]))
-
-
-def _speedup_summary(values: list, wide: pl.DataFrame, axis: str, baseline: object, higher: bool) -> pl.DataFrame:
-    """speedup_summary() from per_variant()'s frame: per variant, the configurations where it and the
-    baseline are both ok, and the min / median / max of baseline / variant (variant / baseline when
-    higher is better)."""
-    if baseline not in values:
-        return pl.DataFrame(schema={axis: pl.Object, "configurations": pl.Int64, "min": pl.Float64,
-                                    "median": pl.Float64, "max": pl.Float64})
-    base = pl.col(f"v{values.index(baseline)}")
-    rows = []
-    for i, v in enumerate(values):
-        var = pl.col(f"v{i}")
-        ratio = (var / base) if higher else (base / var)
-        r = (wide.filter(base.is_not_null() & var.is_not_null() & (var > 0) & (base > 0))
-             .select(pl.len().alias("configurations"), ratio.min().alias("min"), ratio.median().alias("median"),
-                     ratio.max().alias("max")).row(0, named=True))
-        if r["configurations"]:
-            rows.append({axis: v, **r})
-    return pl.DataFrame(rows) if rows else pl.DataFrame({axis: [], "configurations": []})
-
-
 def winners(sweep: Sweep, model: str, axis: str, tied: list) -> str:
     """The winner of a configuration, or every tied value: 'template_nt_inline', 'tie: nt_call = nt_inline'."""
     names = [label(sweep, model, axis, v) for v in tied]
@@ -224,7 +184,7 @@ def speedup_tables(sweep: Sweep) -> list[Table]:
         axis = comp.column
         keys = [c for c in sweep.params(m) if c != axis]
         variants, wide = per_variant(sweep, m, axis, comp.metric, keys)
-        summary = _speedup_summary(variants, wide, axis, comp.baseline, higher=higher_is_better(model, comp.metric))
+        summary = speedup_summary(variants, wide, axis, comp.baseline, higher=higher_is_better(model, comp.metric))
         rows = [{comp.label: label(sweep, m, axis, r[axis]), "configurations": f"{r['configurations']:,}",
                  "min": f"{r['min']:.2f}x", "median": f"{r['median']:.2f}x", "max": f"{r['max']:.2f}x"}
                 for r in summary.iter_rows(named=True)]

@@ -76,9 +76,9 @@ class Location:
 def locate(out: str, sweep: str | None = None) -> Location:
     """The Location of OUT/<sweep> (or of OUT itself when sweep is None)."""
     try:
-        fs, root = filesystem(out)
+        fs, root = filesystem(out, field="--out")
     except SweepFolderError as e:
-        raise UsageError(str(e).replace("'sweep_dir'", "'--out'", 1)) from None
+        raise UsageError(str(e)) from None
     base, sep, query = out.partition("?")  # s3://bucket/prefix?endpoint_override=...: options stay last
     uri = base.rstrip("/")
     if sweep:

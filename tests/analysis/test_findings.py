@@ -7,6 +7,7 @@ import html
 import polars as pl
 import pytest
 
+from analysis.metrics import TIE_RTOL
 from analysis.report import findings as F
 from analysis.read import Sweep
 from tests.analysis.conftest import write_sweep
@@ -56,7 +57,7 @@ def test_best_strategy_counts_unique_wins_only(default_sweep):
     per = df.group_by(keys).agg(pl.col("param_strategy").sort_by("metric_init_ms").alias("order"),
                                 pl.col("metric_init_ms").sort().alias("t"))
     wins = sum(1 for order, t in zip(per["order"], per["t"])
-               if order[0] == f.data["strategy"] and (len(t) == 1 or t[1] - t[0] > 1e-9 * t[0]))
+               if order[0] == f.data["strategy"] and (len(t) == 1 or t[1] - t[0] > TIE_RTOL * t[0]))
     assert f.data["wins"] == wins and f.data["configurations"] == per.height
     assert f"{wins:,} of {per.height:,}" in f.text
 

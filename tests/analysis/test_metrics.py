@@ -6,6 +6,7 @@ import json
 import math
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 
 from workers.profiles import load_profile
@@ -75,8 +76,6 @@ def test_best_by_picks_the_fastest_strategy_per_configuration():
     assert rows[(1, 64)]["runner_up_value"] == 50.0
     assert rows[(2, 80)]["best"] in ("fast", "mid") and rows[(2, 80)]["best_value"] == 125.0
     assert best.height == 4
-    wins = M.win_counts(best.lazy()).collect()
-    assert wins["configurations"].sum() == 4 and wins["share"].sum() == pytest.approx(1.0)
 
 
 def test_best_by_maximizes_when_asked():
@@ -85,14 +84,18 @@ def test_best_by_maximizes_when_asked():
     assert best["best"].to_list() == ["slow", "slow"]
 
 
-def test_loglog_exponent_recovers_power_laws():
+def test_growth_exponents_recover_power_laws():
     """y = 3 x is exponent 1, y = x^2 / 7 exponent 2, per series."""
     xs = [2.0 ** i for i in range(10, 20)]
     df = pl.DataFrame({"status": "ok", "s": ["lin"] * 10 + ["sq"] * 10,
                        "x": xs * 2, "y": [3 * x for x in xs] + [x * x / 7 for x in xs]})
-    exps = M.loglog_exponent(df.lazy(), "x", "y", ["s"]).collect().sort("s")
+    exps = M.growth_exponents(M.series_points(df.lazy(), "x", "y", ["s"]), ["s"]).sort("s")
     assert exps["exponent"].to_list() == pytest.approx([1.0, 2.0])
     assert exps["points"].to_list() == [10, 10]
+
+
+def regimes(df: pl.DataFrame, x: str, y: str, by: list[str]) -> pl.DataFrame:
+    return M.regimes_of(M.series_points(df, x, y, by), by)
 
 
 def test_regime_change_point_is_found_where_the_slope_changes():
@@ -101,7 +104,7 @@ def test_regime_change_point_is_found_where_the_slope_changes():
     knee = 2 ** 20
     y = [float(x) if x <= knee else knee * (x / knee) ** 2 for x in xs]
     df = pl.DataFrame({"s": ["knee"] * len(xs) + ["line"] * len(xs), "x": xs * 2, "y": y + [5.0 * x for x in xs]})
-    out = M.regime_changes(df, "x", "y", ["s"]).sort("s")
+    out = regimes(df, "x", "y", ["s"]).sort("s")
     knee_row, line_row = out.row(0, named=True), out.row(1, named=True)
     assert knee_row["changes"] and knee_row["break_x"] == knee
     assert knee_row["slope_before"] == pytest.approx(1.0) and knee_row["slope_after"] == pytest.approx(2.0)
@@ -116,25 +119,28 @@ def test_regime_change_finds_any_interior_knee(k, a, b):
     xs = [2 ** i for i in range(16)]
     knee = xs[k]
     y = [x ** a if x <= knee else knee ** a * (x / knee) ** b for x in xs]
-    out = M.regime_changes(pl.DataFrame({"x": xs, "y": y}), "x", "y", [])
+    out = regimes(pl.DataFrame({"x": xs, "y": y}), "x", "y", [])
     assert out["break_x"][0] == knee
     assert out["slope_after"][0] - out["slope_before"][0] == pytest.approx(b - a, rel=1e-6)
 
 
-def test_regime_changes_leaves_out_short_series():
+def test_regimes_leave_out_short_series():
     """Series with fewer than four points get no break."""
-    out = M.regime_changes(pl.DataFrame({"s": ["a"] * 3, "x": [1, 2, 4], "y": [1.0, 2.0, 8.0]}), "x", "y", ["s"])
+    out = regimes(pl.DataFrame({"s": ["a"] * 3, "x": [1, 2, 4], "y": [1.0, 2.0, 8.0]}), "x", "y", ["s"])
     assert out.height == 0 and "break_x" in out.columns
 
 
-def test_speedup_summary_and_medians():
-    """min / median / max speedup per variant; medians per (series, x) skip non-finite values."""
-    sp = M.speedup(strategies_frame(), "param_strategy", "slow", "metric_ms", ["param_size", "param_p"])
-    summary = {r["param_strategy"]: r for r in M.speedup_summary(sp, "param_strategy").collect().iter_rows(named=True)}
+def test_speedup_summary_from_the_per_variant_frame():
+    """min / median / max of baseline / variant per variant over configurations where both are ok."""
+    wide = pl.DataFrame({"v0": [100.0, 200.0, 125.0, 250.0, None], "v1": [25.0, 50.0, 62.5, 125.0, 10.0]})
+    summary = {r["s"]: r for r in M.speedup_summary(["slow", "fast"], wide, "s", "slow", higher=False)
+               .iter_rows(named=True)}
     assert (summary["fast"]["min"], summary["fast"]["max"]) == (pytest.approx(2.0), pytest.approx(4.0))
     assert summary["fast"]["median"] == pytest.approx(3.0) and summary["fast"]["configurations"] == 4
-    med = M.series_medians(strategies_frame(), "param_size", "metric_ms", ["param_strategy"]).collect()
-    assert med.filter(pl.col("param_strategy") == "slow")["metric_ms"].to_list() == [112.5, 225.0]
+    assert summary["slow"]["median"] == 1.0
+    up = M.speedup_summary(["slow", "fast"], wide, "s", "slow", higher=True).row(1, named=True)
+    assert up["max"] == pytest.approx(0.5)
+    assert M.speedup_summary(["fast"], wide, "s", "slow", higher=False).height == 0
 
 
 def test_group_medians_take_medians_and_any_flags():
@@ -209,9 +215,9 @@ def test_published_comparison_adds_measured_values_when_measured(tmp_path):
     assert hit["measured_error"] == pytest.approx(-0.5) and hit["measured_rows"] == 1
 
 
-def test_best_by_keeps_ties_and_win_counts_count_them_apart():
-    """Equal times (within a relative 1e-9) tie: the tie lists both, the runner-up is the next distinct
-    value, and a tie is its own outcome in the win counts, not a win of either."""
+def test_best_by_keeps_ties():
+    """Equal times (within a relative TIE_RTOL) tie: the tie lists both, the runner-up is the next distinct
+    value."""
     rows = [{"param_order": o, "param_size": s, "metric_ns": t}
             for s, times in ((1, (100.0, 100.0 * (1 + 1e-12), 150.0)), (2, (100.0, 60.0, 150.0)),
                              (3, (70.0, 70.0, 70.0)))
@@ -222,23 +228,49 @@ def test_best_by_keeps_ties_and_win_counts_count_them_apart():
     assert by_size[1]["tied"] == [0, 9] and by_size[1]["runner_up_value"] == 150.0 and by_size[1]["n_tied"] == 2
     assert by_size[2]["tied"] == [9] and by_size[2]["best"] == 9 and by_size[2]["runner_up_value"] == 100.0
     assert by_size[3]["tied"] == [0, 9, 18] and by_size[3]["runner_up_value"] is None
-    wins = M.win_counts(best.lazy()).collect()
+
+
+def test_ties_best_is_relative_to_the_best():
+    """Within a relative TIE_RTOL of the best ties, beyond does not; a best of 0 ties only 0."""
+    assert M.ties_best(100.0 * (1 + M.TIE_RTOL / 2), 100.0) and not M.ties_best(100.0 * (1 + 2 * M.TIE_RTOL), 100.0)
+    assert M.ties_best(0.0, 0.0) and not M.ties_best(1e-300, 0.0)
+
+
+def test_tied_best_picks_the_best_per_configuration():
+    """Per row of a per_variant frame: the best column (nulls not ok), its value, the columns tying it;
+    maximizing picks the largest; a row with no ok variant has an infinite best and no tie."""
+    wide = pl.DataFrame({"v0": [100.0, 100.0, None], "v1": [100.0 * (1 + 1e-12), 60.0, None],
+                         "v2": [150.0, None, None]})
+    pick, best, near = M.tied_best(wide, ["v0", "v1", "v2"], minimize=True)
+    assert pick[:2].tolist() == [0, 1] and best[:2].tolist() == [100.0, 60.0] and best[2] == math.inf
+    assert near.tolist() == [[True, True, False], [False, True, False], [False, False, False]]
+    pick, best, near = M.tied_best(wide, ["v0", "v1", "v2"], minimize=False)
+    assert pick[:2].tolist() == [2, 0] and near[1].tolist() == [True, False, False]
+
+
+def test_win_counts_count_ties_apart():
+    """A tie is its own outcome in the win counts, not a win of either; configurations without an ok
+    variant are not counted."""
+    wide = pl.DataFrame({"v0": [100.0, 100.0, 70.0, None], "v1": [100.0 * (1 + 1e-12), 60.0, 70.0, None],
+                         "v2": [150.0, 150.0, 70.0, None]})
+    wins = M.win_counts([0, 9, 18], wide, minimize=True)
     outcomes = {tuple(r["tied"]): (r["tie"], r["configurations"]) for r in wins.iter_rows(named=True)}
     assert outcomes == {(0, 9): (True, 1), (9,): (False, 1), (0, 9, 18): (True, 1)}
     assert wins["share"].sum() == pytest.approx(1.0)
 
 
 def test_series_points_and_growth_exponents_match_the_row_wise_fit():
-    """The sums per (series, x) give the same exponents as loglog_exponent on the rows, repeated rows too."""
+    """The sums per (series, x) give the same exponents as a least-squares fit of the rows, repeated rows too."""
     xs = [2.0 ** i for i in range(10, 16)]
     df = pl.DataFrame({"status": "ok", "s": ["a"] * 12 + ["b"] * 6, "x": xs * 3,
                        "y": [3 * x for x in xs] * 2 + [x ** 1.5 for x in xs]})
     pts = M.series_points(df.lazy(), "x", "y", ["s"])
     assert pts["s"].to_list() == ["a", "b"] and pts["_w"].to_list()[0] == [2] * 6
     got = M.growth_exponents(pts, ["s"]).sort("s")
-    want = M.loglog_exponent(df.lazy(), "x", "y", ["s"]).collect().sort("s")
-    assert got["exponent"].to_list() == pytest.approx(want["exponent"].to_list())
-    assert got["points"].to_list() == want["points"].to_list() == [12, 6]
+    want = [np.polyfit(np.log(g["x"].to_numpy()), np.log(g["y"].to_numpy()), 1)[0]
+            for _, g in df.sort("s").group_by("s", maintain_order=True)]
+    assert got["exponent"].to_list() == pytest.approx(want)
+    assert got["points"].to_list() == [12, 6]
 
 
 def _split_sweep(src: str, dest: Path, model: str, parts: int) -> str:

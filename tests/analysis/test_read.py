@@ -24,6 +24,14 @@ def test_missing_folder_is_an_analysis_error(tmp_path):
         Sweep(str(tmp_path / "nope"))
 
 
+def test_bad_uri_is_an_analysis_error_naming_the_field():
+    """A URI no filesystem understands names 'OUT/SWEEP', or the field the caller gives."""
+    with pytest.raises(AnalysisError, match=r"^'OUT/SWEEP' must be a local path or a filesystem URI"):
+        Sweep("nosuchfs://bucket/x")
+    with pytest.raises(AnalysisError, match=r"^'B' must be a local path or a filesystem URI"):
+        Sweep("nosuchfs://bucket/x", field="B")
+
+
 def test_folder_without_manifest_is_an_analysis_error(tmp_path):
     """A folder without _manifest.json is not a sweep."""
     with pytest.raises(AnalysisError, match=r"must hold a _manifest.json"):

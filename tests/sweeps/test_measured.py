@@ -83,3 +83,9 @@ def test_calibrate_from_a_sweep_without_measurements_is_refused(ray_local, tmp_p
     assert main(["calibrate", "--from", str(tmp_path / "m")]) == 2
     err = capsys.readouterr().err
     assert "'--from' must be a sweep with measured rows of a model that declares a measurement" in err
+
+
+def test_calibrate_from_a_bad_uri_names_from(capsys):
+    """An --from URI no filesystem understands: exit 2 naming --from."""
+    assert main(["calibrate", "--from", "nosuchfs://bucket/x"]) == 2
+    assert "'--from' must be a local path or a filesystem URI" in capsys.readouterr().err

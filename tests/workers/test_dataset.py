@@ -94,6 +94,14 @@ def test_schema_version_provenance_list_and_part_rule_are_defined_once():
     assert found == {name: ["workers/dataset.py"] for name in rules}
 
 
+def test_filesystem_names_the_field_the_user_gave():
+    """A URI no filesystem understands: the error names the caller's field ('sweep_dir' by default)."""
+    with pytest.raises(SweepFolderError, match=r"^'sweep_dir' must be a local path or a filesystem URI"):
+        dataset.filesystem("nosuchfs://bucket/x")
+    with pytest.raises(SweepFolderError, match=r"^'--from' must be a local path or a filesystem URI .*nosuchfs"):
+        dataset.filesystem("nosuchfs://bucket/x", field="--from")
+
+
 def test_scan_of_a_missing_model_or_an_empty_folder_names_what_is_there(tmp_path):
     """SweepFolderError names the models with parts, or says there are none."""
     with pytest.raises(SweepFolderError, match=r"'sweep_dir' must be a sweep folder with parts"):
