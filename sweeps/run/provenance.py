@@ -10,7 +10,7 @@ from pathlib import Path
 
 from workers.measure.host import host_facts
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
+PROJECT_ROOT = Path(__file__).resolve().parents[2]  # sweeps/run/provenance.py -> the project
 
 
 @functools.cache
