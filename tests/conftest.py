@@ -38,6 +38,25 @@ def ray_local():
     ray.shutdown()
 
 
+@pytest.fixture(scope="session")
+def seed_calibration():
+    """calibrate(model, the seed profile) of a shipped model by name, computed once per test session: each
+    fit of the published figures (neutral starts, leave-one-out refits) takes seconds to a minute, and
+    several modules check the same fits."""
+    from workers import get_model
+    from workers.calibrate import calibrate
+    from workers.profiles import load_profile
+
+    seed, done = load_profile("seed"), {}
+
+    def get(name: str):
+        if name not in done:
+            done[name] = calibrate(get_model(name), seed)
+        return done[name]
+
+    return get
+
+
 @pytest.fixture
 def spec_file(tmp_path):
     """Write spec text to a file and return its path."""

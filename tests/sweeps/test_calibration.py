@@ -12,7 +12,7 @@ import pytest
 from sweeps.calibration import run_calibration
 from sweeps.cli import main
 from sweeps.exceptions import FitError, UsageError
-from workers.calibrate import calibrate, predict
+from workers.calibrate import predict
 from workers.dataset import part_path
 from workers.measure.fit import figures_from_measured
 from workers.model import points_frame
@@ -24,10 +24,9 @@ MODELS = shipped_models()
 
 
 @pytest.fixture(scope="module")
-def calibrations():
-    """The calibrations `memsweep calibrate` prints, computed once for this module."""
-    seed = load_profile("seed")
-    return [calibrate(m, seed) for m in MODELS.values() if m.figures()]
+def calibrations(seed_calibration):
+    """The calibrations `memsweep calibrate` prints (computed once per session: tests/conftest.py)."""
+    return [seed_calibration(name) for name, m in MODELS.items() if m.figures()]
 
 
 @pytest.fixture(scope="module")

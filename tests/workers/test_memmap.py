@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from workers.calibrate import calibrate, predict
+from workers.calibrate import predict
 from workers.evaluate import evaluate
 from workers.models import copy as cp
 from workers.models.memmap import MODEL, STRATEGIES
@@ -298,9 +298,9 @@ def test_shipped_seed_profile_reproduces_the_figures_and_speedups():
     assert {PROFILE.sections["copy"][p.key].source for p in MODEL.free_params} == {"calibrated"}
 
 
-def test_calibration_leave_one_out_within_25_percent():
+def test_calibration_leave_one_out_within_25_percent(seed_calibration):
     """Refitting the 4 costs without any one figure predicts it within 25%."""
-    cal = calibrate(MODEL, PROFILE)
+    cal = seed_calibration(MODEL.name)
     assert cal.max_error < 0.10
     assert cal.max_loo_error < 0.25
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from workers.calibrate import calibrate, predict
+from workers.calibrate import predict
 from workers.evaluate import evaluate
 from workers.exceptions import ProfileError
 from workers.models.pfnmap import COPY_FIGURES, LAT_FIGURES, MODEL
@@ -314,10 +314,10 @@ def test_seed_profile_reproduces_the_twenty_figures_within_3_percent():
     assert values == pytest.approx([f.published for f in MODEL.figures()], rel=0.03)
 
 
-def test_calibration_meets_the_acceptance_bounds():
+def test_calibration_meets_the_acceptance_bounds(seed_calibration):
     """5 free costs for 20 figures from neutral starts: each within 3% fitted, 6% left out; every start
     reaches the same costs; improvements within 2 points; seed.toml holds the fit."""
-    cal = calibrate(MODEL, SEED)
+    cal = seed_calibration(MODEL.name)
     assert len(MODEL.free_params) == 5 and len(MODEL.figures()) == 20
     assert cal.max_error < 0.03 and cal.max_loo_error < 0.06
     assert len(cal.starts) == 10 and not cal.disagreeing_starts

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from workers.calibrate import calibrate, predict
+from workers.calibrate import predict
 from workers.evaluate import evaluate
 from workers.models.young import reference as ref
 from workers.models.young import MODEL
@@ -46,9 +46,9 @@ def test_seed_profile_x86_improvement_near_published():
     assert out["metric_time_reduction_vs_per_pte"][0] == pytest.approx(0.15, rel=0.10)
 
 
-def test_calibration_fits_every_figure_with_fewer_parameters():
+def test_calibration_fits_every_figure_with_fewer_parameters(seed_calibration):
     """Calibration uses 2 free costs for 3 figures and lands every figure within 10%."""
-    cal = calibrate(MODEL, PROFILE)
+    cal = seed_calibration(MODEL.name)
     assert len(MODEL.free_params) < len(MODEL.figures())
     assert cal.max_error < 0.10
     fitted = predict(MODEL, MODEL.figures(), cal.profile)
