@@ -1,6 +1,6 @@
 """What a model's measurement plan is made of, and the generic pieces the models' planners share.
 
-A model's planner (its `measurement`, workers.model.Measurement; workers/models/<model>_measure.py)
+A model's planner (its `measurement`, workers.model.Measurement; workers/models/<model>/measure.py)
 turns its points into one Plan per point, or the reason this node cannot measure it. A plan's
 open() maps and pre-faults its memory and builds what the kernel needs; the Run it yields times
 one run of the kernel per sample() call, in stretches, and summarize() turns a point's runs into
