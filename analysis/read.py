@@ -13,6 +13,8 @@ import math
 import os
 import tomllib
 
+from dataclasses import dataclass
+
 import polars as pl
 import pyarrow as pa
 import pyarrow.fs as pafs
@@ -239,6 +241,67 @@ class Sweep:
     def varying(self, model: str) -> list[str]:
         """Param columns that take more than one value among ok rows."""
         return [c for c, f in self.axis_values(model).items() if f.height > 1]
+
+
+    def rows(self, model: str) -> ModelRows:
+        """One model's rows of this sweep, as the value analysis passes around."""
+        return ModelRows(self, model)
+
+
+@dataclass(frozen=True, slots=True)
+class ModelRows:
+    """One model's rows in one sweep: what analysis passes around instead of (sweep, model name).
+    Everything is read lazily through the sweep, which caches it."""
+
+    sweep: Sweep
+    name: str
+
+    @property
+    def model(self) -> Model | None:
+        """The registered model of that name, or None (a sweep may outlive a model)."""
+        return self.sweep.model_object(self.name)
+
+    def scan(self, source: str | None = DEFAULT) -> pl.LazyFrame:
+        return self.sweep.scan(self.name, source)
+
+    def scan_batches(self, source: str | None = DEFAULT) -> list[pl.LazyFrame]:
+        return self.sweep.scan_batches(self.name, source)
+
+    def sources(self) -> list[str]:
+        return self.sweep.sources(self.name)
+
+    def default_source(self) -> str:
+        return self.sweep.default_source(self.name)
+
+    def schema(self) -> dict[str, pl.DataType]:
+        return self.sweep.schema(self.name)
+
+    def params(self) -> list[str]:
+        return self.sweep.params(self.name)
+
+    def metrics(self) -> list[str]:
+        return self.sweep.metrics(self.name)
+
+    def axis_values(self) -> dict[str, pl.DataFrame]:
+        return self.sweep.axis_values(self.name)
+
+    def varying(self) -> list[str]:
+        return self.sweep.varying(self.name)
+
+    def distinct(self, columns: list[str]) -> dict[str, set]:
+        return self.sweep.distinct(self.name, columns)
+
+    def label(self, column: str, value: object) -> str:
+        return label(self.sweep, self.name, column, value)
+
+    def label_with_unit(self, column: str, value: object) -> str:
+        return label_with_unit(self.sweep, self.name, column, value)
+
+    def describe(self, held: dict[str, object]) -> str:
+        return describe(self.sweep, self.name, held)
+
+    def pin(self, keep: list[str], prefer: dict[str, object] | None = None) -> tuple[pl.Expr, dict[str, object]]:
+        return pin(self.sweep, self.name, keep, prefer)
 
 
 def _one_value(stats, rows: int) -> tuple[bool, object]:
