@@ -5,6 +5,6 @@
     analysis.scan("results/default").collect()                   # every model's, columns unioned
 """
 
-from workers.dataset import scan
+from workers.folder import scan
 
 __all__ = ["scan"]

@@ -8,7 +8,6 @@ nothing is collected here except the small per-axis value counts.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import tomllib
@@ -16,15 +15,14 @@ import tomllib
 from dataclasses import dataclass
 
 import polars as pl
-import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from workers import MODELS, load_plugins
 from workers.axes import Axis
-from workers.dataset import (
-    MANIFEST, PROVENANCE_COLUMNS, Layout, filesystem, foreign_parts, layout_of, mixed_message, part_files,
-    scan_parts,
+from workers.dataset import MANIFEST, PROVENANCE_COLUMNS, Layout
+from workers.folder import (
+    at, foreign_parts, layout, mixed_message, part_files, read_manifest, read_text, scan_parts,
 )
 from workers.exceptions import ProfileError, SweepFolderError
 from workers.model import STATUS_OK, Model
@@ -47,29 +45,27 @@ class Sweep:
         """`field`: what the user calls `sweep_dir` (the argument, or compare's A and B), named in errors."""
         self.uri = str(sweep_dir).rstrip("/")
         try:
-            self.fs, self.root = filesystem(self.uri, field)
+            self.loc = at(self.uri, field)
+            self.fs, self.root = self.loc.fs, self.loc.root
+            if self.fs.get_file_info(self.root).type != pafs.FileType.Directory:
+                raise AnalysisError(
+                    f"'{field}' must be a sweep folder written by 'memsweep run' (got {sweep_dir!r}: no such folder)."
+                )
+            self.layout: Layout = layout(self.loc)
+            manifest = read_manifest(self.loc, self.layout)
         except SweepFolderError as e:
             raise AnalysisError(str(e)) from None
-        if self.fs.get_file_info(self.root).type != pafs.FileType.Directory:
-            raise AnalysisError(
-                f"'{field}' must be a sweep folder written by 'memsweep run' (got {sweep_dir!r}: no such folder)."
-            )
-        self.layout: Layout = layout_of(i.base_name for i in self.fs.get_file_info(pafs.FileSelector(self.root)))
-        text = self._read(self.layout.manifest)
-        if text is None:
+        if manifest is None:
             raise AnalysisError(
                 f"'{field}' must hold a {self.layout.manifest} written by 'memsweep run' (got {sweep_dir!r}: none there)."
             )
-        try:
-            self.manifest: dict = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise AnalysisError(f"'{self.layout.manifest}' must be valid JSON (got {sweep_dir!r}: {e}).") from None
+        self.manifest: dict = manifest
         self.spec_text: str = self._read(self.layout.spec) or self.manifest.get("spec", "")
         self.spec: dict = _toml(self.spec_text)
         self.name: str = str(self.manifest.get("sweep") or self.spec.get("name") or os.path.basename(self.root))
         self.description: str = str(self.spec.get("description", ""))
         self.plugin_errors: list[str] = _load_plugins(self.spec.get("plugins", []))
-        self._parts: dict[str, list[str]] = part_files(self.fs, self.root)
+        self._parts: dict[str, list[str]] = part_files(self.loc)
         foreign = foreign_parts(self.fs, self.manifest, self._parts)
         if foreign:
             raise AnalysisError(mixed_message(str(sweep_dir), foreign))
@@ -83,9 +79,8 @@ class Sweep:
 
     def _read(self, name: str) -> str | None:
         try:
-            with self.fs.open_input_stream(f"{self.root}/{name}") as f:
-                return f.read().decode()
-        except (FileNotFoundError, OSError, pa.ArrowException, UnicodeDecodeError):
+            return read_text(self.loc, f"{self.root}/{name}")
+        except (OSError, UnicodeDecodeError):
             return None
 
     def _models_with_parts(self) -> tuple[str, ...]:
@@ -117,7 +112,7 @@ class Sweep:
         return pl.col(SOURCE) == (self.default_source(model) if source == DEFAULT else source)
 
     def _scan_parts(self, model: str) -> pl.LazyFrame:
-        """workers.dataset's reader: polars' own scan locally, pyarrow's filesystem for URIs."""
+        """workers.folder's reader: polars' own scan locally, pyarrow's filesystem for URIs."""
         return scan_parts(self.fs, self._parts[model])
 
     def scan_batches(self, model: str, source: str | None = DEFAULT) -> list[pl.LazyFrame]:

@@ -19,7 +19,7 @@ import polars as pl
 
 from workers import MODELS
 from workers.calibrate import DEFAULT_STARTS, Calibration, FigureResult, calibrate, predict, validation_figures
-from workers.dataset import filesystem, part_files, scan
+from workers.folder import at, part_files, scan
 from workers.exceptions import SweepFolderError
 from workers.fitcheck import cost_orders, impossible
 from workers.profiles import Profile, dump_profile, load_profile
@@ -236,7 +236,7 @@ def measured_models() -> list[str]:
 def _measured_rows(sweep_dir: str, model: str) -> pl.DataFrame | None:
     """The ok measured rows of one model in the sweep (None when it has none)."""
     try:
-        if model not in part_files(*filesystem(sweep_dir, field="--from")):
+        if model not in part_files(at(sweep_dir, field="--from")):
             return None
         lf = scan(sweep_dir, model)  # has parts of this model: no error
     except SweepFolderError as e:

@@ -16,10 +16,10 @@ import signal
 import sys
 
 from analysis.exceptions import AnalysisError
-from workers.exceptions import PluginError, ProfileError, SweepFolderError
+from workers.exceptions import PluginError, ProfileError, StoreIOError, SweepFolderError
 from workers.registry import MODELS
 
-from .exceptions import DatasetError, LeaseError, SpecError, StoreIOError, UsageError
+from .exceptions import DatasetError, LeaseError, SpecError, UsageError
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, EXIT_IO = 0, 1, 2, 3
 # Commands that read the models: they discover the memsweep.models plugins first, so a broken one
@@ -187,7 +187,7 @@ def _interrupt(signum, frame) -> None:
 
 def _os_error_line(e: OSError) -> str:
     """One line for an OSError raised outside the dataset store (the report's files)."""
-    from .dataset.store import describe_os_error
+    from workers.folder import describe_os_error
 
     where = f" {e.filename}" if e.filename else ""
     return f"writing{where} failed: {describe_os_error(e)}; nothing was left half-written."

@@ -4,7 +4,6 @@ Every message follows one template: "'{field}' must be {rule} (got {value!r})."
 plus, where it helps, what to do. The CLI prints it and exits with status 2 (3 for StoreIOError).
 """
 
-
 class SpecError(ValueError):
     """A sweep spec (or a command-line argument standing for one) is invalid."""
 
@@ -24,11 +23,3 @@ class DatasetError(RuntimeError):
 
 class LeaseError(RuntimeError):
     """Another driver holds the sweep's lease (or took it over from this one)."""
-
-
-class StoreIOError(OSError):
-    """Writing or reading the dataset failed: no space, no permission, an I/O error, or an object
-    store that kept failing after its retries. The CLI prints it and exits with status 3."""
-
-    def __str__(self) -> str:
-        return self.strerror or super().__str__()

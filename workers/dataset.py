@@ -1,6 +1,6 @@
-"""The dataset contract: schema version, the sweep folder's file names, the part-path rule, the column
-registry and one reader. Every writer (sweeps) and reader (analysis, status, verify, calibrate) derives
-from here.
+"""The dataset contract: schema version, the sweep folder's file names, the part-path rule and the column
+registry. Every writer (sweeps) and reader (analysis, status, verify, calibrate) derives from here;
+workers.folder reads and writes the files.
 
     OUT/<sweep>/model=<name>/part-<chunk_id>.parquet   one part per chunk
     OUT/<sweep>/_manifest.json      chunks expected / done, rows, checksums, spec, versions
@@ -15,17 +15,11 @@ duckdb globs skip, so `pyarrow.dataset.dataset("OUT/<sweep>")` sees the parts an
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 import polars as pl
-import pyarrow as pa
-import pyarrow.fs as pafs
-import pyarrow.parquet as pq
-
-from .exceptions import SweepFolderError
 
 SCHEMA_VERSION = "3"
 # Schema history:
@@ -150,96 +144,3 @@ def unit_of(column: str) -> str:
         if token in UNIT_TOKENS:
             return UNIT_TOKENS[token]
     return ""
-
-
-# -- reading --------------------------------------------------------------------------------------------
-def filesystem(uri: str, field: str = "sweep_dir") -> tuple[pafs.FileSystem, str]:
-    """(filesystem, path on it) of a local path or a pyarrow filesystem URI (s3://bucket/p?endpoint_override=...).
-    `field`: what the caller's user calls `uri` (an argument, an option), named in the error."""
-    try:
-        if "://" in str(uri):
-            return pafs.FileSystem.from_uri(str(uri))
-        return pafs.LocalFileSystem(), os.path.abspath(uri)
-    except (pa.ArrowInvalid, OSError, ValueError) as e:
-        raise SweepFolderError(f"'{field}' must be a local path or a filesystem URI such as s3://bucket/path "
-                               f"(got {uri!r}: {e}).") from None
-
-
-def part_files(fs: pafs.FileSystem, root: str) -> dict[str, list[str]]:
-    """model -> sorted paths (on fs) of the part files under the sweep folder `root`."""
-    out: dict[str, list[str]] = {}
-    if fs.get_file_info(root).type != pafs.FileType.Directory:
-        return out
-    prefix = root.rstrip("/") + "/"
-    for info in fs.get_file_info(pafs.FileSelector(root, recursive=True)):
-        found = parse_part_path(info.path.removeprefix(prefix)) if info.type == pafs.FileType.File else None
-        if found is not None:
-            out.setdefault(found[0], []).append(info.path)
-    return {m: sorted(paths) for m, paths in sorted(out.items())}
-
-
-def foreign_parts(fs: pafs.FileSystem, manifest: dict, parts: dict[str, list[str]]) -> list[str]:
-    """Paths of the parts in `parts` (model -> paths) that are not rows of the manifest's computation: not
-    listed in the manifest, and without its digest in their footer (a part of the same computation that
-    the manifest does not list yet, from a run in progress or stopped, is not foreign). Only unlisted
-    parts' footers are read. A folder written before computations were recorded has no digest: every
-    unlisted part is foreign there."""
-    listed = set(manifest.get("parts", {}))
-    mine = (manifest.get(COMPUTATION) or {}).get("digest")
-    out = []
-    for paths in parts.values():
-        for path in paths:
-            found = parse_part_path("/".join(path.split("/")[-2:]))
-            if found is None or found[1] in listed:
-                continue
-            if mine is None or part_computation(fs, path) != mine:
-                out.append(path)
-    return out
-
-
-def mixed_message(uri: str, foreign: list[str]) -> str:
-    """What every command says of a sweep folder that holds parts of another computation."""
-    example = "/".join(foreign[0].split("/")[-2:])
-    return (f"{uri} mixes rows of more than one computation: {len(foreign)} parts (e.g. {example}) are not in its "
-            f"manifest and were computed with another spec, profile or model version ('memsweep verify {uri}' "
-            "lists them); rerun the sweep with --fresh to start over.")
-
-
-def part_computation(fs: pafs.FileSystem, path: str) -> str | None:
-    """The computation digest in a part's footer; None when it has none or cannot be read."""
-    try:
-        with fs.open_input_file(path) as f:
-            kv = pq.read_metadata(f).metadata or {}
-    except (OSError, pa.ArrowException):
-        return None
-    value = kv.get(PART_COMPUTATION.encode())
-    return value.decode() if value else None
-
-
-def scan(sweep_dir: str, model: str | None = None) -> pl.LazyFrame:
-    """A lazy scan of one model's parts, or (model None) of every model's parts concatenated
-    diagonally (a column one model lacks is null on its rows). Local folders go through polars'
-    own scan; filesystem URIs through pyarrow (their options, such as endpoint_override, are in
-    the query and only pyarrow reads them).
-
-        import analysis; analysis.scan("results/default", model="memmap").collect()
-    """
-    fs, root = filesystem(str(sweep_dir).rstrip("/"))
-    parts = part_files(fs, root)
-    if model is not None and model not in parts:
-        raise SweepFolderError(f"'model' must be a model with parts in {sweep_dir}, one of {list(parts)} "
-                               f"(got {model!r}).")
-    if not parts:
-        raise SweepFolderError(f"'sweep_dir' must be a sweep folder with parts (got {sweep_dir!r}: none there).")
-    frames = [scan_parts(fs, parts[m]) for m in ([model] if model is not None else parts)]
-    return frames[0] if len(frames) == 1 else pl.concat(frames, how="diagonal_relaxed")
-
-
-def scan_parts(fs: pafs.FileSystem, paths: list[str]) -> pl.LazyFrame:
-    """The part files `paths` of one model (all of them as part_files lists them, or a batch), hive
-    partitioning off: `model` is in the file."""
-    if isinstance(fs, pafs.LocalFileSystem):
-        return pl.scan_parquet(paths, hive_partitioning=False)
-    import pyarrow.dataset as ds
-
-    return pl.scan_pyarrow_dataset(ds.dataset(paths, filesystem=fs, format="parquet"))

@@ -16,3 +16,12 @@ class SweepFolderError(ValueError):
 class PluginError(ValueError):
     """A model plugin (a `memsweep.models` entry point, or a module named by a spec's `plugins`)
     does not load or breaks the model contract; the message names the plugin and the rule."""
+
+
+class StoreIOError(OSError):
+    """Writing or reading the dataset failed: no space, no permission, an I/O error, or an object
+    store that kept failing after its retries. The CLI prints it and exits with status 3
+    (workers.folder raises it)."""
+
+    def __str__(self) -> str:
+        return self.strerror or super().__str__()

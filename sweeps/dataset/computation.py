@@ -25,9 +25,10 @@ import json
 from sweeps.exceptions import DatasetError
 from sweeps.spec.load import SweepSpec
 from workers import MODELS, get_model
-from workers.dataset import COMPUTATION, LAYOUT, SPEC_FILE, mixed_message
+from workers.dataset import COMPUTATION, LAYOUT, SPEC_FILE
+from workers.folder import Location, exists, list_parts, mixed_message, read_manifest, read_text
 
-from .store import Location, check_schema, exists, list_parts, read_manifest, read_text
+from .store import check_schema
 
 
 def identity(spec: SweepSpec) -> dict:

@@ -7,9 +7,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from sweeps.exceptions import DatasetError
-from workers.dataset import MANIFEST, foreign_parts, mixed_message
+from workers.dataset import MANIFEST
+from workers.folder import Location, exists, foreign_parts, layout, list_parts, mixed_message, read_manifest
 
-from .store import Location, checksum, exists, layout, list_parts, locate, read_manifest
+from .store import checksum, locate
 
 
 def _open(sweep_dir: str) -> tuple[Location, dict]:

@@ -35,10 +35,10 @@ from dataclasses import asdict, dataclass
 
 import psutil
 
-from sweeps.exceptions import LeaseError, StoreIOError
+from sweeps.exceptions import LeaseError
 from workers.dataset import LEASE_FILE, TEMP_PREFIX
-
-from .store import Location, read_text, remove_quietly, retrying, write_bytes
+from workers.exceptions import StoreIOError
+from workers.folder import Location, read_text, remove_quietly, retrying, write_bytes
 
 HEARTBEAT_S = 10.0
 STALE_AFTER_S = 3 * HEARTBEAT_S  # three missed heartbeats

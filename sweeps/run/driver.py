@@ -32,23 +32,13 @@ from tqdm import tqdm
 
 from sweeps.dataset.computation import check_spec, record, refuse_foreign
 from sweeps.dataset.lease import Lease
-from sweeps.dataset.store import (
-    Location,
-    delete_sweep,
-    exists,
-    list_parts,
-    locate,
-    part_checksum,
-    part_rows,
-    read_manifest,
-    remove_temp_files,
-    write_bytes,
-    write_manifest,
-)
-from sweeps.exceptions import DatasetError, StoreIOError
+from sweeps.dataset.store import delete_sweep, locate, part_checksum, part_rows, remove_temp_files, write_manifest
+from sweeps.exceptions import DatasetError
 from sweeps.spec.load import SweepSpec
 from workers import get_model
 from workers.dataset import COMPUTATION, LAYOUT, LEASE_FILE, SCHEMA_VERSION, SPEC_FILE
+from workers.exceptions import StoreIOError
+from workers.folder import Location, exists, list_parts, read_manifest, write_bytes
 
 from .chunks import Chunk, plan
 from .provenance import git_sha, host_provenance

@@ -22,10 +22,11 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 from tqdm import tqdm
 
-from sweeps.dataset.store import Location, locate
+from sweeps.dataset.store import locate
 from sweeps.spec.grid import decode
 from sweeps.spec.load import SweepSpec
 from workers import get_model
+from workers.folder import Location
 
 from .chunks import Chunk, plan
 from .sources import BACKENDS

@@ -13,12 +13,13 @@ from dataclasses import dataclass, field
 import polars as pl
 
 from sweeps.dataset.computation import record
-from sweeps.dataset.store import Location, write_part
-from sweeps.exceptions import StoreIOError
+from sweeps.dataset.store import write_part
 from sweeps.spec.grid import Grid, decode, grid_for
 from sweeps.spec.load import SweepSpec
 from workers import get_model, load_plugins
 from workers.dataset import DTYPES, IDENTITY_COLUMNS, PART_COMPUTATION, PROVENANCE_COLUMNS, SCHEMA_VERSION
+from workers.exceptions import StoreIOError
+from workers.folder import Location
 from workers.measure.measure import MEASURE_COLUMNS
 from workers.measure.settings import MeasureSettings
 from workers.profiles import Profile

@@ -41,11 +41,11 @@ def test_folder_without_manifest_is_an_analysis_error(tmp_path):
 def test_corrupt_manifest_is_an_analysis_error(tmp_path):
     """_manifest.json must be JSON (and so must a schema-2 folder's manifest.json)."""
     (tmp_path / "_manifest.json").write_text("{not json")
-    with pytest.raises(AnalysisError, match=r"'_manifest.json' must be valid JSON"):
+    with pytest.raises(AnalysisError, match=r"/_manifest.json is not valid JSON \(.*\); rerun the sweep with --fresh"):
         Sweep(str(tmp_path))
     (tmp_path / "_manifest.json").unlink()
     (tmp_path / "manifest.json").write_text("{not json")
-    with pytest.raises(AnalysisError, match=r"'manifest.json' must be valid JSON"):
+    with pytest.raises(AnalysisError, match=r"/manifest.json is not valid JSON"):
         Sweep(str(tmp_path))
 
 

@@ -10,7 +10,6 @@ import pytest
 from tests.conftest import ROOT
 from workers import dataset
 from workers.dataset import LAYOUT, LEGACY_LAYOUT, layout_of, parse_part_path, part_path, unit_of
-from workers.exceptions import SweepFolderError
 
 
 def test_part_path_round_trips_and_rejects_what_is_not_a_part():
@@ -92,22 +91,3 @@ def test_schema_version_provenance_list_and_part_rule_are_defined_once():
                 if rule.search(text):
                     found[name].append(str(path.relative_to(ROOT)))
     assert found == {name: ["workers/dataset.py"] for name in rules}
-
-
-def test_filesystem_names_the_field_the_user_gave():
-    """A URI no filesystem understands: the error names the caller's field ('sweep_dir' by default)."""
-    with pytest.raises(SweepFolderError, match=r"^'sweep_dir' must be a local path or a filesystem URI"):
-        dataset.filesystem("nosuchfs://bucket/x")
-    with pytest.raises(SweepFolderError, match=r"^'--from' must be a local path or a filesystem URI .*nosuchfs"):
-        dataset.filesystem("nosuchfs://bucket/x", field="--from")
-
-
-def test_scan_of_a_missing_model_or_an_empty_folder_names_what_is_there(tmp_path):
-    """SweepFolderError names the models with parts, or says there are none."""
-    with pytest.raises(SweepFolderError, match=r"'sweep_dir' must be a sweep folder with parts"):
-        dataset.scan(str(tmp_path))
-    (tmp_path / "model=a").mkdir()
-    pl.DataFrame({"model": ["a"], "x": [1]}).write_parquet(tmp_path / part_path("a", "1"))
-    with pytest.raises(SweepFolderError, match=r"'model' must be a model with parts in .*\['a'\] \(got 'b'\)"):
-        dataset.scan(str(tmp_path), model="b")
-    assert dataset.scan(str(tmp_path)).collect().rows() == [("a", 1)]

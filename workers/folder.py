@@ -1,0 +1,286 @@
+"""A sweep folder on a filesystem (local, or any pyarrow filesystem such as S3): the one home of its file
+I/O. Where it is (`Location`), whole-file writes (`write_bytes`), reads retried on an object store's
+transient errors, the names its own files use (`layout`), the part lister (`part_files`, `list_parts`) and
+the JSON reader of its manifest and submissions (`read_json`). The driver and its workers write parts and
+manifests through here; status, verify, calibrate, report and compare read through here, and the report
+and compare pages are written with the same `write_bytes`. workers.dataset has the names and columns.
+
+A file is written whole or not at all: under a temporary name and renamed on a local filesystem, one PUT
+on an object store. A reader never sees half a file. A write that fails (no space, no permission, an I/O
+error) removes its temporary file and raises StoreIOError naming the file; object-store requests that
+fail transiently (HTTP 5xx, SlowDown/throttling, timeouts) are retried with backoff.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import re
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import polars as pl
+import pyarrow as pa
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+
+from .dataset import COMPUTATION, LAYOUT, PART_COMPUTATION, TEMP_PREFIX, Layout, layout_of, parse_part_path, part_path
+from .exceptions import StoreIOError, SweepFolderError
+
+# Object-store retries: 5 tries, waiting 0.2, 0.4, 0.8, 1.6 s between them (at most 3 s), on top of
+# the AWS SDK's own attempts inside each pyarrow call. Only errors that read as transient are retried.
+RETRY_TRIES = 5
+RETRY_FIRST_S, RETRY_MAX_S = 0.2, 3.0
+TRANSIENT = re.compile(
+    r"SLOW_?DOWN|THROTTL|TOO_MANY_REQUESTS|REQUEST_?TIMEOUT|SERVICE_?UNAVAILABLE|INTERNAL_?(FAILURE|ERROR)"
+    r"|HTTP (response|status)? ?code:? ?5\d\d|timed out|timeout|NETWORK_CONNECTION|connection",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Location:
+    """A sweep's folder on a pyarrow filesystem."""
+
+    fs: pafs.FileSystem
+    root: str  # path of OUT/<sweep> on fs
+    uri: str  # what the user gave, joined with the sweep name
+
+    @property
+    def is_local(self) -> bool:
+        return isinstance(self.fs, pafs.LocalFileSystem)
+
+    def path(self, *parts: str) -> str:
+        return "/".join([self.root.rstrip("/"), *parts])
+
+    def part_path(self, model: str, chunk_id: str) -> str:
+        return self.path(part_path(model, chunk_id))
+
+
+def filesystem(uri: str, field: str = "sweep_dir") -> tuple[pafs.FileSystem, str]:
+    """(filesystem, path on it) of a local path or a pyarrow filesystem URI (s3://bucket/p?endpoint_override=...).
+    `field`: what the caller's user calls `uri` (an argument, an option), named in the error."""
+    try:
+        if "://" in str(uri):
+            return pafs.FileSystem.from_uri(str(uri))
+        return pafs.LocalFileSystem(), os.path.abspath(uri)
+    except (pa.ArrowInvalid, OSError, ValueError) as e:
+        raise SweepFolderError(f"'{field}' must be a local path or a filesystem URI such as s3://bucket/path "
+                               f"(got {uri!r}: {e}).") from None
+
+
+def at(uri: str, field: str = "sweep_dir") -> Location:
+    """The Location of the sweep folder `uri` (a local path or a filesystem URI); `field` as filesystem()'s."""
+    fs, root = filesystem(str(uri).rstrip("/"), field)
+    return Location(fs=fs, root=root, uri=str(uri).rstrip("/"))
+
+
+def describe_os_error(e: OSError) -> str:
+    """One line for an OSError: the errno's name for local faults, the first line of pyarrow's text otherwise."""
+    if e.errno in (errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EPERM, errno.EIO, errno.EROFS):
+        return os.strerror(e.errno).lower()
+    text = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+    return text[:300]
+
+
+def retrying(loc: Location, what: str, path: str, fn: Callable):
+    """fn() with object-store transient errors retried (RETRY_TRIES, exponential backoff); any other
+    OSError, or the last transient one, becomes StoreIOError("<what> <path> failed: <why>")."""
+    delay = RETRY_FIRST_S
+    for attempt in range(1, RETRY_TRIES + 1):
+        try:
+            return fn()
+        except StoreIOError:
+            raise
+        except FileNotFoundError:
+            raise
+        except OSError as e:
+            transient = not loc.is_local and bool(TRANSIENT.search(str(e)))
+            if transient and attempt < RETRY_TRIES:
+                time.sleep(delay)
+                delay = min(2 * delay, RETRY_MAX_S)
+                continue
+            tries = f" after {attempt} tries" if transient else ""
+            raise StoreIOError(e.errno, f"{what} {_display(loc, path)} failed{tries}: {describe_os_error(e)}") from None
+    raise AssertionError("unreachable")
+
+
+def _display(loc: Location, path: str) -> str:
+    """A path as the user named it: the URI's scheme and options kept for object stores."""
+    if loc.is_local or not path.startswith(loc.root.rstrip("/")):
+        return path
+    base, sep, query = loc.uri.partition("?")
+    return base + path[len(loc.root.rstrip("/")):]
+
+
+def exists(loc: Location, path: str) -> bool:
+    return retrying(loc, "reading", path, lambda: loc.fs.get_file_info(path).type != pafs.FileType.NotFound)
+
+
+def write_bytes(loc: Location, path: str, data: bytes) -> None:
+    """Write a whole file atomically: temp name + rename locally, one PUT on object stores.
+
+    On failure nothing is left behind (the temp file is removed) and StoreIOError names the file."""
+    parent, name = path.rsplit("/", 1)
+    if not loc.is_local:
+        def put() -> None:
+            loc.fs.create_dir(parent, recursive=True)
+            with loc.fs.open_output_stream(path) as f:
+                f.write(data)
+
+        retrying(loc, "writing", path, put)
+        return
+    tmp = f"{parent}/{TEMP_PREFIX}{uuid.uuid4().hex}-{name}"
+
+    def write_and_rename() -> None:
+        loc.fs.create_dir(parent, recursive=True)
+        try:
+            with loc.fs.open_output_stream(tmp) as f:
+                f.write(data)
+            loc.fs.move(tmp, path)
+        except BaseException:
+            remove_quietly(loc, tmp)
+            raise
+
+    retrying(loc, "writing", path, write_and_rename)
+
+
+def write_files(loc: Location, folder: str, files: list) -> None:
+    """Write local files (paths) into `folder` on loc's filesystem, each whole (write_bytes), in the order
+    given: a page that links its figures goes last, so a reader never finds it before them."""
+    for path in files:
+        write_bytes(loc, f"{folder.rstrip('/')}/{os.path.basename(path)}", Path(path).read_bytes())
+
+
+def remove_quietly(loc: Location, path: str) -> None:
+    """Delete a file if it is there; cleanup after a failure must not raise a second error."""
+    try:
+        loc.fs.delete_file(path)
+    except OSError:
+        pass
+
+
+def read_text(loc: Location, path: str) -> str:
+    def read() -> str:
+        with loc.fs.open_input_stream(path) as f:
+            return f.read().decode()
+
+    return retrying(loc, "reading", path, read)
+
+
+def part_files(loc: Location) -> dict[str, list[str]]:
+    """model -> sorted paths (on loc.fs) of the part files in the sweep folder (one recursive listing)."""
+    out: dict[str, list[str]] = {}
+    if not exists(loc, loc.root):
+        return out
+    prefix = loc.root.rstrip("/") + "/"
+    listing = retrying(loc, "reading", loc.root,
+                       lambda: loc.fs.get_file_info(pafs.FileSelector(loc.root, recursive=True)))
+    for info in listing:
+        found = parse_part_path(info.path.removeprefix(prefix)) if info.type == pafs.FileType.File else None
+        if found is not None:
+            out.setdefault(found[0], []).append(info.path)
+    return {m: sorted(paths) for m, paths in sorted(out.items())}
+
+
+def list_parts(loc: Location) -> dict[str, set[str]]:
+    """model -> chunk ids of the part files present."""
+    return {m: {parse_part_path(p.removeprefix(loc.root.rstrip("/") + "/"))[1] for p in paths}
+            for m, paths in part_files(loc).items()}
+
+
+def layout(loc: Location) -> Layout:
+    """The names this sweep folder uses for its own files: schema 3's, or schema 1-2's for an older folder."""
+    if not exists(loc, loc.root):
+        return LAYOUT
+    names = retrying(loc, "reading", loc.root,
+                     lambda: [i.base_name for i in loc.fs.get_file_info(pafs.FileSelector(loc.root))])
+    return layout_of(names)
+
+
+def read_json(loc: Location, name: str, advice: str) -> dict | None:
+    """OUT/<sweep>/<name> (the manifest, the Slurm submissions) parsed; None when absent; SweepFolderError
+    naming it and `advice` when it is not JSON."""
+    path = loc.path(name)
+    if not exists(loc, path):
+        return None
+    try:
+        return json.loads(read_text(loc, path))
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise SweepFolderError(f"{loc.uri}/{name} is not valid JSON ({e}); {advice}.") from None
+
+
+def read_manifest(loc: Location, names: Layout | None = None) -> dict | None:
+    """The manifest (of schema 3, or of the folder's own layout `names`); None when there is none yet."""
+    return read_json(loc, (names or layout(loc)).manifest, "rerun the sweep with --fresh to start over")
+
+
+def foreign_parts(fs: pafs.FileSystem, manifest: dict, parts: dict[str, list[str]]) -> list[str]:
+    """Paths of the parts in `parts` (model -> paths) that are not rows of the manifest's computation: not
+    listed in the manifest, and without its digest in their footer (a part of the same computation that
+    the manifest does not list yet, from a run in progress or stopped, is not foreign). Only unlisted
+    parts' footers are read. A folder written before computations were recorded has no digest: every
+    unlisted part is foreign there."""
+    listed = set(manifest.get("parts", {}))
+    mine = (manifest.get(COMPUTATION) or {}).get("digest")
+    out = []
+    for paths in parts.values():
+        for path in paths:
+            found = parse_part_path("/".join(path.split("/")[-2:]))
+            if found is None or found[1] in listed:
+                continue
+            if mine is None or part_computation(fs, path) != mine:
+                out.append(path)
+    return out
+
+
+def mixed_message(uri: str, foreign: list[str]) -> str:
+    """What every command says of a sweep folder that holds parts of another computation."""
+    example = "/".join(foreign[0].split("/")[-2:])
+    return (f"{uri} mixes rows of more than one computation: {len(foreign)} parts (e.g. {example}) are not in its "
+            f"manifest and were computed with another spec, profile or model version ('memsweep verify {uri}' "
+            "lists them); rerun the sweep with --fresh to start over.")
+
+
+def part_computation(fs: pafs.FileSystem, path: str) -> str | None:
+    """The computation digest in a part's footer; None when it has none or cannot be read."""
+    try:
+        with fs.open_input_file(path) as f:
+            kv = pq.read_metadata(f).metadata or {}
+    except (OSError, pa.ArrowException):
+        return None
+    value = kv.get(PART_COMPUTATION.encode())
+    return value.decode() if value else None
+
+
+def scan(sweep_dir: str, model: str | None = None) -> pl.LazyFrame:
+    """A lazy scan of one model's parts, or (model None) of every model's parts concatenated
+    diagonally (a column one model lacks is null on its rows). Local folders go through polars'
+    own scan; filesystem URIs through pyarrow (their options, such as endpoint_override, are in
+    the query and only pyarrow reads them).
+
+        import analysis; analysis.scan("results/default", model="memmap").collect()
+    """
+    loc = at(sweep_dir)
+    parts = part_files(loc)
+    if model is not None and model not in parts:
+        raise SweepFolderError(f"'model' must be a model with parts in {sweep_dir}, one of {list(parts)} "
+                               f"(got {model!r}).")
+    if not parts:
+        raise SweepFolderError(f"'sweep_dir' must be a sweep folder with parts (got {sweep_dir!r}: none there).")
+    frames = [scan_parts(loc.fs, parts[m]) for m in ([model] if model is not None else parts)]
+    return frames[0] if len(frames) == 1 else pl.concat(frames, how="diagonal_relaxed")
+
+
+def scan_parts(fs: pafs.FileSystem, paths: list[str]) -> pl.LazyFrame:
+    """The part files `paths` of one model (all of them as part_files lists them, or a batch), hive
+    partitioning off: `model` is in the file."""
+    if isinstance(fs, pafs.LocalFileSystem):
+        return pl.scan_parquet(paths, hive_partitioning=False)
+    import pyarrow.dataset as ds
+
+    return pl.scan_pyarrow_dataset(ds.dataset(paths, filesystem=fs, format="parquet"))
