@@ -9,19 +9,18 @@ table groups by (median, 10-90% range, min-max). seaborn never sees raw rows.
 
 from __future__ import annotations
 
-import shutil
 import tempfile
 import time
 from pathlib import Path
 
 import matplotlib.pyplot as plt
 import polars as pl
-import pyarrow.fs as pafs
 import seaborn as sns
 from matplotlib.ticker import MaxNLocator
 
 from analysis.figures.plotting import Rendered, Skipped, plain_log_labels, save, theme
 from analysis.report.page import CSS, esc, html_figure, html_table
+from workers.folder import at, write_files
 
 from .compare import (
     BETTER,
@@ -164,27 +163,19 @@ def write(cmp: Comparison, out: str | None = None) -> str:
     Default: B's folder, _report/compare-<A name>.html (uploaded when B is on an object store);
     `out` is a file, or a folder to put compare-<A name>.html in."""
     name = default_name(cmp)
-    local = out is not None or isinstance(cmp.b.fs, pafs.LocalFileSystem)
     if out is not None:
         target = Path(out) / name if Path(out).is_dir() or str(out).endswith("/") else Path(out)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        loc, folder, shown = at(str(target.parent)), str(target.parent.resolve()), str(target)
     else:
-        target = Path(cmp.b.root) / cmp.b.layout.report / name if local else Path(name)  # else uploaded beside B
+        target = Path(name)
+        loc, folder = cmp.b.loc, f"{cmp.b.root}/{cmp.b.layout.report}"
+        base, sep, query = cmp.b.uri.partition("?")  # keep the URI's options last
+        shown = (str(Path(folder) / name) if loc.is_local else f"{base}/{cmp.b.layout.report}/{name}{sep}{query}")
     with tempfile.TemporaryDirectory(prefix="memsweep-compare-") as tmp:
         work = Path(tmp)
         fig = ratio_figure(cmp, work, target.stem)
         (work / target.name).write_text(page(cmp, fig), encoding="utf-8")
-        if local:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            for path in sorted(work.iterdir(), key=lambda p: p.suffix == ".html"):  # the page last; each
-                # arrives under a temporary name in the target folder and is renamed (atomic)
-                tmp_name = target.parent / f".{path.name}.tmp"
-                shutil.move(path, tmp_name)
-                tmp_name.replace(target.parent / path.name)
-            return str(target)
-        remote = f"{cmp.b.root}/{cmp.b.layout.report}"
-        cmp.b.fs.create_dir(remote, recursive=True)
-        for path in sorted(work.iterdir(), key=lambda p: p.suffix == ".html"):  # one PUT each, the page last
-            with cmp.b.fs.open_output_stream(f"{remote}/{path.name}") as f:
-                f.write(path.read_bytes())
-    base, sep, query = cmp.b.uri.partition("?")
-    return f"{base}/{cmp.b.layout.report}/{target.name}{sep}{query}"
+        # each file written whole (temporary name and rename, or one PUT), the page last
+        write_files(loc, folder, sorted(work.iterdir(), key=lambda p: p.suffix == ".html"))
+    return shown

@@ -10,17 +10,14 @@ from __future__ import annotations
 
 import base64
 import html
-import os
-import shutil
 import tempfile
 import time
 from pathlib import Path
 
-import pyarrow.fs as pafs
-
 from analysis.figures.index import render_all
 from analysis.figures.plotting import Rendered, Skipped
 from analysis.read import Sweep
+from workers.folder import at, write_files
 
 from .findings import findings_html, key_findings
 from .overview import (
@@ -138,36 +135,17 @@ def write_report(sweep_dir: str, out: str | None = None) -> str:
         if target.is_dir() or str(out).endswith("/"):
             target = target / REPORT_FILE
         target.parent.mkdir(parents=True, exist_ok=True)
-        _write_local(sweep, target, t0)
-        return str(target)
-    if isinstance(sweep.fs, pafs.LocalFileSystem):
-        target = Path(sweep.root) / sweep.layout.report / REPORT_FILE
-        target.parent.mkdir(parents=True, exist_ok=True)
-        _write_local(sweep, target, t0)
-        return str(target)
+        loc, folder, name, shown = at(str(target.parent)), str(target.parent.resolve()), target.name, str(target)
+    else:
+        loc, folder, name = sweep.loc, f"{sweep.root}/{sweep.layout.report}", REPORT_FILE
+        base, sep, query = sweep.uri.partition("?")  # keep the URI's options last
+        shown = (str(Path(folder) / REPORT_FILE) if loc.is_local
+                 else f"{base}/{sweep.layout.report}/{REPORT_FILE}{sep}{query}")
     with tempfile.TemporaryDirectory(prefix="memsweep-report-") as tmp:
-        local = Path(tmp) / REPORT_FILE
-        _write_local(sweep, local, t0)
-        remote = f"{sweep.root}/{sweep.layout.report}"
-        sweep.fs.create_dir(remote, recursive=True)
-        for path in Path(tmp).iterdir():
-            with sweep.fs.open_output_stream(f"{remote}/{path.name}") as f:
-                f.write(path.read_bytes())
-    base, sep, query = sweep.uri.partition("?")  # keep the URI's options last
-    return f"{base}/{sweep.layout.report}/{REPORT_FILE}{sep}{query}"
-
-
-def _write_local(sweep: Sweep, target: Path, t0: float) -> None:
-    """Render the figures and the page in a temporary folder beside target, then rename each into
-    place; a failure (no space, no permission) removes the temporary folder and leaves the old
-    report as it was: nothing half-written."""
-    tmp = Path(tempfile.mkdtemp(prefix=".tmp-report-", dir=target.parent))
-    try:
-        figures = render_all(sweep, tmp)
-        page = render_html(sweep, figures, time.perf_counter() - t0)
-        (tmp / target.name).write_text(page, encoding="utf-8")
-        for path in sorted(tmp.iterdir(), key=lambda f: f.name == target.name):  # the page last
-            os.replace(path, target.parent / path.name)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-
+        work = Path(tmp)
+        figures = render_all(sweep, work)
+        (work / name).write_text(render_html(sweep, figures, time.perf_counter() - t0), encoding="utf-8")
+        # each file is written whole (temporary name and rename, or one PUT), the page last: a failure
+        # (no space, no permission) leaves the old report as it was, nothing half-written
+        write_files(loc, folder, sorted(work.iterdir(), key=lambda f: f.name == name))
+    return shown
