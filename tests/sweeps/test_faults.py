@@ -70,8 +70,10 @@ def test_run_into_a_full_disk_stops_with_exit_3_and_resumes_with_space(spec_file
     assert line.startswith("memsweep run: I/O failure: writing ") and str(small / "many") in line
     assert "no space left on device" in line and "finished chunks are kept" in line
     assert leftovers(small) == []
+    # the folder stays readable; how many chunks its manifest lists depends on whether a periodic manifest
+    # write came before the disk filled (the final one cannot be written on a full disk)
     status = memsweep("status", str(small / "many"))
-    assert status.returncode == 0 and "probe: " in status.stdout and " rows" in status.stdout, status.stdout
+    assert status.returncode == 0 and "chunks: " in status.stdout and "of 100 done" in status.stdout, status.stdout
 
     roomy = tmp_path / "roomy"
     shutil.copytree(small, roomy)  # the same files, on a disk with space
