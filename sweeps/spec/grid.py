@@ -97,9 +97,3 @@ def _decode_block(grid: Grid, values: tuple[tuple, ...], start: int, stop: int) 
         for axis, vals, d in zip(grid.axes, values, digs)
     }
     return pl.DataFrame({"point_id": pl.Series("point_id", pid, dtype=pl.UInt64), **cols})
-
-
-def point_name(grid: Grid, row: dict) -> str:
-    """A readable canonical name of a decoded point: model[axis=value,...] sorted by axis."""
-    parts = [f"{a.name}={a.label(row[a.column])}" for a in sorted(grid.axes, key=lambda a: a.name)]
-    return f"{grid.model}[{','.join(parts)}]"
