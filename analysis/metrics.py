@@ -16,7 +16,7 @@ import polars as pl
 from workers.calibrate import FIT, VALIDATION, validation_figures
 from workers.model import STATUS_OK, Figure, Model
 
-from .read import MEASURED, MODELED, Sweep, value_expr
+from .read import MEASURED, MODELED, ModelRows, Sweep, value_expr
 
 
 def higher_is_better(model: Model | None, metric: str) -> bool:
@@ -74,7 +74,7 @@ def reduce_batches(frames: list[pl.LazyFrame], by: list, aggs: list[pl.Expr], me
     return out
 
 
-def per_variant(sweep: Sweep, model: str, axis: str, metric: str, keys: list[str]) -> tuple[list, pl.DataFrame]:
+def per_variant(rows: ModelRows, axis: str, metric: str, keys: list[str]) -> tuple[list, pl.DataFrame]:
     """Every configuration (`keys`) as one row with one column per value of `axis` ("v0", "v1", ...:
     its metric over ok rows of the default source, null where that variant is not ok), and the values.
 
@@ -83,18 +83,18 @@ def per_variant(sweep: Sweep, model: str, axis: str, metric: str, keys: list[str
     themselves: a computed combination code costs twice the memory here. Kept on the sweep: the best
     and speedup tables and the Key findings ask for the same frame."""
     def compute() -> tuple[list, pl.DataFrame]:
-        values = sorted(sweep.axis_values(model)[axis]["value"].to_list(), key=lambda v: (v is None, v))
+        values = sorted(rows.axis_values()[axis]["value"].to_list(), key=lambda v: (v is None, v))
         m = pl.col(metric)
         pick = lambda v: pl.col(axis).is_null() if v is None else pl.col(axis) == v  # noqa: E731
         cols = [f"v{i}" for i in range(len(values))]
         group = keys or [pl.lit(0).alias("_config")]
         frames = [ok(lf).filter(m.is_not_null() & m.is_finite())
                   .select(*group, *(pl.when(pick(v)).then(m).alias(c) for c, v in zip(cols, values)))
-                  for lf in sweep.scan_batches(model)]
+                  for lf in rows.scan_batches()]
         mins = [pl.col(c).min() for c in cols]
         return values, reduce_batches(frames, keys or ["_config"], mins, mins)
 
-    return sweep.memo(("per_variant", model, axis, metric, tuple(keys)), compute)
+    return rows.sweep.memo(("per_variant", rows.name, axis, metric, tuple(keys)), compute)
 
 
 def reason_counts(lf: pl.LazyFrame, by: list[str] = ()) -> pl.LazyFrame:

@@ -237,7 +237,6 @@ class Sweep:
         """Param columns that take more than one value among ok rows."""
         return [c for c, f in self.axis_values(model).items() if f.height > 1]
 
-
     def rows(self, model: str) -> ModelRows:
         """One model's rows of this sweep, as the value analysis passes around."""
         return ModelRows(self, model)
@@ -287,16 +286,61 @@ class ModelRows:
         return self.sweep.distinct(self.name, columns)
 
     def label(self, column: str, value: object) -> str:
-        return label(self.sweep, self.name, column, value)
+        """A short human label for an axis value: the model's `value_labels` (pfnmap's "PMD (order 9)"),
+        else the axis' own (sizes as 2MiB, null order as auto)."""
+        obj = self.model
+        named = obj.value_label(column, value) if obj is not None else None
+        if named is not None:
+            return named
+        axis = axis_of(obj, column)
+        if axis is not None:
+            return axis.label(value)
+        return "auto" if value is None else str(value)
 
     def label_with_unit(self, column: str, value: object) -> str:
-        return label_with_unit(self.sweep, self.name, column, value)
+        """label(), with the axis' unit after a plain number ("80 B" for a struct page size, "64 CPUs"): for
+        an int or float axis that has a unit, where the model declares no display name of the value."""
+        text = self.label(column, value)
+        obj = self.model
+        axis = axis_of(obj, column)
+        if value is None or axis is None or axis.kind not in ("int", "float") or not axis.unit \
+                or obj.value_label(column, value) is not None:
+            return text
+        return f"{text} {UNIT_SHORT.get(axis.unit, axis.unit)}"
 
     def describe(self, held: dict[str, object]) -> str:
-        return describe(self.sweep, self.name, held)
+        """`align=2MiB, map=dev`: the axes a figure or table holds fixed (and the source of its rows
+        when the model has both modeled and measured rows)."""
+        parts = [f"{c.removeprefix('param_')}={self.label(c, v)}" for c, v in held.items()]
+        if self.name in self.sweep.models and len(self.sources()) > 1:
+            parts.insert(0, f"source={self.default_source()}")
+        return ", ".join(parts)
 
     def pin(self, keep: list[str], prefer: dict[str, object] | None = None) -> tuple[pl.Expr, dict[str, object]]:
-        return pin(self.sweep, self.name, keep, prefer)
+        """Hold every varying axis not in `keep` at one value: the `prefer`red value, else the axis
+        default, when it has ok rows; else its most common value. Returns the filter and
+        {param column: value held}."""
+        obj = self.model
+        expr, held = pl.lit(True), {}
+        for col, counts in self.axis_values().items():
+            if col in keep or counts.height <= 1:
+                continue
+            present = counts["value"].to_list()
+            axis = axis_of(obj, col)
+            wanted = []
+            if prefer and col in prefer:
+                wanted.append(prefer[col])
+            if axis is not None:
+                try:
+                    wanted.append(axis.canonical(axis.default))
+                except ValueError:
+                    pass
+            choice = next((w for w in wanted if w in present), None)
+            if choice is None:
+                choice = nearest(present, wanted[-1]) if wanted else present[0]
+            expr = expr & value_expr(col, choice)
+            held[col] = choice
+        return expr, held
 
 
 def _one_value(stats, rows: int) -> tuple[bool, object]:
@@ -380,36 +424,6 @@ def value_expr(column: str, value: object) -> pl.Expr:
     return pl.col(column) == value
 
 
-def pin(sweep: Sweep, model: str, keep: list[str],
-        prefer: dict[str, object] | None = None) -> tuple[pl.Expr, dict[str, object]]:
-    """Hold every varying axis not in `keep` at one value: the `prefer`red value, else the axis
-    default, when it has ok rows; else its most common value. Returns the filter and
-    {param column: value held}."""
-    obj = sweep.model_object(model)
-    values = sweep.axis_values(model)
-    expr, held = pl.lit(True), {}
-    for col, counts in values.items():
-        if col in keep or counts.height <= 1:
-            continue
-        present = counts["value"].to_list()
-        axis = axis_of(obj, col)
-        choice = present[0]
-        wanted = []
-        if prefer and col in prefer:
-            wanted.append(prefer[col])
-        if axis is not None:
-            try:
-                wanted.append(axis.canonical(axis.default))
-            except ValueError:
-                pass
-        choice = next((w for w in wanted if w in present), None)
-        if choice is None:
-            choice = nearest(present, wanted[-1]) if wanted else present[0]
-        expr = expr & value_expr(col, choice)
-        held[col] = choice
-    return expr, held
-
-
 def nearest(present: list, target: object) -> object:
     """The present value closest to `target` (by ratio for positive numbers), else the first."""
     nums = [v for v in present if isinstance(v, (int, float)) and not isinstance(v, bool)]
@@ -420,38 +434,23 @@ def nearest(present: list, target: object) -> object:
     return min(nums, key=lambda v: abs(v - target))
 
 
-def label(sweep: Sweep, model: str, column: str, value: object) -> str:
-    """A short human label for an axis value: the model's `value_labels` (pfnmap's "PMD (order 9)"), else
-    the axis' own (sizes as 2MiB, null order as auto)."""
-    obj = sweep.model_object(model)
-    named = obj.value_label(column, value) if obj is not None else None
-    if named is not None:
-        return named
-    axis = axis_of(obj, column)
-    if axis is not None:
-        return axis.label(value)
-    return "auto" if value is None else str(value)
-
-
 UNIT_SHORT = {"bytes": "B"}
 
 
+# The (sweep, model name) forms of ModelRows' methods, for the callers not yet passing ModelRows
+# (figures/declared.py); to be removed once none is left.
+def pin(sweep: Sweep, model: str, keep: list[str],
+        prefer: dict[str, object] | None = None) -> tuple[pl.Expr, dict[str, object]]:
+    return sweep.rows(model).pin(keep, prefer)
+
+
+def label(sweep: Sweep, model: str, column: str, value: object) -> str:
+    return sweep.rows(model).label(column, value)
+
+
 def label_with_unit(sweep: Sweep, model: str, column: str, value: object) -> str:
-    """label(), with the axis' unit after a plain number ("80 B" for a struct page size, "64 CPUs"): for an
-    int or float axis that has a unit, where the model declares no display name of the value."""
-    text = label(sweep, model, column, value)
-    obj = sweep.model_object(model)
-    axis = axis_of(obj, column)
-    if value is None or axis is None or axis.kind not in ("int", "float") or not axis.unit \
-            or obj.value_label(column, value) is not None:
-        return text
-    return f"{text} {UNIT_SHORT.get(axis.unit, axis.unit)}"
+    return sweep.rows(model).label_with_unit(column, value)
 
 
 def describe(sweep: Sweep, model: str, held: dict[str, object]) -> str:
-    """`align=2MiB, map=dev`: the axes a figure or table holds fixed (and the source of its rows
-    when the model has both modeled and measured rows)."""
-    parts = [f"{c.removeprefix('param_')}={label(sweep, model, c, v)}" for c, v in held.items()]
-    if model in sweep.models and len(sweep.sources(model)) > 1:
-        parts.insert(0, f"source={sweep.default_source(model)}")
-    return ", ".join(parts)
+    return sweep.rows(model).describe(held)

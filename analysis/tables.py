@@ -22,7 +22,7 @@ from workers.units import binary_size
 
 from .exceptions import AnalysisError
 from .metrics import categorical, headline_metric, higher_is_better, ok
-from .read import DEFAULT, SOURCE, Sweep, label
+from .read import DEFAULT, SOURCE, ModelRows, Sweep
 
 MAX_BLOCKS = 24
 GAP = "    "
@@ -66,25 +66,25 @@ def render(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join([line(header), line(["-" * len(h) for h in header]), *(line(r) for r in rows)])
 
 
-def _column(sweep: Sweep, model: str, flag: str, axis: str) -> str:
-    params = sweep.params(model)
+def _column(rows: ModelRows, flag: str, axis: str) -> str:
+    params = rows.params()
     col = axis if axis.startswith("param_") else f"param_{axis}"
     if col not in params:
         names = [p.removeprefix("param_") for p in params]
-        raise AnalysisError(f"'{flag}' must be an axis of model {model!r}, one of {names} (got {axis!r}).")
+        raise AnalysisError(f"'{flag}' must be an axis of model {rows.name!r}, one of {names} (got {axis!r}).")
     return col
 
 
-def _metric(sweep: Sweep, model: str, metric: str | None) -> str:
-    metrics = sweep.metrics(model)
+def _metric(rows: ModelRows, metric: str | None) -> str:
+    metrics = rows.metrics()
     if metric is None:
-        found = headline_metric(sweep.model_object(model), metrics)
+        found = headline_metric(rows.model, metrics)
         if found is None:
-            raise AnalysisError(f"'--metric' must be given: model {model!r} has no metric columns.")
+            raise AnalysisError(f"'--metric' must be given: model {rows.name!r} has no metric columns.")
         return found
     col = metric if metric.startswith("metric_") else f"metric_{metric}"
     if col not in metrics:
-        raise AnalysisError(f"'--metric' must be a metric of model {model!r}, one of {metrics} (got {metric!r}).")
+        raise AnalysisError(f"'--metric' must be a metric of model {rows.name!r}, one of {metrics} (got {metric!r}).")
     return col
 
 
@@ -97,24 +97,30 @@ def text_table(sweep_dir: str, *, model: str, rows: str, cols: str, metric: str 
     sweep = Sweep(sweep_dir)
     if model not in sweep.models:
         raise AnalysisError(f"'--model' must be one of the models in this sweep {list(sweep.models)} (got {model!r}).")
-    rcol, ccol = _column(sweep, model, "--rows", rows), _column(sweep, model, "--cols", cols)
+    model_rows = sweep.rows(model)
+    rcol, ccol = _column(model_rows, "--rows", rows), _column(model_rows, "--cols", cols)
     if rcol == ccol:
         raise AnalysisError(f"'--cols' must be a different axis from '--rows' (got {cols!r} for both).")
-    mcol = _metric(sweep, model, metric)
-    others = [c for c in sweep.varying(model) if c not in (rcol, ccol)]
-    if len(sweep.sources(model)) > 1:  # modeled and measured rows: one block per source
+    return _table(model_rows, rcol, ccol, _metric(model_rows, metric))
+
+
+def _table(rows: ModelRows, rcol: str, ccol: str, mcol: str) -> str:
+    """rcol x ccol of `mcol`, one block per combination of the other varying axes (and of the source)."""
+    name = f"{rows.sweep.name}: {rows.name} {mcol.removeprefix('metric_')}"
+    others = [c for c in rows.varying() if c not in (rcol, ccol)]
+    if len(rows.sources()) > 1:  # modeled and measured rows: one block per source
         others.insert(0, SOURCE)
-    rows_ok = ok(sweep.scan(model, None if SOURCE in others else DEFAULT)).filter(pl.col(mcol).is_not_null())
-    cat = categorical(sweep.schema(model)[mcol])
+    rows_ok = ok(rows.scan(None if SOURCE in others else DEFAULT)).filter(pl.col(mcol).is_not_null())
+    cat = categorical(rows.schema()[mcol])
     if cat:
         cells = most_common(rows_ok, [*others, rcol, ccol], mcol).collect()
         unit, higher = "", None
-        title = (f"{sweep.name}: {model} {mcol.removeprefix('metric_')}, most common value over ok rows per cell "
+        title = (f"{name}, most common value over ok rows per cell "
                  "(with its share of the cell's rows when they differ)")
     else:
         cells = rows_ok.group_by(*others, rcol, ccol).agg(pl.col(mcol).median()).collect()
-        unit, higher = unit_of(mcol), higher_is_better(sweep.model_object(model), mcol)
-        title = f"{sweep.name}: {model} {mcol.removeprefix('metric_')}, median over ok rows per cell"
+        unit, higher = unit_of(mcol), higher_is_better(rows.model, mcol)
+        title = f"{name}, median over ok rows per cell"
     if cells.height == 0:
         return f"{title}\n(no ok rows with a value of {mcol})"
     blocks = cells.select(others).unique().sort(others, nulls_last=True).rows() if others else [()]
@@ -124,9 +130,8 @@ def text_table(sweep_dir: str, *, model: str, rows: str, cols: str, metric: str 
         for c, v in zip(others, key):
             part = part.filter(pl.col(c).is_null() if v is None else pl.col(c) == v)
         if others:
-            out.append("\n" + ", ".join(f"{c.removeprefix('param_')}={label(sweep, model, c, v)}"
-                                       for c, v in zip(others, key)))
-        out.append(_block(sweep, model, part, rcol, ccol, mcol, unit, higher))
+            out.append("\n" + ", ".join(f"{c.removeprefix('param_')}={rows.label(c, v)}" for c, v in zip(others, key)))
+        out.append(_block(rows, part, rcol, ccol, mcol, unit, higher))
     if len(blocks) > MAX_BLOCKS:
         names = ", ".join(c.removeprefix("param_") for c in others)
         out.append(f"\n({len(blocks) - MAX_BLOCKS} more combinations of {names} not shown)")
@@ -145,12 +150,12 @@ def most_common(rows: pl.LazyFrame, keys: list[str], column: str) -> pl.LazyFram
                       .otherwise(pl.col(column)).alias(column))
 
 
-def _block(sweep: Sweep, model: str, part: pl.DataFrame, rcol: str, ccol: str, mcol: str,
+def _block(rows: ModelRows, part: pl.DataFrame, rcol: str, ccol: str, mcol: str,
            unit: str, higher: bool | None) -> str:
     """One table of the cells; `higher` None (a categorical metric): no improvement columns."""
     grid = {(r, c): v for r, c, v in part.select(rcol, ccol, mcol).iter_rows()}
     rvals, cvals = _sorted(part[rcol].unique().to_list()), _sorted(part[ccol].unique().to_list())
-    cheads = [label(sweep, model, ccol, c) for c in cvals]
+    cheads = [rows.label(ccol, c) for c in cvals]
     if higher is None:
         extra = []
     elif len(cvals) == 2:
@@ -162,7 +167,7 @@ def _block(sweep: Sweep, model: str, part: pl.DataFrame, rcol: str, ccol: str, m
     for r in rvals:
         vals = [grid.get((r, c)) for c in cvals]
         imps = [improvement(vals[0], v, higher) for v in vals[1:]] if len(cvals) > 1 and extra else []
-        body.append([label(sweep, model, rcol, r), *(format_value(v, unit) for v in vals), *imps])
+        body.append([rows.label(rcol, r), *(format_value(v, unit) for v in vals), *imps])
     if len(cvals) < 2:
         header = header[:2]
     return render(header, body)

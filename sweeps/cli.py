@@ -43,7 +43,14 @@ def _parser() -> argparse.ArgumentParser:
         description="Parameter sweeps of Linux device-memory paths (memmap, copy, pfnmap, young) on Ray.",
     )
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for add in (_add_run, _add_plan, _add_submit, _add_status_verify, _add_report, _add_table, _add_compare,
+                _add_calibrate):  # the order `memsweep --help` lists them in
+        add(sub)
+    return p
 
+
+def _add_run(sub) -> None:
+    """`memsweep run SPEC`: compute a sweep, or resume it."""
     r = sub.add_parser("run", help="run a sweep into a Parquet dataset (resumes what exists)")
     r.add_argument("spec", nargs="?", default="default", metavar="SPEC",
                    help="a spec file, or a shipped spec: default, seed, large (default: default)")
@@ -57,6 +64,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="if another driver is running this sweep, wait for it to end instead of refusing")
     r.add_argument("--verbose", action="store_true", help="show Ray's own logs and the workers' output")
 
+
+def _add_plan(sub) -> None:
+    """`memsweep plan SPEC`: what `run` would do, without doing it."""
     dry = sub.add_parser("plan", help="dry run of `run`: points, chunks, feasible counts, dataset size, time")
     dry.add_argument("spec", metavar="SPEC", help="a spec file, or a shipped spec: default, seed, large, measure")
     dry.add_argument("--out", default="results", help="where run would write (default: ./results); nothing is written")
@@ -66,6 +76,9 @@ def _parser() -> argparse.ArgumentParser:
     dry.add_argument("--json", action="store_true", help="print the same numbers as JSON")
     dry.add_argument("--quiet", action="store_true", help="no progress bar")
 
+
+def _add_submit(sub) -> None:
+    """`memsweep submit SPEC`: `run` as a batch job (Ray Jobs, or Slurm with --slurm)."""
     s = sub.add_parser("submit", help="submit a sweep as a batch job: to a Ray cluster (Ray Jobs) or to Slurm")
     s.add_argument("spec", metavar="SPEC")
     s.add_argument("--address", help="the cluster's Jobs address, http://HEAD:8265 (without --slurm)")
@@ -85,15 +98,24 @@ def _parser() -> argparse.ArgumentParser:
                    help="--slurm: one more sbatch option, e.g. --sbatch-arg=--exclusive (repeatable)")
     s.add_argument("--dry-run", action="store_true", help="--slurm: print the batch script; submit nothing")
 
+
+def _add_status_verify(sub) -> None:
+    """`memsweep status` and `memsweep verify`: one sweep folder each."""
     for name, text in (("status", "chunks done/total and failures"),
                        ("verify", "check every part, the row counts and point ids")):
         c = sub.add_parser(name, help=text)
         c.add_argument("sweep_dir", metavar="OUT/SWEEP")
 
+
+def _add_report(sub) -> None:
+    """`memsweep report OUT/SWEEP`: report.html."""
     rep = sub.add_parser("report", help="figures and a self-contained report.html")
     rep.add_argument("sweep_dir", metavar="OUT/SWEEP")
     rep.add_argument("--out", help="where to write report.html (default: OUT/SWEEP/_report/report.html)")
 
+
+def _add_table(sub) -> None:
+    """`memsweep table OUT/SWEEP`: one model's metric, rows x cols, as text."""
     t = sub.add_parser("table", help="a plain-text comparison table, mailing-list style")
     t.add_argument("sweep_dir", metavar="OUT/SWEEP")
     t.add_argument("--model", required=True)
@@ -101,6 +123,9 @@ def _parser() -> argparse.ArgumentParser:
     t.add_argument("--cols", required=True, metavar="AXIS")
     t.add_argument("--metric", help="metric column (default: the model's headline metric)")
 
+
+def _add_compare(sub) -> None:
+    """`memsweep compare A B`: B/A per point, as text and a page."""
     cmp = sub.add_parser("compare", help="two sweeps side by side: B/A per point, '~' within the noise")
     cmp.add_argument("a", metavar="A", help="the baseline sweep folder (OUT/SWEEP)")
     cmp.add_argument("b", metavar="B", help="the sweep compared with it (may be A itself, with --sources)")
@@ -116,6 +141,9 @@ def _parser() -> argparse.ArgumentParser:
                           "namespace_size=4TiB); repeatable: values of one axis are either, different axes all")
     cmp.add_argument("--out", metavar="FILE", help="the HTML comparison (default: B/_report/compare-<A name>.html)")
 
+
+def _add_calibrate(sub) -> None:
+    """`memsweep calibrate`: fit a profile to published figures or to a sweep's measurements."""
     cal = sub.add_parser("calibrate", help="fit a profile to the published figures; per-figure and leave-one-out error")
     cal.add_argument("--profile", default="seed", help="profile name or file (default: seed)")
     cal.add_argument("--model", action="append", help="calibrate only this model (repeatable)")
@@ -135,7 +163,6 @@ def _parser() -> argparse.ArgumentParser:
                           "median (measure_median)")
     cal.add_argument("--fix", action="append", metavar="SECTION.KEY",
                      help="keep this cost at the profile's value instead of fitting it (repeatable)")
-    return p
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from analysis.exceptions import AnalysisError
-from analysis.read import Sweep, axis_of, label, value_expr
+from analysis.read import ModelRows, Sweep, axis_of, value_expr
 
 EQUAL_REL = 1e-9  # values this close are the same (deterministic models; float summation order)
 # Listed rows whose A and B differ by less than this are one row: they print alike at the listing's digits
@@ -111,7 +111,7 @@ def select(a: Sweep, b: Sweep, models: list[str], by: list[str] | None,
     for m in kept:
         chosen: dict[str, list] = {}
         for name, text in where:
-            chosen.setdefault(_column(name), []).append(_value(a, b, m, _column(name), text))
+            chosen.setdefault(_column(name), []).append(_value(a.rows(m), b.rows(m), _column(name), text))
         expr = pl.all_horizontal([pl.any_horizontal([value_expr(c, v) for v in vs]) for c, vs in chosen.items()]) \
             if chosen else pl.lit(True)
         out[m] = Selection(where=expr, by=tuple(_column(n) for n in by) if by is not None else None)
@@ -134,14 +134,14 @@ def _literal(text: str) -> object:
         return text
 
 
-def _value(a: Sweep, b: Sweep, model: str, column: str, text: str) -> object:
+def _value(a: ModelRows, b: ModelRows, column: str, text: str) -> object:
     """The value of `column` that `text` names: read by the model's Axis (as a spec value is), or a
     label the sweeps show ("PMD (order 9)"); it must be one the sweeps' ok rows have."""
-    present = list(dict.fromkeys(v for s in (a, b) for v in s.axis_values(model)[column]["value"].to_list()))
+    present = list(dict.fromkeys(v for s in (a, b) for v in s.axis_values()[column]["value"].to_list()))
     present.sort(key=lambda v: (v is None, str(type(v)), v if v is not None else 0))
-    labels = {label(a, model, column, v): v for v in present}
+    labels = {a.label(column, v): v for v in present}
     field = f"{WHERE} {column.removeprefix('param_')}"
-    axis = axis_of(a.model_object(model), column)
+    axis = axis_of(a.model, column)
     value, problem = text, None
     if text in labels:
         value = labels[text]
@@ -217,15 +217,15 @@ def merged(j: pl.LazyFrame, view: View) -> pl.LazyFrame:
         *((pl.col(c).n_unique() > 1).alias(f"_several_{c}") for c in view.some)).drop("_a", "_b")
 
 
-def cells(sweep: Sweep, model: str, rows: pl.DataFrame, view: View) -> dict[str, list[str]]:
+def cells(rows: ModelRows, listed: pl.DataFrame, view: View) -> dict[str, list[str]]:
     """The configuration columns of listed rows: each shown axis' labels (SEVERAL where a row's points
     differ in it), then how many points each row stands for when a row may stand for several; the
     point_id when no axis is shown."""
-    out = {} if view.shown else {"point_id": [str(v) for v in rows["point_id"].to_list()]}
+    out = {} if view.shown else {"point_id": [str(v) for v in listed["point_id"].to_list()]}
     for c in view.shown:
-        several = rows[f"_several_{c}"].to_list() if f"_several_{c}" in rows.columns else [False] * rows.height
-        out[c.removeprefix("param_")] = [SEVERAL if m else label(sweep, model, c, v)
-                                         for v, m in zip(rows[c].to_list(), several)]
+        several = listed[f"_several_{c}"].to_list() if f"_several_{c}" in listed.columns else [False] * listed.height
+        out[c.removeprefix("param_")] = [SEVERAL if m else rows.label(c, v)
+                                         for v, m in zip(listed[c].to_list(), several)]
     if view.collapsed or view.some:
-        out["points"] = [f"{v:,}" for v in rows["points"].to_list()]
+        out["points"] = [f"{v:,}" for v in listed["points"].to_list()]
     return out

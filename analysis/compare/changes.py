@@ -13,7 +13,7 @@ from __future__ import annotations
 import polars as pl
 
 from analysis.metrics import ok
-from analysis.read import Sweep, label
+from analysis.read import ModelRows
 from analysis.report.overview import Table
 
 from .axes import View, cells, merged
@@ -22,10 +22,10 @@ CHANGED, SAME = "changed", "="
 FIRST = 10  # changed rows listed
 
 
-def side(sweep: Sweep, model: str, source: str, metric: str, tag: str, params: list[str]) -> pl.LazyFrame:
+def side(rows: ModelRows, source: str, metric: str, tag: str, params: list[str]) -> pl.LazyFrame:
     """point_id, the params and the value as text (booleans as true / false)."""
     v = pl.col(metric).cast(pl.Utf8)
-    return ok(sweep.scan(model, source)).filter(v.is_not_null()).select("point_id", *params, v.alias(tag))
+    return ok(rows.scan(source)).filter(v.is_not_null()).select("point_id", *params, v.alias(tag))
 
 
 def verdict() -> pl.Expr:
@@ -44,7 +44,7 @@ def summary_line(summary: dict) -> str:
             f"the same at {summary[SAME]:,}")
 
 
-def tables(sweep: Sweep, model: str, j: pl.LazyFrame, view: View, by: tuple[str, ...] | None,
+def tables(rows: ModelRows, j: pl.LazyFrame, view: View, by: tuple[str, ...] | None,
            summary: dict) -> tuple[tuple[Table, ...], str]:
     """The changes (A -> B, with how many points) and the first changed rows; the header line."""
     n, changed = summary["n"], summary[CHANGED]
@@ -55,9 +55,9 @@ def tables(sweep: Sweep, model: str, j: pl.LazyFrame, view: View, by: tuple[str,
         changed_rows.group_by(*keys, "a", "b").agg(pl.len().alias("n"))
         .sort([*keys, "n", "a", "b"], descending=[*[False] * len(keys), True, False, False], nulls_last=True),
         merged(changed_rows, view).sort([*view.shown, "point_id"], nulls_last=True).head(FIRST)])
-    data = {c.removeprefix("param_"): [label(sweep, model, c, v) for v in moves[c].to_list()] for c in keys}
+    data = {c.removeprefix("param_"): [rows.label(c, v) for v in moves[c].to_list()] for c in keys}
     data |= {"A": moves["a"].to_list(), "B": moves["b"].to_list(), "points": [f"{v:,}" for v in moves["n"]]}
-    listed = cells(sweep, model, first, view) | {"A": first["a"].to_list(), "B": first["b"].to_list()}
+    listed = cells(rows, first, view) | {"A": first["a"].to_list(), "B": first["b"].to_list()}
     grouped = f" by {', '.join(c.removeprefix('param_') for c in keys)}" if keys else ""
     shown = (Table(title=f"the changes (A -> B){grouped}", caption="", frame=_text(data)),
              Table(title=f"the first {first.height} changed rows", caption="", frame=_text(listed)))

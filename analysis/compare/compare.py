@@ -26,8 +26,8 @@ import polars as pl
 
 from analysis.exceptions import AnalysisError
 from analysis.metrics import categorical, headline_metric, higher_is_better, ok
-from analysis.read import MEASURED, MODELED, Sweep, label
-from analysis.report.overview import Table
+from analysis.read import MEASURED, MODELED, ModelRows, Sweep
+from analysis.report.overview import Table, describe_point
 from analysis.tables import render
 from workers.dataset import unit_of
 
@@ -136,11 +136,12 @@ def compare(a_dir: str, b_dir: str, *, metric: str | None = None, model: str | N
             raise AnalysisError(f"'--model' must be one of the models both sweeps have {common} (got {model!r}).")
         common = [model]
     picks, left_out = select(a, b, common, by_axes, wheres)
-    jobs = [(m, c, sa, sb) for m in common if m in picks for c in _metrics(a, b, m, metric, common)
-            for sa, sb in _source_pairs(a, b, m, pair)]
+    sides = [(a.rows(m), b.rows(m)) for m in common if m in picks]
+    jobs = [(ra, rb, c, sa, sb) for ra, rb in sides for c in _metrics(ra, rb, metric, common)
+            for sa, sb in _source_pairs(ra, rb, pair)]
     if not jobs:
         _no_sources(a, b, common, pair)
-    blocks = [_block(a, b, *job, picks[job[0]]) for job in jobs]
+    blocks = [_block(*job, picks[job[0].name]) for job in jobs]
     if not any(bl.compared for bl in blocks):
         sides = {w: "; ".join(f"{bl.model} {bl.source_a if w == 'A' else bl.source_b} "
                               f"{bl.points_a if w == 'A' else bl.points_b:,} ok points" for bl in blocks)
@@ -153,27 +154,29 @@ def compare(a_dir: str, b_dir: str, *, metric: str | None = None, model: str | N
     return Comparison(a=a, b=b, blocks=tuple(blocks), where=where_text(wheres), left_out=tuple(left_out))
 
 
-def _metrics(a: Sweep, b: Sweep, model: str, metric: str | None, common: list[str]) -> list[str]:
-    """The metric compared for `model`: `metric` if both sweeps have it, else the headline metric."""
-    both = [c for c in a.metrics(model) if c in b.metrics(model)]
+def _metrics(a: ModelRows, b: ModelRows, metric: str | None, common: list[str]) -> list[str]:
+    """The metric compared for the model of `a` and `b`: `metric` if both sweeps have it, else the headline
+    metric (`common`: every model compared, named when `metric` is none of theirs)."""
+    both = [c for c in a.metrics() if c in b.metrics()]
     if metric is None:
-        found = headline_metric(a.model_object(model), both)
+        found = headline_metric(a.model, both)
         return [found] if found else []
     col = metric if metric.startswith("metric_") else f"metric_{metric}"
     if col in both:
         return [col]
-    if len(common) == 1 or not any(col in a.metrics(m) and col in b.metrics(m) for m in common):
-        allowed = sorted({c for m in common for c in a.metrics(m) if c in b.metrics(m)})
+    sa, sb = a.sweep, b.sweep
+    if len(common) == 1 or not any(col in sa.metrics(m) and col in sb.metrics(m) for m in common):
+        allowed = sorted({c for m in common for c in sa.metrics(m) if c in sb.metrics(m)})
         where = f"model {common[0]!r}" if len(common) == 1 else "a model both sweeps have"
         raise AnalysisError(f"'--metric' must be a metric of {where} in both sweeps, one of {allowed} "
                             f"(got {metric!r}).")
     return []  # another model has it
 
 
-def _source_pairs(a: Sweep, b: Sweep, model: str, pair: tuple[str, str] | None) -> list[tuple[str, str]]:
+def _source_pairs(a: ModelRows, b: ModelRows, pair: tuple[str, str] | None) -> list[tuple[str, str]]:
     if pair is not None:
-        return [pair] if pair[0] in a.sources(model) and pair[1] in b.sources(model) else []
-    return [(s, s) for s in a.sources(model) if s in b.sources(model)]
+        return [pair] if pair[0] in a.sources() and pair[1] in b.sources() else []
+    return [(s, s) for s in a.sources() if s in b.sources()]
 
 
 def _no_sources(a: Sweep, b: Sweep, common: list[str], pair: tuple[str, str] | None) -> None:
@@ -185,12 +188,12 @@ def _no_sources(a: Sweep, b: Sweep, common: list[str], pair: tuple[str, str] | N
                         f"({have}).")
 
 
-def _side(sweep: Sweep, model: str, source: str, metric: str, tag: str, params: list[str]) -> pl.LazyFrame:
+def _side(rows: ModelRows, source: str, metric: str, tag: str, params: list[str]) -> pl.LazyFrame:
     """point_id, the params, the value and its spread [lo, hi]: measured rows whose metric is the one
     measure_min / measure_median summarize span [measure_min, median]; others are a point."""
     v = pl.col(metric).cast(pl.Float64)
-    schema = sweep.schema(model)
-    lf = ok(sweep.scan(model, source)).filter(v.is_not_null() & v.is_finite())
+    schema = rows.schema()
+    lf = ok(rows.scan(source)).filter(v.is_not_null() & v.is_finite())
     spread, low, high = pl.lit(False), v, v
     if source == MEASURED and "measure_min" in schema and "measure_median" in schema:
         spread = (pl.col("measure_min").is_not_null() & pl.col("measure_median").is_not_null()
@@ -201,13 +204,13 @@ def _side(sweep: Sweep, model: str, source: str, metric: str, tag: str, params: 
                      spread.alias(f"{tag}_spread"))
 
 
-def _joined(a: Sweep, b: Sweep, model: str, metric: str, sources: tuple[str, str], params: list[str],
+def _joined(a: ModelRows, b: ModelRows, metric: str, sources: tuple[str, str], params: list[str],
             pick: Selection, cat: bool, higher: bool) -> tuple[pl.LazyFrame, pl.LazyFrame, pl.LazyFrame]:
     """A's and B's rows (those --where keeps) and their join on point_id, with the verdict (and for
     numbers B/A and log B/A)."""
     side = changes.side if cat else _side
-    sa = side(a, model, sources[0], metric, "a", params).filter(pick.where)
-    sb = side(b, model, sources[1], metric, "b", params).filter(pick.where)
+    sa = side(a, sources[0], metric, "a", params).filter(pick.where)
+    sb = side(b, sources[1], metric, "b", params).filter(pick.where)
     j = sa.join(sb.drop(params), on="point_id", how="inner")
     if cat:
         return sa, sb, j.with_columns(changes.verdict().alias("verdict"))
@@ -216,11 +219,11 @@ def _joined(a: Sweep, b: Sweep, model: str, metric: str, sources: tuple[str, str
     return sa, sb, j.with_columns(ratio.alias("ratio"), lr.alias("lr"), verdict(higher).alias("verdict"))
 
 
-def _block(a: Sweep, b: Sweep, model: str, metric: str, src_a: str, src_b: str, pick: Selection) -> Block:
-    cat = categorical(a.schema(model)[metric])
-    higher, unit = (False, "") if cat else (higher_is_better(a.model_object(model), metric), unit_of(metric))
-    params = [c for c in a.params(model) if c in b.params(model)]
-    sa, sb, j = _joined(a, b, model, metric, (src_a, src_b), params, pick, cat, higher)
+def _block(a: ModelRows, b: ModelRows, metric: str, src_a: str, src_b: str, pick: Selection) -> Block:
+    cat = categorical(a.schema()[metric])
+    higher, unit = (False, "") if cat else (higher_is_better(a.model, metric), unit_of(metric))
+    params = [c for c in a.params() if c in b.params()]
+    sa, sb, j = _joined(a, b, metric, (src_a, src_b), params, pick, cat, higher)
     head, distinct, n_a, n_b = pl.collect_all([
         j.select(changes.stats() if cat else ratios.stats()),
         j.select(pl.col(c).n_unique().alias(c) for c in params) if params else j.select(pl.lit(0).alias("_")),
@@ -228,8 +231,8 @@ def _block(a: Sweep, b: Sweep, model: str, metric: str, src_a: str, src_b: str, 
     ])
     summary = head.row(0, named=True)
     counts = {c: distinct[c][0] for c in params if distinct[c][0] > 1} if params else {}
-    only = (_only(a, model, sa, sb), _only(b, model, sb, sa))
-    base = dict(model=model, metric=metric, source_a=src_a, source_b=src_b, higher=higher, unit=unit,
+    only = (_only(a, sa, sb), _only(b, sb, sa))
+    base = dict(model=a.name, metric=metric, source_a=src_a, source_b=src_b, higher=higher, unit=unit,
                 points_a=n_a.item(), points_b=n_b.item(), compared=summary["n"], summary=summary,
                 only=only, categorical=cat)
     if summary["n"] == 0:
@@ -238,7 +241,7 @@ def _block(a: Sweep, b: Sweep, model: str, metric: str, src_a: str, src_b: str, 
     unchanged = summary[changes.CHANGED] == 0 if cat else summary[EQUAL] == summary["n"]
     view = View(shown=tuple(counts)) if unchanged else collapsible(j, list(counts), counts, cat)  # no rows listed
     if cat:
-        tables, heading = changes.tables(a, model, j, view, pick.by, summary)
+        tables, heading = changes.tables(a, j, view, pick.by, summary)
         return Block(**base, heading=heading, tables=tables, hist=ratios.no_hist(), groups=pl.DataFrame(),
                      group_axes=pick.by or (), view=view)
     var = summary["var"] or 0.0
@@ -246,24 +249,20 @@ def _block(a: Sweep, b: Sweep, model: str, metric: str, src_a: str, src_b: str, 
         group_axes, explained = ratios.grouping(j, list(view.shown), counts, var)
     else:
         group_axes, explained = pick.by, (ratios.explained(j, [pick.by])[pick.by] if var > 0 else 0.0)
-    groups = ratios.groups(a, model, j, group_axes)
+    groups = ratios.groups(a, j, group_axes)
     marks = vocabulary(unit, higher, src_a, src_b)
-    tables, heading = ratios.tables(a, model, j, view, groups, (group_axes, explained, pick.by is not None), summary,
+    tables, heading = ratios.tables(a, j, view, groups, (group_axes, explained, pick.by is not None), summary,
                                     (higher, unit, marks))
     return Block(**base, heading=heading, tables=tables, hist=ratios.hist(j, var), group_axes=group_axes, view=view,
                  groups=groups.head(ratios.limit(pick.by)))
 
 
-def _only(sweep: Sweep, model: str, this: pl.LazyFrame, other: pl.LazyFrame) -> tuple[int, tuple[str, ...]]:
+def _only(rows: ModelRows, this: pl.LazyFrame, other: pl.LazyFrame) -> tuple[int, tuple[str, ...]]:
     """Points ok (with a value) on this side only: their count and the first few, with their configuration."""
     rest = this.join(other.select("point_id"), on="point_id", how="anti")
     n, first = pl.collect_all([rest.select(pl.len()), rest.bottom_k(EXAMPLES, by="point_id").sort("point_id")])
-    keys = [c for c in sweep.varying(model) if c in first.columns]
-    return n.item(), tuple(f"{r['point_id']}  {_config(sweep, model, keys, r)}" for r in first.iter_rows(named=True))
-
-
-def _config(sweep: Sweep, model: str, keys: list[str], row: dict) -> str:
-    return ", ".join(f"{c.removeprefix('param_')}={label(sweep, model, c, row[c])}" for c in keys) or "(one point)"
+    keys = [c for c in rows.varying() if c in first.columns]
+    return n.item(), tuple(f"{r['point_id']}  {describe_point(rows, keys, r)}" for r in first.iter_rows(named=True))
 
 
 def summary_line(block: Block) -> str:

@@ -12,7 +12,7 @@ import math
 
 import polars as pl
 
-from analysis.read import Sweep, label
+from analysis.read import ModelRows
 from analysis.report.overview import Table
 from analysis.tables import format_value, improvement
 
@@ -80,7 +80,7 @@ def explained(j: pl.LazyFrame, groupings: list[tuple[str, ...]]) -> dict[tuple[s
     return out
 
 
-def groups(sweep: Sweep, model: str, j: pl.LazyFrame, axes: tuple[str, ...]) -> pl.DataFrame:
+def groups(rows: ModelRows, j: pl.LazyFrame, axes: tuple[str, ...]) -> pl.DataFrame:
     """B/A by group of `axes` (one group when none): label, points, median / quantiles / extremes, verdicts."""
     keys = list(axes) or [pl.lit("all points").alias("_all")]
     r = pl.col("ratio")
@@ -89,7 +89,7 @@ def groups(sweep: Sweep, model: str, j: pl.LazyFrame, axes: tuple[str, ...]) -> 
         r.quantile(0.9).alias("q90"), r.min().alias("min"), r.max().alias("max"),
         *((pl.col("verdict") == v).sum().alias(v) for v in (BETTER, WORSE, NOISE, EQUAL)))
         .sort(list(axes) or "_all", nulls_last=True).collect())
-    labels = {c: [label(sweep, model, c, v) for v in df[c].to_list()] for c in axes}
+    labels = {c: [rows.label(c, v) for v in df[c].to_list()] for c in axes}
     names = [", ".join(row) for row in zip(*labels.values())] if axes else ["all points"] * df.height
     return df.with_columns(pl.Series("group", names, dtype=pl.Utf8),
                            *(pl.Series(f"label_{c}", v, dtype=pl.Utf8) for c, v in labels.items()))
@@ -119,7 +119,7 @@ def hist(j: pl.LazyFrame, var: float, bins: int = 40) -> pl.DataFrame:
                          (lo + (pl.col("bin") + 1) * width).exp().alias("hi"), "n", "significant").cast(schema)
 
 
-def tables(sweep: Sweep, model: str, j: pl.LazyFrame, view: View, groups: pl.DataFrame,
+def tables(rows: ModelRows, j: pl.LazyFrame, view: View, groups: pl.DataFrame,
            grouping: tuple[tuple[str, ...], float, bool], summary: dict,
            style: tuple[bool, str, tuple[str, str]]) -> tuple[tuple[Table, ...], str]:
     """The tables of a block and the header line saying what they show. `grouping`: the grouping axes,
@@ -132,10 +132,10 @@ def tables(sweep: Sweep, model: str, j: pl.LazyFrame, view: View, groups: pl.Dat
     most = limit(group_axes if asked else None)
     more = f" (the first {most} of {groups.height})" if groups.height > most else ""
     grouped = [_group_table(groups.head(most), group_axes, style, f"B/A by {names}{more}")] if group_axes else []
-    rows = _each_configuration(j, view, n)
-    if rows is not None:
-        what = f"{n} points" if rows.height == n else f"{n:,} points, {rows.height} distinct rows"
-        table = _point_table(sweep, model, rows, view, style, f"{what}, one row per configuration")
+    each = _each_configuration(j, view, n)
+    if each is not None:
+        what = f"{n} points" if each.height == n else f"{n:,} points, {each.height} distinct rows"
+        table = _point_table(rows, each, view, style, f"{what}, one row per configuration")
         if asked:
             return (*grouped, table), f"{what}: B/A by {names}, then one row per configuration"
         return (table,), f"{what}: one row per configuration"
@@ -146,7 +146,7 @@ def tables(sweep: Sweep, model: str, j: pl.LazyFrame, view: View, groups: pl.Dat
                f"log B/A), then the {TOP} largest changes") if group_axes else \
         f"{n:,} points: the {TOP} largest changes (no axis has at most {MAX_GROUPS} values to group by)"
     top = _largest(j, view)
-    return (*grouped, _point_table(sweep, model, top, view, style, f"the {TOP} largest changes (by |log B/A|)")), \
+    return (*grouped, _point_table(rows, top, view, style, f"the {TOP} largest changes (by |log B/A|)")), \
         heading
 
 
@@ -166,16 +166,16 @@ def _largest(j: pl.LazyFrame, view: View) -> pl.DataFrame:
             .sort(["_abs", *shown], descending=[True, *[False] * len(shown)], nulls_last=True).collect())
 
 
-def _point_table(sweep: Sweep, model: str, rows: pl.DataFrame, view: View,
+def _point_table(rows: ModelRows, listed: pl.DataFrame, view: View,
                  style: tuple[bool, str, tuple[str, str]], title: str) -> Table:
-    """One row per point: configuration, A, B, B/A, improvement and the verdict."""
+    """One row per point listed: configuration, A, B, B/A, improvement and the verdict."""
     higher, unit, marks = style
-    data = cells(sweep, model, rows, view)
-    data.update({"A": [format_value(v, unit) for v in rows["a"].to_list()],
-                 "B": [format_value(v, unit) for v in rows["b"].to_list()],
-                 "B/A": [ratio(v) for v in rows["ratio"].to_list()],
-                 "Improvement": [improvement(x, y, higher) for x, y in rows.select("a", "b").iter_rows()],
-                 "Change": [{BETTER: marks[0], WORSE: marks[1]}.get(v, v) for v in rows["verdict"].to_list()]})
+    data = cells(rows, listed, view)
+    data.update({"A": [format_value(v, unit) for v in listed["a"].to_list()],
+                 "B": [format_value(v, unit) for v in listed["b"].to_list()],
+                 "B/A": [ratio(v) for v in listed["ratio"].to_list()],
+                 "Improvement": [improvement(x, y, higher) for x, y in listed.select("a", "b").iter_rows()],
+                 "Change": [{BETTER: marks[0], WORSE: marks[1]}.get(v, v) for v in listed["verdict"].to_list()]})
     return Table(title=title, caption="", frame=pl.DataFrame(data, schema={k: pl.Utf8 for k in data}))
 
 

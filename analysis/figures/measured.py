@@ -17,29 +17,29 @@ import polars as pl
 import seaborn as sns
 
 from analysis.metrics import ok
-from analysis.read import MEASURED, MODELED, Sweep, label
+from analysis.read import MEASURED, MODELED, ModelRows, Sweep
 from workers.dataset import unit_of
 
 from .plotting import Rendered, Skipped, save, square_log_axes
 
 
-def panels(sweep: Sweep, model: str) -> list[tuple[str, str, str]]:
-    """(metric, colour by, panel title) for every metric a measured row of `model` can fill: the
+def panels(rows: ModelRows) -> list[tuple[str, str, str]]:
+    """(metric, colour by, panel title) for every metric a measured row of the model can fill: the
     metrics its Measurement declares, coloured by the axis of its comparison (strategy, leaf order)."""
-    obj = sweep.model_object(model)
+    obj = rows.model
     if obj is None or obj.measurement is None or obj.comparison is None:
         return []
-    return [(metric, obj.comparison.column, f"{model}: {metric.removeprefix('metric_').replace('_', ' ')}")
+    return [(metric, obj.comparison.column, f"{rows.name}: {metric.removeprefix('metric_').replace('_', ' ')}")
             for metric in obj.measurement.metric_columns]
 
 
-def pairs(sweep: Sweep, model: str, metric: str, hue: str) -> pl.DataFrame:
+def pairs(rows: ModelRows, metric: str, hue: str) -> pl.DataFrame:
     """Per point measured and modeled: the hue axis (as a label), measured median and min, modeled value."""
-    meas = ok(sweep.scan(model, MEASURED)).filter(pl.col(metric).is_not_null() & (pl.col(metric) > 0)).select(
+    meas = ok(rows.scan(MEASURED)).filter(pl.col(metric).is_not_null() & (pl.col(metric) > 0)).select(
         "point_id", hue, pl.col(metric).alias("measured"), pl.col("measure_min").alias("least"))
-    mod = ok(sweep.scan(model, MODELED)).filter(pl.col(metric) > 0).select("point_id", pl.col(metric).alias("model"))
+    mod = ok(rows.scan(MODELED)).filter(pl.col(metric) > 0).select("point_id", pl.col(metric).alias("model"))
     df = meas.join(mod, on="point_id", how="inner").collect(engine="streaming")
-    return df.with_columns(pl.Series("group", [label(sweep, model, hue, v) for v in df[hue].to_list()],
+    return df.with_columns(pl.Series("group", [rows.label(hue, v) for v in df[hue].to_list()],
                                      dtype=pl.Utf8))
 
 
@@ -51,19 +51,19 @@ def measured_vs_model(sweep: Sweep, outdir: Path) -> Rendered | Skipped:
         return Skipped(id=fid, title=title, reason="no model in this sweep has both measured and modeled rows "
                                                    "(a spec with source = \"both\" makes them)")
     jobs = []
-    for model in both:
-        for metric, hue, name in panels(sweep, model):
-            if all(c in sweep.schema(model) for c in (metric, hue, "measure_min")):
-                df = pairs(sweep, model, metric, hue)
+    for rows in map(sweep.rows, both):
+        for metric, hue, name in panels(rows):
+            if all(c in rows.schema() for c in (metric, hue, "measure_min")):
+                df = pairs(rows, metric, hue)
                 if df.height:
-                    jobs.append((model, metric, name, df))
+                    jobs.append((metric, name, df))
     if not jobs:
         return Skipped(id=fid, title=title, reason="no measured point of this sweep is ok with a modeled twin")
     cols = min(2, len(jobs))
     rows = -(-len(jobs) // cols)
     fig, axes = plt.subplots(rows, cols, figsize=(5.6 * cols, 4.8 * rows), squeeze=False)
     ratios = []
-    for ax, (model, metric, name, df) in zip(axes.ravel(), jobs):
+    for ax, (metric, name, df) in zip(axes.ravel(), jobs):
         _panel(ax, df, unit_of(metric), name)
         ratios.append((name, float((df["measured"] / df["model"]).median()), df.height))
     for ax in axes.ravel()[len(jobs):]:

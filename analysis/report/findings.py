@@ -20,7 +20,7 @@ import numpy as np
 import polars as pl
 
 from analysis.metrics import higher_is_better, ok, per_variant, published_comparison, tied_best
-from analysis.read import MODELED, Sweep, cond_expr, label, label_with_unit, value_expr
+from analysis.read import MODELED, ModelRows, Sweep, cond_expr, value_expr
 from workers.findings import Above, Clause, Medians, Pick, Ratio, Winner
 from workers.model import Model
 from workers.plots import cond_columns
@@ -40,11 +40,11 @@ class Finding:
 def key_findings(sweep: Sweep) -> list[Finding]:
     """Every finding this sweep's rows support, in reading order."""
     out = []
-    for m in sweep.named_models():  # the figures' order; a model without rows has no finding (_rows)
-        model = sweep.model_object(m)
+    for rows in map(sweep.rows, sweep.named_models()):  # the figures' order; a model without rows has none (_modeled)
+        model = rows.model
         for decl in (model.findings if model is not None else ()):
             try:
-                found = evaluate(sweep, m, model, decl)
+                found = evaluate(rows, model, decl)
             except SKIP:
                 found = None  # a sweep of an older schema, or a model without that axis
             if found is not None:
@@ -56,20 +56,21 @@ def key_findings(sweep: Sweep) -> list[Finding]:
     return out + ([found] if found is not None else [])
 
 
-def evaluate(sweep: Sweep, m: str, model: Model, decl: Winner | Ratio | Medians) -> Finding | None:
-    """One declared finding of model `m` on this sweep, or None when the sweep lacks its rows."""
+def evaluate(rows: ModelRows, model: Model, decl: Winner | Ratio | Medians) -> Finding | None:
+    """One declared finding of `model` (the registered model of `rows`) on its rows, or None when the
+    sweep lacks them."""
     if isinstance(decl, Winner):
-        found = _winner(sweep, m, model, decl)
+        found = _winner(rows, model, decl)
     elif isinstance(decl, Ratio):
-        found = _ratio(sweep, m, model, decl)
+        found = _ratio(rows, model, decl)
     elif isinstance(decl, Medians):
-        found = _medians(sweep, m, decl)
+        found = _medians(rows, decl)
     else:
         return None
     if found is None:
         return None
     text, data = found
-    return Finding(text=text, figure=decl.figure, data=data, id=f"{m}/{decl.id}")
+    return Finding(text=text, figure=decl.figure, data=data, id=f"{rows.name}/{decl.id}")
 
 
 # -- formatting -------------------------------------------------------------------------------------------
@@ -107,21 +108,21 @@ def _number(v: float, fmt: str) -> str:
 
 
 # -- rows -------------------------------------------------------------------------------------------------
-def _rows(sweep: Sweep, model: str, *columns: str) -> pl.LazyFrame | None:
+def _modeled(rows: ModelRows, *columns: str) -> pl.LazyFrame | None:
     """The model's modeled ok rows, or None when the sweep lacks the model or a column."""
-    if model not in sweep.models or MODELED not in sweep.sources(model):
+    if rows.name not in rows.sweep.models or MODELED not in rows.sources():
         return None
-    schema = sweep.schema(model)
+    schema = rows.schema()
     if any(c not in schema for c in columns):
         return None
-    return ok(sweep.scan(model, MODELED))
+    return ok(rows.scan(MODELED))
 
 
-def _per_variant(sweep: Sweep, model: str, keys: list[str], axis: str, metric: str) -> tuple[pl.DataFrame, dict]:
+def _per_variant(rows: ModelRows, keys: list[str], axis: str, metric: str) -> tuple[pl.DataFrame, dict]:
     """One row per configuration (`keys`), one column per value of `axis`, named str(value), holding its
     `metric` (null where that variant is not ok): metrics.per_variant, which the tables share. Also
     column name -> value."""
-    values, wide = per_variant(sweep, model, axis, metric, keys)
+    values, wide = per_variant(rows, axis, metric, keys)
     names = {str(v): v for v in values if v is not None}
     return wide.rename({f"v{i}": str(v) for i, v in enumerate(values) if v is not None}).drop(
         [f"v{i}" for i, v in enumerate(values) if v is None]), names
@@ -205,15 +206,15 @@ def _quote(groups: list[_Group], quote, fmt: str) -> tuple[dict, dict] | None:
 
 
 # -- the three kinds ---------------------------------------------------------------------------------------
-def _winner(sweep: Sweep, m: str, model: Model, d: Winner) -> tuple[str, dict] | None:
+def _winner(rows: ModelRows, model: Model, d: Winner) -> tuple[str, dict] | None:
     """The comparison's variant best in the most configurations (ties are no win), its speedup over the
     baseline, and the axis value where it wins least."""
     comp = model.comparison
-    if comp is None or _rows(sweep, m, comp.column, comp.metric) is None:
+    if comp is None or _modeled(rows, comp.column, comp.metric) is None:
         return None
     axis = comp.column
-    keys = [c for c in sweep.params(m) if c != axis]
-    per, values = _per_variant(sweep, m, keys, axis, comp.metric)
+    keys = [c for c in rows.params() if c != axis]
+    per, values = _per_variant(rows, keys, axis, comp.metric)
     names = [c for c in per.columns if c not in keys]
     base = str(comp.baseline)
     if base not in names:
@@ -235,10 +236,11 @@ def _winner(sweep: Sweep, m: str, model: Model, d: Winner) -> tuple[str, dict] |
     total = per.height
     mine = per.filter(pl.col("best") == top)
     median, most = float(mine["speedup"].median()), float(mine["speedup"].max())
-    name = lambda col: label(sweep, m, axis, values[col])  # noqa: E731
-    fields = {"winner": name(top), "model": m, "label": comp.label, "wins": f"{n:,}", "configurations": f"{total:,}",
-              "share": f"{n / total:.0%}", "median_speedup": _Value(median, _number(median, d.fmt)),
-              "max_speedup": _Value(most, _number(most, d.fmt)), "baseline": label(sweep, m, axis, comp.baseline)}
+    name = lambda col: rows.label(axis, values[col])  # noqa: E731
+    fields = {"winner": name(top), "model": rows.name, "label": comp.label, "wins": f"{n:,}",
+              "configurations": f"{total:,}", "share": f"{n / total:.0%}",
+              "median_speedup": _Value(median, _number(median, d.fmt)),
+              "max_speedup": _Value(most, _number(most, d.fmt)), "baseline": rows.label(axis, comp.baseline)}
     text = d.text.format(**fields)
     data = {"winner": values[top], comp.label: values[top], "wins": n, "configurations": total,
             "median_speedup": median}
@@ -248,7 +250,7 @@ def _winner(sweep: Sweep, m: str, model: Model, d: Winner) -> tuple[str, dict] |
         there = per.filter((pl.col(col) == value) & pl.col("unique") & (pl.col("best") != top))
         other = there.group_by("best").agg(pl.len().alias("n")).sort(["n", "best"], descending=[True, False])
         instead = d.instead.format(other=name(other.row(0)[0]), other_n=f"{other.row(0)[1]:,}") if other.height else ""
-        text += d.weakest.format(axis=col.removeprefix("param_"), value=label(sweep, m, col, value),
+        text += d.weakest.format(axis=col.removeprefix("param_"), value=rows.label(col, value),
                                  stops_share=f"{share:.0%}", count=f"{count:,}", instead=instead)
         data.update(stops_axis=col, stops_value=value, stops_share=share,
                     instead=values[other.row(0)[0]] if other.height else None)
@@ -269,16 +271,16 @@ def _weakest(per: pl.DataFrame, keys: list[str], flag: str) -> tuple[str, object
     return worst if worst is not None and worst[2] < 0.999 else None
 
 
-def _ratio(sweep: Sweep, m: str, model: Model, d: Ratio) -> tuple[str, dict] | None:
+def _ratio(rows: ModelRows, model: Model, d: Ratio) -> tuple[str, dict] | None:
     """Median numerator / denominator of two variants over configurations, per group of `by`."""
     comp = model.comparison
-    if comp is None or _rows(sweep, m, comp.column, comp.metric) is None:
+    if comp is None or _modeled(rows, comp.column, comp.metric) is None:
         return None
-    keys = [c for c in sweep.params(m) if c != comp.column]
+    keys = [c for c in rows.params() if c != comp.column]
     by = [c for c in d.by if c in keys]
     if not by:
         return None
-    wide, _ = _per_variant(sweep, m, keys, comp.column, comp.metric)
+    wide, _ = _per_variant(rows, keys, comp.column, comp.metric)
     num, den = str(d.numerator), str(d.denominator)
     if not {num, den} <= set(wide.columns):
         return None
@@ -287,7 +289,7 @@ def _ratio(sweep: Sweep, m: str, model: Model, d: Ratio) -> tuple[str, dict] | N
 
     def at(r):
         key = tuple(r[c] for c in by)
-        return (key if len(by) > 1 else key[0]), " ".join(label_with_unit(sweep, m, c, r[c]) for c in by)
+        return (key if len(by) > 1 else key[0]), " ".join(rows.label_with_unit(c, r[c]) for c in by)
 
     quoted = _quote(_groups(df, at, set()), d.quote, d.fmt)
     if quoted is None:
@@ -296,7 +298,7 @@ def _ratio(sweep: Sweep, m: str, model: Model, d: Ratio) -> tuple[str, dict] | N
     return d.text.format(**values), data
 
 
-def _medians(sweep: Sweep, m: str, d: Medians) -> tuple[str, dict] | None:
+def _medians(rows: ModelRows, d: Medians) -> tuple[str, dict] | None:
     """Median of a metric on a slice, per group of a column or of a derived boolean."""
     clauses = (Clause(by=d.by, quote=d.quote, text=""), *d.more)
     flags = set().union(*(_pick_flags(c.quote) for c in clauses))
@@ -305,11 +307,11 @@ def _medians(sweep: Sweep, m: str, d: Medians) -> tuple[str, dict] | None:
         columns.add(c.by.column if isinstance(c.by, Above) else c.by)
     for c in d.where:
         columns |= cond_columns(c)
-    lf = _rows(sweep, m, *columns)
+    lf = _modeled(rows, *columns)
     if lf is None:
         return None
-    varying = set(sweep.varying(m))
-    schema = sweep.schema(m)
+    varying = set(rows.varying())
+    schema = rows.schema()
     for c in d.where:
         e = cond_expr(c, schema, varying)
         if e is not None:  # None: an Either whose when_varying axis takes one value holds everywhere
@@ -328,7 +330,7 @@ def _medians(sweep: Sweep, m: str, d: Medians) -> tuple[str, dict] | None:
     def at_of(by):
         if isinstance(by, Above):
             return lambda r: (r["_at"], str(r["_at"]).lower())
-        return lambda r: (r["_at"], label_with_unit(sweep, m, by, r["_at"]))
+        return lambda r: (r["_at"], rows.label_with_unit(by, r["_at"]))
 
     more = ""
     extra: dict = {}
@@ -351,7 +353,7 @@ def _medians(sweep: Sweep, m: str, d: Medians) -> tuple[str, dict] | None:
         quoted = _quote(groups, d.quote, d.fmt)
         if quoted is None:
             continue
-        parts.append(d.clause.format(**quoted[0], each=label_with_unit(sweep, m, d.each, each)))
+        parts.append(d.clause.format(**quoted[0], each=rows.label_with_unit(d.each, each)))
         data[each] = tuple(quoted[1][name] for name, _ in d.quote)
     if not parts:
         return None

@@ -29,7 +29,7 @@ from analysis.metrics import (
     speedup_summary,
     win_counts,
 )
-from analysis.read import MEASURED, MODELED, SOURCE, Sweep, describe, label, label_with_unit, pin
+from analysis.read import MEASURED, MODELED, SOURCE, ModelRows, Sweep
 from analysis.tables import format_value, metric_unit
 from workers.findings import Column, MedianTable
 from workers.model import STATUS_ERROR, STATUS_INFEASIBLE, STATUS_OK
@@ -119,60 +119,59 @@ def provenance(sweep: Sweep) -> Table:
 
 
 def _comparisons(sweep: Sweep):
-    """(model name, its model object, its Comparison) for every model in the sweep that declares one
+    """(the model's rows, its model object, its Comparison) for every model in the sweep that declares one
     whose axis varies and whose metric the rows have (a model no longer registered has none)."""
-    for m in sweep.models:
-        model = sweep.model_object(m)
+    for rows in map(sweep.rows, sweep.models):
+        model = rows.model
         comp = model.comparison if model is not None else None
-        if comp and comp.column in sweep.schema(m) and comp.metric in sweep.schema(m) \
-                and comp.column in sweep.varying(m):
-            yield m, model, comp
+        if comp and comp.column in rows.schema() and comp.metric in rows.schema() and comp.column in rows.varying():
+            yield rows, model, comp
 
 
 def best_tables(sweep: Sweep) -> list[Table]:
     """Per model: how many configurations each variant wins, then the winner per configuration
     over a few key axes (other axes held)."""
     out = []
-    for m, model, comp in _comparisons(sweep):
+    for rows, model, comp in _comparisons(sweep):
         axis = comp.column
-        others = [c for c in sweep.params(m) if c != axis]
+        others = [c for c in rows.params() if c != axis]
         minimize = not higher_is_better(model, comp.metric)
-        variants, wide = per_variant(sweep, m, axis, comp.metric, others)
+        variants, wide = per_variant(rows, axis, comp.metric, others)
         wins = win_counts(variants, wide, minimize)
-        wins = pl.DataFrame({comp.label: [winners(sweep, m, axis, t) for t in wins["tied"].to_list()],
+        wins = pl.DataFrame({comp.label: [winners(rows, axis, t) for t in wins["tied"].to_list()],
                              "configurations": [f"{n:,}" for n in wins["configurations"].to_list()],
                              "share": [f"{v:.1%}" for v in wins["share"].to_list()]})
-        out.append(Table(title=f"{m}: best {comp.label} across all configurations",
+        out.append(Table(title=f"{rows.name}: best {comp.label} across all configurations",
                          caption=f"Configurations (every other axis value combination with at least one feasible "
                                  f"{comp.label}) won by each {comp.label}, by {comp.metric}. Values within a "
                                  f"relative {TIE_RTOL:g} of the best tie: a tie is its own line (\"tie: a = b\"), "
                                  "counted for none of the tied values.", frame=wins))
-        keys = [f"param_{k}" for k in model.best_keys if f"param_{k}" in sweep.varying(m)]
+        keys = [f"param_{k}" for k in model.best_keys if f"param_{k}" in rows.varying()]
         if not keys:
             continue
-        expr, held = pin(sweep, m, [*keys, axis])
-        best = best_by(sweep.scan(m).filter(expr), axis, comp.metric, keys, minimize).collect(engine="streaming")
-        sp = (speedup(sweep.scan(m).filter(expr), axis, comp.baseline, comp.metric, keys, higher=not minimize)
+        expr, held = rows.pin([*keys, axis])
+        best = best_by(rows.scan().filter(expr), axis, comp.metric, keys, minimize).collect(engine="streaming")
+        sp = (speedup(rows.scan().filter(expr), axis, comp.baseline, comp.metric, keys, higher=not minimize)
               .group_by(keys).agg(pl.col("speedup").max()).collect(engine="streaming"))
         best = best.join(sp, on=keys, how="left", nulls_equal=True).head(MAX_ROWS)
         unit = metric_unit(comp.metric)
-        rows = [{**{k.removeprefix("param_"): label(sweep, m, k, r[k]) for k in keys},
-                 f"best {comp.label}": winners(sweep, m, axis, r["tied"]),
+        body = [{**{k.removeprefix("param_"): rows.label(k, r[k]) for k in keys},
+                 f"best {comp.label}": winners(rows, axis, r["tied"]),
                  comp.metric.removeprefix("metric_"): format_value(r["best_value"], unit),
                  "runner-up": format_value(r["runner_up_value"], unit),
-                 f"speedup over {label(sweep, m, axis, comp.baseline)}":
+                 f"speedup over {rows.label(axis, comp.baseline)}":
                      "-" if r["speedup"] is None else f"{r['speedup']:.2f}x"} for r in best.iter_rows(named=True)]
-        out.append(Table(title=f"{m}: best {comp.label} per configuration",
-                         caption=f"Held fixed: {describe(sweep, m, held) or 'nothing'}. Ties (within a relative "
+        out.append(Table(title=f"{rows.name}: best {comp.label} per configuration",
+                         caption=f"Held fixed: {rows.describe(held) or 'nothing'}. Ties (within a relative "
                                  f"{TIE_RTOL:g}) list every tied {comp.label}; the runner-up is the best that does "
                                  f"not tie. At most {MAX_ROWS} rows.",
-                         frame=pl.DataFrame(rows)))
+                         frame=pl.DataFrame(body)))
     return out
 
 
-def winners(sweep: Sweep, model: str, axis: str, tied: list) -> str:
+def winners(rows: ModelRows, axis: str, tied: list) -> str:
     """The winner of a configuration, or every tied value: 'template_nt_inline', 'tie: nt_call = nt_inline'."""
-    names = [label(sweep, model, axis, v) for v in tied]
+    names = [rows.label(axis, v) for v in tied]
     return names[0] if len(names) == 1 else "tie: " + " = ".join(names)
 
 
@@ -180,18 +179,18 @@ def speedup_tables(sweep: Sweep) -> list[Table]:
     """Per model: each variant's speedup over the baseline, min / median / max over every
     configuration where both are feasible."""
     out = []
-    for m, model, comp in _comparisons(sweep):
+    for rows, model, comp in _comparisons(sweep):
         axis = comp.column
-        keys = [c for c in sweep.params(m) if c != axis]
-        variants, wide = per_variant(sweep, m, axis, comp.metric, keys)
+        keys = [c for c in rows.params() if c != axis]
+        variants, wide = per_variant(rows, axis, comp.metric, keys)
         summary = speedup_summary(variants, wide, axis, comp.baseline, higher=higher_is_better(model, comp.metric))
-        rows = [{comp.label: label(sweep, m, axis, r[axis]), "configurations": f"{r['configurations']:,}",
+        body = [{comp.label: rows.label(axis, r[axis]), "configurations": f"{r['configurations']:,}",
                  "min": f"{r['min']:.2f}x", "median": f"{r['median']:.2f}x", "max": f"{r['max']:.2f}x"}
                 for r in summary.iter_rows(named=True)]
-        base = label(sweep, m, axis, comp.baseline)
-        out.append(Table(title=f"{m}: speedup over {base}",
+        base = rows.label(axis, comp.baseline)
+        out.append(Table(title=f"{rows.name}: speedup over {base}",
                          caption=f"{comp.metric} of {base} divided by that of each {comp.label} at the same point "
-                                 "(every other axis equal).", frame=pl.DataFrame(rows)))
+                                 "(every other axis equal).", frame=pl.DataFrame(body)))
     return out
 
 
@@ -199,13 +198,13 @@ def growth_tables(sweep: Sweep) -> list[Table]:
     """Per model: how the headline metric grows with namespace size (log-log exponent per series)
     and the series whose growth changes regime, with where."""
     out = []
-    for m in sweep.models:
-        metric = headline_metric(sweep.model_object(m), sweep.metrics(m))
-        if metric is None or SIZE not in sweep.varying(m):
+    for rows in map(sweep.rows, sweep.models):
+        metric = headline_metric(rows.model, rows.metrics())
+        if metric is None or SIZE not in rows.varying():
             continue
-        series = [c for c in sweep.varying(m) if c != SIZE]
-        values = {c: sweep.axis_values(m)[c]["value"].to_list() for c in series}
-        points = series_points([ok(lf).filter(pl.col(metric).is_not_null()) for lf in sweep.scan_batches(m)],
+        series = [c for c in rows.varying() if c != SIZE]
+        values = {c: rows.axis_values()[c]["value"].to_list() for c in series}
+        points = series_points([ok(lf).filter(pl.col(metric).is_not_null()) for lf in rows.scan_batches()],
                                SIZE, metric, series, values)
         exps = growth_exponents(points, series)
         if exps.height == 0:
@@ -217,16 +216,16 @@ def growth_tables(sweep: Sweep) -> list[Table]:
             "metric": metric, "series": f"{exps.height:,}", "exponent min": f"{q.min():.3f}",
             "median": f"{q.median():.3f}", "max": f"{q.max():.3f}",
             "series changing regime": f"{changed.height:,} of {regimes.height:,}"}])
-        out.append(Table(title=f"{m}: growth with namespace size",
+        out.append(Table(title=f"{rows.name}: growth with namespace size",
                          caption=f"Slope of log({metric}) on log(namespace size) per series (every other axis "
                                  "fixed); 1 is linear growth. A regime change is a break where a two-slope fit's "
                                  "slopes differ by more than 0.15.", frame=summary))
         if changed.height:
-            out.append(_regime_table(sweep, m, changed, series))
+            out.append(_regime_table(rows, changed, series))
     return out
 
 
-def _regime_table(sweep: Sweep, m: str, changed: pl.DataFrame, series: list[str]) -> Table:
+def _regime_table(rows: ModelRows, changed: pl.DataFrame, series: list[str]) -> Table:
     """Series that change regime, grouped by (break, slope before, slope after): count and an example."""
     grouped = (
         changed.with_columns(pl.col("slope_before").round(2).alias("before"),
@@ -236,46 +235,46 @@ def _regime_table(sweep: Sweep, m: str, changed: pl.DataFrame, series: list[str]
         .with_columns((pl.col("after") - pl.col("before")).abs().alias("d"))
         .sort(["d", "n"], descending=True).head(15)
     )
-    rows = [{"series": f"{r['n']:,}", "break at": label(sweep, m, SIZE, r["break_x"]),
+    body = [{"series": f"{r['n']:,}", "break at": rows.label(SIZE, r["break_x"]),
              "exponent before": f"{r['before']:.2f}", "after": f"{r['after']:.2f}",
-             "example series": describe(sweep, m, r["example"])} for r in grouped.iter_rows(named=True)]
-    return Table(title=f"{m}: series whose growth changes regime",
+             "example series": rows.describe(r["example"])} for r in grouped.iter_rows(named=True)]
+    return Table(title=f"{rows.name}: series whose growth changes regime",
                  caption="Series grouped by where the slope changes and the slopes (to 0.01) on each side; "
-                         "the 15 largest changes shown, each with one example series.", frame=pl.DataFrame(rows))
+                         "the 15 largest changes shown, each with one example series.", frame=pl.DataFrame(body))
 
 
 def declared_tables(sweep: Sweep) -> list[Table]:
     """Every table the sweep's models declare (`Model.tables`, workers.findings.MedianTable), model by model
     in sweep order: medians of some metrics per group of some columns, the other varying axes held."""
     out = []
-    for m in sweep.models:
-        model = sweep.model_object(m)
+    for rows in map(sweep.rows, sweep.models):
+        model = rows.model
         for t in (model.tables if model is not None else ()):
-            table = median_table(sweep, m, t)
+            table = median_table(rows, t)
             if table is not None:
                 out.append(table)
     return out
 
 
-def median_table(sweep: Sweep, model: str, t: MedianTable) -> Table | None:
-    """One declared MedianTable of `model`, or None when the sweep lacks a column it names or every group
+def median_table(rows: ModelRows, t: MedianTable) -> Table | None:
+    """One declared MedianTable of the model, or None when the sweep lacks a column it names or every group
     lacks a metric."""
     by, medians, flags = [c.column for c in t.by], [c.column for c in t.medians], [c.column for c in t.flags]
-    if model not in sweep.models or any(c not in sweep.schema(model) for c in (*by, *medians, *flags)):
+    if rows.name not in rows.sweep.models or any(c not in rows.schema() for c in (*by, *medians, *flags)):
         return None
     keep = [c for c in (*by, *t.over) if c.startswith("param_")]
-    expr, held = pin(sweep, model, keep, dict(t.prefer))
-    df = group_medians(sweep.scan(model).filter(expr), by, medians, flags=tuple(flags)).collect(engine="streaming")
+    expr, held = rows.pin(keep, dict(t.prefer))
+    df = group_medians(rows.scan().filter(expr), by, medians, flags=tuple(flags)).collect(engine="streaming")
     df = df.drop_nulls([c for c in (*by, *medians) if c.startswith("metric_")])
     if df.height == 0:
         return None
     cells = [(c, False) for c in (*t.by, *t.medians)] + [(c, True) for c in t.flags]
-    rows = [{c.header: _cell(sweep, model, c, r[c.column], flag) for c, flag in cells} for r in df.iter_rows(named=True)]
-    return Table(title=t.title, caption=f"{t.caption} Held fixed: {describe(sweep, model, held) or 'nothing'}.",
-                 frame=pl.DataFrame(rows))
+    body = [{c.header: _cell(rows, c, r[c.column], flag) for c, flag in cells} for r in df.iter_rows(named=True)]
+    return Table(title=t.title, caption=f"{t.caption} Held fixed: {rows.describe(held) or 'nothing'}.",
+                 frame=pl.DataFrame(body))
 
 
-def _cell(sweep: Sweep, model: str, c: Column, v: object, flag: bool) -> str:
+def _cell(rows: ModelRows, c: Column, v: object, flag: bool) -> str:
     """A declared column's cell: a flag as yes / no; "bytes" or a format spec when given; else an axis
     value as its label (with its unit) and a metric with its unit."""
     if flag:
@@ -288,7 +287,7 @@ def _cell(sweep: Sweep, model: str, c: Column, v: object, flag: bool) -> str:
         return format(v, c.fmt)
     if c.column.startswith("metric_"):
         return format_value(v, metric_unit(c.column))
-    return label_with_unit(sweep, model, c.column, v)
+    return rows.label_with_unit(c.column, v)
 
 
 def published_table(sweep: Sweep) -> Table:
@@ -325,15 +324,15 @@ def measured_tables(sweep: Sweep) -> list[Table]:
     """Per model with measured rows: for each metric the measurement fills, measured / modeled over
     every point measured, and the points themselves (at most MAX_ROWS)."""
     out = []
-    for m in sweep.models:
-        if MEASURED not in sweep.sources(m) or MODELED not in sweep.sources(m):
+    for rows in map(sweep.rows, sweep.models):
+        if MEASURED not in rows.sources() or MODELED not in rows.sources():
             continue
-        metrics = sweep.metrics(m)
-        filled = ok(sweep.scan(m, MEASURED)).select(pl.col(c).is_not_null().any() for c in metrics).collect(engine="streaming")
-        keys = [c for c in sweep.params(m) if c in set(sweep.varying(m))]
+        metrics = rows.metrics()
+        filled = ok(rows.scan(MEASURED)).select(pl.col(c).is_not_null().any() for c in metrics).collect(engine="streaming")
+        keys = [c for c in rows.params() if c in set(rows.varying())]
         summary, points = [], []
         for metric in (c for c in metrics if filled[c][0]):
-            pairs = measured_vs_model(sweep.scan(m, MODELED), sweep.scan(m, MEASURED), metric, keys).collect(engine="streaming")
+            pairs = measured_vs_model(rows.scan(MODELED), rows.scan(MEASURED), metric, keys).collect(engine="streaming")
             if pairs.height == 0:
                 continue
             q = pairs["ratio"]
@@ -341,18 +340,18 @@ def measured_tables(sweep: Sweep) -> list[Table]:
                             "median": f"{q.median():.2f}", "max": f"{q.max():.2f}"})
             unit = metric_unit(metric)
             for r in pairs.sort(keys, nulls_last=True).head(MAX_ROWS - len(points)).iter_rows(named=True):
-                points.append({"metric": metric, "point": describe_point(sweep, m, keys, r),
+                points.append({"metric": metric, "point": describe_point(rows, keys, r),
                                "measured": format_value(r["measured"], unit), "model": format_value(r["model"], unit),
                                "measured / model": f"{r['ratio']:.2f}"})
         if summary:
-            out.append(Table(title=f"{m}: measured on this hardware vs the model",
+            out.append(Table(title=f"{rows.name}: measured on this hardware vs the model",
                              caption="Ratio of the measured user-space analog to the modeled value at the same "
                                      "point (same point_id); the model's costs come from the sweep's profile, "
                                      "not from this hardware.", frame=pl.DataFrame(summary)))
-            out.append(Table(title=f"{m}: measured points", caption=f"At most {MAX_ROWS} points.",
+            out.append(Table(title=f"{rows.name}: measured points", caption=f"At most {MAX_ROWS} points.",
                              frame=pl.DataFrame(points)))
     return out
 
 
-def describe_point(sweep: Sweep, model: str, keys: list[str], row: dict) -> str:
-    return ", ".join(f"{k.removeprefix('param_')}={label(sweep, model, k, row[k])}" for k in keys) or "(one point)"
+def describe_point(rows: ModelRows, keys: list[str], row: dict) -> str:
+    return ", ".join(f"{k.removeprefix('param_')}={rows.label(k, row[k])}" for k in keys) or "(one point)"

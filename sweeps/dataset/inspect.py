@@ -87,7 +87,21 @@ def verify(sweep_dir: str) -> tuple[list[str], str]:
     if not exists(loc, loc.path(spec_file)):
         problems.append(f"{spec_file} is missing")
     present = list_parts(loc)
+    found, rows, ids = _listed_parts(loc, m, present)
+    problems += found
+    found, stray_ids = _unlisted_parts(loc, m, present)
+    problems += found + _row_counts(m, rows)
+    found, distinct = _duplicates(ids + stray_ids)
+    problems += found
+    summary = f"{m['sweep']}: {len(m['parts'])} parts, {rows} rows, {distinct} distinct points"
+    return problems, summary
+
+
+def _listed_parts(loc: Location, m: dict, present: dict[str, set[str]]) -> tuple[list[str], int, list[pa.Table]]:
+    """The parts the manifest lists: (problems, their rows, their point ids). Each must be present and
+    readable, with the manifest's checksum and row count."""
     listed = {cid for ids in present.values() for cid in ids}
+    problems: list[str] = []
     ids = []
     rows = 0
     for cid, rec in sorted(m["parts"].items()):
@@ -108,6 +122,14 @@ def verify(sweep_dir: str) -> tuple[list[str], str]:
             problems.append(f"part {path} has {table.num_rows} rows, the manifest says {rec['rows']}")
         rows += table.num_rows
         ids.append(table)
+    return problems, rows, ids
+
+
+def _unlisted_parts(loc: Location, m: dict, present: dict[str, set[str]]) -> tuple[list[str], list[pa.Table]]:
+    """The parts present that the manifest does not list: (problems, the point ids of those readable). Each
+    is a problem: of another computation (a mixed folder) or not yet recorded."""
+    problems: list[str] = []
+    ids = []
     unlisted = {model: [loc.part_path(model, cid) for cid in sorted(cids - set(m["parts"]))]
                 for model, cids in sorted(present.items())}
     foreign = set(foreign_parts(loc.fs, m, unlisted))
@@ -122,6 +144,12 @@ def verify(sweep_dir: str) -> tuple[list[str], str]:
                 ids.append(_point_ids(f))
         except (OSError, pa.ArrowException, KeyError):
             pass  # already reported as stray; its rows cannot be read
+    return problems, ids
+
+
+def _row_counts(m: dict, rows: int) -> list[str]:
+    """Problems with the counts: chunks not all done, or the listed parts' `rows` not the manifest's or the spec's."""
+    problems = []
     if m["chunks_done"] != m["chunks_expected"]:
         problems.append(f"only {m['chunks_done']} of {m['chunks_expected']} chunks are done")
     if rows != m["rows"]:
@@ -129,14 +157,20 @@ def verify(sweep_dir: str) -> tuple[list[str], str]:
     expected = m.get("rows_expected", m.get("points_expected"))  # schema 1: one row per point
     if rows != expected:
         problems.append(f"the parts hold {rows} rows; the spec makes {expected}")
+    return problems
+
+
+def _duplicates(ids: list[pa.Table]) -> tuple[list[str], int]:
+    """(problems, distinct points): a point_id twice among one source's rows is a problem; the distinct
+    points are those of the source with the most."""
+    problems = []
     distinct = set()
     for source, pids in _ids_by_source(ids).items():
         unique = np.unique(pids)
         distinct.add(unique.size)
         if pids.size != unique.size:
             problems.append(f"{pids.size - unique.size} duplicate point_id values among the {source} rows")
-    summary = f"{m['sweep']}: {len(m['parts'])} parts, {rows} rows, {max(distinct, default=0)} distinct points"
-    return problems, summary
+    return problems, max(distinct, default=0)
 
 
 def _point_ids(source) -> pa.Table:

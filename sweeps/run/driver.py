@@ -70,6 +70,36 @@ class RunSummary:
     status: dict[str, int] = field(default_factory=dict)
 
 
+@dataclass
+class _RunState:
+    """A run under way: what it computes (the `spec`'s `chunks`, into `loc`, holding `lease`) and what a
+    finishing chunk changes, by `finished` and `failed`: `records` (chunk id -> its part's record, the
+    manifest's parts), the `summary`'s counts and the progress `bar` (set while chunks run)."""
+
+    spec: SweepSpec
+    loc: Location
+    chunks: list[Chunk]
+    lease: Lease
+    records: dict[str, dict]
+    summary: RunSummary
+    bar: tqdm | None = None
+
+    def finished(self, c: Chunk, rec: dict) -> None:
+        """Chunk `c` wrote its part (`rec`, its record): keep the record, count it, move the bar."""
+        self.records[c.chunk_id] = rec
+        self.summary.computed += 1
+        self.summary.task_seconds += rec.get("total_s", 0.0)
+        self.bar.update(c.points)
+
+    def failed(self, c: Chunk, e: Exception) -> None:
+        """Chunk `c`'s task failed (its retries too): named in the summary, no part."""
+        self.summary.failed.append(f"{c.model} {c.source} chunk {c.chunk_id} [{c.start}, {c.stop}): {e}")
+
+    def save(self) -> None:
+        """Write the manifest of the chunks finished so far."""
+        write_manifest(self.loc, _manifest(self.spec, self.chunks, self.records))
+
+
 @ray.remote(max_retries=MAX_RETRIES, retry_exceptions=False)
 def _chunk_task(cfg: TaskConfig, chunk: Chunk) -> dict:
     return run_chunk(cfg, chunk, ray.get_runtime_context().get_node_id())
@@ -230,18 +260,19 @@ def _run_leased(spec, out, lease, *, address, fresh, progress, cpus, verbose) ->
     records = _finished(loc, chunks, old.get("parts", {}))
     todo = [c for c in chunks if c.chunk_id not in records]
     summary = RunSummary(location=loc, chunks=len(chunks), skipped=len(records), points=spec.total_points)
+    state = _RunState(spec=spec, loc=loc, chunks=chunks, lease=lease, records=records, summary=summary)
     t0 = time.perf_counter()
     embedded = init_ray(address, cpus, verbose) if todo else _EmbeddedRay(False)
     summary.ray_start_seconds = time.perf_counter() - t0
     failure: StoreIOError | None = None
     try:
         if todo:
-            _execute(spec, loc, chunks, todo, records, summary, progress, lease)
+            _execute(state, todo, progress)
     except StoreIOError as e:
         failure = e
     finally:
         try:
-            write_manifest(loc, _manifest(spec, chunks, records))
+            state.save()
         except StoreIOError as e:
             failure = failure or e
         finally:
@@ -330,26 +361,27 @@ class _Measurer:
 POOLS = {SHARED: TaskPool, NODE_ALONE: MeasurePool}  # a row source's placement -> the pool that runs its chunks
 
 
-def _execute(spec, loc, chunks, todo, records, summary, progress, lease) -> None:
+def _execute(state: _RunState, todo: list[Chunk], progress: bool) -> None:
     """Each backend's chunks on its own pool, in BACKENDS order: model chunks first, then measured ones
-    (so nothing of ours runs beside a measurement)."""
-    cfg_ref = ray.put(TaskConfig.for_spec(spec, loc))
-    summary.cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
+    (so nothing of ours runs beside a measurement); a progress bar meanwhile, shown if `progress`."""
+    cfg_ref = ray.put(TaskConfig.for_spec(state.spec, state.loc))
+    state.summary.cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
     t_exec = time.perf_counter()
-    bar = tqdm(total=sum(c.points for c in todo), unit="pt", unit_scale=True, disable=not progress,
-               desc=f"{spec.name}", file=sys.stderr, mininterval=0.5, smoothing=0.1)
+    state.bar = tqdm(total=sum(c.points for c in todo), unit="pt", unit_scale=True, disable=not progress,
+                     desc=f"{state.spec.name}", file=sys.stderr, mininterval=0.5, smoothing=0.1)
     try:
         for backend in BACKENDS.values():  # table order: model chunks first
             mine = [c for c in todo if c.source == backend.name]
             if mine:
-                _drain(POOLS[backend.placement](cfg_ref), mine, spec, loc, chunks, records, summary, bar, lease)
+                _drain(POOLS[backend.placement](cfg_ref), mine, state)
     finally:
-        bar.close()
-        summary.exec_seconds = time.perf_counter() - t_exec
+        state.bar.close()
+        state.summary.exec_seconds = time.perf_counter() - t_exec
 
 
-def _drain(pool, todo, spec, loc, chunks, records, summary, bar, lease) -> None:
-    """Run every chunk of `todo` on `pool`, keeping it full; record results; save the manifest now and then.
+def _drain(pool, todo: list[Chunk], state: _RunState) -> None:
+    """Run every chunk of `todo` on `pool`, keeping it full; record results in `state`; save the manifest now
+    and then.
 
     A chunk whose part could not be written stops the submitting: the chunks in flight finish (so no
     worker is left writing), then StoreIOError with the first failure's message."""
@@ -359,7 +391,7 @@ def _drain(pool, todo, spec, loc, chunks, records, summary, bar, lease) -> None:
     io_error: str | None = None
     deadline = None
     while (pending and io_error is None) or in_flight:
-        lease.check()
+        state.lease.check()
         if io_error is not None and deadline is None:
             deadline = time.monotonic() + IN_FLIGHT_WAIT_S
         if deadline is not None and time.monotonic() > deadline:
@@ -374,17 +406,14 @@ def _drain(pool, todo, spec, loc, chunks, records, summary, bar, lease) -> None:
             try:
                 rec = ray.get(ref)
             except (ray.exceptions.RayError, OSError) as e:
-                summary.failed.append(f"{c.model} {c.source} chunk {c.chunk_id} [{c.start}, {c.stop}): {e}")
+                state.failed(c, e)
                 continue
             if "io_error" in rec:
                 io_error = io_error or rec["io_error"]
                 continue
-            records[c.chunk_id] = rec
-            summary.computed += 1
-            summary.task_seconds += rec.get("total_s", 0.0)
-            bar.update(c.points)
+            state.finished(c, rec)
         if io_error is None and time.monotonic() - last_manifest > MANIFEST_EVERY_S:
-            write_manifest(loc, _manifest(spec, chunks, records))
+            state.save()
             last_manifest = time.monotonic()
     if io_error is not None:
         raise StoreIOError(None, io_error)

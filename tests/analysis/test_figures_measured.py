@@ -28,7 +28,7 @@ def test_each_measured_point_is_drawn_against_its_modeled_twin(tmp_path):
     r = FX.measured_vs_model(Sweep(write_sweep(tmp_path, "both", {"memmap": df})), tmp_path / "out")
     assert isinstance(r, Rendered) and r.png.stat().st_size > 0 and r.svg.is_file()
     assert "memmap: init ms: median measured / model 1.50 over 4 points" in r.caption
-    pairs = FX.pairs(Sweep(str(tmp_path / "both")), "memmap", "metric_init_ms", "param_strategy")
+    pairs = FX.pairs(Sweep(str(tmp_path / "both")).rows("memmap"), "metric_init_ms", "param_strategy")
     assert sorted(pairs["least"].to_list()) == [1.4, 2.9, 4.4, 5.0]
 
 

@@ -301,8 +301,8 @@ def test_batched_aggregates_equal_the_whole_scan(default_sweep, tmp_path, monkey
     assert sum(b.select(pl.len()).collect().item() for b in batches) == split.scan("memmap").select(pl.len()).collect().item()
 
     keys = [c for c in whole.params("memmap") if c != "param_strategy"]
-    want_values, want = M.per_variant(whole, "memmap", "param_strategy", "metric_init_ms", keys)
-    got_values, got = M.per_variant(split, "memmap", "param_strategy", "metric_init_ms", keys)
+    want_values, want = M.per_variant(whole.rows("memmap"), "param_strategy", "metric_init_ms", keys)
+    got_values, got = M.per_variant(split.rows("memmap"), "param_strategy", "metric_init_ms", keys)
     assert got_values == want_values and got.height == want.height > 500
     assert got.sort(keys, nulls_last=True).equals(want.sort(keys, nulls_last=True))
 

@@ -6,7 +6,7 @@ import polars as pl
 import pytest
 
 from analysis.exceptions import AnalysisError
-from analysis.read import Sweep, describe, label, nearest, pin, value_expr
+from analysis.read import Sweep, describe, label, label_with_unit, nearest, pin, value_expr
 from tests.analysis.conftest import write_sweep
 
 
@@ -79,14 +79,15 @@ def test_axis_values_count_ok_rows_most_common_first(tmp_path):
 def test_pin_prefers_then_default_then_nearest(tmp_path):
     """Held value: `prefer` if present, else the axis default, else the present value nearest the default."""
     sweep = Sweep(write_sweep(tmp_path, "p", {"young": young_rows(param_batching=["batched", "per_pte"] * 2)}))
-    expr, held = pin(sweep, "young", keep=["param_batching"])
+    young = sweep.rows("young")
+    expr, held = young.pin(keep=["param_batching"])
     assert held == {"param_namespace_size": 64 << 30}  # default 100GiB is absent; 64GiB is nearest
-    _, held = pin(sweep, "young", keep=["param_batching"], prefer={"param_namespace_size": 1 << 30})
+    _, held = young.pin(keep=["param_batching"], prefer={"param_namespace_size": 1 << 30})
     assert held == {"param_namespace_size": 1 << 30}
-    _, held = pin(sweep, "young", keep=["param_namespace_size"])
+    _, held = young.pin(keep=["param_namespace_size"])
     assert held == {"param_batching": "batched"}  # the default
-    assert sweep.scan("young").filter(expr).select(pl.len()).collect().item() == 1
-    assert describe(sweep, "young", held) == "batching=batched"
+    assert young.scan().filter(expr).select(pl.len()).collect().item() == 1
+    assert young.describe(held) == "batching=batched"
 
 
 def test_value_expr_matches_null_as_auto_and_floats_with_tolerance():
@@ -105,10 +106,21 @@ def test_nearest_uses_ratio_for_sizes():
 def test_labels_use_binary_sizes_auto_and_leaf_names(small_sweep):
     """2MiB for sizes, auto for a null order, PTE / PMD names for pfnmap leaf orders."""
     sweep = Sweep(small_sweep)
-    assert label(sweep, "memmap", "param_align", 2 << 20) == "2MiB"
-    assert label(sweep, "memmap", "param_compound_order", None) == "auto"
-    assert label(sweep, "pfnmap", "param_compound_order", 9) == "PMD (order 9)"
-    assert label(sweep, "unknown", "param_x", 3) == "3"
+    assert sweep.rows("memmap").label("param_align", 2 << 20) == "2MiB"
+    assert sweep.rows("memmap").label("param_compound_order", None) == "auto"
+    assert sweep.rows("pfnmap").label("param_compound_order", 9) == "PMD (order 9)"
+    assert sweep.rows("unknown").label("param_x", 3) == "3"
+
+
+def test_the_sweep_and_model_forms_answer_as_model_rows(small_sweep):
+    """label, label_with_unit, describe and pin over (sweep, model) give what ModelRows' methods give."""
+    sweep = Sweep(small_sweep)
+    rows = sweep.rows("memmap")
+    assert label(sweep, "memmap", "param_align", 2 << 20) == rows.label("param_align", 2 << 20)
+    assert label_with_unit(sweep, "memmap", "param_struct_page_size", 64) == \
+        rows.label_with_unit("param_struct_page_size", 64)
+    _, held = pin(sweep, "memmap", keep=[])
+    assert held == rows.pin(keep=[])[1] and describe(sweep, "memmap", held) == rows.describe(held)
 
 
 def two_sources(tmp_path) -> Sweep:
@@ -127,7 +139,7 @@ def test_scan_defaults_to_modeled_rows_and_can_pick_a_source(tmp_path):
     assert count(sweep.scan("young")) == 4 and count(sweep.scan("young", "measured")) == 4
     assert count(sweep.scan("young", None)) == 8
     assert sweep.scan("young", "measured").select(pl.col("metric_scan_ms").max()).collect().item() == 128.0
-    assert describe(sweep, "young", {}) == "source=model"
+    assert sweep.rows("young").describe({}) == "source=model"
 
 
 def test_a_measured_only_model_defaults_to_its_measured_rows(tmp_path):

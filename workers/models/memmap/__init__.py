@@ -194,6 +194,38 @@ def timing(strategy, w: dict, stored_lines, psize, order, fsdax, cost: cp.CopyCo
             "written": written, "slow_init": np.maximum(slow_compute, cached_bound)}
 
 
+def _inputs(points: pl.DataFrame) -> dict[str, np.ndarray]:
+    """Each point's params as numpy arrays, a null as the axis reads it (compound order -1: auto) and the
+    strategy as its index in STRATEGIES (slow when unknown)."""
+    arr = points.select(
+        pl.col("param_namespace_size").fill_null(0).clip(0, None).alias("size"),
+        pl.col("param_struct_page_size").fill_null(64).clip(8, 1024).alias("psize"),
+        pl.col("param_align").fill_null(ml.PAGE).clip(ml.PAGE, None).alias("align"),
+        pl.col("param_compound_order").fill_null(-1).alias("order"),
+        (pl.col("param_mode") == "devdax").fill_null(False).alias("devdax"),
+        (pl.col("param_map") == "dev").fill_null(True).alias("map_dev"),
+        pl.col("param_strategy").replace_strict(
+            {s: i for i, s in enumerate(STRATEGIES)}, default=SLOW, return_dtype=pl.Int64).alias("strategy"),
+        pl.col("param_start_offset").fill_null(0).clip(0, None).alias("start"),
+        pl.col("param_nvdimm_kmsan").fill_null(False).alias("kmsan"),
+        (pl.col("param_medium") == "pmem").fill_null(False).alias("pmem"),
+    )
+    return {c: arr[c].to_numpy() for c in arr.columns}
+
+
+def _timing_on_medium(a: dict[str, np.ndarray], w: dict, stored_lines, order, profile: Profile) -> dict:
+    """timing() of each point (`a`: _inputs()) priced with the profile's copy costs, or with its pmem costs
+    where the struct pages live on a pmem namespace (map=dev on medium pmem)."""
+    cost = cp.CopyCosts.of(profile)
+    fsdax = (~a["devdax"]).astype(np.int64)
+    t = timing(a["strategy"], w, stored_lines, a["psize"], order, fsdax, cost)
+    on_pmem = a["map_dev"] & a["pmem"]  # map=mem keeps the struct pages in DRAM whatever the medium
+    if on_pmem.any():
+        tp = timing(a["strategy"], w, stored_lines, a["psize"], order, fsdax, pmem_costs(cost, profile))
+        t = {k: np.where(on_pmem, tp[k], v) for k, v in t.items()}
+    return t
+
+
 # The report's figures of this model (drawn by analysis/figures/declared.py).
 _STRATEGIES = ("slow", "template", "template_nt", "template_nt_inline")
 # Show the 80/96-byte struct pages under map=dev too: CONFIG_NVDIMM_KMSAN only matters for P > 64.
@@ -375,20 +407,7 @@ class MemmapModel(Model):
 
     def evaluate(self, points: pl.DataFrame, profile: Profile) -> pl.DataFrame:
         """Layout, counts and modeled init time for every point (see the module doc)."""
-        arr = points.select(
-            pl.col("param_namespace_size").fill_null(0).clip(0, None).alias("size"),
-            pl.col("param_struct_page_size").fill_null(64).clip(8, 1024).alias("psize"),
-            pl.col("param_align").fill_null(ml.PAGE).clip(ml.PAGE, None).alias("align"),
-            pl.col("param_compound_order").fill_null(-1).alias("order"),
-            (pl.col("param_mode") == "devdax").fill_null(False).alias("devdax"),
-            (pl.col("param_map") == "dev").fill_null(True).alias("map_dev"),
-            pl.col("param_strategy").replace_strict(
-                {s: i for i, s in enumerate(STRATEGIES)}, default=SLOW, return_dtype=pl.Int64).alias("strategy"),
-            pl.col("param_start_offset").fill_null(0).clip(0, None).alias("start"),
-            pl.col("param_nvdimm_kmsan").fill_null(False).alias("kmsan"),
-            (pl.col("param_medium") == "pmem").fill_null(False).alias("pmem"),
-        )
-        a = {c: arr[c].to_numpy() for c in arr.columns}
+        a = _inputs(points)
         size, psize, align, start, map_dev, devdax = (a[k] for k in ("size", "psize", "align", "start",
                                                                      "map_dev", "devdax"))
         order, kernel_order = resolve_order(a["order"], devdax, align)
@@ -396,13 +415,7 @@ class MemmapModel(Model):
         lay = ml.layout(size, align, start, map_dev, psize, a["kmsan"])
         w = ml.walk(lay, start, map_dev, order, psize)
         geo = ml.lines(w["heads"], w["per_compound"], w["optimized"], psize)
-        cost = cp.CopyCosts.of(profile)
-        fsdax = (~devdax).astype(np.int64)
-        t = timing(a["strategy"], w, geo["lines"], psize, order, fsdax, cost)
-        on_pmem = map_dev & a["pmem"]  # map=mem keeps the struct pages in DRAM whatever the medium
-        if on_pmem.any():
-            tp = timing(a["strategy"], w, geo["lines"], psize, order, fsdax, pmem_costs(cost, profile))
-            t = {k: np.where(on_pmem, tp[k], v) for k, v in t.items()}
+        t = _timing_on_medium(a, w, geo["lines"], order, profile)
         vm = ml.vmemmap(lay, start, map_dev, w["optimized"], w["heads"], psize)
         dram = vm["struct_dram"] + vm["pt_bytes"]
         device = np.where(map_dev, lay["offset"] - ml.INFO_BLOCK, 0)
