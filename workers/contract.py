@@ -21,7 +21,7 @@ from .axes import Axis
 from .findings import (FINDING_KINDS, FORMATS, PICKS, Column, Medians, MedianTable, Pick, Ratio, Winner,
                        finding_columns, finding_templates, placeholders)
 from .model import BETTER, HOST_CACHES, Comparison, CostOrder, Figure, Measurement, Metric, Model
-from .plots import KINDS, OPS, X_SCALES, Y_SCALES, Cond, Either, Plot
+from .plots import OPS, X_SCALES, Y_SCALES, BestHeatmap, Cond, Either, Lines, Overlay, Panels, Series, X, Y
 from .profiles import Quantity
 
 NAME_RE = re.compile(r"[a-z][a-z0-9_]*")
@@ -312,42 +312,75 @@ def _cond_ok(c: object) -> bool:
 
 
 def _plots(model: Model) -> str | None:
-    """The figures the model declares (workers.plots.Plot): unique ids that are not the report's own
-    (parity, measured_vs_model), a known kind and scales, the model's own columns, valid conditions;
-    a lines plot names its metric (or one per panel) and a series; a best_heatmap needs a comparison."""
+    """The figures the model declares (workers.plots: Lines, BestHeatmap): unique ids that are not the
+    report's own (parity, measured_vs_model), parts of the right kinds, known scales, the model's own
+    columns and valid conditions; a metric per panel needs a split, a heatmap a comparison and grid axes."""
     plots = model.plots
     if not isinstance(plots, tuple):
-        return f"'plots' must be a tuple of workers.plots.Plot (got {plots!r})."
+        return f"'plots' must be a tuple of workers.plots.Lines or BestHeatmap (got {plots!r})."
     columns = {a.column for a in model.axes} | {m.column for m in model.metrics}
     ids: set[str] = {"parity", "measured_vs_model"}
     for p in plots:
-        if not isinstance(p, Plot):
-            return f"'plots' must hold only workers.plots.Plot objects (got {_type(p)})."
+        if not isinstance(p, (Lines, BestHeatmap)):
+            return f"'plots' must hold only workers.plots.Lines or BestHeatmap objects (got {_type(p)})."
         if not isinstance(p.id, str) or not NAME_RE.fullmatch(p.id) or p.id in ids:
             return (f"'plots' ids must be {NAME_RULE}, unique and not 'parity' or 'measured_vs_model' "
                     f"(got {p.id!r}).")
         ids.add(p.id)
         at = f"plots[{p.id!r}]"
-        if not isinstance(p.title, str) or not p.title.strip() or not isinstance(p.caption, str):
-            return f"'{at}.title' and '.caption' must be strings, the title not empty (got {p.title!r})."
-        if p.kind not in KINDS:
-            return f"'{at}.kind' must be one of {list(KINDS)} (got {p.kind!r})."
-        scales = [p.x_scale] if isinstance(p.x_scale, str) else list(p.x_scale.values())
-        if any(s not in X_SCALES for s in scales) or p.y_scale not in Y_SCALES:
-            return (f"'{at}' scales must be x in {list(X_SCALES)} and y in {list(Y_SCALES)} "
-                    f"(got x {p.x_scale!r}, y {p.y_scale!r}).")
-        for c in (*p.where, *p.published_when):
-            if not _cond_ok(c):
-                return f"'{at}.where' must hold workers.plots.Cond/Either with an op in {list(OPS)} (got {c!r})."
+        problem = _plot_parts(p, at) or _plot_rules(model, p, at)
+        if problem:
+            return problem
         unknown = sorted(c for c in p.columns() if c not in columns)
         if unknown:
             return f"'{at}' must name the model's param_/metric_ columns (got {unknown[0]!r})."
-        if p.kind == "lines" and (not p.xs or not (p.y or p.y_by) or not p.hue):
-            return f"'{at}' must name its x, its metric (y, or y_by with split) and its series (hue) (got {p!r})."
-        if p.y_by and not p.split:
-            return f"'{at}.y_by' must come with a 'split' column whose values it maps (got split None)."
-        if p.kind == "best_heatmap" and (model.comparison is None or not p.grid):
+    return None
+
+
+# A plot's parts: (field, the kinds it may be, what to write there); a string given for one is already
+# its object (workers.plots).
+_PARTS = (("x", None, "a column, a workers.plots.X or a non-empty tuple of them"),
+          ("y", Y, "a metric column or a workers.plots.Y"),
+          ("hue", Series, "a column or a workers.plots.Series"),
+          ("style", (Series, type(None)), "a column, a workers.plots.Series or None"),
+          ("panels", Panels, "a split column, a workers.plots.Panels or None"),
+          ("overlay", Overlay, "a workers.plots.Overlay or None"))
+
+
+def _plot_parts(p, at: str) -> str | None:
+    if not isinstance(p.title, str) or not p.title.strip() or not isinstance(p.caption, str):
+        return f"'{at}.title' and '.caption' must be strings, the title not empty (got {p.title!r})."
+    for name, kinds, what in _PARTS:
+        if not hasattr(p, name):
+            continue
+        value = getattr(p, name)
+        ok = (isinstance(value, tuple) and value and all(isinstance(x, X) for x in value)) if kinds is None \
+            else isinstance(value, kinds)
+        if not ok:
+            return f"'{at}.{name}' must be {what} (got {value!r})."
+    if not isinstance(p.hold, Mapping):
+        return f"'{at}.hold' must map param columns to the value to hold them at, or POOL (got {p.hold!r})."
+    for c in p.conditions():
+        if not _cond_ok(c):
+            return f"'{at}.where' must hold workers.plots.Cond/Either with an op in {list(OPS)} (got {c!r})."
+    return None
+
+
+def _plot_rules(model: Model, p, at: str) -> str | None:
+    """Scales, a metric per panel with its split; a heatmap's comparison, grid and panels."""
+    if isinstance(p, BestHeatmap):
+        if model.comparison is None or not isinstance(p.grid, tuple) or not p.grid:
             return f"'{at}' must belong to a model with a 'comparison' and name its 'grid' axes (got {p.grid!r})."
+        if p.panels.split is not None:
+            return f"'{at}.panels' of a BestHeatmap takes facets, not a split (got split {p.panels.split!r})."
+        return None
+    for x in p.x:
+        if x.scale not in X_SCALES:
+            return f"'{at}.x.scale' must be one of {list(X_SCALES)} (got {x.scale!r})."
+    if p.y.scale not in Y_SCALES:
+        return f"'{at}.y.scale' must be one of {list(Y_SCALES)} (got {p.y.scale!r})."
+    if not isinstance(p.y.metric, str) and not p.panels.split:
+        return f"'{at}.y.metric' maps split values to metrics: the panels need a 'split' column (got split None)."
     return None
 
 

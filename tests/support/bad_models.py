@@ -8,15 +8,15 @@ import polars as pl
 from workers.axes import Axis
 from workers.findings import MIN, Column, Medians, MedianTable, Winner
 from workers.model import Comparison, CostOrder, Figure, Measurement, Metric, Model
-from workers.plots import Cond, Plot
+from workers.plots import BestHeatmap, Cond, Lines, Panels, X, Y
 
-X = Axis(name="x", kind="int", unit="", default=0, doc="an integer")
+AXIS_X = Axis(name="x", kind="int", unit="", default=0, doc="an integer")
 
 
 class Good(Model):
     name = "good"
     version = "1"
-    axes = (X,)
+    axes = (AXIS_X,)
     metrics = (Metric(column="metric_y", dtype=pl.Int64, doc="x + 1", better="lower"),)
     headline = "metric_y"
     comparison = Comparison(axis="x", baseline=0, metric="metric_y", label="x")
@@ -51,7 +51,7 @@ NOT_A_MODEL = {"name": "good"}
 BAD_NAME = variant(name="Good-Model")
 EMPTY_NAME = variant(name="")
 NO_AXES = variant(axes=())
-DUPLICATE_AXES = variant(axes=(X, X))
+DUPLICATE_AXES = variant(axes=(AXIS_X, AXIS_X))
 METRICS_AS_MAPPING = variant(metrics={"metric_y": pl.Int64})
 UNPREFIXED_METRIC = variant(metrics=(Metric(column="y", dtype=pl.Int64, doc="x + 1"),))
 BAD_DTYPE = variant(metrics=(Metric(column="metric_y", dtype="Int64", doc="x + 1"),))
@@ -86,13 +86,17 @@ TABLE_OF_UNKNOWN_COLUMN = variant(tables=(MedianTable(title="y by z", caption="M
                                                       medians=(Column("metric_y", "y"),)),))
 
 
-def plot(**kw) -> Plot:
-    return Plot(**{"id": "good_y", "title": "y vs x", "caption": "y.", "x": "param_x", "y": "metric_y",
-                   "hue": "param_x", **kw})
+def plot(**kw) -> Lines:
+    return Lines(**{"id": "good_y", "title": "y vs x", "caption": "y.", "x": "param_x", "y": "metric_y",
+                    "hue": "param_x", **kw})
 
 
 PLOT_OF_UNKNOWN_COLUMN = variant(plots=(plot(y="metric_z"),))
 PLOT_NAMED_PARITY = variant(plots=(plot(id="parity"),))
-PLOT_WITH_UNKNOWN_SCALE = variant(plots=(plot(x_scale="log3"),))
+PLOT_WITH_UNKNOWN_SCALE = variant(plots=(plot(x=X("param_x", scale="log3")),))
 PLOT_WITH_UNKNOWN_OP = variant(plots=(plot(where=(Cond("param_x", "=~", 1),)),))
+PLOT_WITH_A_NUMBER_FOR_X = variant(plots=(plot(x=3),))
+PLOT_WITH_A_METRIC_PER_PANEL_WITHOUT_SPLIT = variant(plots=(plot(y=Y({0: "metric_y"})),))
+HEATMAP_WITH_A_SPLIT = variant(plots=(BestHeatmap(id="good_best", title="best x", caption="x.", grid=("param_x",),
+                                                  panels=Panels("param_x")),))
 ORDER_OF_ONE_COST = variant(cost_orders=(CostOrder(lower="llc_gbs", higher="llc_gbs", why="made up"),))

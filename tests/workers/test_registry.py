@@ -101,9 +101,16 @@ RULES = [
     (ep("PLOT_NAMED_PARITY"),
      "'plots' ids must be .*, unique and not 'parity' or 'measured_vs_model' \\(got 'parity'\\)"),
     (ep("PLOT_WITH_UNKNOWN_SCALE"),
-     "'plots\\['good_y'\\]' scales must be x in \\[.*\\] and y in \\[.*\\] \\(got x 'log3', y 'auto'\\)"),
+     "'plots\\['good_y'\\].x.scale' must be one of \\['size', 'log', .*\\] \\(got 'log3'\\)"),
     (ep("PLOT_WITH_UNKNOWN_OP"),
      "'plots\\['good_y'\\].where' must hold workers.plots.Cond/Either with an op in \\[.*\\] \\(got .*=~"),
+    (ep("PLOT_WITH_A_NUMBER_FOR_X"),
+     "'plots\\['good_y'\\].x' must be a column, a workers.plots.X or a non-empty tuple of them \\(got 3\\)"),
+    (ep("PLOT_WITH_A_METRIC_PER_PANEL_WITHOUT_SPLIT"),
+     "'plots\\['good_y'\\].y.metric' maps split values to metrics: the panels need a 'split' column "
+     "\\(got split None\\)"),
+    (ep("HEATMAP_WITH_A_SPLIT"),
+     "'plots\\['good_best'\\].panels' of a BestHeatmap takes facets, not a split \\(got split 'param_x'\\)"),
     (ep("ORDER_OF_ONE_COST"),
      "'cost_orders' must name two different cost keys, each .* \\(got 'llc_gbs', 'llc_gbs'\\)"),
 ]

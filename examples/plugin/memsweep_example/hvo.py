@@ -41,7 +41,7 @@ import polars as pl
 from workers.axes import STRUCT_PAGE_SIZE, Axis, choice
 from workers.findings import Medians
 from workers.model import Comparison, Figure, FreeParam, Metric, Model, Reasons, status_columns
-from workers.plots import Cond, Plot
+from workers.plots import Cond, Lines, Panels, Series, X, Y
 from workers.profiles import Profile, Quantity
 
 SECTION = "hvo"
@@ -111,14 +111,14 @@ FINDINGS = (
 
 # The report's figure, declared as data (workers.plots): drawn by memsweep's generic figure path.
 PLOTS = (
-    Plot(id="hvo_alloc", title="hvo: nr_hugepages write time vs folios, per-folio vs batched flushes",
-         x="param_nr_hugepages", y="metric_alloc_ms", hue="param_batching", hue_order=("per_folio", "batched"),
-         hue_title="batching", split="param_virtualized", panel_title="virtualized={value}",
-         facets=("param_cpus",), max_panels=4, prefer={"param_hvo": True, "param_struct_page_size": 64},
-         x_scale="log", xlabel="hugetlb folios allocated (2 MiB)", ylabel="write time (ms)",
-         caption="Modeled time of one write to nr_hugepages with HVO on: per_folio optimizes and flushes each "
-                 "folio on its own (a kernel TLB flush per folio and per vmemmap PMD split, each an IPI to "
-                 "every CPU); batched remaps the whole list and flushes twice."),
+    Lines(id="hvo_alloc", title="hvo: nr_hugepages write time vs folios, per-folio vs batched flushes",
+          x=X("param_nr_hugepages", "log", "hugetlb folios allocated (2 MiB)"),
+          y=Y("metric_alloc_ms", label="write time (ms)"), hue=Series("param_batching", order=("per_folio", "batched")),
+          panels=Panels("param_virtualized", facets=("param_cpus",), most=4),
+          hold={"param_hvo": True, "param_struct_page_size": 64},
+          caption="Modeled time of one write to nr_hugepages with HVO on: per_folio optimizes and flushes each "
+                  "folio on its own (a kernel TLB flush per folio and per vmemmap PMD split, each an IPI to "
+                  "every CPU); batched remaps the whole list and flushes twice."),
 )
 
 

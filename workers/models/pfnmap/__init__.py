@@ -60,7 +60,7 @@ from workers.model import (
     Reasons,
     status_columns,
 )
-from workers.plots import Cond, Either, Plot
+from workers.plots import Cond, Either, Lines, Overlay, Panels, Series, X, Y
 from workers.profiles import Profile
 from workers.units import KiB, MiB
 
@@ -117,36 +117,34 @@ def order_expr() -> pl.Expr:
 # The report's figures of this model (drawn by analysis/figures/declared.py).
 _MISALIGN = ("param_align", "param_pa_offset", "param_va_offset")
 PLOTS = (
-    Plot(id="pfnmap_latency", title="pfnmap: access cost vs mapping size per leaf order",
-         x="param_namespace_size", split="param_access", split_order=("lat_mem_rd_random", "memcpy_seq"),
-         y_by={"lat_mem_rd_random": "metric_ns_per_load", "memcpy_seq": "metric_copy_ms"},
-         hue="param_compound_order", hue_title="largest leaf", panel_title="{value}",
-         published=True,
-         # only the published rows whose working set is the whole mapping lie on these lines: the RFC's
-         # smaller lat_mem_rd rows are working sets of one 4 GiB mapping (the parity figure compares them)
-         published_when=(Either(groups=((Cond("param_working_set", "not null", None),
-                                          Cond("param_working_set", "== column", "param_namespace_size")),
-                                         (Cond("param_working_set", "==", None),))),),
-         xlabel="mapping length L (bytes, log2)",
-         ylabel={"lat_mem_rd_random": "ns per load (lat_mem_rd -t, random pages)",
-                 "memcpy_seq": "ms per copy of the whole mapping"},
-         caption="Median over the held slice per (mapping size, largest leaf order); black crosses are the "
-                 "published RFC figures whose working set is the whole mapping, at their own parameters (the "
-                 "RFC's smaller lat_mem_rd rows are working sets of one 4 GiB mapping: the parity figure "
-                 "compares them)."),
-    Plot(id="pfnmap_coverage", title="pfnmap: huge-leaf coverage vs misalignment",
-         x=_MISALIGN, y="metric_huge_fraction", hue="param_compound_order", hue_title="largest leaf",
-         style="param_namespace_size", most={"param_namespace_size": 3},
-         x_min=0,  # pa_offset -1: not given (the start is then `align`)
-         x_scale={"param_align": "size", "param_pa_offset": "ordinal_size", "param_va_offset": "ordinal_size"},
-         y_scale="percent", ylabel="mapping covered by huge leaves (%)",
-         xlabel={"param_align": "physical start alignment (bytes; aligned to this, no larger power of 2)",
-                 "param_pa_offset": "physical start modulo 1 GiB (bytes)",
-                 "param_va_offset": "(va - pa) modulo 1 GiB (bytes)"},
-         caption="A 2 MiB (1 GiB) block becomes a PMD (PUD) leaf only when it lies wholly inside the range and "
-                 "va and pa are both aligned to it; the unaligned head and tail fall back to PTEs; a (va - pa) "
-                 "that is not a multiple of 2 MiB allows no huge leaf at all. One panel per misalignment axis "
-                 "that varies (at most two), line style the mapping length (at most three shown)."),
+    Lines(id="pfnmap_latency", title="pfnmap: access cost vs mapping size per leaf order",
+          x=X("param_namespace_size", label="mapping length L (bytes, log2)"),
+          y=Y({"lat_mem_rd_random": "metric_ns_per_load", "memcpy_seq": "metric_copy_ms"},
+              label={"lat_mem_rd_random": "ns per load (lat_mem_rd -t, random pages)",
+                     "memcpy_seq": "ms per copy of the whole mapping"}),
+          hue=Series("param_compound_order", title="largest leaf"),
+          panels=Panels("param_access", order=("lat_mem_rd_random", "memcpy_seq"), title="{value}"),
+          # only the published rows whose working set is the whole mapping lie on these lines: the RFC's
+          # smaller lat_mem_rd rows are working sets of one 4 GiB mapping (the parity figure compares them)
+          overlay=Overlay(published=True, published_when=(
+              Either(groups=((Cond("param_working_set", "not null", None),
+                              Cond("param_working_set", "== column", "param_namespace_size")),
+                             (Cond("param_working_set", "==", None),))),)),
+          caption="Median over the held slice per (mapping size, largest leaf order); black crosses are the "
+                  "published RFC figures whose working set is the whole mapping, at their own parameters (the "
+                  "RFC's smaller lat_mem_rd rows are working sets of one 4 GiB mapping: the parity figure "
+                  "compares them)."),
+    Lines(id="pfnmap_coverage", title="pfnmap: huge-leaf coverage vs misalignment",
+          # one panel per misalignment axis that varies; pa_offset -1: not given (the start is then `align`)
+          x=(X("param_align", label="physical start alignment (bytes; aligned to this, no larger power of 2)"),
+             X("param_pa_offset", "ordinal_size", "physical start modulo 1 GiB (bytes)", min=0),
+             X("param_va_offset", "ordinal_size", "(va - pa) modulo 1 GiB (bytes)")),
+          y=Y("metric_huge_fraction", "percent", "mapping covered by huge leaves (%)"),
+          hue=Series("param_compound_order", title="largest leaf"), style=Series("param_namespace_size", most=3),
+          caption="A 2 MiB (1 GiB) block becomes a PMD (PUD) leaf only when it lies wholly inside the range and "
+                  "va and pa are both aligned to it; the unaligned head and tail fall back to PTEs; a (va - pa) "
+                  "that is not a multiple of 2 MiB allows no huge leaf at all. One panel per misalignment axis "
+                  "that varies (at most two), line style the mapping length (at most three shown)."),
 )
 
 # The report's key finding about huge leaves and alignment (workers.findings).

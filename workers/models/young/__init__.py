@@ -46,7 +46,7 @@ import polars as pl
 from workers.axes import ALIGN, COMPOUND_ORDER, NAMESPACE_SIZE, Axis, choice
 from workers.findings import FIRST, LAST, MAX, MIN, Clause, Medians
 from workers.model import Comparison, Figure, FreeParam, Measurement, Metric, Model, Reasons, status_columns
-from workers.plots import Cond, Either, Plot
+from workers.plots import Cond, Either, Lines, Panels, Series, X, Y
 from workers.profiles import Profile
 from workers.units import KiB, MiB
 
@@ -123,19 +123,20 @@ def counts(size: np.ndarray, align: np.ndarray, order: np.ndarray, arm64: np.nda
 
 # The report's figure of this model (drawn by analysis/figures/declared.py).
 PLOTS = (
-    Plot(id="young_scan", title="young: reclaim scan time vs folio order, per-PTE vs batched",
-         x="param_compound_order", y="metric_scan_ms", hue="param_batching", hue_order=("per_pte", "batched"),
-         hue_title="batching", split="param_arch", panel_title="arch: {value}",
-         # x86_64 has no cont bit (its first PTE is never cont): compare arm64 with cont heads to x86_64
-         where=(Cond("param_compound_order", "not null"),
-                Either(groups=((Cond("param_arch", "==", "arm64"), Cond("param_first_pte_cont", "==", True)),
-                               (Cond("param_arch", "!=", "arm64"), Cond("param_first_pte_cont", "==", False))),
-                       when_varying="param_first_pte_cont")),
-         x_scale="order", xlabel="folio order (log2 pages) and folio size", ylabel="modeled reclaim scan time (ms)",
-         caption="Modeled sys time of scanning and reclaiming the folios: per_pte calls the per-PTE helper for "
-                 "every PTE (a cont PTE walks its whole 16-PTE block); batched calls test_and_clear_young_ptes() "
-                 "once per folio run. Order 'auto' rows are left out; where first_pte_cont varies it is true on "
-                 "arm64, false on x86_64."),
+    Lines(id="young_scan", title="young: reclaim scan time vs folio order, per-PTE vs batched",
+          x=X("param_compound_order", "order", "folio order (log2 pages) and folio size"),
+          y=Y("metric_scan_ms", label="modeled reclaim scan time (ms)"),
+          hue=Series("param_batching", order=("per_pte", "batched")),
+          panels=Panels("param_arch", title="arch: {value}"),
+          # x86_64 has no cont bit (its first PTE is never cont): compare arm64 with cont heads to x86_64
+          where=(Cond("param_compound_order", "not null"),
+                 Either(groups=((Cond("param_arch", "==", "arm64"), Cond("param_first_pte_cont", "==", True)),
+                                (Cond("param_arch", "!=", "arm64"), Cond("param_first_pte_cont", "==", False))),
+                        when_varying="param_first_pte_cont")),
+          caption="Modeled sys time of scanning and reclaiming the folios: per_pte calls the per-PTE helper for "
+                  "every PTE (a cont PTE walks its whole 16-PTE block); batched calls test_and_clear_young_ptes() "
+                  "once per folio run. Order 'auto' rows are left out; where first_pte_cont varies it is true on "
+                  "arm64, false on x86_64."),
 )
 
 # The report's key finding about batched young-bit clearing (workers.findings).
