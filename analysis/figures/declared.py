@@ -1,5 +1,5 @@
-"""Every figure a model declares (`Model.plots`, workers.plots: Lines, BestHeatmap), drawn by one
-generic path.
+"""Every figure a model declares (its report's `plots`, workers.plots: Lines, BestHeatmap), drawn by
+one generic path.
 
 For each declared plot of a model in the sweep: check the columns it needs, hold
 every other varying axis at one value (analysis.read.pin: the `hold` value,
@@ -52,7 +52,7 @@ def declared(sweep: Sweep) -> list[tuple[str, Plot]]:
     out = []
     for name in sweep.named_models():
         obj = sweep.model_object(name)
-        out += [(name, p) for p in (obj.plots if obj is not None else ())]
+        out += [(name, p) for p in (obj.report.plots if obj is not None and obj.report is not None else ())]
     return out
 
 

@@ -45,7 +45,8 @@ import numpy as np
 import polars as pl
 
 from workers.axes import ALIGN, NAMESPACE_SIZE, STRUCT_PAGE_SIZE, Axis, choice
-from workers.model import LAST_LEVEL, Comparison, CostOrder, Measurement, Metric, Model, Reasons, status_columns
+from workers.model import (LAST_LEVEL, Calibration, Comparison, CostOrder, Measurement, Metric, Model, Reasons, Report,
+                           status_columns)
 from workers.plots import Lines, Panels, Series, X, Y
 from workers.profiles import Profile
 
@@ -278,14 +279,14 @@ class CopyModel(Model):
         Metric(column="metric_memory_bound", dtype=BOOL, doc="the bandwidth bound exceeds the instruction time"),
     )
     headline = "metric_ns_per_copy"
-    comparison = Comparison(axis="strategy", baseline="memcpy", metric="metric_ns_per_copy", label="copy path")
-    best_keys = ("struct_page_size", "inline_sizes")
-    plots = PLOTS
     points_per_second = 8e6  # ~1e7 measured on one core, 1,000,000 mixed points
-    cost_orders = (
+    report = Report(
+        comparison=Comparison(axis="strategy", baseline="memcpy", metric="metric_ns_per_copy", label="copy path"),
+        best_keys=("struct_page_size", "inline_sizes"), plots=PLOTS)
+    calibration = Calibration(cost_orders=(
         CostOrder(lower="dram_rfo_gbs", higher="llc_gbs",
                   why="the LLC sits between the core and DRAM: an RFO it serves is no slower than one from DRAM"),
-    )
+    ))
     # The user-space copy loop (workers/models/copy/measure.py) fills metric_ns_per_copy, and metric_gbs =
     # struct_page_size bytes / ns per copy; a fit takes the host's last-level cache as copy.llc_bytes.
     measurement = Measurement(

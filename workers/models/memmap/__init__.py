@@ -68,7 +68,8 @@ import polars as pl
 
 from workers.axes import ALIGN, COMPOUND_ORDER, NAMESPACE_SIZE, STRUCT_PAGE_SIZE, Axis, choice
 from workers.findings import MAX, MIN, Column, Medians, MedianTable, Pick, Ratio, Winner
-from workers.model import LAST_LEVEL, Comparison, Figure, FreeParam, Measurement, Metric, Model, Reasons, status_columns
+from workers.model import (LAST_LEVEL, Calibration, Comparison, Figure, FreeParam, Measurement, Metric, Model, Reasons,
+                           Report, status_columns)
 from workers.models import copy as cp
 from workers.plots import POOL, BestHeatmap, Cond, Lines, Overlay, Panels, Series, X, Y
 from workers.profiles import Profile
@@ -274,6 +275,43 @@ TABLES = (
 )
 
 
+# 4 costs for 8 figures, all shared by every kind, mode and strategy (the copy model's costs)
+FREE_PARAMS = (
+    FreeParam(section="copy", key="store_ns", lower=0.02, upper=5.0),
+    FreeParam(section="copy", key="call_ns", lower=0.0, upper=50.0),
+    FreeParam(section="copy", key="dram_write_gbs", lower=1.0, upper=200.0),
+    FreeParam(section="copy", key="dram_rfo_gbs", lower=1.0, upper=200.0),
+)
+# Measured rows (workers.measure) span P = 64..96 and memmaps inside and beyond the LLC: they also
+# pin the copy-loop iteration cost and the LLC bandwidth, which the eight figures cannot.
+MEASURED_FREE_PARAMS = (
+    *FREE_PARAMS,
+    FreeParam(section="copy", key="loop_ns", lower=0.0, upper=10.0),
+    FreeParam(section="copy", key="llc_gbs", lower=1.0, upper=500.0),
+)
+
+
+def published_figures(model: str) -> tuple[Figure, ...]:
+    """The eight init times of `model` (this model's name) in the seed series (MODEL.md): 100 GiB, P = 64,
+    map=dev."""
+    base = {"namespace_size": "100GiB", "struct_page_size": 64, "align": "2MiB", "compound_order": "auto",
+            "map": "dev", "start_offset": 0, "nvdimm_kmsan": False,
+            "medium": "dram"}  # the seed's VM emulates pmem in DRAM
+    published = {
+        ("fsdax", "slow"): (244.28, 4), ("fsdax", "template"): (215.55, 4),
+        ("fsdax", "template_nt"): (150.83, 7), ("fsdax", "template_nt_inline"): (96.79, 8),
+        ("devdax", "slow"): (273.31, 5), ("devdax", "template"): (244.37, 5),
+        ("devdax", "template_nt"): (153.55, 7), ("devdax", "template_nt_inline"): (119.04, 8),
+    }
+    driver = {"fsdax": "nd_pmem", "devdax": "dax_pmem"}
+    return tuple(
+        Figure(id=f"memmap/{mode}/{strategy}", model=model, metric="metric_init_ms", published=value,
+               unit="ms", params={**base, "mode": mode, "strategy": strategy},
+               source=SOURCE.format(n=n) + f": {driver[mode]} {value} ms")
+        for (mode, strategy), (value, n) in published.items()
+    )
+
+
 class MemmapModel(Model):
     name = "memmap"
     version = "2"
@@ -345,26 +383,12 @@ class MemmapModel(Model):
                doc="what sets the time: compute, else memory (bound) or latency (stall), the larger"),
     )
     headline = "metric_init_ms"
-    comparison = Comparison(axis="strategy", baseline="slow", metric="metric_init_ms", label="strategy")
-    best_keys = ("struct_page_size", "mode", "map")
-    plots = PLOTS
-    findings = FINDINGS
-    tables = TABLES
     points_per_second = 1.5e6  # ~2e6 measured on one core, 1,000,000 mixed points
-    # 4 costs for 8 figures, all shared by every kind, mode and strategy (the copy model's costs)
-    free_params = (
-        FreeParam(section="copy", key="store_ns", lower=0.02, upper=5.0),
-        FreeParam(section="copy", key="call_ns", lower=0.0, upper=50.0),
-        FreeParam(section="copy", key="dram_write_gbs", lower=1.0, upper=200.0),
-        FreeParam(section="copy", key="dram_rfo_gbs", lower=1.0, upper=200.0),
-    )
-    # Measured rows (workers.measure) span P = 64..96 and memmaps inside and beyond the LLC: they also
-    # pin the copy-loop iteration cost and the LLC bandwidth, which the eight figures cannot.
-    measured_free_params = (
-        *free_params,
-        FreeParam(section="copy", key="loop_ns", lower=0.0, upper=10.0),
-        FreeParam(section="copy", key="llc_gbs", lower=1.0, upper=500.0),
-    )
+    report = Report(
+        comparison=Comparison(axis="strategy", baseline="slow", metric="metric_init_ms", label="strategy"),
+        best_keys=("struct_page_size", "mode", "map"), plots=PLOTS, findings=FINDINGS, tables=TABLES)
+    calibration = Calibration(figures=published_figures(name), free_params=FREE_PARAMS,
+                              measured_free_params=MEASURED_FREE_PARAMS)
     # The user-space analog of memmap_init_zone_device() (workers/models/memmap/measure.py) fills
     # metric_init_ms; its figures are named memmap/measured/<mode>/P<P>/<strategy>/<size>. The struct pages
     # are priced with the copy costs, so a fit takes the host's last-level cache as copy.llc_bytes.
@@ -464,25 +488,6 @@ class MemmapModel(Model):
                 .add(c("small"), "namespace too small for its info block, memmap and alignment padding "
                      "(nd_pfn_init(): unable to satisfy requested alignment)")
                 .expr())
-
-    def figures(self) -> tuple[Figure, ...]:
-        """The eight memmap init times of the seed series (MODEL.md): 100 GiB, P = 64, map=dev."""
-        base = {"namespace_size": "100GiB", "struct_page_size": 64, "align": "2MiB", "compound_order": "auto",
-                "map": "dev", "start_offset": 0, "nvdimm_kmsan": False,
-                "medium": "dram"}  # the seed's VM emulates pmem in DRAM
-        published = {
-            ("fsdax", "slow"): (244.28, 4), ("fsdax", "template"): (215.55, 4),
-            ("fsdax", "template_nt"): (150.83, 7), ("fsdax", "template_nt_inline"): (96.79, 8),
-            ("devdax", "slow"): (273.31, 5), ("devdax", "template"): (244.37, 5),
-            ("devdax", "template_nt"): (153.55, 7), ("devdax", "template_nt_inline"): (119.04, 8),
-        }
-        driver = {"fsdax": "nd_pmem", "devdax": "dax_pmem"}
-        return tuple(
-            Figure(id=f"memmap/{mode}/{strategy}", model=self.name, metric="metric_init_ms", published=value,
-                   unit="ms", params={**base, "mode": mode, "strategy": strategy},
-                   source=SOURCE.format(n=n) + f": {driver[mode]} {value} ms")
-            for (mode, strategy), (value, n) in published.items()
-        )
 
 
 MODEL = MemmapModel()
