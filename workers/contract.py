@@ -61,14 +61,22 @@ def _type(obj: object) -> str:
     return f"{t.__module__}.{t.__qualname__}"
 
 
+def _tuple_of(value: object, kinds, field: str, what: str, nonempty: bool = False) -> str | None:
+    """Why `value` is not a (non-empty) tuple of `kinds` objects (`what` names them), or None."""
+    if not isinstance(value, tuple) or (nonempty and not value):
+        return f"'{field}' must be a {'non-empty ' if nonempty else ''}tuple of {what} (got {value!r})."
+    for v in value:
+        if not isinstance(v, kinds):
+            return f"'{field}' must hold only {what} objects (got {_type(v)})."
+    return None
+
+
 def _axes(model: Model) -> str | None:
-    axes = model.axes
-    if not isinstance(axes, tuple) or not axes:
-        return f"'axes' must be a non-empty tuple of workers.axes.Axis (got {axes!r})."
+    problem = _tuple_of(model.axes, Axis, "axes", "workers.axes.Axis", nonempty=True)
+    if problem:
+        return problem
     seen: set[str] = set()
-    for a in axes:
-        if not isinstance(a, Axis):
-            return f"'axes' must hold only workers.axes.Axis objects (got {_type(a)})."
+    for a in model.axes:
         if not isinstance(a.name, str) or not NAME_RE.fullmatch(a.name):
             return f"'axes' names must be {NAME_RULE} (got {a.name!r})."
         if a.name in seen:
@@ -83,13 +91,11 @@ def _is_dtype(dt: object) -> bool:
 
 
 def _metrics(model: Model) -> str | None:
-    metrics = model.metrics
-    if not isinstance(metrics, tuple) or not metrics:
-        return f"'metrics' must be a non-empty tuple of workers.model.Metric (got {metrics!r})."
+    problem = _tuple_of(model.metrics, Metric, "metrics", "workers.model.Metric", nonempty=True)
+    if problem:
+        return problem
     seen: set[str] = set()
-    for m in metrics:
-        if not isinstance(m, Metric):
-            return f"'metrics' must hold only workers.model.Metric objects (got {_type(m)})."
+    for m in model.metrics:
         col = m.column
         if not isinstance(col, str) or not col.startswith("metric_") or col == "metric_":
             return f"'metrics' columns must start with 'metric_' and carry their unit in the name (got {col!r})."
@@ -156,12 +162,11 @@ def _calibration(model: Model) -> str | None:
 
 
 def _figures(model: Model, cal: Calibration) -> str | None:
-    if not isinstance(cal.figures, tuple):
-        return f"'calibration.figures' must be a tuple of workers.model.Figure (got {cal.figures!r})."
+    problem = _tuple_of(cal.figures, Figure, "calibration.figures", "workers.model.Figure")
+    if problem:
+        return problem
     axes = {a.name: a for a in model.axes}
     for f in cal.figures:
-        if not isinstance(f, Figure):
-            return f"'calibration.figures' must hold only workers.model.Figure objects (got {_type(f)})."
         at = f"calibration.figures[{f.id!r}]"
         if f.model != model.name:
             return f"'{at}.model' must be {model.name!r}, the model declaring it (got {f.model!r})."
@@ -233,14 +238,11 @@ def _findings(model: Model, report: Report) -> str | None:
     columns they name (the model's param_ / metric_ columns), their picks, conditions and number formats,
     and the placeholders their sentence templates use."""
     columns = {a.column for a in model.axes} | {m.column for m in model.metrics}
-    findings = report.findings
-    if not isinstance(findings, tuple):
-        return f"'report.findings' must be a tuple of workers.findings.Winner, Ratio or Medians (got {findings!r})."
+    problem = _tuple_of(report.findings, FINDING_KINDS, "report.findings", "workers.findings.Winner, Ratio or Medians")
+    if problem:
+        return problem
     ids: set[str] = set()
-    for f in findings:
-        if not isinstance(f, FINDING_KINDS):
-            return (f"'report.findings' must hold only workers.findings.Winner, Ratio or Medians objects "
-                    f"(got {_type(f)}).")
+    for f in report.findings:
         if not isinstance(f.id, str) or not NAME_RE.fullmatch(f.id):
             return f"'report.findings' ids must be {NAME_RULE} (got {f.id!r})."
         if f.id in ids:
@@ -260,13 +262,11 @@ def _findings(model: Model, report: Report) -> str | None:
 def _tables(model: Model, report: Report) -> str | None:
     """The tables the report part declares (workers.findings.MedianTable): the model's own columns."""
     columns = {a.column for a in model.axes} | {m.column for m in model.metrics}
-    tables = report.tables
-    if not isinstance(tables, tuple):
-        return f"'report.tables' must be a tuple of workers.findings.MedianTable (got {tables!r})."
+    problem = _tuple_of(report.tables, MedianTable, "report.tables", "workers.findings.MedianTable")
+    if problem:
+        return problem
     axes = {a.column for a in model.axes}
-    for t in tables:
-        if not isinstance(t, MedianTable):
-            return f"'report.tables' must hold only workers.findings.MedianTable objects (got {_type(t)})."
+    for t in report.tables:
         if not isinstance(t.title, str) or not t.title.strip():
             return f"'report.tables' titles must be non-empty strings (got {t.title!r})."
         at = f"report.tables[{t.title!r}]"
@@ -352,14 +352,12 @@ def _plots(model: Model, report: Report) -> str | None:
     """The figures the model declares (workers.plots: Lines, BestHeatmap): unique ids that are not the
     report's own (parity, measured_vs_model), parts of the right kinds, known scales, the model's own
     columns and valid conditions; a metric per panel needs a split, a heatmap a comparison and grid axes."""
-    plots = report.plots
-    if not isinstance(plots, tuple):
-        return f"'report.plots' must be a tuple of workers.plots.Lines or BestHeatmap (got {plots!r})."
+    problem = _tuple_of(report.plots, (Lines, BestHeatmap), "report.plots", "workers.plots.Lines or BestHeatmap")
+    if problem:
+        return problem
     columns = {a.column for a in model.axes} | {m.column for m in model.metrics}
     ids: set[str] = {"parity", "measured_vs_model"}
-    for p in plots:
-        if not isinstance(p, (Lines, BestHeatmap)):
-            return f"'report.plots' must hold only workers.plots.Lines or BestHeatmap objects (got {_type(p)})."
+    for p in report.plots:
         if not isinstance(p.id, str) or not NAME_RE.fullmatch(p.id) or p.id in ids:
             return (f"'report.plots' ids must be {NAME_RULE}, unique and not 'parity' or 'measured_vs_model' "
                     f"(got {p.id!r}).")
@@ -434,10 +432,10 @@ def _costs(cal: Calibration) -> str | None:
 
 def _cost_orders(cal: Calibration) -> str | None:
     """Each declared order names two different costs of the model's own section and says why."""
-    orders = cal.cost_orders
-    if not isinstance(orders, tuple) or not all(isinstance(o, CostOrder) for o in orders):
-        return f"'calibration.cost_orders' must be a tuple of workers.model.CostOrder (got {orders!r})."
-    for o in orders:
+    problem = _tuple_of(cal.cost_orders, CostOrder, "calibration.cost_orders", "workers.model.CostOrder")
+    if problem:
+        return problem
+    for o in cal.cost_orders:
         if not all(isinstance(k, str) and NAME_RE.fullmatch(k) for k in (o.lower, o.higher)) or o.lower == o.higher:
             return (f"'calibration.cost_orders' must name two different cost keys, each {NAME_RULE} "
                     f"(got {o.lower!r}, {o.higher!r}).")
