@@ -169,7 +169,7 @@ def holdout(data: pl.DataFrame, statistic: str) -> None:
     test = [f for f in figs if f.params["namespace_size"] // GiB not in TRAIN_SIZES]
     base = host_profile(load_profile("seed"), host_facts())
     t0 = time.perf_counter()
-    cal = calibrate(MEMMAP, base, figures=train, free=MEMMAP.free_for_measured)
+    cal = calibrate(MEMMAP, base, figures=train, free=MEMMAP.calibration.free_for_measured)
     fit_s = time.perf_counter() - t0
     pred = predict(MEMMAP, test, cal.profile)
     err = np.array([(p - f.published) / f.published for p, f in zip(pred, test)])

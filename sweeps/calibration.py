@@ -43,7 +43,7 @@ def run_calibration(profile_name: str, *, models: list[str] | None, as_json: boo
         for flag, given in (("--holdout", holdout), ("--statistic", statistic)):
             if given:
                 raise UsageError(f"'{flag}' goes with '--from': it chooses how measured rows are fit.")
-        jobs = [(model, figures, model.free_params) for model, figures in published_jobs(models)]
+        jobs = [(model, figures, model.calibration.free_params) for model, figures in published_jobs(models)]
         held, profile = {}, start
     results, predictions = _fit_all(_unfixed(jobs, fix or [], source), profile, held, starts, source)
     profile = results[-1].profile  # later models keep earlier fits (they own other sections)
@@ -172,7 +172,7 @@ def _relabelled(profile: Profile, results: list[Calibration], where: str) -> Pro
 def published_jobs(models: list[str] | None) -> list[tuple]:
     """(model, figures) of every model that has published figures and profile costs to fit to them
     (a plugin model whose costs are its own defaults, with no free parameters, is not calibrated)."""
-    have = sorted(n for n in MODELS if MODELS[n].figures() and MODELS[n].free_params)
+    have = sorted(n for n, m in MODELS.items() if m.figures() and m.calibration.free_params)
     for m in models or have:
         if m not in have:
             raise UsageError(f"'--model' must be a model with published figures and free parameters, one of {have} "
@@ -217,7 +217,8 @@ def measured_jobs(sweep_dir: str, profile: Profile, models: list[str] | None, ho
         fit_on = [f for f in figures if f.params["namespace_size"] not in sizes]
         held[name] = [f for f in figures if f.params["namespace_size"] in sizes]
         profile = host_profile(profile, _facts(frame), MODELS.values())
-        jobs.append((model, fit_on, model.free_for_measured))
+        free = model.calibration.free_for_measured if model.calibration is not None else ()
+        jobs.append((model, fit_on, free))
         hosts |= _hosts(frame)
     if not jobs:
         raise DatasetError(f"'--from' must be a sweep with measured rows of a model that declares a measurement "
@@ -230,7 +231,8 @@ def measured_models() -> list[str]:
     """The models a fit to measured rows calibrates by default: those that declare a measurement
     (a user-space analog to run) and free parameters for it, by name."""
     return sorted(n for n, m in MODELS.items()
-                  if m.measurement is not None and m.measurement.measurable and m.free_for_measured)
+                  if m.measurement is not None and m.measurement.measurable and m.calibration is not None
+                  and m.calibration.free_for_measured)
 
 
 def _measured_rows(sweep_dir: str, model: str) -> pl.DataFrame | None:

@@ -1,6 +1,6 @@
 """No product code outside a model's own files names the model: everything the rest of memsweep knows
-about a model it reads from the model's declarations (workers.model: metrics, comparison, plots,
-findings, tables, measurement), so a plugin model is served like a shipped one.
+about a model it reads from the model's declarations (workers.model: metrics, and its report, calibration
+and measurement parts), so a plugin model is served like a shipped one.
 
 Product code is workers/, sweeps/ and analysis/; a model's own files are workers/models/ (its module
 and the helper modules beside it). Checked in the Python syntax tree: no string literal there is a

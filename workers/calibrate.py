@@ -1,6 +1,6 @@
 """Calibration: fit a profile's free costs to published figures, and say how well it did.
 
-For each model with figures, the free parameters it names (`Model.free_params`)
+For each model with figures, the free parameters it names (its `calibration.free_params`)
 are fit by least squares on the log of model/published (relative error,
 symmetric in over- and under-prediction). A fit never starts from the values it
 is asked to find: it starts from neutral points inside each cost's bounds (the
@@ -196,11 +196,13 @@ def fit(model: Model, figures, profile: Profile, free: tuple[FreeParam, ...], st
 
 def calibrate(model: Model, profile: Profile, figures=None, free: tuple[FreeParam, ...] | None = None, *,
               starts: int = DEFAULT_STARTS, loo_starts: int = LOO_STARTS, validation=()) -> Calibration:
-    """Fit `free` (default: `model.free_params`) to the figures (default: the model's published ones)
+    """Fit `free` (default: the model's calibration's `free_params`) to the figures (default: its published ones)
     from neutral starts; report errors, leave-one-out errors, disagreeing starts, uncertainty,
     hand-set sensitivity and the `validation` figures (predicted, never fit)."""
     figures = tuple(figures if figures is not None else model.figures())
-    free = model.free_params if free is None else tuple(free)
+    if free is None:
+        free = model.calibration.free_params if model.calibration is not None else ()
+    free = tuple(free)
     profile = with_costs(profile, (model,))  # a plugin's own section, which no profile has
     if len(free) >= len(figures):
         raise ValueError(

@@ -2,12 +2,13 @@
 
 `check_model(model)` returns the first rule the object breaks, as a sentence in the one message
 template ("'{field}' must be {rule} (got {value!r})"), or None. The registry wraps it in a
-PluginError that names the plugin. Checked here: what the registry, the grid, the dataset schema
-and the report (metrics, headline, comparison, best_keys, value_labels) rely on before a model ever
-evaluates a point (what `evaluate` returns is checked per chunk by workers.evaluate), that a
-`measurement` names the model's own metrics and axes (its planner is imported only when it measures),
-and that the `findings` and `tables` it declares for the report (workers.findings) name its own
-columns, a figure id and only the placeholders their templates can fill.
+PluginError that names the plugin. Checked here: the core the registry, the grid and the dataset
+schema rely on before a model ever evaluates a point (name, version, axes, metrics, headline; what
+`evaluate` returns is checked per chunk by workers.evaluate), and each optional part it gives: its
+`report` (workers.model.Report) names its own axes and columns, its findings a figure id and only the
+placeholders their templates can fill; its `calibration` its own metrics, axes and costs; its
+`measurement` its own metrics and axes (its planner is imported only when it measures). A declaration
+left on the model that belongs in a part (`plots`, `free_params`, ...) is named with its part.
 """
 
 from __future__ import annotations
@@ -20,13 +21,16 @@ import polars as pl
 from .axes import Axis
 from .findings import (FINDING_KINDS, FORMATS, PICKS, Column, Medians, MedianTable, Pick, Ratio, Winner,
                        finding_columns, finding_templates, placeholders)
-from .model import BETTER, HOST_CACHES, Comparison, CostOrder, Figure, Measurement, Metric, Model
-from .plots import KINDS, OPS, X_SCALES, Y_SCALES, Cond, Either, Plot
+from .model import BETTER, HOST_CACHES, Calibration, Comparison, CostOrder, Figure, Measurement, Metric, Model, Report
+from .plots import OPS, X_SCALES, Y_SCALES, BestHeatmap, Cond, Either, Lines, Overlay, Panels, Series, X, Y
 from .profiles import Quantity
 
 NAME_RE = re.compile(r"[a-z][a-z0-9_]*")
 NAME_RULE = "a lower-case identifier matching [a-z][a-z0-9_]*"
 PLANNER_RE = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*")
+# Declarations that belong in an optional part, and the part.
+MOVED = {**dict.fromkeys(("comparison", "best_keys", "value_labels", "plots", "findings", "tables"), Report),
+         **dict.fromkeys(("figures", "free_params", "measured_free_params", "cost_orders", "costs"), Calibration)}
 
 
 def check_model(model: object) -> str | None:
@@ -38,8 +42,18 @@ def check_model(model: object) -> str | None:
         return f"'name' must be {NAME_RULE} (got {name!r})."
     if not isinstance(model.version, str) or not model.version:
         return f"'version' must be a non-empty string (got {model.version!r})."
-    return (_axes(model) or _metrics(model) or _report(model) or _figures(model) or _measurement(model)
-            or _declared(model) or _plots(model) or _costs(model))
+    return (_moved(model) or _axes(model) or _metrics(model) or _report(model) or _calibration(model)
+            or _measurement(model))
+
+
+def _moved(model: Model) -> str | None:
+    """A declaration set on the model itself that belongs in an optional part."""
+    for name, part in MOVED.items():
+        if getattr(type(model), name, None) is not getattr(Model, name, None) or name in vars(model):
+            where = part.__name__.lower()
+            return (f"'{name}' must be declared in the model's '{where}' (workers.model.{part.__name__}({name}=...)), "
+                    f"not on the model itself (got a {name!r} attribute of {type(model).__qualname__}).")
+    return None
 
 
 def _type(obj: object) -> str:
@@ -47,14 +61,22 @@ def _type(obj: object) -> str:
     return f"{t.__module__}.{t.__qualname__}"
 
 
+def _tuple_of(value: object, kinds, field: str, what: str, nonempty: bool = False) -> str | None:
+    """Why `value` is not a (non-empty) tuple of `kinds` objects (`what` names them), or None."""
+    if not isinstance(value, tuple) or (nonempty and not value):
+        return f"'{field}' must be a {'non-empty ' if nonempty else ''}tuple of {what} (got {value!r})."
+    for v in value:
+        if not isinstance(v, kinds):
+            return f"'{field}' must hold only {what} objects (got {_type(v)})."
+    return None
+
+
 def _axes(model: Model) -> str | None:
-    axes = model.axes
-    if not isinstance(axes, tuple) or not axes:
-        return f"'axes' must be a non-empty tuple of workers.axes.Axis (got {axes!r})."
+    problem = _tuple_of(model.axes, Axis, "axes", "workers.axes.Axis", nonempty=True)
+    if problem:
+        return problem
     seen: set[str] = set()
-    for a in axes:
-        if not isinstance(a, Axis):
-            return f"'axes' must hold only workers.axes.Axis objects (got {_type(a)})."
+    for a in model.axes:
         if not isinstance(a.name, str) or not NAME_RE.fullmatch(a.name):
             return f"'axes' names must be {NAME_RULE} (got {a.name!r})."
         if a.name in seen:
@@ -69,13 +91,11 @@ def _is_dtype(dt: object) -> bool:
 
 
 def _metrics(model: Model) -> str | None:
-    metrics = model.metrics
-    if not isinstance(metrics, tuple) or not metrics:
-        return f"'metrics' must be a non-empty tuple of workers.model.Metric (got {metrics!r})."
+    problem = _tuple_of(model.metrics, Metric, "metrics", "workers.model.Metric", nonempty=True)
+    if problem:
+        return problem
     seen: set[str] = set()
-    for m in metrics:
-        if not isinstance(m, Metric):
-            return f"'metrics' must hold only workers.model.Metric objects (got {_type(m)})."
+    for m in model.metrics:
         col = m.column
         if not isinstance(col, str) or not col.startswith("metric_") or col == "metric_":
             return f"'metrics' columns must start with 'metric_' and carry their unit in the name (got {col!r})."
@@ -94,56 +114,71 @@ def _metrics(model: Model) -> str | None:
 
 
 def _report(model: Model) -> str | None:
-    """What the report reads: the comparison, the best-table keys and the value labels."""
+    """The report part: its comparison, best-table keys and value labels; its findings, tables and plots."""
+    report = model.report
+    if report is None:
+        return None
+    if not isinstance(report, Report):
+        return f"'report' must be a workers.model.Report or None (got {_type(report)})."
     axes = model.axis_names
     columns = {m.column for m in model.metrics}
-    comp = model.comparison
+    comp = report.comparison
     if comp is not None:
         if not isinstance(comp, Comparison):
-            return f"'comparison' must be a workers.model.Comparison or None (got {_type(comp)})."
+            return f"'report.comparison' must be a workers.model.Comparison or None (got {_type(comp)})."
         if not isinstance(comp.axis, str) or comp.axis.removeprefix("param_") not in axes:
-            return f"'comparison.axis' must be an axis of the model {list(axes)} (got {comp.axis!r})."
+            return f"'report.comparison.axis' must be an axis of the model {list(axes)} (got {comp.axis!r})."
         if comp.metric not in columns:
-            return f"'comparison.metric' must be one of the model's metric columns (got {comp.metric!r})."
+            return f"'report.comparison.metric' must be one of the model's metric columns (got {comp.metric!r})."
         if not isinstance(comp.label, str) or not comp.label.strip():
-            return f"'comparison.label' must be a non-empty name of a variant such as 'strategy' (got {comp.label!r})."
-    keys = model.best_keys
+            return (f"'report.comparison.label' must be a non-empty name of a variant such as 'strategy' "
+                    f"(got {comp.label!r}).")
+    keys = report.best_keys
     if not isinstance(keys, tuple):
-        return f"'best_keys' must be a tuple of axis names (got {keys!r})."
+        return f"'report.best_keys' must be a tuple of axis names (got {keys!r})."
     for k in keys:
         if k not in axes:
-            return f"'best_keys' must name axes of the model {list(axes)} (got {k!r})."
-    labels = model.value_labels
+            return f"'report.best_keys' must name axes of the model {list(axes)} (got {k!r})."
+    labels = report.value_labels
     if not isinstance(labels, Mapping):
-        return f"'value_labels' must be a mapping of axis name to {{value: display name}} (got {labels!r})."
+        return f"'report.value_labels' must be a mapping of axis name to {{value: display name}} (got {labels!r})."
     for axis, names in labels.items():
         if axis not in axes:
-            return f"'value_labels' must name axes of the model {list(axes)} (got {axis!r})."
+            return f"'report.value_labels' must name axes of the model {list(axes)} (got {axis!r})."
         if not isinstance(names, Mapping) or not all(isinstance(n, str) and n for n in names.values()):
-            return f"'value_labels[{axis!r}]' must map values to non-empty display names (got {names!r})."
-    return None
+            return f"'report.value_labels[{axis!r}]' must map values to non-empty display names (got {names!r})."
+    return _findings(model, report) or _tables(model, report) or _plots(model, report)
 
 
-def _figures(model: Model) -> str | None:
-    try:
-        figures = tuple(model.figures())
-    except Exception as e:  # noqa: BLE001 - any failure of a plugin's figures() is that plugin's fault
-        return f"'figures()' must return the model's published figures (it raised {type(e).__name__}: {one_line(e)})."
+def _calibration(model: Model) -> str | None:
+    """The calibration part: published figures of the model's own metrics at its own axes' values, the
+    costs of its own profile section and the orders they keep."""
+    cal = model.calibration
+    if cal is None:
+        return None
+    if not isinstance(cal, Calibration):
+        return f"'calibration' must be a workers.model.Calibration or None (got {_type(cal)})."
+    return _figures(model, cal) or _costs(cal) or _cost_orders(cal)
+
+
+def _figures(model: Model, cal: Calibration) -> str | None:
+    problem = _tuple_of(cal.figures, Figure, "calibration.figures", "workers.model.Figure")
+    if problem:
+        return problem
     axes = {a.name: a for a in model.axes}
-    for f in figures:
-        if not isinstance(f, Figure):
-            return f"'figures()' must return workers.model.Figure objects (got {_type(f)})."
+    for f in cal.figures:
+        at = f"calibration.figures[{f.id!r}]"
         if f.model != model.name:
-            return f"figure {f.id!r}: 'model' must be {model.name!r}, the model declaring it (got {f.model!r})."
+            return f"'{at}.model' must be {model.name!r}, the model declaring it (got {f.model!r})."
         if f.metric not in model.metric_dtypes:
-            return f"figure {f.id!r}: 'metric' must be one of the model's metrics (got {f.metric!r})."
+            return f"'{at}.metric' must be one of the model's metrics (got {f.metric!r})."
         for key, value in f.params.items():
             if key not in axes:
-                return f"figure {f.id!r}: 'params' must name axes of the model {sorted(axes)} (got {key!r})."
+                return f"'{at}.params' must name axes of the model {sorted(axes)} (got {key!r})."
             try:
                 axes[key].canonical(value)
             except ValueError as e:
-                return f"figure {f.id!r}: 'params.{key}' {e}."
+                return f"'{at}.params.{key}' {e}."
     return None
 
 
@@ -198,41 +233,43 @@ def _measurement(model: Model) -> str | None:
     return None
 
 
-def _declared(model: Model) -> str | None:
-    """The key findings and tables the model declares for the report (workers.findings): their kinds, ids
-    and figure ids, the columns they name (the model's param_ / metric_ columns), their picks,
-    conditions and number formats, and the placeholders their sentence templates use."""
+def _findings(model: Model, report: Report) -> str | None:
+    """The key findings the report part declares (workers.findings): their kinds, ids and figure ids, the
+    columns they name (the model's param_ / metric_ columns), their picks, conditions and number formats,
+    and the placeholders their sentence templates use."""
     columns = {a.column for a in model.axes} | {m.column for m in model.metrics}
-    findings = model.findings
-    if not isinstance(findings, tuple):
-        return f"'findings' must be a tuple of workers.findings.Winner, Ratio or Medians (got {findings!r})."
+    problem = _tuple_of(report.findings, FINDING_KINDS, "report.findings", "workers.findings.Winner, Ratio or Medians")
+    if problem:
+        return problem
     ids: set[str] = set()
-    for f in findings:
-        if not isinstance(f, FINDING_KINDS):
-            return f"'findings' must hold only workers.findings.Winner, Ratio or Medians objects (got {_type(f)})."
+    for f in report.findings:
         if not isinstance(f.id, str) or not NAME_RE.fullmatch(f.id):
-            return f"'findings' ids must be {NAME_RULE} (got {f.id!r})."
+            return f"'report.findings' ids must be {NAME_RULE} (got {f.id!r})."
         if f.id in ids:
-            return f"'findings' must not repeat an id (got {f.id!r} twice)."
+            return f"'report.findings' must not repeat an id (got {f.id!r} twice)."
         ids.add(f.id)
-        at = f"findings[{f.id!r}]"
+        at = f"report.findings[{f.id!r}]"
         if not isinstance(f.figure, str) or not f.figure:
             return f"'{at}.figure' must be the id of the report figure that shows it, a string (got {f.figure!r})."
-        if isinstance(f, (Winner, Ratio)) and model.comparison is None:
-            return f"'{at}' must belong to a model that declares a 'comparison' (got comparison None)."
+        if isinstance(f, (Winner, Ratio)) and report.comparison is None:
+            return f"'{at}' must belong to a report that declares a 'comparison' (got comparison None)."
         problem = _finding_fields(f, at, columns, _booleans(model))
         if problem:
             return problem
-    tables = model.tables
-    if not isinstance(tables, tuple):
-        return f"'tables' must be a tuple of workers.findings.MedianTable (got {tables!r})."
+    return None
+
+
+def _tables(model: Model, report: Report) -> str | None:
+    """The tables the report part declares (workers.findings.MedianTable): the model's own columns."""
+    columns = {a.column for a in model.axes} | {m.column for m in model.metrics}
+    problem = _tuple_of(report.tables, MedianTable, "report.tables", "workers.findings.MedianTable")
+    if problem:
+        return problem
     axes = {a.column for a in model.axes}
-    for t in tables:
-        if not isinstance(t, MedianTable):
-            return f"'tables' must hold only workers.findings.MedianTable objects (got {_type(t)})."
+    for t in report.tables:
         if not isinstance(t.title, str) or not t.title.strip():
-            return f"'tables' titles must be non-empty strings (got {t.title!r})."
-        at = f"tables[{t.title!r}]"
+            return f"'report.tables' titles must be non-empty strings (got {t.title!r})."
+        at = f"report.tables[{t.title!r}]"
         if not t.by or not t.medians:
             return f"'{at}' must group by at least one column and take the median of at least one (got {t!r})."
         for c in (*t.by, *t.medians, *t.flags):
@@ -311,68 +348,99 @@ def _cond_ok(c: object) -> bool:
     return isinstance(c, Cond) and c.op in OPS
 
 
-def _plots(model: Model) -> str | None:
-    """The figures the model declares (workers.plots.Plot): unique ids that are not the report's own
-    (parity, measured_vs_model), a known kind and scales, the model's own columns, valid conditions;
-    a lines plot names its metric (or one per panel) and a series; a best_heatmap needs a comparison."""
-    plots = model.plots
-    if not isinstance(plots, tuple):
-        return f"'plots' must be a tuple of workers.plots.Plot (got {plots!r})."
+def _plots(model: Model, report: Report) -> str | None:
+    """The figures the model declares (workers.plots: Lines, BestHeatmap): unique ids that are not the
+    report's own (parity, measured_vs_model), parts of the right kinds, known scales, the model's own
+    columns and valid conditions; a metric per panel needs a split, a heatmap a comparison and grid axes."""
+    problem = _tuple_of(report.plots, (Lines, BestHeatmap), "report.plots", "workers.plots.Lines or BestHeatmap")
+    if problem:
+        return problem
     columns = {a.column for a in model.axes} | {m.column for m in model.metrics}
     ids: set[str] = {"parity", "measured_vs_model"}
-    for p in plots:
-        if not isinstance(p, Plot):
-            return f"'plots' must hold only workers.plots.Plot objects (got {_type(p)})."
+    for p in report.plots:
         if not isinstance(p.id, str) or not NAME_RE.fullmatch(p.id) or p.id in ids:
-            return (f"'plots' ids must be {NAME_RULE}, unique and not 'parity' or 'measured_vs_model' "
+            return (f"'report.plots' ids must be {NAME_RULE}, unique and not 'parity' or 'measured_vs_model' "
                     f"(got {p.id!r}).")
         ids.add(p.id)
-        at = f"plots[{p.id!r}]"
-        if not isinstance(p.title, str) or not p.title.strip() or not isinstance(p.caption, str):
-            return f"'{at}.title' and '.caption' must be strings, the title not empty (got {p.title!r})."
-        if p.kind not in KINDS:
-            return f"'{at}.kind' must be one of {list(KINDS)} (got {p.kind!r})."
-        scales = [p.x_scale] if isinstance(p.x_scale, str) else list(p.x_scale.values())
-        if any(s not in X_SCALES for s in scales) or p.y_scale not in Y_SCALES:
-            return (f"'{at}' scales must be x in {list(X_SCALES)} and y in {list(Y_SCALES)} "
-                    f"(got x {p.x_scale!r}, y {p.y_scale!r}).")
-        for c in (*p.where, *p.published_when):
-            if not _cond_ok(c):
-                return f"'{at}.where' must hold workers.plots.Cond/Either with an op in {list(OPS)} (got {c!r})."
+        at = f"report.plots[{p.id!r}]"
+        problem = _plot_parts(p, at) or _plot_rules(report, p, at)
+        if problem:
+            return problem
         unknown = sorted(c for c in p.columns() if c not in columns)
         if unknown:
             return f"'{at}' must name the model's param_/metric_ columns (got {unknown[0]!r})."
-        if p.kind == "lines" and (not p.xs or not (p.y or p.y_by) or not p.hue):
-            return f"'{at}' must name its x, its metric (y, or y_by with split) and its series (hue) (got {p!r})."
-        if p.y_by and not p.split:
-            return f"'{at}.y_by' must come with a 'split' column whose values it maps (got split None)."
-        if p.kind == "best_heatmap" and (model.comparison is None or not p.grid):
-            return f"'{at}' must belong to a model with a 'comparison' and name its 'grid' axes (got {p.grid!r})."
     return None
 
 
-def _costs(model: Model) -> str | None:
-    """The model's own profile-section costs: a mapping of key to workers.profiles.Quantity; every free
-    parameter in the model's own section names a cost it declares or that a profile may hold."""
-    costs = model.costs
+# A plot's parts: (field, the kinds it may be, what to write there); a string given for one is already
+# its object (workers.plots).
+_PARTS = (("x", None, "a column, a workers.plots.X or a non-empty tuple of them"),
+          ("y", Y, "a metric column or a workers.plots.Y"),
+          ("hue", Series, "a column or a workers.plots.Series"),
+          ("style", (Series, type(None)), "a column, a workers.plots.Series or None"),
+          ("panels", Panels, "a split column, a workers.plots.Panels or None"),
+          ("overlay", Overlay, "a workers.plots.Overlay or None"))
+
+
+def _plot_parts(p, at: str) -> str | None:
+    if not isinstance(p.title, str) or not p.title.strip() or not isinstance(p.caption, str):
+        return f"'{at}.title' and '.caption' must be strings, the title not empty (got {p.title!r})."
+    for name, kinds, what in _PARTS:
+        if not hasattr(p, name):
+            continue
+        value = getattr(p, name)
+        ok = (isinstance(value, tuple) and value and all(isinstance(x, X) for x in value)) if kinds is None \
+            else isinstance(value, kinds)
+        if not ok:
+            return f"'{at}.{name}' must be {what} (got {value!r})."
+    if not isinstance(p.hold, Mapping):
+        return f"'{at}.hold' must map param columns to the value to hold them at, or POOL (got {p.hold!r})."
+    for c in p.conditions():
+        if not _cond_ok(c):
+            return f"'{at}.where' must hold workers.plots.Cond/Either with an op in {list(OPS)} (got {c!r})."
+    return None
+
+
+def _plot_rules(report: Report, p, at: str) -> str | None:
+    """Scales, a metric per panel with its split; a heatmap's comparison, grid and panels."""
+    if isinstance(p, BestHeatmap):
+        if report.comparison is None or not isinstance(p.grid, tuple) or not p.grid:
+            return f"'{at}' must belong to a report with a 'comparison' and name its 'grid' axes (got {p.grid!r})."
+        if p.panels.split is not None:
+            return f"'{at}.panels' of a BestHeatmap takes facets, not a split (got split {p.panels.split!r})."
+        return None
+    for x in p.x:
+        if x.scale not in X_SCALES:
+            return f"'{at}.x.scale' must be one of {list(X_SCALES)} (got {x.scale!r})."
+    if p.y.scale not in Y_SCALES:
+        return f"'{at}.y.scale' must be one of {list(Y_SCALES)} (got {p.y.scale!r})."
+    if not isinstance(p.y.metric, str) and not p.panels.split:
+        return f"'{at}.y.metric' maps split values to metrics: the panels need a 'split' column (got split None)."
+    return None
+
+
+def _costs(cal: Calibration) -> str | None:
+    """The model's own profile-section costs: a mapping of key to workers.profiles.Quantity."""
+    costs = cal.costs
     if not isinstance(costs, Mapping):
-        return f"'costs' must be a mapping of cost name to workers.profiles.Quantity (got {costs!r})."
+        return f"'calibration.costs' must be a mapping of cost name to workers.profiles.Quantity (got {costs!r})."
     for key, q in costs.items():
         if not isinstance(key, str) or not isinstance(q, Quantity):
-            return f"'costs' must map cost names to workers.profiles.Quantity (got {key!r}: {_type(q)})."
-    return _cost_orders(model)
+            return f"'calibration.costs' must map cost names to workers.profiles.Quantity (got {key!r}: {_type(q)})."
+    return None
 
 
-def _cost_orders(model: Model) -> str | None:
+def _cost_orders(cal: Calibration) -> str | None:
     """Each declared order names two different costs of the model's own section and says why."""
-    orders = model.cost_orders
-    if not isinstance(orders, tuple) or not all(isinstance(o, CostOrder) for o in orders):
-        return f"'cost_orders' must be a tuple of workers.model.CostOrder (got {orders!r})."
-    for o in orders:
+    problem = _tuple_of(cal.cost_orders, CostOrder, "calibration.cost_orders", "workers.model.CostOrder")
+    if problem:
+        return problem
+    for o in cal.cost_orders:
         if not all(isinstance(k, str) and NAME_RE.fullmatch(k) for k in (o.lower, o.higher)) or o.lower == o.higher:
-            return f"'cost_orders' must name two different cost keys, each {NAME_RULE} (got {o.lower!r}, {o.higher!r})."
+            return (f"'calibration.cost_orders' must name two different cost keys, each {NAME_RULE} "
+                    f"(got {o.lower!r}, {o.higher!r}).")
         if not isinstance(o.why, str) or not o.why.strip():
-            return f"'cost_orders' must say why {o.lower} <= {o.higher} (got {o.why!r})."
+            return f"'calibration.cost_orders' must say why {o.lower} <= {o.higher} (got {o.why!r})."
     return None
 
 

@@ -1,24 +1,29 @@
-"""The model contract: a name, a version, axes, and one vectorized evaluate().
+"""The model contract: a small core every model gives, and optional parts it may add.
 
-A model turns a polars frame of points (one `param_<axis>` column per axis it
-declares) into a frame of the same height and order with `status`
-("ok" | "infeasible"), `reason` (null when ok) and `metric_<name>_<unit>`
-columns. No Ray, no I/O, nothing read from the environment: everything a model
-needs comes in the points and the profile.
+The core (a `Model` subclass sets these class attributes and defines `evaluate`):
+- `name`, `axes` (workers.axes.Axis), `metrics` (`Metric`: column, dtype, doc, which direction is
+  better), `headline` (the metric the report leads with) and `evaluate(points, profile)`;
+- `version`, `description` and `points_per_second` (used only to size chunks) have defaults.
 
-What the report needs to read a model's rows is declared here too: each metric once (`Metric`:
-column, dtype, doc, which direction is better), the `headline` metric, the `comparison` a kernel
-engineer asks of the model (variants on one axis against a baseline), the `best_keys` axes of its
-best-variant table and display names of axis values (`value_labels`), and the key findings and
-model-specific tables it adds to the report (`findings`, `tables`: workers.findings).
+`evaluate` turns a polars frame of points (one `param_<axis>` column per axis the model declares)
+into a frame of the same height and order with `status` ("ok" | "infeasible"), `reason` (null
+when ok) and the `metric_<name>_<unit>` columns. No Ray, no I/O, nothing read from the
+environment: everything a model needs comes in the points and the profile.
 
-A model that can be calibrated also lists the published figures it must
-reproduce (`figures()`) and the profile entries calibration may move
-(`free_params`), and the orders its costs keep on any machine (`cost_orders`).
-A model with a user-space analog declares its `measurement`
-(`Measurement`: the planner that turns points into runs, the metric a measured
-row fills, how measured figures are named, which profile entries take the
-host's cache sizes); workers.measure reads only that declaration.
+Optional parts, each one frozen object on the model, None when absent:
+- `report` (`Report`): what the report says about the model beyond its metrics: the `comparison`
+  a kernel engineer asks of it (variants on one axis against a baseline), the `best_keys` axes of
+  its best-variant table, display names of axis values (`value_labels`), and the figures, key
+  findings and tables it adds (`plots`: workers.plots; `findings`, `tables`: workers.findings);
+- `calibration` (`Calibration`): the published figures it must reproduce, the profile entries
+  calibration may move (`free_params`, and `measured_free_params` for a fit to measured rows), the
+  orders its costs keep on any machine (`cost_orders`), and the costs of its own profile section
+  (`costs`) for a model whose section no shipped profile holds (a plugin);
+- `measurement` (`Measurement`): the user-space analog the measure backend runs (the planner that
+  turns points into runs, the metric a measured row fills, how measured figures are named, which
+  profile entries take the host's cache sizes); workers.measure reads only that declaration.
+
+workers.contract checks all of it when a model is loaded.
 """
 
 from __future__ import annotations
@@ -34,7 +39,7 @@ import polars as pl
 from .axes import Axis
 from .dataset import unit_of
 from .findings import MedianTable, Medians, Ratio, Winner
-from .plots import Plot
+from .plots import BestHeatmap, Lines
 from .profiles import Profile, Quantity
 
 STATUS_OK = "ok"
@@ -194,8 +199,53 @@ class Measurement:
         return [self.metric_of(v) for v in points[f"param_{self.metric_axis}"].to_list()]
 
 
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Report:
+    """What the report says about a model beyond its metrics (optional part `Model.report`).
+
+    `comparison`: variants against a baseline (the report's best and speedup tables; None: no such
+    tables). `best_keys`: axis names the "best ... per configuration" table lists (other axes held
+    fixed). `value_labels`: axis name -> value -> display name in tables and figures (pfnmap's "PMD
+    (order 9)"). `plots`: the figures it adds (workers.plots: Lines, BestHeatmap). `findings`, `tables`:
+    the key findings and model-specific tables it adds (workers.findings: Winner, Ratio, Medians;
+    MedianTable). All declared as data; analysis draws and computes them with one generic path."""
+
+    comparison: Comparison | None = None
+    best_keys: tuple[str, ...] = ()
+    value_labels: Mapping[str, Mapping[object, str]] = field(default_factory=dict)
+    plots: tuple[Lines | BestHeatmap, ...] = ()
+    findings: tuple[Winner | Ratio | Medians, ...] = ()
+    tables: tuple[MedianTable, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Calibration:
+    """What calibration (workers.calibrate, `memsweep calibrate`) reads of a model (optional part
+    `Model.calibration`).
+
+    `figures`: the published numbers the model must reproduce, with the points that produce them.
+    `free_params`: the profile entries calibration may move (fewer than the figures).
+    `measured_free_params`: what a fit to measured rows frees (those span sizes and shapes the published
+    figures do not, so they can pin costs the figures leave at assumed values); None: `free_params`.
+    `cost_orders`: orders the model's own section's costs keep on any machine; a fit that breaks one is
+    not saved. `costs`: the model's own profile section (key -> Quantity), for a model whose section no
+    shipped profile holds (a plugin): a spec's profile and calibration take them where the profile lacks
+    them (with_costs), so its rows, chunk ids and digests see them; a profile's own entries win."""
+
+    figures: tuple[Figure, ...] = ()
+    free_params: tuple[FreeParam, ...] = ()
+    measured_free_params: tuple[FreeParam, ...] | None = None
+    cost_orders: tuple[CostOrder, ...] = ()
+    costs: Mapping[str, Quantity] = field(default_factory=dict)
+
+    @property
+    def free_for_measured(self) -> tuple[FreeParam, ...]:
+        return self.free_params if self.measured_free_params is None else self.measured_free_params
+
+
 class Model(abc.ABC):
-    """Base class of the models; subclasses set the class attributes and `evaluate`."""
+    """Base class of the models: subclasses set the core class attributes and `evaluate`, and the
+    optional parts they have (see the module doc)."""
 
     name: str = ""
     version: str = "1"
@@ -205,32 +255,16 @@ class Model(abc.ABC):
     metrics: tuple[Metric, ...] = ()
     # The metric column the report leads with (growth tables, default of `memsweep table`).
     headline: str = ""
-    # Variants against a baseline (the report's best and speedup tables); None: no such tables.
-    comparison: Comparison | None = None
-    # Axis names the "best ... per configuration" table lists (other axes held fixed).
-    best_keys: tuple[str, ...] = ()
-    # Axis name -> value -> display name in tables and figures (e.g. pfnmap's "PMD (order 9)").
-    value_labels: Mapping[str, Mapping[object, str]] = {}
-    # The key findings and model-specific tables it contributes to the report, declared as data
-    # (workers.findings: Winner, Ratio, Medians; MedianTable).
-    findings: tuple[Winner | Ratio | Medians, ...] = ()
-    tables: tuple[MedianTable, ...] = ()
-    # The figures the model contributes to the report, declared as data (workers.plots).
-    plots: tuple[Plot, ...] = ()
     # Rough points evaluated per second on one core, used only to size chunks.
     points_per_second: float = 1e6
-    # The model's own profile section's costs (key -> Quantity), for a model whose section no shipped
-    # profile holds (a plugin): a spec's profile and calibration take them where the profile lacks them
-    # (with_costs), so its rows, chunk ids and digests see them; a profile's own entries win.
-    costs: Mapping[str, Quantity] = {}
-    free_params: tuple[FreeParam, ...] = ()
-    # What a fit to measured rows frees: those span sizes and shapes the published figures do not, so
-    # they can pin costs the published figures leave at assumed values. Default: free_params.
-    measured_free_params: tuple[FreeParam, ...] | None = None
-    # How the measure backend runs the model's user-space analog (Measurement); None: not measurable.
+    # The optional parts: None when the model has none.
+    report: Report | None = None
+    calibration: Calibration | None = None
     measurement: Measurement | None = None
-    # Orders its own section's costs keep on any machine (CostOrder); a fit that breaks one is not saved.
-    cost_orders: tuple[CostOrder, ...] = ()
+
+    @abc.abstractmethod
+    def evaluate(self, points: pl.DataFrame, profile: Profile) -> pl.DataFrame:
+        """Metrics for every row of `points`: same height, same order (see module doc)."""
 
     @property
     def metric_dtypes(self) -> dict[str, pl.DataType]:
@@ -243,27 +277,6 @@ class Model(abc.ABC):
                 return m
         raise KeyError(column)
 
-    def value_label(self, axis: str, value: object) -> str | None:
-        """The declared display name of `value` on `axis` (an axis name or param column), or None."""
-        names = self.value_labels.get(axis.removeprefix("param_"))
-        if not names:
-            return None
-        try:
-            return names.get(value)
-        except TypeError:  # an unhashable value (a list) has no declared name
-            return None
-
-    @property
-    def free_for_measured(self) -> tuple[FreeParam, ...]:
-        return self.free_params if self.measured_free_params is None else self.measured_free_params
-
-    @abc.abstractmethod
-    def evaluate(self, points: pl.DataFrame, profile: Profile) -> pl.DataFrame:
-        """Metrics for every row of `points`: same height, same order (see module doc)."""
-
-    def figures(self) -> tuple[Figure, ...]:
-        return ()
-
     def axis(self, name: str) -> Axis:
         for a in self.axes:
             if a.name == name:
@@ -274,12 +287,45 @@ class Model(abc.ABC):
     def axis_names(self) -> tuple[str, ...]:
         return tuple(a.name for a in self.axes)
 
+    # Read-through helpers for what many readers ask of the optional parts (declare the parts, not these).
+
+    @property
+    def comparison(self) -> Comparison | None:
+        return self.report.comparison if self.report is not None else None
+
+    @property
+    def best_keys(self) -> tuple[str, ...]:
+        return self.report.best_keys if self.report is not None else ()
+
+    @property
+    def findings(self) -> tuple[Winner | Ratio | Medians, ...]:
+        return self.report.findings if self.report is not None else ()
+
+    @property
+    def tables(self) -> tuple[MedianTable, ...]:
+        return self.report.tables if self.report is not None else ()
+
+    def value_label(self, axis: str, value: object) -> str | None:
+        """The declared display name of `value` on `axis` (an axis name or param column), or None."""
+        names = self.report.value_labels.get(axis.removeprefix("param_")) if self.report is not None else None
+        if not names:
+            return None
+        try:
+            return names.get(value)
+        except TypeError:  # an unhashable value (a list) has no declared name
+            return None
+
+    def figures(self) -> tuple[Figure, ...]:
+        """The published figures the model must reproduce (its calibration's), or ()."""
+        return self.calibration.figures if self.calibration is not None else ()
+
 
 def with_costs(profile: Profile, models) -> Profile:
     """`profile` with each model's declared `costs` added to its own section where the profile lacks them
     (a plugin's defaults): the one place a model's default costs join a profile."""
     for model in models:
-        profile = profile.with_defaults(model.name, model.costs)
+        if model.calibration is not None:
+            profile = profile.with_defaults(model.name, model.calibration.costs)
     return profile
 
 

@@ -1,32 +1,47 @@
 """The figures a model contributes to the report, declared as data.
 
-A `Plot` says what is plotted against what: the x axis and the metric, the
-series (colour, line style), the panels (facets), the scales, the filters and
-the axes held fixed or pooled. analysis/figures/declared.py draws every
-declared Plot of every model in a sweep with one generic path, so a plugin
-model gets its figures the way a shipped one does, and workers import no
-plotting library.
+Two kinds, one class each:
+- `Lines`: the median of a metric (`y`) against a column (`x`), one line per value of the series
+  column (`hue`, and a second one drawn as line styles, `style`), on a slice of the sweep where
+  every other varying axis is held at one value;
+- `BestHeatmap`: on a grid of the first two `grid` axes that vary, the largest speedup of any
+  variant of the model's comparison over its baseline.
 
-Two kinds exist:
-- "lines": the median of `y` per (panel, series, x) on a slice of the sweep
-  where every other varying axis is held at one value (or pooled, `pool`);
-- "best_heatmap": on a grid of the first two `grid` axes that vary, the largest
-  speedup of any variant of the model's `comparison` over its baseline.
+The common case names its columns as plain strings:
 
-Conditions (`Cond`, `Either`) filter rows as data: they become polars
-expressions in analysis and are also tested against published figures'
-parameters (`published_when`).
+    Lines(id="x_time", title="...", caption="...", x="param_size", y="metric_time_ms", hue="param_strategy")
+
+Rarer options live in small objects that take a string's place where a figure needs them:
+`X` (scale, label, a minimum; several X are alternatives, a panel each), `Y` (scale, label, or a
+metric per panel), `Series` (value order, legend title, at most n values), `Panels` (one per value
+of a split column, times the facets that vary) and `Overlay` (stars where a flag is true, the
+model's published figures). Both kinds take `hold`, the value to hold an axis at where the sweep
+has it (or POOL: not held, the median is taken over its values), and `where`, row filters.
+analysis/figures/declared.py draws every declared plot of every model in a sweep with one generic
+path, so a plugin model gets its figures the way a shipped one does, and workers import no plotting
+library. A plot holds the object form: a string given for `x` is `(X(column),)` once constructed.
+
+Conditions (`Cond`, `Either`) filter rows as data: they become polars expressions in analysis and
+are also tested against published figures' parameters (`Overlay.published_when`).
 """
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass, field
 from typing import Mapping
 
-KINDS = ("lines", "best_heatmap")
 X_SCALES = ("size", "log", "ticks", "ordinal_size", "order")
 Y_SCALES = ("auto", "size", "percent")
 OPS = ("==", "!=", ">=", ">", "<=", "<", "in", "not null", "== column")
+MAX_X = 2  # of several x alternatives, the first this many that vary are drawn
+
+
+class Hold(enum.Enum):
+    POOL = "pool"  # an axis in `hold` not held at one value: the median is taken over all its values
+
+
+POOL = Hold.POOL
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,71 +63,177 @@ class Either:
     when_varying: str | None = None
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Plot:
-    """One figure of a model's report (see the module doc). Columns are param_/metric_ names."""
+def _name(column: str, prefix: str) -> str:
+    return column.removeprefix(prefix).replace("_", " ")
 
-    id: str  # stable, the anchor in report.html and the file name
-    title: str
-    caption: str  # what the reader needs to read it; analysis appends the panels and held axes
-    kind: str = "lines"
-    x: str | tuple[str, ...] = ""  # one column, or alternatives: one panel per alternative that varies
-    max_x: int = 2  # at most this many alternatives
-    x_min: float | None = None  # x values below this are left out (e.g. -1 = "not given")
-    y: str = ""  # the metric (lines)
-    split: str | None = None  # one panel per value of this column ...
-    y_by: Mapping[object, str] = field(default_factory=dict)  # ... each with its own metric
-    split_order: tuple = ()  # panel values first in this order
-    hue: str | None = None
-    hue_order: tuple = ()  # series values first in this order
-    hue_title: str = ""
-    style: str | None = None  # a second series axis (line style)
-    facets: tuple[str, ...] = ()  # panel axes in order of preference, taken while they vary
-    grid: tuple[str, ...] = ()  # best_heatmap: row and column axes in order of preference
-    max_panels: int = 12
-    most: Mapping[str, int] = field(default_factory=dict)  # at most n values (evenly spread) of a column
-    keep: Mapping[str, tuple] = field(default_factory=dict)  # values always kept when picking
-    where: tuple[Cond | Either, ...] = ()
-    prefer: Mapping[str, object] = field(default_factory=dict)  # value to hold an axis at, when present
-    pool: tuple[str, ...] = ()  # axes not held fixed: the median is taken over them
-    flag: str | None = None  # a boolean column: a star where it is true
-    published: bool = False  # overlay the model's published figures of the panel's metric ...
-    published_when: tuple[Cond | Either, ...] = ()  # ... whose parameters satisfy these
-    # size: log2 with binary byte labels; log: log10, plain labels; ticks: one tick per value;
-    # ordinal_size: equal spacing, byte labels; order: log2 pages with the folio size. One, or per x column.
-    x_scale: str | Mapping[str, str] = "size"
-    y_scale: str = "auto"  # auto: log when the values span more than 30x, else from zero
-    xlabel: str | Mapping[str, str] = ""  # one label, or per x column
-    ylabel: str | Mapping[object, str] = ""  # one label, or per split value
-    panel_title: str = ""  # a panel's title with {value} (the split value's label); default "split=value"
+
+@dataclass(frozen=True, slots=True)
+class X:
+    """The x axis: a column and how it is drawn. `scale`: size (log2, binary byte labels), log (log10,
+    plain labels), ticks (one tick per value), ordinal_size (equal spacing, byte labels) or order (log2
+    pages with the folio size). Rows whose x is below `min` are left out (e.g. -1 = "not given")."""
+
+    column: str
+    scale: str = "size"
+    label: str = ""  # default: the column's name
+    min: float | None = None
 
     @property
-    def xs(self) -> tuple[str, ...]:
-        return (self.x,) if isinstance(self.x, str) else tuple(self.x)
+    def text(self) -> str:
+        return self.label or _name(self.column, "param_")
+
+
+@dataclass(frozen=True, slots=True)
+class Y:
+    """The metric drawn: one column, or {split value: column} for a metric per panel (the plot's panels
+    then split by that column). `scale`: auto (log when the values span more than 30x, else from zero),
+    size (log2, binary byte labels) or percent (a fraction drawn as 0-100). `label`: one, or one per
+    split value; default the metric's name."""
+
+    metric: str | Mapping[object, str]
+    scale: str = "auto"
+    label: str | Mapping[object, str] = ""
+
+    @property
+    def metrics(self) -> tuple[str, ...]:
+        """Every metric column drawn, in declaration order."""
+        return (self.metric,) if isinstance(self.metric, str) else tuple(dict.fromkeys(self.metric.values()))
 
     def metric_of(self, value: object) -> str:
-        return self.y_by.get(value, self.y) if self.y_by else self.y
+        """The metric of the panel whose split value is `value` ("" when none is declared for it)."""
+        return self.metric if isinstance(self.metric, str) else self.metric.get(value, "")
+
+    def text(self, value: object, metric: str) -> str:
+        """The y label of the panel whose split value is `value` and metric `metric`."""
+        label = self.label if isinstance(self.label, str) else self.label.get(value, "")
+        return label or _name(metric, "metric_")
+
+
+@dataclass(frozen=True, slots=True)
+class Series:
+    """One line per value of `column` (a colour each as `hue`, a line style and marker each as `style`):
+    the values in `order` first, the others sorted after them; the legend titled `title` (default the
+    column's name); at most `most` values, evenly spread, when given."""
+
+    column: str
+    order: tuple = ()
+    title: str = ""
+    most: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Panels:
+    """One panel per value of `split` (those in `order` first; titled by the `title` template with
+    {value}, default "split=value"), times one per combination of the `facets` that vary, taken in
+    order of preference while the panels stay at most `most` (each facet at most 4 values, evenly
+    spread, always with those `keep` lists for it)."""
+
+    split: str | None = None
+    order: tuple = ()
+    title: str = ""
+    facets: tuple[str, ...] = ()
+    most: int = 12
+    keep: Mapping[str, tuple] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Overlay:
+    """Marks over the lines: a star where the boolean column `flag` is true; with `published`, a cross at
+    each of the model's published figures of the panel's metric whose parameters satisfy every
+    condition of `published_when` (the other axes are then held where those figures were taken)."""
+
+    flag: str | None = None
+    published: bool = False
+    published_when: tuple[Cond | Either, ...] = ()
+
+
+def _as(cls, value):
+    """`value` as a `cls` object: a string is its first field; anything else is left for the contract."""
+    return cls(value) if isinstance(value, str) else value
+
+
+def _xs(value):
+    if isinstance(value, (str, X)):
+        return (_as(X, value),)
+    return tuple(_as(X, v) for v in value) if isinstance(value, tuple) else value
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Plot:
+    """What both kinds take: a stable `id` (the anchor in report.html and the file name), a `title`, a
+    `caption` (what the reader needs; analysis appends the panels and the axes held), the `panels`,
+    `hold` (param column -> the value to hold that axis at where the sweep has it, or POOL) and `where`
+    (row filters). Columns are param_/metric_ names."""
+
+    id: str
+    title: str
+    caption: str
+    panels: str | Panels | None = None
+    hold: Mapping[str, object] = field(default_factory=dict)
+    where: tuple[Cond | Either, ...] = ()
+
+    def __post_init__(self) -> None:
+        for name, convert in _CONVERT.items():
+            if hasattr(self, name):
+                object.__setattr__(self, name, convert(getattr(self, name)))
+
+    @property
+    def prefer(self) -> dict[str, object]:
+        """The axes held at a declared value: {column: value}."""
+        return {c: v for c, v in self.hold.items() if v is not POOL}
+
+    @property
+    def pooled(self) -> tuple[str, ...]:
+        """The axes not held fixed: the median is taken over their values."""
+        return tuple(c for c, v in self.hold.items() if v is POOL)
 
     def columns(self) -> set[str]:
         """Every column the declaration names (the contract checks they are the model's)."""
-        named = {*self.xs, self.y, *self.y_by.values(), self.split, self.hue, self.style, self.flag,
-                 *self.facets, *self.grid, *self.most, *self.keep, *self.prefer, *self.pool}
-        for c in (*self.where, *self.published_when):
+        named = {self.panels.split, *self.panels.facets, *self.panels.keep, *self.hold}
+        for c in self.conditions():
             named |= cond_columns(c)
         return {c for c in named if c}
 
-    def scale_of(self, x: str) -> str:
-        return self.x_scale if isinstance(self.x_scale, str) else self.x_scale.get(x, "size")
+    def conditions(self) -> tuple[Cond | Either, ...]:
+        return self.where
 
-    def xlabel_of(self, x: str) -> str:
-        if isinstance(self.xlabel, str):
-            return self.xlabel or x.removeprefix("param_").replace("_", " ")
-        return self.xlabel.get(x, x.removeprefix("param_").replace("_", " "))
 
-    def ylabel_of(self, value: object, metric: str) -> str:
-        if isinstance(self.ylabel, str):
-            return self.ylabel or metric.removeprefix("metric_").replace("_", " ")
-        return self.ylabel.get(value, metric.removeprefix("metric_").replace("_", " "))
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Lines(Plot):
+    """The median of `y` per (panel, series, x) on a slice of the sweep where every other varying axis is
+    held at one value (see the module doc). `x`: a column or an X; several are alternatives, a panel
+    each for the first MAX_X that vary. `y`: a metric or a Y. `hue`, `style`: a column or a Series."""
+
+    x: str | X | tuple[str | X, ...]
+    y: str | Y
+    hue: str | Series
+    style: str | Series | None = None
+    overlay: Overlay | None = None
+
+    def columns(self) -> set[str]:
+        named = {*(x.column for x in self.x), *self.y.metrics, self.hue.column, self.overlay.flag,
+                 self.style.column if self.style else None}
+        return Plot.columns(self) | {c for c in named if c}
+
+    def conditions(self) -> tuple[Cond | Either, ...]:
+        return (*self.where, *self.overlay.published_when)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class BestHeatmap(Plot):
+    """On a grid of the first two `grid` axes that vary (in order of preference), the largest speedup
+    of any variant of the model's comparison over its baseline; one panel per combination of the
+    `panels` facets (a heatmap takes no split)."""
+
+    grid: tuple[str, ...]
+
+    def columns(self) -> set[str]:
+        return Plot.columns(self) | set(self.grid)
+
+
+_CONVERT = {"x": _xs, "y": lambda v: _as(Y, v), "hue": lambda v: _as(Series, v),
+            "style": lambda v: _as(Series, v), "panels": lambda v: Panels() if v is None else _as(Panels, v),
+            "overlay": lambda v: Overlay() if v is None else v}
 
 
 def cond_columns(c: Cond | Either) -> set[str]:

@@ -1,16 +1,19 @@
-"""Every figure a model declares (`Model.plots`, workers.plots.Plot), drawn by one generic path.
+"""Every figure a model declares (its report's `plots`, workers.plots: Lines, BestHeatmap), drawn by
+one generic path.
 
-For each declared Plot of a model in the sweep: check the columns it needs, hold
-every other varying axis at one value (analysis.read.pin: the preferred value,
-else the axis default, else the most common; `pool` axes are pooled instead),
+For each declared plot of a model in the sweep: check the columns it needs, hold
+every other varying axis at one value (analysis.read.pin: the `hold` value,
+else the axis default, else the most common; POOL axes are pooled instead),
 take the median of the metric per (panel, series, x) with polars, and draw the
 small frame with seaborn. A figure whose rows the sweep lacks is Skipped with
 the reason, never drawn empty: panels are the combinations that have rows.
+Every function takes the model's rows (analysis.read.ModelRows) and the Plot.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -19,9 +22,9 @@ import polars as pl
 import seaborn as sns
 
 from analysis.metrics import ok, speedup
-from analysis.read import Sweep, cond_expr, describe, label, pin, value_expr
+from analysis.read import ModelRows, Sweep, cond_expr, value_expr
 from workers.model import Model
-from workers.plots import Plot, cond_columns, holds
+from workers.plots import MAX_X, BestHeatmap, Lines, Plot, Series, X, cond_columns, holds
 
 from .plotting import (
     COINCIDE_REL,
@@ -49,46 +52,50 @@ def declared(sweep: Sweep) -> list[tuple[str, Plot]]:
     out = []
     for name in sweep.named_models():
         obj = sweep.model_object(name)
-        out += [(name, p) for p in (obj.plots if obj is not None else ())]
+        out += [(name, p) for p in (obj.report.plots if obj is not None and obj.report is not None else ())]
     return out
 
 
 def draw(sweep: Sweep, model: str, plot: Plot, outdir: Path) -> Rendered | Skipped:
     """One declared figure of `model`, rendered or skipped with its reason."""
-    why = f"model absent: this sweep has no {model} rows" if model not in sweep.models else \
-        _lacking(sweep, model, plot)
+    return draw_rows(sweep.rows(model), plot, outdir)
+
+
+def draw_rows(rows: ModelRows, plot: Plot, outdir: Path) -> Rendered | Skipped:
+    """One declared figure of the model whose rows these are, rendered or skipped with its reason."""
+    why = f"model absent: this sweep has no {rows.name} rows" if rows.name not in rows.sweep.models else \
+        _lacking(rows, plot)
     if why:
         return Skipped(id=plot.id, title=plot.title, reason=why)
-    if plot.kind == "best_heatmap":
-        return _best_heatmap(sweep, model, plot, outdir)
-    return _lines(sweep, model, plot, outdir)
+    if isinstance(plot, BestHeatmap):
+        return _best_heatmap(rows, plot, outdir)
+    return _lines(rows, plot, outdir)
 
 
 # ----- shared pieces -----
 
-def _lacking(sweep: Sweep, model: str, p: Plot) -> str | None:
+def _lacking(rows: ModelRows, p: Plot) -> str | None:
     """Why the model's rows cannot give this plot: a column it needs is absent."""
-    have = sweep.schema(model)
-    need = list(dict.fromkeys(p.y_by.values())) if p.y_by else [p.y] if p.y else []
-    need += [c for c in (p.hue, p.flag) if c]
-    if isinstance(p.x, str) and p.x:
-        need.append(p.x)
-    if p.kind == "best_heatmap":
-        obj = sweep.model_object(model)
-        need += [obj.comparison.column, obj.comparison.metric] if obj and obj.comparison else []
+    have = rows.schema()
+    if isinstance(p, Lines):
+        need = [*p.y.metrics, *(c for c in (p.hue.column, p.overlay.flag) if c)]
+        need += [p.x[0].column] if len(p.x) == 1 else []  # of alternatives, those the rows have are drawn
+    else:
+        cmp = rows.model.comparison if rows.model is not None else None
+        need = [cmp.column, cmp.metric] if cmp else []
     lacking = [c for c in need if c not in have]
     if lacking:
-        return f"the {model} rows lack the columns {lacking} (written by another model version)"
+        return f"the {rows.name} rows lack the columns {lacking} (written by another model version)"
     return None
 
 
-def _not_varying(sweep: Sweep, model: str, columns: list[str]) -> str | None:
-    values = sweep.axis_values(model)
+def _not_varying(rows: ModelRows, columns: list[str]) -> str | None:
+    values = rows.axis_values()
     if any(values.get(c) is not None and values[c].height == 0 for c in columns):
-        return f"no ok {model} rows in this sweep (see the reasons table)"
+        return f"no ok {rows.name} rows in this sweep (see the reasons table)"
     flat = [c for c in columns if values.get(c) is not None and values[c].height < 2]
     if flat:
-        return f"{', '.join(_name(c) for c in flat)} takes a single value among the {model} ok rows of this sweep"
+        return f"{', '.join(_name(c) for c in flat)} takes a single value among the {rows.name} ok rows of this sweep"
     return None
 
 
@@ -110,34 +117,33 @@ def _order(v) -> tuple:
     return (v is None, v if v is not None and not isinstance(v, (list, tuple)) else 0, str(v))
 
 
-def _values(sweep: Sweep, model: str, column: str, p: Plot, limit: int | None = None) -> list | None:
-    """The ok values of an axis, sorted, picked down to `most` (or `limit`) keeping `keep`; None if not an axis."""
-    counts = sweep.axis_values(model).get(column)
+def _values(rows: ModelRows, column: str, most: int | None = None, keep: tuple = ()) -> list | None:
+    """The ok values of an axis, sorted, picked down to `most` keeping `keep`; None if not an axis."""
+    counts = rows.axis_values().get(column)
     if counts is None:
         return None
     values = sorted(counts["value"].to_list(), key=_order)
-    most = p.most.get(column, limit)
-    return pick(values, most, tuple(p.keep.get(column, ()))) if most else values
+    return pick(values, most, tuple(keep)) if most else values
 
 
-def _choose(sweep: Sweep, model: str, p: Plot, order: tuple[str, ...], limit: int, exclude: set,
+def _choose(rows: ModelRows, p: Plot, order: tuple[str, ...], limit: int, exclude: set,
             most_values: int = MAX_COLS) -> dict[str, list]:
     """The axes of `order` that vary among the ok rows (not in `exclude`), in that order, each with
-    its values (at most `most_values`, spread by `pick`), taken while their combinations stay within
-    `limit`: {column: values}."""
+    its values (at most `most_values`, spread by `pick`, keeping those the plot's panels `keep`), taken
+    while their combinations stay within `limit`: {column: values}."""
     chosen: dict[str, list] = {}
-    varying = set(sweep.varying(model))
+    varying = set(rows.varying())
     for c in order:
         if c not in varying or c in exclude:
             continue
-        values = (_values(sweep, model, c, p, most_values) or [])[:most_values]
+        values = (_values(rows, c, most_values, p.panels.keep.get(c, ())) or [])[:most_values]
         if math.prod(len(v) for v in chosen.values()) * len(values) <= limit:
             chosen[c] = values
     return chosen
 
 
-def _where(sweep: Sweep, model: str, conds) -> pl.Expr:
-    schema, varying = sweep.schema(model), set(sweep.varying(model))
+def _where(rows: ModelRows, conds) -> pl.Expr:
+    schema, varying = rows.schema(), set(rows.varying())
     expr = pl.lit(True)
     for c in conds:
         e = cond_expr(c, schema, varying)
@@ -146,14 +152,14 @@ def _where(sweep: Sweep, model: str, conds) -> pl.Expr:
     return expr
 
 
-def _published(obj: Model | None, p: Plot) -> list:
+def _published(obj: Model | None, p: Lines) -> list:
     """The model's published figures the plot overlays, their parameters canonical."""
-    if obj is None or not p.published:
+    if obj is None or not p.overlay.published:
         return []
     out = []
     for f in obj.figures():
         params = {a.column: a.canonical(f.params[a.name]) for a in obj.axes if a.name in f.params}
-        if all(holds(c, params) for c in p.published_when):
+        if all(holds(c, params) for c in p.overlay.published_when):
             out.append((f, params))
     return out
 
@@ -162,8 +168,8 @@ def _grid(n: int, width: float, height: float, extra: float = 0.6, **kw):
     """n panels in rows of at most MAX_COLS; the unused slots of the last row are removed (so nothing
     empty is drawn) and the panels above them get x tick labels."""
     cols = min(MAX_COLS, n)
-    rows = -(-n // cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(width * cols, height * rows + extra), squeeze=False, **kw)
+    nrows = -(-n // cols)
+    fig, axes = plt.subplots(nrows, cols, figsize=(width * cols, height * nrows + extra), squeeze=False, **kw)
     flat = list(axes.flat)
     for i, ax in enumerate(flat[n:], start=n):
         fig.delaxes(ax)
@@ -192,8 +198,8 @@ def _select(combo: dict) -> pl.Expr:
     return expr
 
 
-def _combo_title(sweep: Sweep, model: str, combo: dict) -> str:
-    return ", ".join(f"{_name(c)}={label(sweep, model, c, v)}" for c, v in combo.items())
+def _combo_title(rows: ModelRows, combo: dict) -> str:
+    return ", ".join(f"{_name(c)}={rows.label(c, v)}" for c, v in combo.items())
 
 
 def _ordered(present: list, first: tuple) -> list:
@@ -203,154 +209,227 @@ def _ordered(present: list, first: tuple) -> list:
 
 # ----- lines -----
 
-def _lines(sweep: Sweep, model: str, p: Plot, outdir: Path) -> Rendered | Skipped:
-    schema, varying = sweep.schema(model), set(sweep.varying(model))
-    obj = sweep.model_object(model)
-    xs = [x for x in p.xs if x in schema]
-    if len(p.xs) > 1:
-        xs = [x for x in xs if x in varying][:p.max_x]
+@dataclass(frozen=True, slots=True)
+class _Slice:
+    """What a lines figure shows of the rows: its x columns that the rows have, the split column and
+    style series (None when absent), the series columns, the facets with their values, and the
+    published figures it overlays."""
+
+    xs: list[X]
+    split: str | None
+    style: Series | None
+    series: list[str]
+    facets: dict[str, list]
+    published: list
+
+
+@dataclass(frozen=True, slots=True)
+class _Panel:
+    """One panel of a lines figure: its x column, split value, facet combination, metric and medians."""
+
+    x: X
+    split: object
+    combo: dict
+    metric: str
+    frame: pl.DataFrame
+
+
+@dataclass(frozen=True, slots=True)
+class _Look:
+    """How the series are drawn: the hue labels in order with their colours; the style labels with their
+    markers and dashes."""
+
+    hue_names: list[str]
+    palette: dict
+    style_names: list[str]
+    markers: dict
+    dashes: dict
+
+
+def _lines(rows: ModelRows, p: Lines, outdir: Path) -> Rendered | Skipped:
+    """The median of the plot's metric per (panel, series, x), as lines (see the module doc)."""
+    s = _slice(rows, p)
+    if isinstance(s, Skipped):
+        return s
+    frames, helds = [], []
+    for x in s.xs:
+        frame, held = _medians(rows, p, s, x)
+        frames.append((x, frame))
+        helds.append((x, rows.describe(held)))
+    held_all = "; ".join(f"{_name(x.column)} panel: {h or 'nothing'}" for x, h in helds) if len(helds) > 1 \
+        else helds[0][1]
+    panels = _panels(p, s, frames)
+    if not panels:
+        return Skipped(id=p.id, title=p.title, reason=no_rows(rows.name, " or ".join(p.y.metrics), held_all))
+    # too few x values after the filters: nothing to draw a line through
+    if all(panel.frame[panel.x.column].n_unique() < 2 for panel in panels) and len(p.x) == 1:
+        return Skipped(id=p.id, title=p.title, reason=f"fewer than two values of {_name(s.xs[0].column)} among "
+                                                         f"the ok {rows.name} rows shown")
+    look = _look(rows, p, s, panels)
+    fig, overlaps = _draw_lines(rows, p, s, panels, look)
+    caption = p.caption
+    if s.facets:
+        caption += f" One panel per combination of {', '.join(_name(c) for c in s.facets)} with feasible points."
+    for c in (series.column for series in (p.hue, s.style) if series and series.most):
+        shown = sorted({v for panel in panels if c in panel.frame.columns for v in panel.frame[c].to_list()},
+                       key=_order)
+        if shown:
+            caption += f" {_name(c)} shown: {', '.join(rows.label(c, v) for v in shown)}."
+    caption += _overlap_caption(overlaps) + held_text(held_all)
+    return save(fig, outdir, p.id, p.title, caption)
+
+
+def _slice(rows: ModelRows, p: Lines) -> _Slice | Skipped:
+    """The columns a lines figure shows, or why it cannot be drawn (no x column varies)."""
+    schema, varying = rows.schema(), set(rows.varying())
+    xs = [x for x in p.x if x.column in schema]
+    if len(p.x) > 1:
+        xs = [x for x in xs if x.column in varying][:MAX_X]
         if not xs:
-            names = ", ".join(_name(x) for x in p.xs)
-            return Skipped(id=p.id, title=p.title, reason=f"none of {names} varies among the ok {model} rows of "
+            names = ", ".join(_name(x.column) for x in p.x)
+            return Skipped(id=p.id, title=p.title, reason=f"none of {names} varies among the ok {rows.name} rows of "
                                                              "this sweep")
     else:
-        why = _not_varying(sweep, model, xs)
+        why = _not_varying(rows, [x.column for x in xs])
         if why:
             return Skipped(id=p.id, title=p.title, reason=why)
-    split = p.split if p.split in schema else None
-    style = p.style if p.style in schema else None
-    series = [c for c in (p.hue, style) if c]
-    facets = _choose(sweep, model, p, p.facets, p.max_panels, {*xs, *series, split})
-    pub = _published(obj, p)
+    split = p.panels.split if p.panels.split in schema else None
+    style = p.style if p.style and p.style.column in schema else None
+    series = [p.hue.column, *([style.column] if style else [])]
+    facets = _choose(rows, p, p.panels.facets, p.panels.most, {*(x.column for x in xs), *series, split})
+    return _Slice(xs=xs, split=split, style=style, series=series, facets=facets,
+                  published=_published(rows.model, p))
+
+
+def _medians(rows: ModelRows, p: Lines, s: _Slice, x: X) -> tuple[pl.DataFrame, dict]:
+    """The median of the metric(s) per (facets, split, series, x) over the ok rows of the slice shown
+    against `x`, and the axes held fixed to get it ({column: value})."""
     prefer: dict = {}
-    for _, params in pub:  # hold the other axes where the published figures were taken (the first wins)
+    for _, params in s.published:  # hold the other axes where the published figures were taken (the first wins)
         for c, v in params.items():
             prefer.setdefault(c, v)
     prefer.update(p.prefer)
-    metrics = list(dict.fromkeys(p.y_by.values())) if p.y_by else [p.y]
-    frames, helds = [], []
-    for x in xs:
-        # the axes a declared condition filters are not also held at one value
-        filtered = [c for cond in p.where for c in cond_columns(cond)]
-        keep = [x, *series, *facets, *([split] if split else []), *p.pool, *filtered]
-        expr, held = pin(sweep, model, keep, prefer)
-        for c in [*facets, *(s for s in series if s in p.most)]:
-            values = facets[c] if c in facets else _values(sweep, model, c, p)
-            expr = expr & _is_in(c, values)
-        expr = expr & _where(sweep, model, p.where) & pl.col(x).is_not_null()
-        if p.x_min is not None:
-            expr = expr & (pl.col(x) >= p.x_min)
-        by = [*facets, *([split] if split else []), *series, x]
-        df = (ok(sweep.scan(model).filter(expr)).group_by(by)
-              .agg(*(pl.col(m).median() for m in metrics), *([pl.col(p.flag).any()] if p.flag else []))
-              .sort(by, nulls_last=True).collect(engine="streaming"))
-        frames.append((x, df))
-        helds.append((x, describe(sweep, model, held)))
-    panels = []  # (x, split value, facet combo, metric, frame)
+    split = [s.split] if s.split else []
+    # the axes a declared condition filters are not also held at one value
+    filtered = [c for cond in p.where for c in cond_columns(cond)]
+    expr, held = rows.pin([x.column, *s.series, *s.facets, *split, *p.pooled, *filtered], prefer)
+    for c, values in s.facets.items():
+        expr = expr & _is_in(c, values)
+    for series in (p.hue, s.style):
+        if series and series.most:
+            expr = expr & _is_in(series.column, _values(rows, series.column, series.most))
+    expr = expr & _where(rows, p.where) & pl.col(x.column).is_not_null()
+    if x.min is not None:
+        expr = expr & (pl.col(x.column) >= x.min)
+    by = [*s.facets, *split, *s.series, x.column]
+    flag = p.overlay.flag
+    frame = (ok(rows.scan().filter(expr)).group_by(by)
+             .agg(*(pl.col(m).median() for m in p.y.metrics), *([pl.col(flag).any()] if flag else []))
+             .sort(by, nulls_last=True).collect(engine="streaming"))
+    return frame, held
+
+
+def _panels(p: Lines, s: _Slice, frames: list[tuple[X, pl.DataFrame]]) -> list[_Panel]:
+    """The panels that have a finite value to draw: per x column, split value and facet combination."""
+    panels = []
     for x, df in frames:
-        splits = _ordered(df[split].unique().to_list(), p.split_order) if split else [None]
-        for s in splits:
-            part = df.filter(value_expr(split, s)) if split else df
-            metric = p.metric_of(s)
+        splits = _ordered(df[s.split].unique().to_list(), p.panels.order) if s.split else [None]
+        for value in splits:
+            part = df.filter(value_expr(s.split, value)) if s.split else df
+            metric = p.y.metric_of(value)
             if metric not in part.columns:
                 continue
             part = part.filter(pl.col(metric).is_not_null() & pl.col(metric).is_finite())
-            if p.y_scale == "size":  # a log2 byte axis: zero bytes has no place on it
+            if p.y.scale == "size":  # a log2 byte axis: zero bytes has no place on it
                 part = part.filter(pl.col(metric) > 0)
-            for combo in _combos(part, list(facets)):
-                panel = part.filter(_select(combo)).sort(x)
+            for combo in _combos(part, list(s.facets)):
+                panel = part.filter(_select(combo)).sort(x.column)
                 if panel.height:
-                    panels.append((x, s, combo, metric, panel))
-    held_all = "; ".join(f"{_name(x)} panel: {h or 'nothing'}" for x, h in helds) if len(helds) > 1 \
-        else helds[0][1]
-    if not panels:
-        return Skipped(id=p.id, title=p.title, reason=no_rows(model, " or ".join(metrics), held_all))
-    # too few x values after the filters: nothing to draw a line through
-    if all(panel[x].n_unique() < 2 for x, _, _, _, panel in panels) and len(p.xs) == 1:
-        return Skipped(id=p.id, title=p.title,
-                       reason=f"fewer than two values of {_name(xs[0])} among the ok {model} rows shown")
+                    panels.append(_Panel(x=x, split=value, combo=combo, metric=metric, frame=panel))
+    return panels
 
-    hue_values = _ordered(list({v for *_, panel in panels for v in panel[p.hue].to_list()}), p.hue_order) \
-        if p.hue else []
-    hue_names = [label(sweep, model, p.hue, v) for v in hue_values]
-    palette = dict(zip(hue_names, sns.color_palette("colorblind", len(hue_names))))
-    style_values = sorted({v for *_, panel in panels for v in panel[style].to_list()}, key=_order) if style else []
-    style_names = [label(sweep, model, style, v) for v in style_values]
-    markers = dict(zip(style_names, MARKERS))
-    dashes = dict(zip(style_names, DASHES))
-    shared_y = len({m for *_, m, _ in panels}) == 1
-    shared_x = len(xs) == 1 and p.scale_of(xs[0]) != "ordinal_size"
+
+def _look(rows: ModelRows, p: Lines, s: _Slice, panels: list[_Panel]) -> _Look:
+    """Colours for the hue values, markers and dashes for the style values (declared order first)."""
+    def names(series: Series | None) -> list[str]:
+        if series is None:
+            return []
+        values = _ordered(list({v for panel in panels for v in panel.frame[series.column].to_list()}), series.order)
+        return [rows.label(series.column, v) for v in values]
+
+    hue_names, style_names = names(p.hue), names(s.style)
+    return _Look(hue_names=hue_names, palette=dict(zip(hue_names, sns.color_palette("colorblind", len(hue_names)))),
+                 style_names=style_names, markers=dict(zip(style_names, MARKERS)),
+                 dashes=dict(zip(style_names, DASHES)))
+
+
+def _draw_lines(rows: ModelRows, p: Lines, s: _Slice, panels: list[_Panel], look: _Look):
+    """The figure of the panels, and the series that coincide in each panel [(panel title, names)]."""
+    shared_y = len({panel.metric for panel in panels}) == 1
+    shared_x = len(s.xs) == 1 and s.xs[0].scale != "ordinal_size"
     width = 3.9 if len(panels) > 2 else 5.4
-    if all(p.scale_of(x) in ("ticks", "order") for x in xs):  # one slot per value: room for their labels
-        width = min(8.0, max(width, 0.5 * max(panel[x].n_unique() for x, *_, panel in panels) + 1.5))
+    if all(x.scale in ("ticks", "order") for x in s.xs):  # one slot per value: room for their labels
+        width = min(8.0, max(width, 0.5 * max(panel.frame[panel.x.column].n_unique() for panel in panels) + 1.5))
     fig, axes = _grid(len(panels), width, 3.4 if len(panels) > 2 else 4.2, sharex=shared_x, sharey=shared_y)
     all_x: set = set()
     all_y: list = []
     overlaps: list[tuple[str, list[str]]] = []  # (panel title, the series that coincide in it)
-    for k, (ax, (x, s, combo, metric, panel)) in enumerate(zip(axes, panels)):
-        scale = p.scale_of(x)
-        xvalues = sorted(panel[x].unique().to_list())
-        frame = panel.with_columns(
-            pl.Series("_hue", [label(sweep, model, p.hue, v) for v in panel[p.hue].to_list()], dtype=pl.Utf8)
-            if p.hue else pl.lit("").alias("_hue"),
-            pl.Series("_style", [label(sweep, model, style, v) for v in panel[style].to_list()], dtype=pl.Utf8)
-            if style else pl.lit("").alias("_style"),
-            (pl.col(metric) * (100.0 if p.y_scale == "percent" else 1.0)).alias("_y"),
-            (pl.col(x).replace_strict({v: i for i, v in enumerate(xvalues)}, return_dtype=pl.Float64)
-             if scale == "ordinal_size" else pl.col(x)).alias("_x"))
-        # markers only while they stay apart: a thousand sizes would hide the lines
-        kw = dict(style="_style", style_order=style_names, markers=markers, dashes=dashes) if style else \
-            dict(marker="o")
-        sns.lineplot(data=frame.to_pandas(), x="_x", y="_y", hue="_hue" if p.hue else None,
-                     hue_order=hue_names if p.hue else None, palette=palette if p.hue else None,
-                     markersize=5 if len(xvalues) <= 40 else 0, ax=ax, errorbar=None, legend=False,
-                     alpha=0.9, **kw)
-        title = _panel_title(sweep, model, p, x, len(xs), split, s, combo)
-        overlaps.append((title, _overlaps(ax, frame, palette if p.hue else {}, (hue_names, style_names),
-                                          _name(style) if style else "")))
-        if p.flag:
-            for hname in hue_names:
-                mine = frame.filter((pl.col("_hue") == hname) & pl.col(p.flag).fill_null(False))
-                ax.scatter(mine["_x"], mine["_y"], color=palette[hname], s=90, marker="*", edgecolor="black",
-                           zorder=4)
-        if pub:
-            mine = [(params.get(x), f.published) for f, params in pub
-                    if f.metric == metric and (s is None or params.get(split) == s) and params.get(x) is not None]
-            if mine:
-                ax.scatter([a for a, _ in mine], [b for _, b in mine], marker="X", s=70, color="black", zorder=5)
-                xvalues_all = xvalues + [a for a, _ in mine]
-            else:
-                xvalues_all = xvalues
-        else:
-            mine, xvalues_all = [], xvalues
-        all_x.update(xvalues_all)
-        all_y.extend(frame["_y"].to_list() + [b for _, b in mine])
+    for k, (ax, panel) in enumerate(zip(axes, panels)):
+        xvalues, yvalues, overlap = _draw_panel(ax, rows, p, s, panel, look)
+        overlaps.append(overlap)
+        all_x.update(xvalues)
+        all_y.extend(yvalues)
         if not shared_x:
-            _x_axis(ax, scale, xvalues_all)
-        if scale == "size":
+            _x_axis(ax, panel.x.scale, xvalues)
+        if panel.x.scale == "size":
             ax.tick_params(axis="x", labelrotation=45)
         if not shared_y:
-            _y_axis(ax, p.y_scale, frame["_y"].to_list() + [b for _, b in mine])
-        ax.set_xlabel(p.xlabel_of(x))
-        ax.set_ylabel(p.ylabel_of(s, metric) if (not shared_y or k % MAX_COLS == 0) else "")
-        ax.set_title(title, fontsize=9)
+            _y_axis(ax, p.y.scale, yvalues)
+        ax.set_xlabel(panel.x.text)
+        ax.set_ylabel(p.y.text(panel.split, panel.metric) if (not shared_y or k % MAX_COLS == 0) else "")
+        ax.set_title(overlap[0], fontsize=9)
     # shared axes are scaled once, over every panel's values (a second call would undo the first's limits)
     if shared_x:
-        _x_axis(axes[0], p.scale_of(xs[0]), sorted(all_x))
+        _x_axis(axes[0], s.xs[0].scale, sorted(all_x))
     if shared_y:
-        _y_axis(axes[0], p.y_scale, all_y)
-    _legend(fig, p, hue_names, palette, style, style_names, markers, dashes, bool(pub))
+        _y_axis(axes[0], p.y.scale, all_y)
+    _legend(fig, p, look, s.style, bool(s.published))
     fig.suptitle(p.title)
     fig.tight_layout()
-    caption = p.caption
-    if facets:
-        caption += (f" One panel per combination of {', '.join(_name(c) for c in facets)} with feasible points.")
-    for c in p.most:
-        shown = sorted({v for *_, panel in panels if c in panel.columns for v in panel[c].to_list()}, key=_order)
-        if shown:
-            caption += f" {_name(c)} shown: {', '.join(label(sweep, model, c, v) for v in shown)}."
-    caption += _overlap_caption(overlaps) + held_text(held_all)
-    return save(fig, outdir, p.id, p.title, caption)
+    return fig, overlaps
+
+
+def _draw_panel(ax, rows: ModelRows, p: Lines, s: _Slice, panel: _Panel, look: _Look):
+    """One panel's lines, flags and published crosses: (its x values, its y values, (its title, the
+    series that coincide in it)); the caller scales and labels its axes."""
+    x, metric, hue = panel.x.column, panel.metric, p.hue.column
+    xvalues = sorted(panel.frame[x].unique().to_list())
+    frame = panel.frame.with_columns(
+        pl.Series("_hue", [rows.label(hue, v) for v in panel.frame[hue].to_list()], dtype=pl.Utf8),
+        pl.Series("_style", [rows.label(s.style.column, v) for v in panel.frame[s.style.column].to_list()],
+                  dtype=pl.Utf8) if s.style else pl.lit("").alias("_style"),
+        (pl.col(metric) * (100.0 if p.y.scale == "percent" else 1.0)).alias("_y"),
+        (pl.col(x).replace_strict({v: i for i, v in enumerate(xvalues)}, return_dtype=pl.Float64)
+         if panel.x.scale == "ordinal_size" else pl.col(x)).alias("_x"))
+    # markers only while they stay apart: a thousand sizes would hide the lines
+    kw = dict(style="_style", style_order=look.style_names, markers=look.markers, dashes=look.dashes) \
+        if s.style else dict(marker="o")
+    sns.lineplot(data=frame.to_pandas(), x="_x", y="_y", hue="_hue", hue_order=look.hue_names, palette=look.palette,
+                 markersize=5 if len(xvalues) <= 40 else 0, ax=ax, errorbar=None, legend=False, alpha=0.9, **kw)
+    title = _panel_title(rows, p, s, panel)
+    overlap = (title, _overlaps(ax, frame, look.palette, (look.hue_names, look.style_names),
+                                _name(s.style.column) if s.style else ""))
+    if p.overlay.flag:
+        for hname in look.hue_names:
+            mine = frame.filter((pl.col("_hue") == hname) & pl.col(p.overlay.flag).fill_null(False))
+            ax.scatter(mine["_x"], mine["_y"], color=look.palette[hname], s=90, marker="*", edgecolor="black",
+                       zorder=4)
+    crosses = [(params.get(x), f.published) for f, params in s.published
+               if f.metric == metric and (panel.split is None or params.get(s.split) == panel.split)
+               and params.get(x) is not None]
+    if crosses:
+        ax.scatter([a for a, _ in crosses], [b for _, b in crosses], marker="X", s=70, color="black", zorder=5)
+    return xvalues + [a for a, _ in crosses], frame["_y"].to_list() + [b for _, b in crosses], overlap
 
 
 def _overlaps(ax, frame: pl.DataFrame, palette: dict, order: tuple[list, list], style_name: str) -> list[str]:
@@ -398,15 +477,15 @@ def _overlap_caption(overlaps: list[tuple[str, list[str]]]) -> str:
             f"differ): {'; '.join(parts)}.")
 
 
-def _panel_title(sweep: Sweep, model: str, p: Plot, x: str, n_x: int, split: str | None, s, combo: dict) -> str:
+def _panel_title(rows: ModelRows, p: Lines, s: _Slice, panel: _Panel) -> str:
     parts = []
-    if n_x > 1:
-        parts.append(f"vs {_name(x)}")
-    if split:
-        text = label(sweep, model, split, s)
-        parts.append(p.panel_title.format(value=text) if p.panel_title else f"{_name(split)}={text}")
-    if combo:
-        parts.append(_combo_title(sweep, model, combo))
+    if len(s.xs) > 1:
+        parts.append(f"vs {_name(panel.x.column)}")
+    if s.split:
+        text = rows.label(s.split, panel.split)
+        parts.append(p.panels.title.format(value=text) if p.panels.title else f"{_name(s.split)}={text}")
+    if panel.combo:
+        parts.append(_combo_title(rows, panel.combo))
     return ", ".join(parts) or p.title
 
 
@@ -440,82 +519,98 @@ def _y_axis(ax, scale: str, values: list) -> None:
         ax.set_ylim(0, hi * 1.08)
 
 
-def _legend(fig, p: Plot, hue_names, palette, style, style_names, markers, dashes, published: bool) -> None:
-    handles = [plt.Line2D([], [], color=palette[n], marker="o", markersize=4, label=n) for n in hue_names]
+def _legend(fig, p: Lines, look: _Look, style: Series | None, published: bool) -> None:
+    handles = [plt.Line2D([], [], color=look.palette[n], marker="o", markersize=4, label=n) for n in look.hue_names]
     if style:
-        handles.append(plt.Line2D([], [], color="none", label=f"{_name(style)}:"))
-        handles += [plt.Line2D([], [], color="0.3", marker=markers[n], dashes=dashes[n] or (None, None),
-                               markersize=5, label=n) for n in style_names]
-    if p.flag:
+        handles.append(plt.Line2D([], [], color="none", label=f"{style.title or _name(style.column)}:"))
+        handles += [plt.Line2D([], [], color="0.3", marker=look.markers[n], dashes=look.dashes[n] or (None, None),
+                               markersize=5, label=n) for n in look.style_names]
+    if p.overlay.flag:
         handles.append(plt.Line2D([], [], color="none", marker="*", markersize=11, markerfacecolor="white",
-                                  markeredgecolor="black", label=_name(p.flag).replace("_", " ")))
+                                  markeredgecolor="black", label=_name(p.overlay.flag).replace("_", " ")))
     if published:
         handles.append(plt.Line2D([], [], color="none", marker="X", markersize=8, markerfacecolor="black",
                                   markeredgecolor="black", label="published"))
     if handles:
-        fig.legend(handles=handles, title=p.hue_title or (_name(p.hue) if p.hue else None), loc="upper center",
+        fig.legend(handles=handles, title=p.hue.title or _name(p.hue.column), loc="upper center",
                    ncol=min(len(handles), 6), fontsize=8, bbox_to_anchor=(0.5, 0.0))
 
 
 # ----- best_heatmap -----
 
-def _best_heatmap(sweep: Sweep, model: str, p: Plot, outdir: Path) -> Rendered | Skipped:
+def _best_heatmap(rows: ModelRows, p: BestHeatmap, outdir: Path) -> Rendered | Skipped:
     """The largest speedup of any variant of the model's comparison over its baseline, on a grid of the
     first two `grid` axes that vary, one panel per combination of the `facets` that has rows."""
-    obj = sweep.model_object(model)
-    cmp = obj.comparison if obj is not None else None
+    cmp = rows.model.comparison if rows.model is not None else None
     if cmp is None:
-        return Skipped(id=p.id, title=p.title, reason=f"{model} declares no comparison to take a speedup of")
-    axis, metric = cmp.column, cmp.metric
-    why = _not_varying(sweep, model, [axis])
+        return Skipped(id=p.id, title=p.title, reason=f"{rows.name} declares no comparison to take a speedup of")
+    why = _not_varying(rows, [cmp.column])
     if why:
         return Skipped(id=p.id, title=p.title, reason=why)
     most = 8
-    grid = dict(list(_choose(sweep, model, p, p.grid, most ** 2, {axis}, most_values=most).items())[:2])
+    grid = dict(list(_choose(rows, p, p.grid, most ** 2, {cmp.column}, most_values=most).items())[:2])
     if not grid:
         names = ", ".join(_name(c) for c in p.grid)
-        return Skipped(id=p.id, title=p.title, reason=f"none of {names} varies among the ok {model} rows of this sweep")
-    facets = _choose(sweep, model, p, p.facets, p.max_panels, {*grid, axis})
-    expr, held = pin(sweep, model, [*grid, *facets, axis], dict(p.prefer))
-    for c, values in {**grid, **facets}.items():
-        expr = expr & _is_in(c, values)
-    expr = expr & _where(sweep, model, p.where)
-    keys = [c for c in sweep.params(model) if c != axis]
-    higher = obj.metric(metric).higher_is_better if metric in obj.metric_dtypes else False
-    sp = speedup(sweep.scan(model).filter(expr), axis, cmp.baseline, metric, keys, higher=higher)
-    df = (sp.filter(pl.col(axis) != cmp.baseline).group_by(*facets, *grid)
-          .agg(pl.col("speedup").max(), pl.col(axis).sort_by("speedup", descending=True).first())
-          .collect(engine="streaming")).filter(pl.col("speedup").is_not_null())
-    held_s = describe(sweep, model, held)
+        return Skipped(id=p.id, title=p.title,
+                       reason=f"none of {names} varies among the ok {rows.name} rows of this sweep")
+    facets = _choose(rows, p, p.panels.facets, p.panels.most, {*grid, cmp.column})
+    df, held = _best_speedups(rows, p, grid, facets)
+    held_s = rows.describe(held)
     if df.height == 0:
-        return Skipped(id=p.id, title=p.title, reason=no_rows(model, metric, held_s))
-    names = list(grid)
-    row_axis, col_axis = (names[0], names[1]) if len(names) == 2 else (None, names[0])
-    title = f"{p.title} across {' x '.join(_name(c) for c in names)}"
-    cols = sorted(df[col_axis].unique().to_list(), key=_order)
-    rows = sorted(df[row_axis].unique().to_list(), key=_order) if row_axis else [None]
-    combos = _combos(df, list(facets))
-    vmax = float(df["speedup"].max() or 1.0)
-    fig, axes = _grid(len(combos), 0.75 * len(cols) + 1.6, max(2.6, 0.55 * len(rows) + 1.5))
-    for k, (ax, combo) in enumerate(zip(axes, combos)):
-        values = np.full((len(rows), len(cols)), np.nan)
-        for r in df.filter(_select(combo)).iter_rows(named=True):
-            values[rows.index(r[row_axis]) if row_axis else 0, cols.index(r[col_axis])] = r["speedup"]
-        sns.heatmap(values, ax=ax, annot=True, fmt=".2f", cmap="viridis", vmin=1.0, vmax=max(vmax, 1.01),
-                    cbar=k == len(combos) - 1,
-                    cbar_kws={"label": f"speedup over {label(sweep, model, axis, cmp.baseline)} (x)"},
-                    xticklabels=[label(sweep, model, col_axis, v) for v in cols],
-                    yticklabels=[label(sweep, model, row_axis, v) for v in rows] if row_axis else False,
-                    annot_kws={"fontsize": 8})
-        ax.set_facecolor("0.88")
-        ax.grid(False)
-        ax.tick_params(axis="y", labelrotation=0)
-        ax.set_title(_combo_title(sweep, model, combo) or "all rows", fontsize=9)
-        ax.set_xlabel(_name(col_axis).replace("_", " "))
-        ax.set_ylabel(_name(row_axis).replace("_", " ") if row_axis and k % MAX_COLS == 0 else "")
+        return Skipped(id=p.id, title=p.title, reason=no_rows(rows.name, cmp.metric, held_s))
+    title = f"{p.title} across {' x '.join(_name(c) for c in grid)}"
+    fig = _draw_heatmaps(rows, df, list(grid), list(facets))
     fig.suptitle(title)
     fig.tight_layout()
     caption = (p.caption + f" The grid's axes are the first two of {', '.join(_name(c) for c in p.grid)} that vary "
                f"among the feasible rows; one panel per combination of "
                f"{', '.join(_name(c) for c in facets) or 'nothing'} with feasible points." + held_text(held_s))
     return save(fig, outdir, p.id, title, caption)
+
+
+def _best_speedups(rows: ModelRows, p: BestHeatmap, grid: dict[str, list], facets: dict[str, list]):
+    """Per (facets, grid) cell, the largest speedup of a variant over the comparison's baseline and that
+    variant, over the ok rows of the slice shown; and the axes held fixed to get it."""
+    obj = rows.model
+    cmp = obj.comparison
+    axis, metric = cmp.column, cmp.metric
+    expr, held = rows.pin([*grid, *facets, axis, *p.pooled], p.prefer)
+    for c, values in {**grid, **facets}.items():
+        expr = expr & _is_in(c, values)
+    expr = expr & _where(rows, p.where)
+    keys = [c for c in rows.params() if c != axis]
+    higher = obj.metric(metric).higher_is_better if metric in obj.metric_dtypes else False
+    sp = speedup(rows.scan().filter(expr), axis, cmp.baseline, metric, keys, higher=higher)
+    df = (sp.filter(pl.col(axis) != cmp.baseline).group_by(*facets, *grid)
+          .agg(pl.col("speedup").max(), pl.col(axis).sort_by("speedup", descending=True).first())
+          .collect(engine="streaming")).filter(pl.col("speedup").is_not_null())
+    return df, held
+
+
+def _draw_heatmaps(rows: ModelRows, df: pl.DataFrame, grid: list[str], facets: list[str]):
+    """One heatmap of the best speedups per facet combination that has rows; the first grid axis down the
+    rows when there are two, the last across."""
+    cmp = rows.model.comparison
+    row_axis, col_axis = (grid[0], grid[1]) if len(grid) == 2 else (None, grid[0])
+    cols = sorted(df[col_axis].unique().to_list(), key=_order)
+    lines = sorted(df[row_axis].unique().to_list(), key=_order) if row_axis else [None]
+    combos = _combos(df, facets)
+    vmax = float(df["speedup"].max() or 1.0)
+    fig, axes = _grid(len(combos), 0.75 * len(cols) + 1.6, max(2.6, 0.55 * len(lines) + 1.5))
+    for k, (ax, combo) in enumerate(zip(axes, combos)):
+        values = np.full((len(lines), len(cols)), np.nan)
+        for r in df.filter(_select(combo)).iter_rows(named=True):
+            values[lines.index(r[row_axis]) if row_axis else 0, cols.index(r[col_axis])] = r["speedup"]
+        sns.heatmap(values, ax=ax, annot=True, fmt=".2f", cmap="viridis", vmin=1.0, vmax=max(vmax, 1.01),
+                    cbar=k == len(combos) - 1,
+                    cbar_kws={"label": f"speedup over {rows.label(cmp.column, cmp.baseline)} (x)"},
+                    xticklabels=[rows.label(col_axis, v) for v in cols],
+                    yticklabels=[rows.label(row_axis, v) for v in lines] if row_axis else False,
+                    annot_kws={"fontsize": 8})
+        ax.set_facecolor("0.88")
+        ax.grid(False)
+        ax.tick_params(axis="y", labelrotation=0)
+        ax.set_title(_combo_title(rows, combo) or "all rows", fontsize=9)
+        ax.set_xlabel(_name(col_axis).replace("_", " "))
+        ax.set_ylabel(_name(row_axis).replace("_", " ") if row_axis and k % MAX_COLS == 0 else "")
+    return fig

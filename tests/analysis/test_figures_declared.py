@@ -1,4 +1,4 @@
-"""The figures models declare (workers.plots.Plot), drawn by analysis.figures.declared on real sweeps,
+"""The figures models declare (workers.plots: Lines, BestHeatmap), drawn by analysis.figures.declared on real sweeps,
 and their skip rules."""
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ from tests.analysis.conftest import write_sweep
 from workers import get_model
 from workers.plots import Cond, Either, holds
 
-SHIPPED = [(m, p.id) for m in ("memmap", "copy", "pfnmap", "young") for p in get_model(m).plots]
+SHIPPED = [(m, p.id) for m in ("memmap", "copy", "pfnmap", "young") for p in get_model(m).report.plots]
 
 
 def plot(model: str, fid: str):
-    return next(p for p in get_model(model).plots if p.id == fid)
+    return next(p for p in get_model(model).report.plots if p.id == fid)
 
 
 def render(sweep: Sweep, model: str, fid: str, outdir) -> Rendered | Skipped:

@@ -3,25 +3,26 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import polars as pl
 
 from workers.axes import Axis
 from workers.findings import MIN, Column, Medians, MedianTable, Winner
-from workers.model import Comparison, CostOrder, Figure, Measurement, Metric, Model
-from workers.plots import Cond, Plot
+from workers.model import Calibration, Comparison, CostOrder, Figure, Measurement, Metric, Model, Report
+from workers.plots import BestHeatmap, Cond, Lines, Panels, X, Y
 
-X = Axis(name="x", kind="int", unit="", default=0, doc="an integer")
+AXIS_X = Axis(name="x", kind="int", unit="", default=0, doc="an integer")
 
 
 class Good(Model):
     name = "good"
     version = "1"
-    axes = (X,)
+    axes = (AXIS_X,)
     metrics = (Metric(column="metric_y", dtype=pl.Int64, doc="x + 1", better="lower"),)
     headline = "metric_y"
-    comparison = Comparison(axis="x", baseline=0, metric="metric_y", label="x")
-    best_keys = ("x",)
-    value_labels = {"x": {0: "zero"}}
+    report = Report(comparison=Comparison(axis="x", baseline=0, metric="metric_y", label="x"), best_keys=("x",),
+                    value_labels={"x": {0: "zero"}})
 
     def evaluate(self, points: pl.DataFrame, profile) -> pl.DataFrame:
         return points.select(pl.lit("ok").alias("status"), pl.lit(None, dtype=pl.Utf8).alias("reason"),
@@ -33,11 +34,18 @@ class Twin(Good):
 
 
 def variant(**attrs) -> Model:
-    """A Good model with some class attributes replaced (`figures`: the tuple figures() returns)."""
-    figures = attrs.pop("figures", None)
-    if figures is not None:
-        attrs["figures"] = lambda self: figures
+    """A Good model with some class attributes replaced."""
     return type("Variant", (Good,), attrs)()
+
+
+def reporting(**fields) -> Model:
+    """A Good model with some fields of its report replaced."""
+    return variant(report=replace(Good.report, **fields))
+
+
+def calibrating(**fields) -> Model:
+    """A Good model with a calibration of these fields."""
+    return variant(calibration=Calibration(**fields))
 
 
 def figure(**kw) -> Figure:
@@ -51,20 +59,20 @@ NOT_A_MODEL = {"name": "good"}
 BAD_NAME = variant(name="Good-Model")
 EMPTY_NAME = variant(name="")
 NO_AXES = variant(axes=())
-DUPLICATE_AXES = variant(axes=(X, X))
+DUPLICATE_AXES = variant(axes=(AXIS_X, AXIS_X))
 METRICS_AS_MAPPING = variant(metrics={"metric_y": pl.Int64})
 UNPREFIXED_METRIC = variant(metrics=(Metric(column="y", dtype=pl.Int64, doc="x + 1"),))
 BAD_DTYPE = variant(metrics=(Metric(column="metric_y", dtype="Int64", doc="x + 1"),))
 UNDOCUMENTED_METRIC = variant(metrics=(Metric(column="metric_y", dtype=pl.Int64, doc=" "),))
 BAD_BETTER = variant(metrics=(Metric(column="metric_y", dtype=pl.Int64, doc="x + 1", better="smaller"),))
 UNKNOWN_HEADLINE = variant(headline="metric_z")
-COMPARISON_OF_UNKNOWN_AXIS = variant(comparison=Comparison(axis="strategy", baseline=0, metric="metric_y", label="x"))
-COMPARISON_OF_UNKNOWN_METRIC = variant(comparison=Comparison(axis="param_x", baseline=0, metric="metric_z",
-                                                             label="x"))
-BEST_KEY_NOT_AN_AXIS = variant(best_keys=("x", "y"))
-LABELS_OF_UNKNOWN_AXIS = variant(value_labels={"param_x": {0: "zero"}})
-FIGURE_OF_ANOTHER_MODEL = variant(figures=(figure(model="young"),))
-FIGURE_WITH_UNKNOWN_AXIS = variant(figures=(figure(params={"x": 1, "namespace_size": "1GiB"}),))
+COMPARISON_OF_UNKNOWN_AXIS = reporting(comparison=Comparison(axis="strategy", baseline=0, metric="metric_y", label="x"))
+COMPARISON_OF_UNKNOWN_METRIC = reporting(comparison=Comparison(axis="param_x", baseline=0, metric="metric_z",
+                                                               label="x"))
+BEST_KEY_NOT_AN_AXIS = reporting(best_keys=("x", "y"))
+LABELS_OF_UNKNOWN_AXIS = reporting(value_labels={"param_x": {0: "zero"}})
+FIGURE_OF_ANOTHER_MODEL = calibrating(figures=(figure(model="young"),))
+FIGURE_WITH_UNKNOWN_AXIS = calibrating(figures=(figure(params={"x": 1, "namespace_size": "1GiB"}),))
 MEASUREMENT_OF_UNKNOWN_METRIC = variant(measurement=Measurement(planner="good.analog:plan", metric="metric_z"))
 MEASUREMENT_NAMED_BY_UNKNOWN_AXIS = variant(measurement=Measurement(planner="good.analog:plan", metric="metric_y",
                                                                     id_axes=("x", "namespace_size")))
@@ -78,21 +86,28 @@ def medians(**kw) -> Medians:
                       "quote": (("low", MIN),), "text": "y is {low} at x = {low_at}.", **kw})
 
 
-FINDING_OF_UNKNOWN_COLUMN = variant(findings=(medians(metric="metric_z"),))
-FINDING_WITH_UNKNOWN_PLACEHOLDER = variant(findings=(medians(text="y is {high} at most."),))
-FINDING_WITHOUT_FIGURE_ID = variant(findings=(Winner(id="best_x", figure=3),))
-TABLE_OF_UNKNOWN_COLUMN = variant(tables=(MedianTable(title="y by z", caption="Medians.",
-                                                      by=(Column("param_z", "z"),),
-                                                      medians=(Column("metric_y", "y"),)),))
+FINDING_OF_UNKNOWN_COLUMN = reporting(findings=(medians(metric="metric_z"),))
+FINDING_WITH_UNKNOWN_PLACEHOLDER = reporting(findings=(medians(text="y is {high} at most."),))
+FINDING_WITHOUT_FIGURE_ID = reporting(findings=(Winner(id="best_x", figure=3),))
+TABLE_OF_UNKNOWN_COLUMN = reporting(tables=(MedianTable(title="y by z", caption="Medians.",
+                                                        by=(Column("param_z", "z"),),
+                                                        medians=(Column("metric_y", "y"),)),))
 
 
-def plot(**kw) -> Plot:
-    return Plot(**{"id": "good_y", "title": "y vs x", "caption": "y.", "x": "param_x", "y": "metric_y",
-                   "hue": "param_x", **kw})
+def plot(**kw) -> Lines:
+    return Lines(**{"id": "good_y", "title": "y vs x", "caption": "y.", "x": "param_x", "y": "metric_y",
+                    "hue": "param_x", **kw})
 
 
-PLOT_OF_UNKNOWN_COLUMN = variant(plots=(plot(y="metric_z"),))
-PLOT_NAMED_PARITY = variant(plots=(plot(id="parity"),))
-PLOT_WITH_UNKNOWN_SCALE = variant(plots=(plot(x_scale="log3"),))
-PLOT_WITH_UNKNOWN_OP = variant(plots=(plot(where=(Cond("param_x", "=~", 1),)),))
-ORDER_OF_ONE_COST = variant(cost_orders=(CostOrder(lower="llc_gbs", higher="llc_gbs", why="made up"),))
+PLOT_OF_UNKNOWN_COLUMN = reporting(plots=(plot(y="metric_z"),))
+PLOT_NAMED_PARITY = reporting(plots=(plot(id="parity"),))
+PLOT_WITH_UNKNOWN_SCALE = reporting(plots=(plot(x=X("param_x", scale="log3")),))
+PLOT_WITH_UNKNOWN_OP = reporting(plots=(plot(where=(Cond("param_x", "=~", 1),)),))
+PLOT_WITH_A_NUMBER_FOR_X = reporting(plots=(plot(x=3),))
+PLOT_WITH_A_METRIC_PER_PANEL_WITHOUT_SPLIT = reporting(plots=(plot(y=Y({0: "metric_y"})),))
+HEATMAP_WITH_A_SPLIT = reporting(plots=(BestHeatmap(id="good_best", title="best x", caption="x.", grid=("param_x",),
+                                                    panels=Panels("param_x")),))
+ORDER_OF_ONE_COST = calibrating(cost_orders=(CostOrder(lower="llc_gbs", higher="llc_gbs", why="made up"),))
+# Declarations of the optional parts set on the model itself, as models did before the parts existed.
+PLOTS_ON_THE_MODEL = variant(plots=(plot(),))
+FIGURES_AS_A_METHOD = variant(figures=lambda self: (figure(),))

@@ -7,7 +7,7 @@ import pytest
 
 from workers.axes import Axis
 from workers.calibrate import calibrate
-from workers.model import Figure, FreeParam, Metric, Model, status_columns
+from workers.model import Calibration, Figure, FreeParam, Metric, Model, status_columns
 from workers.profiles import profile_from_dict
 
 X = Axis(name="x", kind="float", unit="", default=1.0, doc="work units")
@@ -20,19 +20,17 @@ class Line(Model):
     axes = (X,)
     metrics = (Metric(column="metric_time_ms", dtype=pl.Float64, doc="per_unit * x + fixed", better="lower"),)
     headline = "metric_time_ms"
-    free_params = (FreeParam(section="line", key="per_unit", lower=0.0, upper=100.0),
-                   FreeParam(section="line", key="fixed", lower=0.0, upper=100.0))
+    FREE = (FreeParam(section="line", key="per_unit", lower=0.0, upper=100.0),
+            FreeParam(section="line", key="fixed", lower=0.0, upper=100.0))
 
-    def __init__(self, published):
-        self.published = published
+    def __init__(self, published, free=FREE):
+        self.calibration = Calibration(free_params=free, figures=tuple(
+            Figure(id=f"line/{x}", model="line", metric="metric_time_ms", published=y, unit="ms", params={"x": x},
+                   source="test") for x, y in published))
 
     def evaluate(self, points, profile):
         t = profile.value("line", "per_unit") * pl.col("param_x") + profile.value("line", "fixed")
         return points.select(*status_columns(pl.lit(None, dtype=pl.Utf8)), t.alias("metric_time_ms"))
-
-    def figures(self):
-        return tuple(Figure(id=f"line/{x}", model="line", metric="metric_time_ms", published=y, unit="ms",
-                            params={"x": x}, source="test") for x, y in self.published)
 
 
 PROFILE = profile_from_dict({"name": "p", "line": {
@@ -97,8 +95,7 @@ def test_uncertainty_brackets_each_fitted_cost():
 
 def test_hand_set_costs_are_shown_at_plus_and_minus_20_percent():
     """An assumed cost that moves the figures is listed with the worst error at 0.8x and 1.2x of it."""
-    model = Line([(1.0, 3.0), (2.0, 5.0), (3.0, 7.0)])
-    model.free_params = model.free_params[:1]  # fit per_unit only; `fixed` stays hand-set
+    model = Line([(1.0, 3.0), (2.0, 5.0), (3.0, 7.0)], free=Line.FREE[:1])  # fit per_unit only; `fixed` stays hand-set
     cal = calibrate(model, PROFILE)
     (hand,) = cal.sensitivity
     assert (hand.key, hand.value) == ("fixed", 1.0)

@@ -95,7 +95,7 @@ def test_a_fit_to_measured_memmap_times_reproduces_them(points):
     times = predict(MEMMAP, fit.figures_from_measured(MEMMAP, measured(points, MEMMAP, rows, [1.0] * 32)), truth)
     figs = fit.figures_from_measured(MEMMAP, measured(points, MEMMAP, rows, list(times)))
     assert frame.height == len(figs) == 32
-    free = MEMMAP.free_for_measured
+    free = MEMMAP.calibration.free_for_measured
     assert {("copy", "loop_ns"), ("copy", "llc_gbs")} <= {(p.section, p.key) for p in free}
     x = fit_costs(MEMMAP, figs, SEED, free)  # the best of the neutral starts (calibrate's fit, without leave-one-out)
     fitted = dict(zip(((p.section, p.key) for p in free), x))

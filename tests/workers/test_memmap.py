@@ -284,7 +284,8 @@ def test_figures_and_free_parameters():
     ids = [f.id for f in MODEL.figures()]
     assert ids == [f"memmap/{m}/{s}" for m in ("fsdax", "devdax") for s in STRATEGIES]
     assert {f.metric for f in MODEL.figures()} == {"metric_init_ms"}
-    assert len(MODEL.free_params) == 4 and {p.section for p in MODEL.free_params} == {"copy"}
+    free = MODEL.calibration.free_params
+    assert len(free) == 4 and {p.section for p in free} == {"copy"}
 
 
 def test_shipped_seed_profile_reproduces_the_figures_and_speedups():
@@ -295,7 +296,7 @@ def test_shipped_seed_profile_reproduces_the_figures_and_speedups():
         assert v == pytest.approx(f.published, rel=0.10), f.id
     assert got[0] / got[3] == pytest.approx(2.52, rel=0.10)
     assert got[4] / got[7] == pytest.approx(2.30, rel=0.10)
-    assert {PROFILE.sections["copy"][p.key].source for p in MODEL.free_params} == {"calibrated"}
+    assert {PROFILE.sections["copy"][p.key].source for p in MODEL.calibration.free_params} == {"calibrated"}
 
 
 def test_calibration_leave_one_out_within_25_percent(seed_calibration):

@@ -318,7 +318,7 @@ def test_calibration_meets_the_acceptance_bounds(seed_calibration):
     """5 free costs for 20 figures from neutral starts: each within 3% fitted, 6% left out; every start
     reaches the same costs; improvements within 2 points; seed.toml holds the fit."""
     cal = seed_calibration(MODEL.name)
-    assert len(MODEL.free_params) == 5 and len(MODEL.figures()) == 20
+    assert len(MODEL.calibration.free_params) == 5 and len(MODEL.figures()) == 20
     assert cal.max_error < 0.03 and cal.max_loo_error < 0.06
     assert len(cal.starts) == 10 and not cal.disagreeing_starts
     model = {r.figure: r.model for r in cal.results}

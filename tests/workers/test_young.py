@@ -49,7 +49,7 @@ def test_seed_profile_x86_improvement_near_published():
 def test_calibration_fits_every_figure_with_fewer_parameters(seed_calibration):
     """Calibration uses 2 free costs for 3 figures and lands every figure within 10%."""
     cal = seed_calibration(MODEL.name)
-    assert len(MODEL.free_params) < len(MODEL.figures())
+    assert len(MODEL.calibration.free_params) < len(MODEL.figures())
     assert cal.max_error < 0.10
     fitted = predict(MODEL, MODEL.figures(), cal.profile)
     assert fitted == pytest.approx([f.published for f in MODEL.figures()], rel=0.10)

@@ -3,7 +3,7 @@
 `figures_from_measured(model, frame)` turns the ok measured rows of a model
 into `Figure`s (published = the measured least disturbed time, measure_min, or
 the median; params = the row's point) for `workers.calibrate.calibrate(model,
-profile, figures=..., free=model.free_for_measured)`. The same point measured
+profile, figures=..., free=model.calibration.free_for_measured)`. The same point measured
 more than once (reruns, several nodes of one CPU model) becomes one figure, the
 median of the values. What names a figure and which metric it is come from the
 model's declaration (`model.measurement`, workers.model.Measurement: id_axes,

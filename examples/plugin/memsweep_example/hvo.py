@@ -28,7 +28,7 @@ kernels add to HVO (2024, after the published figures), 1 GiB folios (alloc_cont
 free path (hugetlb_vmemmap_restore_folios()).
 
 Costs come from the profile's [hvo] section. A plugin cannot add a section to the shipped
-profiles, so its defaults live in code (DEFAULTS below, the model's `costs`): a spec's profile
+profiles, so its defaults live in code (DEFAULTS below, its calibration's `costs`): a spec's profile
 takes those it lacks (a profile file with `base = "seed"` and an [hvo] section overrides any), so
 a changed default changes the profile's digest and with it the chunk ids.
 """
@@ -40,8 +40,8 @@ import polars as pl
 
 from workers.axes import STRUCT_PAGE_SIZE, Axis, choice
 from workers.findings import Medians
-from workers.model import Comparison, Figure, FreeParam, Metric, Model, Reasons, status_columns
-from workers.plots import Cond, Plot
+from workers.model import Calibration, Comparison, Figure, FreeParam, Metric, Model, Reasons, Report, status_columns
+from workers.plots import Cond, Lines, Panels, Series, X, Y
 from workers.profiles import Profile, Quantity
 
 SECTION = "hvo"
@@ -97,8 +97,7 @@ VIRTUALIZED = Axis(name="virtualized", kind="bool", unit="", default=False,
 
 INT, FLOAT = pl.Int64, pl.Float64
 
-# A key finding of the report, declared as data (workers.findings): what HVO costs a write, per folio and
-# batched. "hvo_alloc" is the id a figure of the allocation time would have (linked when one is drawn).
+# The report's key finding, as data (workers.findings): what HVO costs a write, per folio and batched.
 FINDINGS = (
     Medians(id="hvo_cost", figure="hvo_alloc", metric="metric_slowdown_vs_no_hvo",
             where=(Cond("param_hvo", "==", True),), by="param_batching",
@@ -109,16 +108,16 @@ FINDINGS = (
 )
 
 
-# The report's figure, declared as data (workers.plots): drawn by memsweep's generic figure path.
+# The report's figure, as data (workers.plots): drawn by memsweep's generic figure path.
 PLOTS = (
-    Plot(id="hvo_alloc", title="hvo: nr_hugepages write time vs folios, per-folio vs batched flushes",
-         x="param_nr_hugepages", y="metric_alloc_ms", hue="param_batching", hue_order=("per_folio", "batched"),
-         hue_title="batching", split="param_virtualized", panel_title="virtualized={value}",
-         facets=("param_cpus",), max_panels=4, prefer={"param_hvo": True, "param_struct_page_size": 64},
-         x_scale="log", xlabel="hugetlb folios allocated (2 MiB)", ylabel="write time (ms)",
-         caption="Modeled time of one write to nr_hugepages with HVO on: per_folio optimizes and flushes each "
-                 "folio on its own (a kernel TLB flush per folio and per vmemmap PMD split, each an IPI to "
-                 "every CPU); batched remaps the whole list and flushes twice."),
+    Lines(id="hvo_alloc", title="hvo: nr_hugepages write time vs folios, per-folio vs batched flushes",
+          x=X("param_nr_hugepages", "log", "hugetlb folios allocated (2 MiB)"),
+          y=Y("metric_alloc_ms", label="write time (ms)"), hue=Series("param_batching", order=("per_folio", "batched")),
+          panels=Panels("param_virtualized", facets=("param_cpus",), most=4),
+          hold={"param_hvo": True, "param_struct_page_size": 64},
+          caption="Modeled time of one write to nr_hugepages with HVO on: per_folio optimizes and flushes each "
+                  "folio on its own (a kernel TLB flush per folio and per vmemmap PMD split, each an IPI to "
+                  "every CPU); batched remaps the whole list and flushes twice."),
 )
 
 
@@ -141,7 +140,22 @@ def counts(folios: np.ndarray, struct_page: np.ndarray, hvo: np.ndarray, batched
     }
 
 
+def published_figures(model: str) -> tuple[Figure, ...]:
+    # The series' four write times. 8 sockets of E7-8895: 288 CPUs assumed (v3: 18 cores, 2 threads each).
+    base = {"nr_hugepages": 500000, "struct_page_size": 64, "cpus": 288, "virtualized": False}
+    published = (("per_folio", False, 4119.0, "unmodified next-20230824, vm.hugetlb_optimize_vmemmap = 0"),
+                 ("per_folio", True, 28973.0, "unmodified next-20230824, vm.hugetlb_optimize_vmemmap = 1"),
+                 ("batched", False, 4719.0, "next-20230824 + batching patches, hugetlb_optimize_vmemmap = 0"),
+                 ("batched", True, 7267.0, "next-20230824 + batching patches, hugetlb_optimize_vmemmap = 1"))
+    return tuple(
+        Figure(id=f"hvo/e7-8895/{batching}/{'on' if hvo else 'off'}", model=model, metric="metric_alloc_ms",
+               published=ms, unit="ms", params={**base, "batching": batching, "hvo": hvo},
+               source=f"{SOURCE}, {what}: real {ms / 1000:.3f} s")
+        for batching, hvo, ms, what in published)
+
+
 class HvoModel(Model):
+    # The core: name, axes, metrics, headline and evaluate() (version and description have defaults).
     name = "hvo"
     version = "1"
     description = ("HugeTLB vmemmap optimization when nr_hugepages grows: vmemmap pages freed, PTEs remapped, "
@@ -169,19 +183,17 @@ class HvoModel(Model):
                doc="alloc time over that of the same write with HVO off"),
     )
     headline = "metric_alloc_ms"
-    # The batching series' question: how much faster is the write with one list and two flushes?
-    comparison = Comparison(axis="batching", baseline="per_folio", metric="metric_alloc_ms", label="batching")
-    best_keys = ("cpus", "virtualized")
-    value_labels = {"hvo": {True: "HVO on", False: "HVO off"}}
-    findings = FINDINGS
-    plots = PLOTS
     points_per_second = 2e6
-    # Its profile section's costs: no shipped profile has an [hvo] section, so calibration starts from these.
-    costs = DEFAULTS
-    # `memsweep calibrate --model hvo`: the two costs the four published figures can pin, an allocation and
-    # an IPI per CPU (the rest stay assumed; calibrate shows how much each moves the fit).
-    free_params = (FreeParam(section=SECTION, key="folio_alloc_ns", lower=500.0, upper=50000.0),
-                   FreeParam(section=SECTION, key="ipi_cpu_ns", lower=10.0, upper=5000.0))
+    # Optional: what the report says of it; the comparison is the batching series' question.
+    report = Report(comparison=Comparison(axis="batching", baseline="per_folio", metric="metric_alloc_ms",
+                                          label="batching"),
+                    best_keys=("cpus", "virtualized"), value_labels={"hvo": {True: "HVO on", False: "HVO off"}},
+                    findings=FINDINGS, plots=PLOTS)
+    # Optional: calibration: its own [hvo] costs (no shipped profile has them), its published figures, and the
+    # two costs those can pin, an allocation and an IPI per CPU (`memsweep calibrate --model hvo`).
+    calibration = Calibration(costs=DEFAULTS, figures=published_figures(name), free_params=(
+        FreeParam(section=SECTION, key="folio_alloc_ns", lower=500.0, upper=50000.0),
+        FreeParam(section=SECTION, key="ipi_cpu_ns", lower=10.0, upper=5000.0)))
 
     def evaluate(self, points: pl.DataFrame, profile: Profile) -> pl.DataFrame:
         """Counts and modeled times (ns summed, reported in ms) for every point."""
@@ -221,19 +233,6 @@ class HvoModel(Model):
                 .add(pl.col("param_nr_hugepages") < 1, "nr_hugepages must be at least 1")
                 .add(pl.col("param_cpus") < 1, "cpus must be at least 1")
                 .expr())
-
-    def figures(self) -> tuple[Figure, ...]:
-        # 8 sockets of E7-8895: 288 CPUs assumed (v3: 18 cores, 2 threads each); the mail does not say.
-        base = {"nr_hugepages": 500000, "struct_page_size": 64, "cpus": 288, "virtualized": False}
-        published = (("per_folio", False, 4119.0, "unmodified next-20230824, vm.hugetlb_optimize_vmemmap = 0"),
-                     ("per_folio", True, 28973.0, "unmodified next-20230824, vm.hugetlb_optimize_vmemmap = 1"),
-                     ("batched", False, 4719.0, "next-20230824 + batching patches, hugetlb_optimize_vmemmap = 0"),
-                     ("batched", True, 7267.0, "next-20230824 + batching patches, hugetlb_optimize_vmemmap = 1"))
-        return tuple(
-            Figure(id=f"hvo/e7-8895/{batching}/{'on' if hvo else 'off'}", model=self.name, metric="metric_alloc_ms",
-                   published=ms, unit="ms", params={**base, "batching": batching, "hvo": hvo},
-                   source=f"{SOURCE}, {what}: real {ms / 1000:.3f} s")
-            for batching, hvo, ms, what in published)
 
 
 MODEL = HvoModel()

@@ -45,8 +45,9 @@ import numpy as np
 import polars as pl
 
 from workers.axes import ALIGN, NAMESPACE_SIZE, STRUCT_PAGE_SIZE, Axis, choice
-from workers.model import LAST_LEVEL, Comparison, CostOrder, Measurement, Metric, Model, Reasons, status_columns
-from workers.plots import Plot
+from workers.model import (LAST_LEVEL, Calibration, Comparison, CostOrder, Measurement, Metric, Model, Reasons, Report,
+                           status_columns)
+from workers.plots import Lines, Panels, Series, X, Y
 from workers.profiles import Profile
 
 LINE = 64  # boot_cpu_data.x86_clflush_size on x86_64
@@ -227,14 +228,14 @@ def _lookup(size, dst, strategy, patched) -> np.ndarray:
 
 # The report's figure of this model (drawn by analysis/figures/declared.py).
 PLOTS = (
-    Plot(id="copy_cost", title="copy: ns per struct-page copy vs size, three copy paths",
-         x="param_struct_page_size", y="metric_ns_per_copy", hue="param_strategy",
-         hue_order=("memcpy", "nt_call", "nt_inline"), hue_title="copy path",
-         split="param_inline_sizes", split_order=("mainline",), panel_title="inline sizes: {value}",
-         x_scale="ticks", xlabel="copy size = sizeof(struct page) (bytes)", ylabel="time per copy (ns)",
-         caption="memcpy: cached constant-size copy; nt_call: out-of-line __memcpy_flushcache(); nt_inline: "
-                 "memcpy_flushcache() with inline MOVNTI for the inline sizes (mainline 4/8/16, patched "
-                 "4..96), other sizes fall back to the call."),
+    Lines(id="copy_cost", title="copy: ns per struct-page copy vs size, three copy paths",
+          x=X("param_struct_page_size", "ticks", "copy size = sizeof(struct page) (bytes)"),
+          y=Y("metric_ns_per_copy", label="time per copy (ns)"),
+          hue=Series("param_strategy", order=("memcpy", "nt_call", "nt_inline"), title="copy path"),
+          panels=Panels("param_inline_sizes", order=("mainline",), title="inline sizes: {value}"),
+          caption="memcpy: cached constant-size copy; nt_call: out-of-line __memcpy_flushcache(); nt_inline: "
+                  "memcpy_flushcache() with inline MOVNTI for the inline sizes (mainline 4/8/16, patched "
+                  "4..96), other sizes fall back to the call."),
 )
 
 class CopyModel(Model):
@@ -278,14 +279,14 @@ class CopyModel(Model):
         Metric(column="metric_memory_bound", dtype=BOOL, doc="the bandwidth bound exceeds the instruction time"),
     )
     headline = "metric_ns_per_copy"
-    comparison = Comparison(axis="strategy", baseline="memcpy", metric="metric_ns_per_copy", label="copy path")
-    best_keys = ("struct_page_size", "inline_sizes")
-    plots = PLOTS
     points_per_second = 8e6  # ~1e7 measured on one core, 1,000,000 mixed points
-    cost_orders = (
+    report = Report(
+        comparison=Comparison(axis="strategy", baseline="memcpy", metric="metric_ns_per_copy", label="copy path"),
+        best_keys=("struct_page_size", "inline_sizes"), plots=PLOTS)
+    calibration = Calibration(cost_orders=(
         CostOrder(lower="dram_rfo_gbs", higher="llc_gbs",
                   why="the LLC sits between the core and DRAM: an RFO it serves is no slower than one from DRAM"),
-    )
+    ))
     # The user-space copy loop (workers/models/copy/measure.py) fills metric_ns_per_copy, and metric_gbs =
     # struct_page_size bytes / ns per copy; a fit takes the host's last-level cache as copy.llc_bytes.
     measurement = Measurement(

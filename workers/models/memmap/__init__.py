@@ -68,9 +68,10 @@ import polars as pl
 
 from workers.axes import ALIGN, COMPOUND_ORDER, NAMESPACE_SIZE, STRUCT_PAGE_SIZE, Axis, choice
 from workers.findings import MAX, MIN, Column, Medians, MedianTable, Pick, Ratio, Winner
-from workers.model import LAST_LEVEL, Comparison, Figure, FreeParam, Measurement, Metric, Model, Reasons, status_columns
+from workers.model import (LAST_LEVEL, Calibration, Comparison, Figure, FreeParam, Measurement, Metric, Model, Reasons,
+                           Report, status_columns)
 from workers.models import copy as cp
-from workers.plots import Cond, Plot
+from workers.plots import POOL, BestHeatmap, Cond, Lines, Overlay, Panels, Series, X, Y
 from workers.profiles import Profile
 from workers.units import GiB, KiB, MiB, TiB
 
@@ -232,37 +233,38 @@ _STRATEGIES = ("slow", "template", "template_nt", "template_nt_inline")
 _KMSAN_ON = {"param_nvdimm_kmsan": True}
 _PAGE_SIZES_KEPT = {"param_struct_page_size": (64, 80, 96, 128)}
 PLOTS = (
-    Plot(id="memmap_init", title="memmap: init time vs namespace size per strategy",
-         x="param_namespace_size", y="metric_init_ms", hue="param_strategy", hue_order=_STRATEGIES,
-         hue_title="strategy", facets=("param_struct_page_size", "param_mode", "param_map", "param_medium",
-                                       "param_nvdimm_kmsan", "param_align", "param_compound_order"),
-         max_panels=12, keep=_PAGE_SIZES_KEPT, prefer=_KMSAN_ON,
-         xlabel="namespace size (bytes, log2)", ylabel="init time (ms)",
-         caption="Modeled memmap_init_zone_device() time (median per point of the held slice). slow: field-by-"
-                 "field init; template: memcpy of a template; template_nt: memcpy_nontemporal (out-of-line "
-                 "__memcpy_flushcache); template_nt_inline: inline MOVNTI (patch 8). Struct page sizes that are "
-                 "not a multiple of 16 are infeasible on x86_64; map=dev needs CONFIG_NVDIMM_KMSAN for P > 64."),
-    Plot(id="memmap_speedup_heatmap", title="memmap: best speedup over slow", kind="best_heatmap",
-         grid=("param_compound_order", "param_align", "param_mode", "param_map", "param_medium",
-               "param_nvdimm_kmsan"),
-         facets=("param_struct_page_size", "param_mode", "param_map", "param_medium", "param_nvdimm_kmsan"),
-         max_panels=8, keep=_PAGE_SIZES_KEPT, prefer=_KMSAN_ON,
-         caption="Each cell: the largest init-time speedup over the slow strategy at that point (slow time / best "
-                 "strategy's time, same namespace and axes); compound order in log2 pages, auto = the kernel's "
-                 "choice. Grey cells are infeasible (e.g. fsdax needs order 0; devdax sets the order from the "
-                 "align)."),
-    Plot(id="memmap_overhead", title="memmap overhead: device and DRAM bytes vs struct page size",
-         x="param_struct_page_size", split="param_map", split_order=("dev", "mem"),
-         y_by={"dev": "metric_memmap_device_bytes", "mem": "metric_memmap_dram_bytes"},
-         hue="metric_compound_order", hue_title="compound order (resolved)", flag="metric_vmemmap_optimized",
-         pool=("param_mode", "param_align", "param_compound_order"), prefer=_KMSAN_ON,
-         x_scale="ticks", y_scale="size", xlabel="sizeof(struct page) (bytes)",
-         ylabel={"dev": "memmap bytes on the namespace", "mem": "memmap bytes in DRAM"},
-         panel_title="map={value}",
-         caption="map=dev reserves 64 bytes per pfn on the namespace (sizeof(struct page) with "
-                 "CONFIG_NVDIMM_KMSAN). map=mem with compound pages and a power-of-two struct page writes only "
-                 "2 x 4096 / P struct pages per compound (stars: vmemmap optimization); 80- and 96-byte struct "
-                 "pages lose it and pay the full memmap. Medians over mode, align and compound order."),
+    Lines(id="memmap_init", title="memmap: init time vs namespace size per strategy",
+          x=X("param_namespace_size", label="namespace size (bytes, log2)"),
+          y=Y("metric_init_ms", label="init time (ms)"), hue=Series("param_strategy", order=_STRATEGIES),
+          panels=Panels(facets=("param_struct_page_size", "param_mode", "param_map", "param_medium",
+                                "param_nvdimm_kmsan", "param_align", "param_compound_order"), keep=_PAGE_SIZES_KEPT),
+          hold=_KMSAN_ON,
+          caption="Modeled memmap_init_zone_device() time (median per point of the held slice). slow: field-by-"
+                  "field init; template: memcpy of a template; template_nt: memcpy_nontemporal (out-of-line "
+                  "__memcpy_flushcache); template_nt_inline: inline MOVNTI (patch 8). Struct page sizes that are "
+                  "not a multiple of 16 are infeasible on x86_64; map=dev needs CONFIG_NVDIMM_KMSAN for P > 64."),
+    BestHeatmap(id="memmap_speedup_heatmap", title="memmap: best speedup over slow",
+                grid=("param_compound_order", "param_align", "param_mode", "param_map", "param_medium",
+                      "param_nvdimm_kmsan"),
+                panels=Panels(facets=("param_struct_page_size", "param_mode", "param_map", "param_medium",
+                                      "param_nvdimm_kmsan"), most=8, keep=_PAGE_SIZES_KEPT),
+                hold=_KMSAN_ON,
+                caption="Each cell: the largest init-time speedup over the slow strategy at that point (slow time / "
+                        "best strategy's time, same namespace and axes); compound order in log2 pages, auto = the "
+                        "kernel's choice. Grey cells are infeasible (e.g. fsdax needs order 0; devdax sets the order "
+                        "from the align)."),
+    Lines(id="memmap_overhead", title="memmap overhead: device and DRAM bytes vs struct page size",
+          x=X("param_struct_page_size", "ticks", "sizeof(struct page) (bytes)"),
+          y=Y({"dev": "metric_memmap_device_bytes", "mem": "metric_memmap_dram_bytes"}, "size",
+              {"dev": "memmap bytes on the namespace", "mem": "memmap bytes in DRAM"}),
+          hue=Series("metric_compound_order", title="compound order (resolved)"),
+          panels=Panels("param_map", order=("dev", "mem")),
+          hold={**_KMSAN_ON, "param_mode": POOL, "param_align": POOL, "param_compound_order": POOL},
+          overlay=Overlay(flag="metric_vmemmap_optimized"),
+          caption="map=dev reserves 64 bytes per pfn on the namespace (sizeof(struct page) with "
+                  "CONFIG_NVDIMM_KMSAN). map=mem with compound pages and a power-of-two struct page writes only "
+                  "2 x 4096 / P struct pages per compound (stars: vmemmap optimization); 80- and 96-byte struct "
+                  "pages lose it and pay the full memmap. Medians over mode, align and compound order."),
 )
 
 OPTIMIZED = "metric_vmemmap_optimized"
@@ -303,6 +305,43 @@ TABLES = (
                 over=("param_mode", "param_align", "param_compound_order"),
                 prefer={"param_nvdimm_kmsan": True}),
 )
+
+
+# 4 costs for 8 figures, all shared by every kind, mode and strategy (the copy model's costs)
+FREE_PARAMS = (
+    FreeParam(section="copy", key="store_ns", lower=0.02, upper=5.0),
+    FreeParam(section="copy", key="call_ns", lower=0.0, upper=50.0),
+    FreeParam(section="copy", key="dram_write_gbs", lower=1.0, upper=200.0),
+    FreeParam(section="copy", key="dram_rfo_gbs", lower=1.0, upper=200.0),
+)
+# Measured rows (workers.measure) span P = 64..96 and memmaps inside and beyond the LLC: they also
+# pin the copy-loop iteration cost and the LLC bandwidth, which the eight figures cannot.
+MEASURED_FREE_PARAMS = (
+    *FREE_PARAMS,
+    FreeParam(section="copy", key="loop_ns", lower=0.0, upper=10.0),
+    FreeParam(section="copy", key="llc_gbs", lower=1.0, upper=500.0),
+)
+
+
+def published_figures(model: str) -> tuple[Figure, ...]:
+    """The eight init times of `model` (this model's name) in the seed series (MODEL.md): 100 GiB, P = 64,
+    map=dev."""
+    base = {"namespace_size": "100GiB", "struct_page_size": 64, "align": "2MiB", "compound_order": "auto",
+            "map": "dev", "start_offset": 0, "nvdimm_kmsan": False,
+            "medium": "dram"}  # the seed's VM emulates pmem in DRAM
+    published = {
+        ("fsdax", "slow"): (244.28, 4), ("fsdax", "template"): (215.55, 4),
+        ("fsdax", "template_nt"): (150.83, 7), ("fsdax", "template_nt_inline"): (96.79, 8),
+        ("devdax", "slow"): (273.31, 5), ("devdax", "template"): (244.37, 5),
+        ("devdax", "template_nt"): (153.55, 7), ("devdax", "template_nt_inline"): (119.04, 8),
+    }
+    driver = {"fsdax": "nd_pmem", "devdax": "dax_pmem"}
+    return tuple(
+        Figure(id=f"memmap/{mode}/{strategy}", model=model, metric="metric_init_ms", published=value,
+               unit="ms", params={**base, "mode": mode, "strategy": strategy},
+               source=SOURCE.format(n=n) + f": {driver[mode]} {value} ms")
+        for (mode, strategy), (value, n) in published.items()
+    )
 
 
 class MemmapModel(Model):
@@ -376,26 +415,12 @@ class MemmapModel(Model):
                doc="what sets the time: compute, else memory (bound) or latency (stall), the larger"),
     )
     headline = "metric_init_ms"
-    comparison = Comparison(axis="strategy", baseline="slow", metric="metric_init_ms", label="strategy")
-    best_keys = ("struct_page_size", "mode", "map")
-    plots = PLOTS
-    findings = FINDINGS
-    tables = TABLES
     points_per_second = 1.5e6  # ~2e6 measured on one core, 1,000,000 mixed points
-    # 4 costs for 8 figures, all shared by every kind, mode and strategy (the copy model's costs)
-    free_params = (
-        FreeParam(section="copy", key="store_ns", lower=0.02, upper=5.0),
-        FreeParam(section="copy", key="call_ns", lower=0.0, upper=50.0),
-        FreeParam(section="copy", key="dram_write_gbs", lower=1.0, upper=200.0),
-        FreeParam(section="copy", key="dram_rfo_gbs", lower=1.0, upper=200.0),
-    )
-    # Measured rows (workers.measure) span P = 64..96 and memmaps inside and beyond the LLC: they also
-    # pin the copy-loop iteration cost and the LLC bandwidth, which the eight figures cannot.
-    measured_free_params = (
-        *free_params,
-        FreeParam(section="copy", key="loop_ns", lower=0.0, upper=10.0),
-        FreeParam(section="copy", key="llc_gbs", lower=1.0, upper=500.0),
-    )
+    report = Report(
+        comparison=Comparison(axis="strategy", baseline="slow", metric="metric_init_ms", label="strategy"),
+        best_keys=("struct_page_size", "mode", "map"), plots=PLOTS, findings=FINDINGS, tables=TABLES)
+    calibration = Calibration(figures=published_figures(name), free_params=FREE_PARAMS,
+                              measured_free_params=MEASURED_FREE_PARAMS)
     # The user-space analog of memmap_init_zone_device() (workers/models/memmap/measure.py) fills
     # metric_init_ms; its figures are named memmap/measured/<mode>/P<P>/<strategy>/<size>. The struct pages
     # are priced with the copy costs, so a fit takes the host's last-level cache as copy.llc_bytes.
@@ -476,25 +501,6 @@ class MemmapModel(Model):
                 .add(c("small"), "namespace too small for its info block, memmap and alignment padding "
                      "(nd_pfn_init(): unable to satisfy requested alignment)")
                 .expr())
-
-    def figures(self) -> tuple[Figure, ...]:
-        """The eight memmap init times of the seed series (MODEL.md): 100 GiB, P = 64, map=dev."""
-        base = {"namespace_size": "100GiB", "struct_page_size": 64, "align": "2MiB", "compound_order": "auto",
-                "map": "dev", "start_offset": 0, "nvdimm_kmsan": False,
-                "medium": "dram"}  # the seed's VM emulates pmem in DRAM
-        published = {
-            ("fsdax", "slow"): (244.28, 4), ("fsdax", "template"): (215.55, 4),
-            ("fsdax", "template_nt"): (150.83, 7), ("fsdax", "template_nt_inline"): (96.79, 8),
-            ("devdax", "slow"): (273.31, 5), ("devdax", "template"): (244.37, 5),
-            ("devdax", "template_nt"): (153.55, 7), ("devdax", "template_nt_inline"): (119.04, 8),
-        }
-        driver = {"fsdax": "nd_pmem", "devdax": "dax_pmem"}
-        return tuple(
-            Figure(id=f"memmap/{mode}/{strategy}", model=self.name, metric="metric_init_ms", published=value,
-                   unit="ms", params={**base, "mode": mode, "strategy": strategy},
-                   source=SOURCE.format(n=n) + f": {driver[mode]} {value} ms")
-            for (mode, strategy), (value, n) in published.items()
-        )
 
 
 MODEL = MemmapModel()

@@ -50,6 +50,7 @@ from workers.model import (
     L1D_BYTES,
     L2_BYTES,
     LAST_LEVEL,
+    Calibration,
     Comparison,
     CostOrder,
     Figure,
@@ -58,9 +59,10 @@ from workers.model import (
     Metric,
     Model,
     Reasons,
+    Report,
     status_columns,
 )
-from workers.plots import Cond, Either, Plot
+from workers.plots import Cond, Either, Lines, Overlay, Panels, Series, X, Y
 from workers.profiles import Profile
 from workers.units import KiB, MiB
 
@@ -117,36 +119,34 @@ def order_expr() -> pl.Expr:
 # The report's figures of this model (drawn by analysis/figures/declared.py).
 _MISALIGN = ("param_align", "param_pa_offset", "param_va_offset")
 PLOTS = (
-    Plot(id="pfnmap_latency", title="pfnmap: access cost vs mapping size per leaf order",
-         x="param_namespace_size", split="param_access", split_order=("lat_mem_rd_random", "memcpy_seq"),
-         y_by={"lat_mem_rd_random": "metric_ns_per_load", "memcpy_seq": "metric_copy_ms"},
-         hue="param_compound_order", hue_title="largest leaf", panel_title="{value}",
-         published=True,
-         # only the published rows whose working set is the whole mapping lie on these lines: the RFC's
-         # smaller lat_mem_rd rows are working sets of one 4 GiB mapping (the parity figure compares them)
-         published_when=(Either(groups=((Cond("param_working_set", "not null", None),
-                                          Cond("param_working_set", "== column", "param_namespace_size")),
-                                         (Cond("param_working_set", "==", None),))),),
-         xlabel="mapping length L (bytes, log2)",
-         ylabel={"lat_mem_rd_random": "ns per load (lat_mem_rd -t, random pages)",
-                 "memcpy_seq": "ms per copy of the whole mapping"},
-         caption="Median over the held slice per (mapping size, largest leaf order); black crosses are the "
-                 "published RFC figures whose working set is the whole mapping, at their own parameters (the "
-                 "RFC's smaller lat_mem_rd rows are working sets of one 4 GiB mapping: the parity figure "
-                 "compares them)."),
-    Plot(id="pfnmap_coverage", title="pfnmap: huge-leaf coverage vs misalignment",
-         x=_MISALIGN, y="metric_huge_fraction", hue="param_compound_order", hue_title="largest leaf",
-         style="param_namespace_size", most={"param_namespace_size": 3},
-         x_min=0,  # pa_offset -1: not given (the start is then `align`)
-         x_scale={"param_align": "size", "param_pa_offset": "ordinal_size", "param_va_offset": "ordinal_size"},
-         y_scale="percent", ylabel="mapping covered by huge leaves (%)",
-         xlabel={"param_align": "physical start alignment (bytes; aligned to this, no larger power of 2)",
-                 "param_pa_offset": "physical start modulo 1 GiB (bytes)",
-                 "param_va_offset": "(va - pa) modulo 1 GiB (bytes)"},
-         caption="A 2 MiB (1 GiB) block becomes a PMD (PUD) leaf only when it lies wholly inside the range and "
-                 "va and pa are both aligned to it; the unaligned head and tail fall back to PTEs; a (va - pa) "
-                 "that is not a multiple of 2 MiB allows no huge leaf at all. One panel per misalignment axis "
-                 "that varies (at most two), line style the mapping length (at most three shown)."),
+    Lines(id="pfnmap_latency", title="pfnmap: access cost vs mapping size per leaf order",
+          x=X("param_namespace_size", label="mapping length L (bytes, log2)"),
+          y=Y({"lat_mem_rd_random": "metric_ns_per_load", "memcpy_seq": "metric_copy_ms"},
+              label={"lat_mem_rd_random": "ns per load (lat_mem_rd -t, random pages)",
+                     "memcpy_seq": "ms per copy of the whole mapping"}),
+          hue=Series("param_compound_order", title="largest leaf"),
+          panels=Panels("param_access", order=("lat_mem_rd_random", "memcpy_seq"), title="{value}"),
+          # only the published rows whose working set is the whole mapping lie on these lines: the RFC's
+          # smaller lat_mem_rd rows are working sets of one 4 GiB mapping (the parity figure compares them)
+          overlay=Overlay(published=True, published_when=(
+              Either(groups=((Cond("param_working_set", "not null", None),
+                              Cond("param_working_set", "== column", "param_namespace_size")),
+                             (Cond("param_working_set", "==", None),))),)),
+          caption="Median over the held slice per (mapping size, largest leaf order); black crosses are the "
+                  "published RFC figures whose working set is the whole mapping, at their own parameters (the "
+                  "RFC's smaller lat_mem_rd rows are working sets of one 4 GiB mapping: the parity figure "
+                  "compares them)."),
+    Lines(id="pfnmap_coverage", title="pfnmap: huge-leaf coverage vs misalignment",
+          # one panel per misalignment axis that varies; pa_offset -1: not given (the start is then `align`)
+          x=(X("param_align", label="physical start alignment (bytes; aligned to this, no larger power of 2)"),
+             X("param_pa_offset", "ordinal_size", "physical start modulo 1 GiB (bytes)", min=0),
+             X("param_va_offset", "ordinal_size", "(va - pa) modulo 1 GiB (bytes)")),
+          y=Y("metric_huge_fraction", "percent", "mapping covered by huge leaves (%)"),
+          hue=Series("param_compound_order", title="largest leaf"), style=Series("param_namespace_size", most=3),
+          caption="A 2 MiB (1 GiB) block becomes a PMD (PUD) leaf only when it lies wholly inside the range and "
+                  "va and pa are both aligned to it; the unaligned head and tail fall back to PTEs; a (va - pa) "
+                  "that is not a multiple of 2 MiB allows no huge leaf at all. One panel per misalignment axis "
+                  "that varies (at most two), line style the mapping length (at most three shown)."),
 )
 
 # The report's key finding about huge leaves and alignment (workers.findings).
@@ -159,6 +159,48 @@ FINDINGS = (
                  "mapping can take them ({aligned_n} points), and {misaligned}x where misalignment (va - pa, or the "
                  "start) leaves less than half of it to huge leaves ({misaligned_n} points)."),
 )
+
+
+FREE_PARAMS = (
+    FreeParam(section="pfnmap", key="dram_latency_ns", lower=20.0, upper=500.0),
+    FreeParam(section="pfnmap", key="walk_ref_ns", lower=0.0, upper=200.0),
+    FreeParam(section="pfnmap", key="copy_gbs", lower=0.5, upper=200.0),
+    FreeParam(section="pfnmap", key="copy_tlb_miss_ns", lower=0.0, upper=1000.0),
+    FreeParam(section="pfnmap", key="l2_bytes", lower=256 * KiB, upper=16 * MiB),
+)
+# A load that misses one level is served by a farther one: no sooner, and from no smaller a cache.
+COST_ORDERS = (
+    CostOrder(lower="l1_latency_ns", higher="l2_latency_ns", why="a load that misses the L1 is served no sooner"),
+    CostOrder(lower="l2_latency_ns", higher="llc_latency_ns", why="a load that misses the L2 is served no sooner"),
+    CostOrder(lower="llc_latency_ns", higher="dram_latency_ns", why="a load that misses the LLC is served no sooner"),
+    CostOrder(lower="l1_bytes", higher="l2_bytes", why="the L2 holds at least what the L1 holds"),
+    CostOrder(lower="l2_bytes", higher="llc_bytes", why="the LLC holds at least the capacity nearer than it"),
+)
+
+
+def published_figures(model: str) -> tuple[Figure, ...]:
+    """The RFC's twenty figures of `model` (this model's name): lat_mem_rd rows and streaming copies."""
+    # lat_mem_rd -t 4096M on a 4 GiB mmap(device_fd): every row is a working set of the one 4 GiB
+    # mapping; memcpy_test copies 1/2/4 GiB of it. The RFC's machine is arm64-class (the series targets
+    # arm64 and riscv); device memory taken as 1 GiB aligned, va == pa modulo 1 GiB, so every whole
+    # 2 MiB block gets a PMD leaf.
+    base = {"namespace_size": "4GiB", "align": "1GiB", "pa_offset": NOT_GIVEN, "va_offset": 0, "arch": "arm64"}
+    out = []
+    for size, (pte, pmd) in LAT_FIGURES.items():
+        for leaf, order, value in (("pte", 0, pte), ("pmd", PMD_ORDER, pmd)):
+            out.append(Figure(
+                id=f"pfnmap/lat_mem_rd/{leaf}/{size}", model=model, metric="metric_ns_per_load",
+                published=value, unit="ns",
+                params={**base, "working_set": size, "compound_order": order, "access": "lat_mem_rd_random"},
+                source=SOURCE + f": numactl -C 0 lat_mem_rd -t 4096M, row {size}, {leaf} mapping"))
+    for size, (pte, pmd) in COPY_FIGURES.items():
+        for leaf, order, value in (("pte", 0, pte), ("pmd", PMD_ORDER, pmd)):
+            out.append(Figure(
+                id=f"pfnmap/copy/{leaf}/{size}", model=model, metric="metric_copy_ms",
+                published=value, unit="ms",
+                params={**base, "working_set": size, "compound_order": order, "access": "memcpy_seq"},
+                source=SOURCE + f": numactl -C 0 memcpy_test, {size}, {leaf} mapping"))
+    return tuple(out)
 
 
 class PfnmapModel(Model):
@@ -201,29 +243,14 @@ class PfnmapModel(Model):
                doc="the same point with PTEs only, over this one (1.0 for compound_order = 0)"),
     )
     headline = "metric_ns_per_load"
-    comparison = Comparison(axis="compound_order", baseline=0, metric="metric_ns_per_load",
-                            label="largest leaf order")
-    best_keys = ("namespace_size", "access")
-    plots = PLOTS
-    findings = FINDINGS
-    # The leaf names kernel developers use for the orders (the RFC's "PTE" / "PMD").
-    value_labels = {"compound_order": {0: "PTE (order 0)", 9: "PMD (order 9)", 18: "PUD (order 18)"}}
     points_per_second = 1.5e6  # measured 1.4-2.2 M points/s on one core (1,000,000-point frames)
-    # A load that misses one level is served by a farther one: no sooner, and from no smaller a cache.
-    cost_orders = (
-        CostOrder(lower="l1_latency_ns", higher="l2_latency_ns", why="a load that misses the L1 is served no sooner"),
-        CostOrder(lower="l2_latency_ns", higher="llc_latency_ns", why="a load that misses the L2 is served no sooner"),
-        CostOrder(lower="llc_latency_ns", higher="dram_latency_ns", why="a load that misses the LLC is served no sooner"),
-        CostOrder(lower="l1_bytes", higher="l2_bytes", why="the L2 holds at least what the L1 holds"),
-        CostOrder(lower="l2_bytes", higher="llc_bytes", why="the LLC holds at least the capacity nearer than it"),
-    )
-    free_params = (
-        FreeParam(section="pfnmap", key="dram_latency_ns", lower=20.0, upper=500.0),
-        FreeParam(section="pfnmap", key="walk_ref_ns", lower=0.0, upper=200.0),
-        FreeParam(section="pfnmap", key="copy_gbs", lower=0.5, upper=200.0),
-        FreeParam(section="pfnmap", key="copy_tlb_miss_ns", lower=0.0, upper=1000.0),
-        FreeParam(section="pfnmap", key="l2_bytes", lower=256 * KiB, upper=16 * MiB),
-    )
+    report = Report(
+        comparison=Comparison(axis="compound_order", baseline=0, metric="metric_ns_per_load",
+                              label="largest leaf order"),
+        best_keys=("namespace_size", "access"), plots=PLOTS, findings=FINDINGS,
+        # The leaf names kernel developers use for the orders (the RFC's "PTE" / "PMD").
+        value_labels={"compound_order": {0: "PTE (order 0)", 9: "PMD (order 9)", 18: "PUD (order 18)"}})
+    calibration = Calibration(figures=published_figures(name), free_params=FREE_PARAMS, cost_orders=COST_ORDERS)
     # The user-space analogs (workers/models/pfnmap/measure.py): lmbench's lat_mem_rd -t chase fills
     # metric_ns_per_load, the streaming copy metric_copy_ms; the host's caches decide where the chase's
     # page-table lines are found, so a fit takes its L1d, L2 and last level.
@@ -337,29 +364,6 @@ class PfnmapModel(Model):
                 .add(ws.is_not_null() & (ws > size),
                      "working_set must not exceed namespace_size: the access touches pages of the mapping")
                 .expr())
-
-    def figures(self) -> tuple[Figure, ...]:
-        # lat_mem_rd -t 4096M on a 4 GiB mmap(device_fd): every row is a working set of the one 4 GiB
-        # mapping; memcpy_test copies 1/2/4 GiB of it. The RFC's machine is arm64-class (the series targets
-        # arm64 and riscv); device memory taken as 1 GiB aligned, va == pa modulo 1 GiB, so every whole
-        # 2 MiB block gets a PMD leaf.
-        base = {"namespace_size": "4GiB", "align": "1GiB", "pa_offset": NOT_GIVEN, "va_offset": 0, "arch": "arm64"}
-        out = []
-        for size, (pte, pmd) in LAT_FIGURES.items():
-            for leaf, order, value in (("pte", 0, pte), ("pmd", PMD_ORDER, pmd)):
-                out.append(Figure(
-                    id=f"pfnmap/lat_mem_rd/{leaf}/{size}", model=self.name, metric="metric_ns_per_load",
-                    published=value, unit="ns",
-                    params={**base, "working_set": size, "compound_order": order, "access": "lat_mem_rd_random"},
-                    source=SOURCE + f": numactl -C 0 lat_mem_rd -t 4096M, row {size}, {leaf} mapping"))
-        for size, (pte, pmd) in COPY_FIGURES.items():
-            for leaf, order, value in (("pte", 0, pte), ("pmd", PMD_ORDER, pmd)):
-                out.append(Figure(
-                    id=f"pfnmap/copy/{leaf}/{size}", model=self.name, metric="metric_copy_ms",
-                    published=value, unit="ms",
-                    params={**base, "working_set": size, "compound_order": order, "access": "memcpy_seq"},
-                    source=SOURCE + f": numactl -C 0 memcpy_test, {size}, {leaf} mapping"))
-        return tuple(out)
 
 
 MODEL = PfnmapModel()
