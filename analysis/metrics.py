@@ -434,7 +434,7 @@ def published_comparison(sweep: Sweep) -> pl.DataFrame:
         if model is None:
             continue
         columns = list(sweep.schema(name))
-        figures = [(f, FIT) for f in model.figures()]
+        figures = [(f, FIT) for f in model.calibration.figures]
         figures += [(f, VALIDATION) for f in (validation_figures(model, profile) if profile else ())]
         for f, use in figures:
             expr = figure_filter(model, f, columns) if f.metric in columns else None

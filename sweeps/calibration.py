@@ -172,12 +172,12 @@ def _relabelled(profile: Profile, results: list[Calibration], where: str) -> Pro
 def published_jobs(models: list[str] | None) -> list[tuple]:
     """(model, figures) of every model that has published figures and profile costs to fit to them
     (a plugin model whose costs are its own defaults, with no free parameters, is not calibrated)."""
-    have = sorted(n for n, m in MODELS.items() if m.figures() and m.calibration.free_params)
+    have = sorted(n for n, m in MODELS.items() if m.calibration.figures and m.calibration.free_params)
     for m in models or have:
         if m not in have:
             raise UsageError(f"'--model' must be a model with published figures and free parameters, one of {have} "
                              f"(got {m!r}).")
-    return [(MODELS[m], MODELS[m].figures()) for m in models or have]
+    return [(MODELS[m], MODELS[m].calibration.figures) for m in models or have]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -217,7 +217,7 @@ def measured_jobs(sweep_dir: str, profile: Profile, models: list[str] | None, ho
         fit_on = [f for f in figures if f.params["namespace_size"] not in sizes]
         held[name] = [f for f in figures if f.params["namespace_size"] in sizes]
         profile = host_profile(profile, _facts(frame), MODELS.values())
-        free = model.calibration.free_for_measured if model.calibration is not None else ()
+        free = model.calibration.free_for_measured
         jobs.append((model, fit_on, free))
         hosts |= _hosts(frame)
     if not jobs:
@@ -231,7 +231,7 @@ def measured_models() -> list[str]:
     """The models a fit to measured rows calibrates by default: those that declare a measurement
     (a user-space analog to run) and free parameters for it, by name."""
     return sorted(n for n, m in MODELS.items()
-                  if m.measurement is not None and m.measurement.measurable and m.calibration is not None
+                  if m.measurement is not None and m.measurement.measurable
                   and m.calibration.free_for_measured)
 
 

@@ -199,9 +199,9 @@ def calibrate(model: Model, profile: Profile, figures=None, free: tuple[FreePara
     """Fit `free` (default: the model's calibration's `free_params`) to the figures (default: its published ones)
     from neutral starts; report errors, leave-one-out errors, disagreeing starts, uncertainty,
     hand-set sensitivity and the `validation` figures (predicted, never fit)."""
-    figures = tuple(figures if figures is not None else model.figures())
+    figures = tuple(figures if figures is not None else model.calibration.figures)
     if free is None:
-        free = model.calibration.free_params if model.calibration is not None else ()
+        free = model.calibration.free_params
     free = tuple(free)
     profile = with_costs(profile, (model,))  # a plugin's own section, which no profile has
     if len(free) >= len(figures):

@@ -70,7 +70,7 @@ def identify(jac: np.ndarray, x: np.ndarray, keys: list[str], spans: list[float]
 
 def cost_orders(models: Iterable[Model]) -> list[tuple[str, CostOrder]]:
     """(section, CostOrder) of every order the models declare for their own sections."""
-    return [(m.name, o) for m in models if m.calibration is not None for o in m.calibration.cost_orders]
+    return [(m.name, o) for m in models for o in m.calibration.cost_orders]
 
 
 def impossible(profile: Profile, orders: list[tuple[str, CostOrder]]) -> list[Problem]:

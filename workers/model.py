@@ -3,22 +3,22 @@
 The core (a `Model` subclass sets these class attributes and defines `evaluate`):
 - `name`, `axes` (workers.axes.Axis), `metrics` (`Metric`: column, dtype, doc, which direction is
   better), `headline` (the metric the report leads with) and `evaluate(points, profile)`;
-- `version`, `description` and `points_per_second` (used only to size chunks) have defaults.
+- `version`, `description`, `points_per_second` (used only to size chunks) and `costs` (the default
+  costs of its own profile section, for a model no shipped profile knows) have defaults.
 
 `evaluate` turns a polars frame of points (one `param_<axis>` column per axis the model declares)
 into a frame of the same height and order with `status` ("ok" | "infeasible"), `reason` (null
 when ok) and the `metric_<name>_<unit>` columns. No Ray, no I/O, nothing read from the
 environment: everything a model needs comes in the points and the profile.
 
-Optional parts, each one frozen object on the model, None when absent:
+Optional parts, each one frozen object on the model (empty when absent; no `measurement`: None):
 - `report` (`Report`): what the report says about the model beyond its metrics: the `comparison`
   a kernel engineer asks of it (variants on one axis against a baseline), the `best_keys` axes of
   its best-variant table, display names of axis values (`value_labels`), and the figures, key
   findings and tables it adds (`plots`: workers.plots; `findings`, `tables`: workers.findings);
 - `calibration` (`Calibration`): the published figures it must reproduce, the profile entries
   calibration may move (`free_params`, and `measured_free_params` for a fit to measured rows), the
-  orders its costs keep on any machine (`cost_orders`), and the costs of its own profile section
-  (`costs`) for a model whose section no shipped profile holds (a plugin);
+  orders its costs keep on any machine (`cost_orders`);
 - `measurement` (`Measurement`): the user-space analog the measure backend runs (the planner that
   turns points into runs, the metric a measured row fills, how measured figures are named, which
   profile entries take the host's cache sizes); workers.measure reads only that declaration.
@@ -32,7 +32,7 @@ import abc
 import importlib
 
 from dataclasses import dataclass, field
-from typing import Callable, Mapping
+from typing import Callable, Literal, Mapping, get_args
 
 import polars as pl
 
@@ -66,9 +66,9 @@ class Figure:
     section: str = ""  # profile section the figure is calibrated into (default: the model name)
 
 
-LOWER = "lower"
-HIGHER = "higher"
-BETTER = (LOWER, HIGHER, None)  # None: a count or a flag, no better direction
+Better = Literal["lower", "higher"]  # a Metric's better direction; None: a count or a flag, none
+LOWER, HIGHER = get_args(Better)
+BETTER = (LOWER, HIGHER, None)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -79,7 +79,7 @@ class Metric:
     column: str
     dtype: object  # a polars DataType (class or instance)
     doc: str
-    better: str | None = None
+    better: Better | None = None
 
     @property
     def unit(self) -> str:
@@ -128,10 +128,8 @@ class CostOrder:
 
 # The host cache facts a profile entry can take before a fit to measured rows (Measurement.host_caches):
 # the L1 data cache, the L2, and the last level (the L3, else the L2).
-L1D_BYTES = "l1d_bytes"
-L2_BYTES = "l2_bytes"
-LAST_LEVEL = "last_level"
-HOST_CACHES = (L1D_BYTES, L2_BYTES, LAST_LEVEL)
+HostCache = Literal["l1d_bytes", "l2_bytes", "last_level"]
+HOST_CACHES = L1D_BYTES, L2_BYTES, LAST_LEVEL = get_args(HostCache)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -162,7 +160,7 @@ class Measurement:
     derived: Mapping[str, str] = field(default_factory=dict)
     id_axes: tuple[str, ...] = ()
     id_prefixes: Mapping[str, str] = field(default_factory=dict)
-    host_caches: Mapping[tuple[str, str], str] = field(default_factory=dict)
+    host_caches: Mapping[tuple[str, str], HostCache] = field(default_factory=dict)
 
     @property
     def measurable(self) -> bool:
@@ -228,15 +226,12 @@ class Calibration:
     `measured_free_params`: what a fit to measured rows frees (those span sizes and shapes the published
     figures do not, so they can pin costs the figures leave at assumed values); None: `free_params`.
     `cost_orders`: orders the model's own section's costs keep on any machine; a fit that breaks one is
-    not saved. `costs`: the model's own profile section (key -> Quantity), for a model whose section no
-    shipped profile holds (a plugin): a spec's profile and calibration take them where the profile lacks
-    them (with_costs), so its rows, chunk ids and digests see them; a profile's own entries win."""
+    not saved."""
 
     figures: tuple[Figure, ...] = ()
     free_params: tuple[FreeParam, ...] = ()
     measured_free_params: tuple[FreeParam, ...] | None = None
     cost_orders: tuple[CostOrder, ...] = ()
-    costs: Mapping[str, Quantity] = field(default_factory=dict)
 
     @property
     def free_for_measured(self) -> tuple[FreeParam, ...]:
@@ -257,9 +252,13 @@ class Model(abc.ABC):
     headline: str = ""
     # Rough points evaluated per second on one core, used only to size chunks.
     points_per_second: float = 1e6
-    # The optional parts: None when the model has none.
-    report: Report | None = None
-    calibration: Calibration | None = None
+    # The default costs of its own profile section (key -> Quantity), for a model whose section no shipped
+    # profile holds (a plugin): a spec's profile takes those it lacks (with_costs), so its rows, chunk ids
+    # and digests see them; a profile's own entries win.
+    costs: Mapping[str, Quantity] = {}
+    # The optional parts: an empty part (or no measurement) when the model has none.
+    report: Report = Report()
+    calibration: Calibration = Calibration()
     measurement: Measurement | None = None
 
     @abc.abstractmethod
@@ -287,27 +286,9 @@ class Model(abc.ABC):
     def axis_names(self) -> tuple[str, ...]:
         return tuple(a.name for a in self.axes)
 
-    # Read-through helpers for what many readers ask of the optional parts (declare the parts, not these).
-
-    @property
-    def comparison(self) -> Comparison | None:
-        return self.report.comparison if self.report is not None else None
-
-    @property
-    def best_keys(self) -> tuple[str, ...]:
-        return self.report.best_keys if self.report is not None else ()
-
-    @property
-    def findings(self) -> tuple[Winner | Ratio | Medians, ...]:
-        return self.report.findings if self.report is not None else ()
-
-    @property
-    def tables(self) -> tuple[MedianTable, ...]:
-        return self.report.tables if self.report is not None else ()
-
     def value_label(self, axis: str, value: object) -> str | None:
         """The declared display name of `value` on `axis` (an axis name or param column), or None."""
-        names = self.report.value_labels.get(axis.removeprefix("param_")) if self.report is not None else None
+        names = self.report.value_labels.get(axis.removeprefix("param_"))
         if not names:
             return None
         try:
@@ -315,17 +296,13 @@ class Model(abc.ABC):
         except TypeError:  # an unhashable value (a list) has no declared name
             return None
 
-    def figures(self) -> tuple[Figure, ...]:
-        """The published figures the model must reproduce (its calibration's), or ()."""
-        return self.calibration.figures if self.calibration is not None else ()
 
 
 def with_costs(profile: Profile, models) -> Profile:
     """`profile` with each model's declared `costs` added to its own section where the profile lacks them
     (a plugin's defaults): the one place a model's default costs join a profile."""
     for model in models:
-        if model.calibration is not None:
-            profile = profile.with_defaults(model.name, model.calibration.costs)
+        profile = profile.with_defaults(model.name, model.costs)
     return profile
 
 

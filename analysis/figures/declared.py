@@ -52,7 +52,7 @@ def declared(sweep: Sweep) -> list[tuple[str, Plot]]:
     out = []
     for name in sweep.named_models():
         obj = sweep.model_object(name)
-        out += [(name, p) for p in (obj.report.plots if obj is not None and obj.report is not None else ())]
+        out += [(name, p) for p in (obj.report.plots if obj is not None else ())]
     return out
 
 
@@ -81,7 +81,7 @@ def _lacking(rows: ModelRows, p: Plot) -> str | None:
         need = [*p.y.metrics, *(c for c in (p.hue.column, p.overlay.flag) if c)]
         need += [p.x[0].column] if len(p.x) == 1 else []  # of alternatives, those the rows have are drawn
     else:
-        cmp = rows.model.comparison if rows.model is not None else None
+        cmp = rows.model.report.comparison if rows.model is not None else None
         need = [cmp.column, cmp.metric] if cmp else []
     lacking = [c for c in need if c not in have]
     if lacking:
@@ -157,7 +157,7 @@ def _published(obj: Model | None, p: Lines) -> list:
     if obj is None or not p.overlay.published:
         return []
     out = []
-    for f in obj.figures():
+    for f in obj.calibration.figures:
         params = {a.column: a.canonical(f.params[a.name]) for a in obj.axes if a.name in f.params}
         if all(holds(c, params) for c in p.overlay.published_when):
             out.append((f, params))
@@ -541,7 +541,7 @@ def _legend(fig, p: Lines, look: _Look, style: Series | None, published: bool) -
 def _best_heatmap(rows: ModelRows, p: BestHeatmap, outdir: Path) -> Rendered | Skipped:
     """The largest speedup of any variant of the model's comparison over its baseline, on a grid of the
     first two `grid` axes that vary, one panel per combination of the `facets` that has rows."""
-    cmp = rows.model.comparison if rows.model is not None else None
+    cmp = rows.model.report.comparison if rows.model is not None else None
     if cmp is None:
         return Skipped(id=p.id, title=p.title, reason=f"{rows.name} declares no comparison to take a speedup of")
     why = _not_varying(rows, [cmp.column])
@@ -572,7 +572,7 @@ def _best_speedups(rows: ModelRows, p: BestHeatmap, grid: dict[str, list], facet
     """Per (facets, grid) cell, the largest speedup of a variant over the comparison's baseline and that
     variant, over the ok rows of the slice shown; and the axes held fixed to get it."""
     obj = rows.model
-    cmp = obj.comparison
+    cmp = obj.report.comparison
     axis, metric = cmp.column, cmp.metric
     expr, held = rows.pin([*grid, *facets, axis, *p.pooled], p.prefer)
     for c, values in {**grid, **facets}.items():
@@ -590,7 +590,7 @@ def _best_speedups(rows: ModelRows, p: BestHeatmap, grid: dict[str, list], facet
 def _draw_heatmaps(rows: ModelRows, df: pl.DataFrame, grid: list[str], facets: list[str]):
     """One heatmap of the best speedups per facet combination that has rows; the first grid axis down the
     rows when there are two, the last across."""
-    cmp = rows.model.comparison
+    cmp = rows.model.report.comparison
     row_axis, col_axis = (grid[0], grid[1]) if len(grid) == 2 else (None, grid[0])
     cols = sorted(df[col_axis].unique().to_list(), key=_order)
     lines = sorted(df[row_axis].unique().to_list(), key=_order) if row_axis else [None]

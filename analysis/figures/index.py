@@ -91,7 +91,7 @@ def _parity_panel(ax, df: pl.DataFrame, models: list[str], palette: dict) -> Non
 
 def registry(sweep: Sweep) -> list[tuple[str, str, FigureFn]]:
     """(id, title, function) of every figure of this sweep, in report order: the figures each model of
-    the sweep declares (Model.plots, drawn by declared.draw), then the parity plot and the
+    the sweep declares (Report.plots, drawn by declared.draw), then the parity plot and the
     measured-vs-model plot."""
     from .declared import declared, draw
     from .measured import measured_vs_model

@@ -27,9 +27,9 @@ def panels(rows: ModelRows) -> list[tuple[str, str, str]]:
     """(metric, colour by, panel title) for every metric a measured row of the model can fill: the
     metrics its Measurement declares, coloured by the axis of its comparison (strategy, leaf order)."""
     obj = rows.model
-    if obj is None or obj.measurement is None or obj.comparison is None:
+    if obj is None or obj.measurement is None or obj.report.comparison is None:
         return []
-    return [(metric, obj.comparison.column, f"{rows.name}: {metric.removeprefix('metric_').replace('_', ' ')}")
+    return [(metric, obj.report.comparison.column, f"{rows.name}: {metric.removeprefix('metric_').replace('_', ' ')}")
             for metric in obj.measurement.metric_columns]
 
 

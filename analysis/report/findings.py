@@ -2,7 +2,7 @@
 
 Each finding is one sentence with its numbers and the configuration they hold
 for, and the id of the figure that shows it. The sentences are declared by the
-models (`Model.findings`, workers/findings.py: Winner, Ratio, Medians) and
+models (`Report.findings`, workers/findings.py: Winner, Ratio, Medians) and
 evaluated here by one generic path each, model by model in sweep order, each
 model's declarations in order, then `published` (model vs published figures).
 Nothing is hard-coded: every number is an aggregate of the sweep's ok modeled
@@ -42,7 +42,7 @@ def key_findings(sweep: Sweep) -> list[Finding]:
     out = []
     for rows in map(sweep.rows, sweep.named_models()):  # the figures' order; a model without rows has none (_modeled)
         model = rows.model
-        for decl in (model.findings if model is not None else ()):
+        for decl in (model.report.findings if model is not None else ()):
             try:
                 found = evaluate(rows, model, decl)
             except SKIP:
@@ -209,7 +209,7 @@ def _quote(groups: list[_Group], quote, fmt: str) -> tuple[dict, dict] | None:
 def _winner(rows: ModelRows, model: Model, d: Winner) -> tuple[str, dict] | None:
     """The comparison's variant best in the most configurations (ties are no win), its speedup over the
     baseline, and the axis value where it wins least."""
-    comp = model.comparison
+    comp = model.report.comparison
     if comp is None or _modeled(rows, comp.column, comp.metric) is None:
         return None
     axis = comp.column
@@ -273,7 +273,7 @@ def _weakest(per: pl.DataFrame, keys: list[str], flag: str) -> tuple[str, object
 
 def _ratio(rows: ModelRows, model: Model, d: Ratio) -> tuple[str, dict] | None:
     """Median numerator / denominator of two variants over configurations, per group of `by`."""
-    comp = model.comparison
+    comp = model.report.comparison
     if comp is None or _modeled(rows, comp.column, comp.metric) is None:
         return None
     keys = [c for c in rows.params() if c != comp.column]

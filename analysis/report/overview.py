@@ -123,7 +123,7 @@ def _comparisons(sweep: Sweep):
     whose axis varies and whose metric the rows have (a model no longer registered has none)."""
     for rows in map(sweep.rows, sweep.models):
         model = rows.model
-        comp = model.comparison if model is not None else None
+        comp = model.report.comparison if model is not None else None
         if comp and comp.column in rows.schema() and comp.metric in rows.schema() and comp.column in rows.varying():
             yield rows, model, comp
 
@@ -146,7 +146,7 @@ def best_tables(sweep: Sweep) -> list[Table]:
                                  f"{comp.label}) won by each {comp.label}, by {comp.metric}. Values within a "
                                  f"relative {TIE_RTOL:g} of the best tie: a tie is its own line (\"tie: a = b\"), "
                                  "counted for none of the tied values.", frame=wins))
-        keys = [f"param_{k}" for k in model.best_keys if f"param_{k}" in rows.varying()]
+        keys = [f"param_{k}" for k in model.report.best_keys if f"param_{k}" in rows.varying()]
         if not keys:
             continue
         expr, held = rows.pin([*keys, axis])
@@ -244,12 +244,12 @@ def _regime_table(rows: ModelRows, changed: pl.DataFrame, series: list[str]) -> 
 
 
 def declared_tables(sweep: Sweep) -> list[Table]:
-    """Every table the sweep's models declare (`Model.tables`, workers.findings.MedianTable), model by model
+    """Every table the sweep's models declare (`Report.tables`, workers.findings.MedianTable), model by model
     in sweep order: medians of some metrics per group of some columns, the other varying axes held."""
     out = []
     for rows in map(sweep.rows, sweep.models):
         model = rows.model
-        for t in (model.tables if model is not None else ()):
+        for t in (model.report.tables if model is not None else ()):
             table = median_table(rows, t)
             if table is not None:
                 out.append(table)

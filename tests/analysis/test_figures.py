@@ -16,7 +16,7 @@ from workers import get_model
 def young_only(tmp_path, with_figure_point: bool = True) -> Sweep:
     """A hand-built young sweep: two folio orders x two batchings, optionally at the published point."""
     model = get_model("young")
-    fig = next(f for f in model.figures() if f.id == "young/arm64/per_pte")
+    fig = next(f for f in model.calibration.figures if f.id == "young/arm64/per_pte")
     base = {a.column: a.canonical(fig.params.get(a.name, a.default)) for a in model.axes}
     if not with_figure_point:
         base["param_namespace_size"] = 1 << 30

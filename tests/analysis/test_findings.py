@@ -39,7 +39,7 @@ def test_findings_are_the_models_declarations_in_order_then_published(default_sw
     each model's declarations in order, the parity finding last; each points at its declared figure."""
     sweep = Sweep(default_sweep)
     found = F.key_findings(sweep)
-    declared = {f"{m}/{d.id}": d for m in sweep.models for d in sweep.model_object(m).findings}
+    declared = {f"{m}/{d.id}": d for m in sweep.models for d in sweep.model_object(m).report.findings}
     ids = [f.id for f in found]
     assert ids[-1] == "published" and ids[:-1] == [i for i in declared if i in ids[:-1]]
     assert {"memmap/best_strategy", "memmap/inline_movnti", "memmap/medium", "memmap/dedup_lost",

@@ -171,7 +171,7 @@ def test_headline_metric_prefers_the_declared_headline_then_a_time():
 def test_published_comparison_matches_figure_points_and_computes_errors(tmp_path):
     """A figure's row is found by its params (others at defaults); error = (model - published) / published."""
     young = get_model("young")
-    figs = {f.id: f for f in young.figures()}
+    figs = {f.id: f for f in young.calibration.figures}
     per_pte = figs["young/arm64/per_pte"]
     row = {a.column: a.canonical(per_pte.params.get(a.name, a.default)) for a in young.axes}
     other = {**row, "param_compound_order": 6}
@@ -203,7 +203,7 @@ def test_measured_vs_model_pairs_rows_by_point_id():
 def test_published_comparison_adds_measured_values_when_measured(tmp_path):
     """A measured row at a figure's point fills measured_value and measured_error."""
     young = get_model("young")
-    fig = next(f for f in young.figures() if f.id == "young/arm64/batched")
+    fig = next(f for f in young.calibration.figures if f.id == "young/arm64/batched")
     row = {a.column: a.canonical(fig.params.get(a.name, a.default)) for a in young.axes}
     df = pl.DataFrame([row, row], schema={a.column: a.dtype for a in young.axes}).with_columns(
         pl.lit("ok").alias("status"), pl.Series("source", ["model", "measured"]),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import polars as pl
 import pytest
 
@@ -72,7 +74,7 @@ def test_best_and_speedup_tables_follow_the_models_declared_comparison(sweep, mo
     """The tables follow the model object: young's best_keys give the columns; without a comparison, none."""
     young = sweep.model_object("young")
     assert list(O.best_tables(sweep)[1].frame.columns[:1]) == ["arch"]  # young.best_keys: compound_order, arch
-    plain = type("Plain", (type(young),), {"comparison": None})()
+    plain = type("Plain", (type(young),), {"report": replace(young.report, comparison=None)})()
     monkeypatch.setattr(sweep, "model_object", lambda m: plain if m == "young" else None)
     assert O.best_tables(sweep) == [] and O.speedup_tables(sweep) == []
 

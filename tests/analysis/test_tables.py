@@ -36,7 +36,7 @@ def rfc_sweep(tmp_path) -> str:
     """A hand-built pfnmap dataset holding exactly the RFC's published points (from figures())."""
     model = get_model("pfnmap")
     rows = []
-    for f in model.figures():
+    for f in model.calibration.figures:
         row = {a.column: a.canonical(f.params.get(a.name, a.default)) for a in model.axes}
         row.update({"metric_ns_per_load": None, "metric_copy_ms": None, f.metric: f.published})
         rows.append(row)

@@ -1,4 +1,4 @@
-"""A test-only model with a default cost of its own (its calibration's `costs`), as a plugin declares one;
+"""A test-only model with a default cost of its own (the model's `costs`), as a plugin declares one;
 registered by importing this module (spec key `plugins`)."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import polars as pl
 
 from workers.axes import Axis
-from workers.model import Calibration, Metric, Model, Reasons, status_columns
+from workers.model import Metric, Model, Reasons, status_columns
 from workers.profiles import Profile, Quantity
 from workers.registry import register
 
@@ -20,7 +20,7 @@ class CostedModel(Model):
     axes = (Axis(name="i", kind="int", unit="", default=0, doc="steps"),)
     metrics = (Metric(column="metric_time_ns", dtype=pl.Float64, doc="i x step_ns", better="lower"),)
     headline = "metric_time_ns"
-    calibration = Calibration(costs={"step_ns": STEP_NS})
+    costs = {"step_ns": STEP_NS}
 
     def evaluate(self, points: pl.DataFrame, profile: Profile) -> pl.DataFrame:
         step_ns = float(profile.value(self.name, "step_ns"))

@@ -203,7 +203,6 @@ def test_a_plugins_changed_default_cost_changes_its_chunk_ids_digest_and_rows(mo
     from sweeps.run.chunks import plan
     from sweeps.spec.grid import decode, grid_for
     from workers import evaluate, get_model
-    from workers.model import Calibration
     from workers.profiles import Quantity
 
     def computed(spec):
@@ -213,7 +212,6 @@ def test_a_plugins_changed_default_cost_changes_its_chunk_ids_digest_and_rows(mo
 
     ids, digest, times = computed(parse_spec(COSTED))
     assert times == [0.0, 6.0]
-    monkeypatch.setattr(get_model("costed"), "calibration",
-                        Calibration(costs={"step_ns": Quantity(value=4.0, unit="ns", source="assumed")}))
+    monkeypatch.setattr(get_model("costed"), "costs", {"step_ns": Quantity(value=4.0, unit="ns", source="assumed")})
     new_ids, new_digest, new_times = computed(parse_spec(COSTED))
     assert not set(new_ids) & set(ids) and new_digest != digest and new_times == [0.0, 12.0]

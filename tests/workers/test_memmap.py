@@ -281,16 +281,16 @@ def test_data_pfns_can_shrink_when_the_namespace_grows_by_4k():
 
 def test_figures_and_free_parameters():
     """Eight memmap figures with stable ids, fit by 4 costs shared by all kinds, modes and strategies ([copy])."""
-    ids = [f.id for f in MODEL.figures()]
+    ids = [f.id for f in MODEL.calibration.figures]
     assert ids == [f"memmap/{m}/{s}" for m in ("fsdax", "devdax") for s in STRATEGIES]
-    assert {f.metric for f in MODEL.figures()} == {"metric_init_ms"}
+    assert {f.metric for f in MODEL.calibration.figures} == {"metric_init_ms"}
     free = MODEL.calibration.free_params
     assert len(free) == 4 and {p.section for p in free} == {"copy"}
 
 
 def test_shipped_seed_profile_reproduces_the_figures_and_speedups():
     """The calibrated seed profile: each figure within 10%, slow / template_nt_inline 2.52x and 2.30x within 10%."""
-    figs = MODEL.figures()
+    figs = MODEL.calibration.figures
     got = predict(MODEL, figs, PROFILE)
     for f, v in zip(figs, got):
         assert v == pytest.approx(f.published, rel=0.10), f.id
@@ -388,7 +388,7 @@ def test_pmem_costs_are_published_and_only_pmem_points_need_them():
 
 def test_figures_are_at_medium_dram():
     """The seed measured pmem emulated in DRAM: the eight figures are the default medium, dram."""
-    assert {f.params["medium"] for f in MODEL.figures()} == {"dram"}
+    assert {f.params["medium"] for f in MODEL.calibration.figures} == {"dram"}
     assert next(a for a in MODEL.axes if a.name == "medium").default == "dram"
 
 

@@ -310,15 +310,15 @@ def test_bare_metal_profile_matches_seed():
 
 def test_seed_profile_reproduces_the_twenty_figures_within_3_percent():
     """The calibrated values stored in seed.toml put every RFC figure within 3%."""
-    values = predict(MODEL, MODEL.figures(), SEED)
-    assert values == pytest.approx([f.published for f in MODEL.figures()], rel=0.03)
+    values = predict(MODEL, MODEL.calibration.figures, SEED)
+    assert values == pytest.approx([f.published for f in MODEL.calibration.figures], rel=0.03)
 
 
 def test_calibration_meets_the_acceptance_bounds(seed_calibration):
     """5 free costs for 20 figures from neutral starts: each within 3% fitted, 6% left out; every start
     reaches the same costs; improvements within 2 points; seed.toml holds the fit."""
     cal = seed_calibration(MODEL.name)
-    assert len(MODEL.calibration.free_params) == 5 and len(MODEL.figures()) == 20
+    assert len(MODEL.calibration.free_params) == 5 and len(MODEL.calibration.figures) == 20
     assert cal.max_error < 0.03 and cal.max_loo_error < 0.06
     assert len(cal.starts) == 10 and not cal.disagreeing_starts
     model = {r.figure: r.model for r in cal.results}

@@ -49,17 +49,17 @@ def test_seed_profile_x86_improvement_near_published():
 def test_calibration_fits_every_figure_with_fewer_parameters(seed_calibration):
     """Calibration uses 2 free costs for 3 figures and lands every figure within 10%."""
     cal = seed_calibration(MODEL.name)
-    assert len(MODEL.calibration.free_params) < len(MODEL.figures())
+    assert len(MODEL.calibration.free_params) < len(MODEL.calibration.figures)
     assert cal.max_error < 0.10
-    fitted = predict(MODEL, MODEL.figures(), cal.profile)
-    assert fitted == pytest.approx([f.published for f in MODEL.figures()], rel=0.10)
+    fitted = predict(MODEL, MODEL.calibration.figures, cal.profile)
+    assert fitted == pytest.approx([f.published for f in MODEL.calibration.figures], rel=0.10)
 
 
 def test_figures_name_every_axis_and_exist():
     """Each figure gives a value for every axis and its point is feasible."""
-    for f in MODEL.figures():
+    for f in MODEL.calibration.figures:
         assert set(f.params) == set(MODEL.axis_names), f.id
-    assert (run(*[f.params for f in MODEL.figures()])["status"] == "ok").all()
+    assert (run(*[f.params for f in MODEL.calibration.figures])["status"] == "ok").all()
 
 
 def test_figure_point_counts():
