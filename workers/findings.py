@@ -33,11 +33,12 @@ from __future__ import annotations
 
 import string
 from dataclasses import dataclass, field
-from typing import Mapping
+from typing import Literal, Mapping, get_args
 
 from .plots import Cond, Either, cond_columns
 
-PICKS = ("max", "min", "first", "last", "all")
+Which = Literal["max", "min", "first", "last", "all"]
+PICKS = get_args(Which)
 FORMATS = ("bytes",)  # besides Python format specs (".2f", ".1%")
 
 
@@ -46,7 +47,7 @@ class Pick:
     """Which group(s) a quoted name stands for: `which` is one of PICKS; `only` / `unless` name a boolean
     column and keep the groups where it is true in some row / in no row."""
 
-    which: str
+    which: Which
     only: str | None = None
     unless: str | None = None
 

@@ -29,11 +29,12 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Mapping
+from typing import Literal, Mapping, get_args
 
-X_SCALES = ("size", "log", "ticks", "ordinal_size", "order")
-Y_SCALES = ("auto", "size", "percent")
-OPS = ("==", "!=", ">=", ">", "<=", "<", "in", "not null", "== column")
+XScale = Literal["size", "log", "ticks", "ordinal_size", "order"]
+YScale = Literal["auto", "size", "percent"]
+Op = Literal["==", "!=", ">=", ">", "<=", "<", "in", "not null", "== column"]
+X_SCALES, Y_SCALES, OPS = get_args(XScale), get_args(YScale), get_args(Op)
 MAX_X = 2  # of several x alternatives, the first this many that vary are drawn
 
 
@@ -50,7 +51,7 @@ class Cond:
     "in" a tuple; "== column" compares with another column of the same row."""
 
     column: str
-    op: str
+    op: Op
     value: object = None
 
 
@@ -74,7 +75,7 @@ class X:
     pages with the folio size). Rows whose x is below `min` are left out (e.g. -1 = "not given")."""
 
     column: str
-    scale: str = "size"
+    scale: XScale = "size"
     label: str = ""  # default: the column's name
     min: float | None = None
 
@@ -91,7 +92,7 @@ class Y:
     split value; default the metric's name."""
 
     metric: str | Mapping[object, str]
-    scale: str = "auto"
+    scale: YScale = "auto"
     label: str | Mapping[object, str] = ""
 
     @property
