@@ -26,7 +26,7 @@ MODELS = shipped_models()
 @pytest.fixture(scope="module")
 def calibrations(seed_calibration):
     """The calibrations `memsweep calibrate` prints (computed once per session: tests/conftest.py)."""
-    return [seed_calibration(name) for name, m in MODELS.items() if m.figures()]
+    return [seed_calibration(name) for name, m in MODELS.items() if m.calibration.figures]
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +50,7 @@ def test_cli_json_has_the_documented_keys(capsys):
     rows = json.loads(capsys.readouterr().out)
     fit = [r["figure"] for r in rows if r["use"] == "fit"]
     validation = [r["figure"] for r in rows if r["use"] == "validation"]
-    assert fit == [f.id for f in MODELS["young"].figures()]
+    assert fit == [f.id for f in MODELS["young"].calibration.figures]
     assert validation == [v["id"] for v in load_profile("seed").validation if v["model"] == "young"]
     assert all({"figure", "published", "model", "error", "loo_error", "use"} <= set(r) for r in rows)
 
@@ -58,7 +58,7 @@ def test_cli_json_has_the_documented_keys(capsys):
 def test_validation_figures_come_from_two_sources_at_least():
     """The seed profile holds at least 6 validation figures from at least 2 sources, none a fit figure."""
     seed = load_profile("seed")
-    fit_ids = {f.id for m in MODELS.values() for f in m.figures()}
+    fit_ids = {f.id for m in MODELS.values() for f in m.calibration.figures}
     ids = [v["id"] for v in seed.validation]
     assert len(ids) >= 6 and not set(ids) & fit_ids
     assert len({v["source"].split(",")[0] for v in seed.validation}) >= 2
@@ -88,7 +88,7 @@ def test_cli_table_and_save_write_a_loadable_profile(tmp_path, capsys):
 
 def test_every_published_figure_is_calibrated(results):
     """One result per figure of every model, ids starting with the model name."""
-    expected = {f.id for m in MODELS.values() for f in m.figures()}
+    expected = {f.id for m in MODELS.values() for f in m.calibration.figures}
     assert set(results) == expected and len(expected) == 8 + 20 + 3
     for fid, r in results.items():
         assert fid.split("/")[0] in MODELS
@@ -129,7 +129,7 @@ def test_shipped_seed_profile_holds_the_fitted_values(results):
 
     seed = load_profile("seed")
     for m in MODELS.values():
-        figs = m.figures()
+        figs = m.calibration.figures
         if figs:
             for f, value in zip(figs, predict(m, figs, seed)):
                 assert value == pytest.approx(results[f.id]["model"], rel=0.01), f.id
@@ -232,3 +232,25 @@ def test_fix_must_name_a_cost_the_calibration_fits():
     with pytest.raises(UsageError, match=r"'--fix' must be one of the costs this calibration fits, "
                                          r"\['young\.folio_ns', 'young\.pte_atomic_ns'\] \(got 'copy\.call_ns'\)"):
         run_calibration("seed", models=["young"], as_json=False, save=None, fix=["copy.call_ns"])
+
+
+def test_a_plugin_models_own_costs_are_fit_and_saved(monkeypatch, capsys, tmp_path):
+    """A model outside the shipped profiles (tests/support/costed.py, as a plugin is) with a calibration part:
+    `calibrate --model costed` starts from the model's own [costed] costs, fits the one it frees to its two
+    figures (i x step_ns: 5000 ns at i = 1000 and 50 ns at i = 10 say step_ns = 5) and saves the section."""
+    import tomllib
+
+    from tests.support.costed import MODEL as costed
+    from workers.model import Calibration, Figure, FreeParam
+
+    figures = tuple(Figure(id=f"costed/i{i}", model="costed", metric="metric_time_ns", published=5.0 * i, unit="ns",
+                           params={"i": i}, source="test-only") for i in (1000, 10))
+    monkeypatch.setattr(costed, "calibration", Calibration(
+        figures=figures, free_params=(FreeParam(section="costed", key="step_ns", lower=0.1, upper=100.0),)))
+    saved = tmp_path / "fitted.toml"
+    assert main(["calibrate", "--model", "costed", "--json", "--save", str(saved)]) == 0
+    results = {r["figure"]: r for r in json.loads(capsys.readouterr().out)}
+    assert sorted(results) == ["costed/i10", "costed/i1000"]
+    assert results["costed/i1000"]["model"] == pytest.approx(5000.0, rel=1e-3)
+    step = tomllib.loads(saved.read_text())["costed"]["step_ns"]
+    assert step["value"] == pytest.approx(5.0, rel=1e-3) and step["source"] == "calibrated"

@@ -28,7 +28,7 @@ kernels add to HVO (2024, after the published figures), 1 GiB folios (alloc_cont
 free path (hugetlb_vmemmap_restore_folios()).
 
 Costs come from the profile's [hvo] section. A plugin cannot add a section to the shipped
-profiles, so its defaults live in code (DEFAULTS below, its calibration's `costs`): a spec's profile
+profiles, so its defaults live in code (DEFAULTS below, the model's `costs`): a spec's profile
 takes those it lacks (a profile file with `base = "seed"` and an [hvo] section overrides any), so
 a changed default changes the profile's digest and with it the chunk ids.
 """
@@ -40,7 +40,7 @@ import polars as pl
 
 from workers.axes import STRUCT_PAGE_SIZE, Axis, choice
 from workers.findings import Medians
-from workers.model import Calibration, Comparison, Figure, FreeParam, Metric, Model, Reasons, Report, status_columns
+from workers.model import Comparison, Metric, Model, Reasons, Report, status_columns
 from workers.plots import Cond, Lines, Panels, Series, X, Y
 from workers.profiles import Profile, Quantity
 
@@ -48,12 +48,10 @@ SECTION = "hvo"
 PAGE = 4096
 PMD_SIZE = 2 << 20
 PAGES_PER_FOLIO = 512  # 2 MiB / 4 KiB: HPAGE_PMD_ORDER 9
-SOURCE = ("Mike Kravetz, [PATCH v2 00/11] Batch hugetlb vmemmap modification operations, linux-mm and "
-          "linux-kernel, 5 Sep 2023 (Message-ID 20230905214412.89152-1-mike.kravetz@oracle.com), "
-          "bare metal 8 socket Intel Xeon E7-8895, time echo 500000 > .../hugepages-2048kB/nr_hugepages")
 
-# Per-operation costs (ns) of the machine the published figures came from. Two are set by hand from
-# two figures (noted); the others are assumed. The other two figures check them.
+# Per-operation costs (ns) of the machine in the batching series' cover letter (Mike Kravetz, [PATCH v2 00/11]
+# Batch hugetlb vmemmap modification operations, 5 Sep 2023: 8-socket Xeon E7-8895, `time echo 500000 >
+# nr_hugepages`). Two are set by hand from two of its four times (noted); the others are assumed.
 DEFAULTS = {
     "folio_alloc_ns": Quantity(value=5166.0, unit="ns", source="calibrated", note=(
         "one order-9 buddy allocation with hugetlb's prep and pool enqueue (alloc_buddy_hugetlb_folio(), "
@@ -140,22 +138,8 @@ def counts(folios: np.ndarray, struct_page: np.ndarray, hvo: np.ndarray, batched
     }
 
 
-def published_figures(model: str) -> tuple[Figure, ...]:
-    # The series' four write times. 8 sockets of E7-8895: 288 CPUs assumed (v3: 18 cores, 2 threads each).
-    base = {"nr_hugepages": 500000, "struct_page_size": 64, "cpus": 288, "virtualized": False}
-    published = (("per_folio", False, 4119.0, "unmodified next-20230824, vm.hugetlb_optimize_vmemmap = 0"),
-                 ("per_folio", True, 28973.0, "unmodified next-20230824, vm.hugetlb_optimize_vmemmap = 1"),
-                 ("batched", False, 4719.0, "next-20230824 + batching patches, hugetlb_optimize_vmemmap = 0"),
-                 ("batched", True, 7267.0, "next-20230824 + batching patches, hugetlb_optimize_vmemmap = 1"))
-    return tuple(
-        Figure(id=f"hvo/e7-8895/{batching}/{'on' if hvo else 'off'}", model=model, metric="metric_alloc_ms",
-               published=ms, unit="ms", params={**base, "batching": batching, "hvo": hvo},
-               source=f"{SOURCE}, {what}: real {ms / 1000:.3f} s")
-        for batching, hvo, ms, what in published)
-
-
 class HvoModel(Model):
-    # The core: name, axes, metrics, headline and evaluate() (version and description have defaults).
+    # The core: name, axes, metrics, headline and evaluate() (version, description, costs have defaults).
     name = "hvo"
     version = "1"
     description = ("HugeTLB vmemmap optimization when nr_hugepages grows: vmemmap pages freed, PTEs remapped, "
@@ -184,17 +168,12 @@ class HvoModel(Model):
     )
     headline = "metric_alloc_ms"
     points_per_second = 2e6
+    costs = DEFAULTS  # its own [hvo] section: no shipped profile has one
     # Optional: what the report says of it; the comparison is the batching series' question.
     report = Report(comparison=Comparison(axis="batching", baseline="per_folio", metric="metric_alloc_ms",
                                           label="batching"),
                     best_keys=("cpus", "virtualized"), value_labels={"hvo": {True: "HVO on", False: "HVO off"}},
                     findings=FINDINGS, plots=PLOTS)
-    # Optional: calibration: its own [hvo] costs (no shipped profile has them), its published figures, and the
-    # two costs those can pin, an allocation and an IPI per CPU (`memsweep calibrate --model hvo`).
-    calibration = Calibration(costs=DEFAULTS, figures=published_figures(name), free_params=(
-        FreeParam(section=SECTION, key="folio_alloc_ns", lower=500.0, upper=50000.0),
-        FreeParam(section=SECTION, key="ipi_cpu_ns", lower=10.0, upper=5000.0)))
-
     def evaluate(self, points: pl.DataFrame, profile: Profile) -> pl.DataFrame:
         """Counts and modeled times (ns summed, reported in ms) for every point."""
         status = points.select(*status_columns(self._reasons()))
