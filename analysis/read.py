@@ -435,22 +435,3 @@ def nearest(present: list, target: object) -> object:
 
 
 UNIT_SHORT = {"bytes": "B"}
-
-
-# The (sweep, model name) forms of ModelRows' methods, for the callers not yet passing ModelRows
-# (figures/declared.py); to be removed once none is left.
-def pin(sweep: Sweep, model: str, keep: list[str],
-        prefer: dict[str, object] | None = None) -> tuple[pl.Expr, dict[str, object]]:
-    return sweep.rows(model).pin(keep, prefer)
-
-
-def label(sweep: Sweep, model: str, column: str, value: object) -> str:
-    return sweep.rows(model).label(column, value)
-
-
-def label_with_unit(sweep: Sweep, model: str, column: str, value: object) -> str:
-    return sweep.rows(model).label_with_unit(column, value)
-
-
-def describe(sweep: Sweep, model: str, held: dict[str, object]) -> str:
-    return sweep.rows(model).describe(held)

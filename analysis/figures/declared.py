@@ -56,12 +56,7 @@ def declared(sweep: Sweep) -> list[tuple[str, Plot]]:
     return out
 
 
-def draw(sweep: Sweep, model: str, plot: Plot, outdir: Path) -> Rendered | Skipped:
-    """One declared figure of `model`, rendered or skipped with its reason."""
-    return draw_rows(sweep.rows(model), plot, outdir)
-
-
-def draw_rows(rows: ModelRows, plot: Plot, outdir: Path) -> Rendered | Skipped:
+def draw(rows: ModelRows, plot: Plot, outdir: Path) -> Rendered | Skipped:
     """One declared figure of the model whose rows these are, rendered or skipped with its reason."""
     why = f"model absent: this sweep has no {rows.name} rows" if rows.name not in rows.sweep.models else \
         _lacking(rows, plot)

@@ -97,7 +97,7 @@ def registry(sweep: Sweep) -> list[tuple[str, str, FigureFn]]:
     from .measured import measured_vs_model
 
     out: list[tuple[str, str, FigureFn]] = [
-        (p.id, p.title, lambda sw, outdir, m=m, p=p: draw(sw, m, p, outdir)) for m, p in declared(sweep)]
+        (p.id, p.title, lambda sw, outdir, m=m, p=p: draw(sw.rows(m), p, outdir)) for m, p in declared(sweep)]
     return out + [("parity", "Model vs published figures", parity),
                   ("measured_vs_model", "Measured on this hardware vs the model", measured_vs_model)]
 

@@ -22,7 +22,7 @@ def plot(model: str, fid: str):
 
 
 def render(sweep: Sweep, model: str, fid: str, outdir) -> Rendered | Skipped:
-    return draw(sweep, model, plot(model, fid), outdir)
+    return draw(sweep.rows(model), plot(model, fid), outdir)
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,7 @@ import polars as pl
 import pytest
 
 from analysis.exceptions import AnalysisError
-from analysis.read import Sweep, describe, label, label_with_unit, nearest, pin, value_expr
+from analysis.read import Sweep, nearest, value_expr
 from tests.analysis.conftest import write_sweep
 
 
@@ -112,17 +112,6 @@ def test_labels_use_binary_sizes_auto_and_leaf_names(small_sweep):
     assert sweep.rows("unknown").label("param_x", 3) == "3"
 
 
-def test_the_sweep_and_model_forms_answer_as_model_rows(small_sweep):
-    """label, label_with_unit, describe and pin over (sweep, model) give what ModelRows' methods give."""
-    sweep = Sweep(small_sweep)
-    rows = sweep.rows("memmap")
-    assert label(sweep, "memmap", "param_align", 2 << 20) == rows.label("param_align", 2 << 20)
-    assert label_with_unit(sweep, "memmap", "param_struct_page_size", 64) == \
-        rows.label_with_unit("param_struct_page_size", 64)
-    _, held = pin(sweep, "memmap", keep=[])
-    assert held == rows.pin(keep=[])[1] and describe(sweep, "memmap", held) == rows.describe(held)
-
-
 def two_sources(tmp_path) -> Sweep:
     """The same four young points modeled and measured (measured rows 2x slower)."""
     model = young_rows().with_columns(pl.lit("model").alias("source"))
@@ -148,4 +137,4 @@ def test_a_measured_only_model_defaults_to_its_measured_rows(tmp_path):
     sweep = Sweep(write_sweep(tmp_path, "m", {"young": df}))
     assert sweep.sources("young") == ["measured"] and sweep.scan("young").select(pl.len()).collect().item() == 4
     old = Sweep(write_sweep(tmp_path, "v1", {"young": young_rows()}))
-    assert old.sources("young") == ["model"] and describe(old, "young", {}) == ""
+    assert old.sources("young") == ["model"] and old.rows("young").describe({}) == ""
