@@ -4,7 +4,9 @@ to end by the real CLI on an embedded Ray (run, verify, report, table, plan, com
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
 import subprocess
 import sys
 
@@ -18,23 +20,31 @@ SPEC = PLUGIN / "spec.toml"
 
 
 @pytest.fixture(scope="module")
-def installed():
-    """examples/plugin pip-installed (editable) into this environment: idempotent, and offline
-    (--no-build-isolation builds with the setuptools already installed)."""
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-build-isolation", "-e", str(PLUGIN)],
-                   check=True, capture_output=True, text=True, timeout=300)
+def installed(tmp_path_factory) -> dict:
+    """examples/plugin pip-installed, offline (--no-build-isolation builds with the setuptools already
+    installed; its dependencies, numpy and polars, are memsweep's own), into a folder of its own that the
+    environment returned puts first on PYTHONPATH: the plugin is found through its entry point there, and
+    the environment this suite runs in is left as it was (other tests, maybe running at the same time,
+    never see a half-installed plugin)."""
+    root = tmp_path_factory.mktemp("plugin-install")
+    source, site = root / "source", root / "site"
+    shutil.copytree(PLUGIN, source)  # the build's egg-info and build/ go there, not into the checkout
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-build-isolation", "--no-deps",
+                    "--target", str(site), str(source)], check=True, capture_output=True, text=True, timeout=300)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), os.environ["PYTHONPATH"]])}
     out = subprocess.run([sys.executable, "-c", "from workers import MODELS; print(MODELS.plugin('hvo'))"],
-                         capture_output=True, text=True, timeout=120, cwd=ROOT)
+                         capture_output=True, text=True, timeout=120, cwd=ROOT, env=env)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == ("memsweep.models entry point 'hvo' = 'memsweep_example.hvo:MODEL' "
                                   "of package 'memsweep-example'")
+    return env
 
 
 @pytest.fixture(scope="module")
 def sweep(installed, tmp_path_factory):
     """The example spec run once by `memsweep run` on a small embedded Ray; its folder."""
     out = tmp_path_factory.mktemp("plugin") / "out"
-    run = memsweep("run", str(SPEC), "--out", str(out), "--cpus", "2", "--quiet")
+    run = memsweep("run", str(SPEC), "--out", str(out), "--cpus", "2", "--quiet", env=installed)
     assert run.returncode == 0, run.stderr
     assert "hvo-example: 480 points in 5 chunks" in run.stdout
     return out / "hvo-example"
@@ -83,12 +93,12 @@ def test_rows_equal_the_arithmetic_by_hand(sweep):
     assert r["metric_alloc_ms"] == pytest.approx(8.238) and r["metric_slowdown_vs_no_hvo"] == 1.0
 
 
-def test_verify_report_table_and_plan(sweep):
+def test_verify_report_table_and_plan(sweep, installed):
     """verify finds no problem; the report names the model and has the best and speedup tables of the
     comparison it declares; table and plan work on the plugin's axes."""
-    verify = memsweep("verify", str(sweep))
+    verify = memsweep("verify", str(sweep), env=installed)
     assert verify.returncode == 0, verify.stdout + verify.stderr
-    report = memsweep("report", str(sweep))
+    report = memsweep("report", str(sweep), env=installed)
     assert report.returncode == 0 and report.stderr == "", report.stderr
     html = (sweep / "_report" / "report.html").read_text()
     assert "hvo" in html and "hvo/e7-8895" not in html  # no calibration part: no published figures
@@ -111,14 +121,14 @@ def test_verify_report_table_and_plan(sweep):
     assert (f"With HVO on, a write to nr_hugepages takes a median {med['per_folio'].median():.2f}x as long as with HVO "
             f"off when each folio is optimized and flushed on its own (120 points), and "
             f"{med['batched'].median():.2f}x batched (120 points).") in findings
-    table = memsweep("table", str(sweep), "--model", "hvo", "--rows", "cpus", "--cols", "batching")
+    table = memsweep("table", str(sweep), "--model", "hvo", "--rows", "cpus", "--cols", "batching", env=installed)
     assert table.returncode == 0, table.stderr
     assert "hvo alloc_ms" in table.stdout and "per_folio" in table.stdout and "1024" in table.stdout
-    plan = memsweep("plan", str(SPEC), "--out", str(sweep.parent), "--json", "--quiet")
+    plan = memsweep("plan", str(SPEC), "--out", str(sweep.parent), "--json", "--quiet", env=installed)
     assert plan.returncode == 0, plan.stderr
     d = json.loads(plan.stdout)
     assert d["points"] == 480 and d["models"]["hvo"]["feasible"] == 480
-    compare = memsweep("compare", str(sweep), str(sweep))
+    compare = memsweep("compare", str(sweep), str(sweep), env=installed)
     assert compare.returncode == 0, compare.stderr
     assert "hvo alloc_ms, model (A) vs model (B) (lower is better): A and B are equal at every one of the 480" \
         in compare.stdout
