@@ -19,6 +19,9 @@ from tests.cluster_util import free_port
 from tests.conftest import memsweep
 
 BIN = Path(sys.executable).parent
+# After SIGTERM, how long the test's Ray nodes get before SIGKILL: nothing is checked after the stop, and
+# with 15 s the module's teardown took all of them (a process of the nodes outlasted SIGTERM).
+STOP_GRACE_S = 3.0
 SPEC = """name = "cluster"
 models = ["probe"]
 plugins = ["tests.support.probe"]
@@ -54,7 +57,7 @@ def stop_sessions(sids: list[int]) -> None:
             p.terminate()
         except psutil.NoSuchProcess:  # it ended on its own between the listing and now
             pass
-    _, alive = psutil.wait_procs(procs, timeout=15)
+    _, alive = psutil.wait_procs(procs, timeout=STOP_GRACE_S)
     for p in alive:
         try:
             p.kill()
