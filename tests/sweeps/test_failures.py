@@ -82,8 +82,12 @@ def test_sigkilled_ray_worker_is_retried_and_no_point_is_lost(ray_local, spec_fi
     def assassin() -> None:
         deadline = time.monotonic() + 60
         while not killed and time.monotonic() < deadline:
-            for p in psutil.process_iter(["cmdline"]):
-                if (p.info["cmdline"] or [""])[0].startswith("ray::_chunk_task"):
+            for p in psutil.Process().children(recursive=True):  # this session's Ray, no other on the machine
+                try:
+                    running = (p.cmdline() or [""])[0].startswith("ray::_chunk_task")
+                except psutil.Error:
+                    continue
+                if running:
                     p.send_signal(signal.SIGKILL)
                     killed.append(p.pid)
                     return
