@@ -38,20 +38,41 @@ def ray_local():
     ray.shutdown()
 
 
+def once_per_run(tmp_path_factory, key: str, make):
+    """make(folder) computed once per test run, for every process of it: with pytest-xdist (`make test`),
+    each worker is a process of its own; the first to ask makes the value (in `folder`, in the run's
+    temporary folder that the workers share) while the others wait on a file lock, then read it
+    (pickled). Without xdist, the session's own temporary folder."""
+    import fcntl
+    import pickle
+
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    value_file = shared / f"{key}.pickle"
+    with open(shared / f"{key}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not value_file.exists():
+            folder = shared / key
+            folder.mkdir(exist_ok=True)
+            value_file.write_bytes(pickle.dumps(make(folder)))
+        return pickle.loads(value_file.read_bytes())
+
+
 @pytest.fixture(scope="session")
-def seed_calibration():
-    """calibrate(model, the seed profile) of a shipped model by name, computed once per test session: each
+def seed_calibration(tmp_path_factory):
+    """calibrate(model, the seed profile) of a shipped model by name, computed once per test run: each
     fit of the published figures (neutral starts, leave-one-out refits) takes seconds to a minute, and
-    several modules check the same fits."""
+    several modules check the same fits (with xdist, maybe on two workers at once: once_per_run)."""
     from workers import get_model
     from workers.calibrate import calibrate
     from workers.profiles import load_profile
 
-    seed, done = load_profile("seed"), {}
+    done = {}
 
     def get(name: str):
         if name not in done:
-            done[name] = calibrate(get_model(name), seed)
+            done[name] = once_per_run(tmp_path_factory, f"seed-calibration-{name}",
+                                      lambda _: calibrate(get_model(name), load_profile("seed")))
         return done[name]
 
     return get

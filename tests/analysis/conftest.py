@@ -8,7 +8,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from tests.conftest import memsweep
+from tests.conftest import memsweep, once_per_run
 from workers.dataset import LAYOUT, LEGACY_LAYOUT, part_path
 
 # Small, but every figure has something to draw: all four models, the published figures' points
@@ -57,22 +57,24 @@ def run_sweep(root: Path, spec: str, name: str) -> str:
 
 @pytest.fixture(scope="session")
 def small_sweep(tmp_path_factory) -> str:
-    """The small four-model sweep, computed once per session."""
-    root = tmp_path_factory.mktemp("small")
-    (root / "small.toml").write_text(SMALL_SPEC)
-    return run_sweep(root, str(root / "small.toml"), "small")
+    """The small four-model sweep, computed once per test run (once_per_run: one for every xdist worker)."""
+    def make(root: Path) -> str:
+        (root / "small.toml").write_text(SMALL_SPEC)
+        return run_sweep(root, str(root / "small.toml"), "small")
+
+    return once_per_run(tmp_path_factory, "small-sweep", make)
 
 
 @pytest.fixture(scope="session")
 def default_sweep(tmp_path_factory) -> str:
-    """The shipped `default` spec, computed once per session (~30,000 points)."""
-    return run_sweep(tmp_path_factory.mktemp("default"), "default", "default")
+    """The shipped `default` spec, computed once per test run (~30,000 points)."""
+    return once_per_run(tmp_path_factory, "default-sweep", lambda root: run_sweep(root, "default", "default"))
 
 
 @pytest.fixture(scope="session")
 def seed_sweep(tmp_path_factory) -> str:
-    """The shipped `seed` spec (the published configurations), computed once per session."""
-    return run_sweep(tmp_path_factory.mktemp("seed"), "seed", "seed")
+    """The shipped `seed` spec (the published configurations), computed once per test run."""
+    return once_per_run(tmp_path_factory, "seed-sweep", lambda root: run_sweep(root, "seed", "seed"))
 
 
 def write_sweep(root: Path, name: str, frames: dict[str, pl.DataFrame], spec: str = "", legacy: bool = False,
@@ -106,7 +108,8 @@ def write_sweep(root: Path, name: str, frames: dict[str, pl.DataFrame], spec: st
 
 @pytest.fixture(scope="session")
 def small_report(small_sweep, tmp_path_factory) -> Path:
-    """report.html of the small sweep, written once per session (figures beside it)."""
+    """report.html of the small sweep, written once per test run (figures beside it)."""
     from analysis.report.page import write_report
 
-    return Path(write_report(small_sweep, str(tmp_path_factory.mktemp("report") / "report.html")))
+    return Path(once_per_run(tmp_path_factory, "small-report",
+                             lambda folder: write_report(small_sweep, str(folder / "report.html"))))
