@@ -29,13 +29,19 @@ browser:
 slurm:
 	@sh tests/support/install_slurm.sh
 
+# Two pytest-xdist workers: most tests wait (for Ray to start, a Slurm job, an object store's retries,
+# a probe chunk's sleep), so two processes keep two cores busy. One test module runs on one worker (its
+# module fixtures are set up once); the session fixtures of several modules are made once per run
+# (tests/conftest.py's once_per_run). `make test XDIST=` runs the tests one at a time.
+XDIST ?= -n 2 --dist loadfile
+
 test: $(STAMP) browser slurm
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest $(XDIST)
 
 # The fast loop while you work: every test but those that need Chromium, Slurm, a multi-node Ray, an
 # object store or a guest (pyproject.toml's markers).
 check: $(STAMP)
-	$(BIN)/python -m pytest -q -m "not (browser or slurm or cluster or object_store or guest)"
+	$(BIN)/python -m pytest $(XDIST) -q -m "not (browser or slurm or cluster or object_store or guest)"
 
 clean:
 	rm -rf $(VENV) results test-artifacts .pytest_cache .hypothesis
