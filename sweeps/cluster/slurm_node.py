@@ -49,9 +49,25 @@ def node_address(node: str) -> str:
 
 
 def free_port(ip: str) -> int:
-    with socket.socket() as s:
-        s.bind((ip, 0))
-        return s.getsockname()[1]
+    return free_ports(ip, 1)[0]
+
+
+def free_ports(ip: str, n: int, taken: tuple[int, ...] = ()) -> list[int]:
+    """n distinct TCP ports nothing listens on, on ip, none of `taken`: each is held until all are
+    picked (ports picked one after the other can repeat, and `ray start` refuses a port given twice)."""
+    held: list[socket.socket] = []
+    ports: list[int] = []
+    try:
+        while len(ports) < n:
+            s = socket.socket()
+            held.append(s)
+            s.bind((ip, 0))
+            if (port := s.getsockname()[1]) not in taken:
+                ports.append(port)
+        return ports
+    finally:
+        for s in held:
+            s.close()
 
 
 def temp_dir() -> str:
@@ -69,13 +85,12 @@ def ray_args(head: bool, address: str, ip: str, temp: str, cpus: int | None = No
     cpus = cpus or os.environ.get("SLURM_CPUS_ON_NODE") or os.cpu_count()
     args = ["start", "--block", f"--node-ip-address={ip}", f"--temp-dir={temp}", f"--num-cpus={cpus}",
             f"--object-store-memory={OBJECT_STORE_BYTES}", "--disable-usage-stats"]
-    for opt in ("node-manager-port", "object-manager-port", "dashboard-agent-listen-port",
-                "dashboard-agent-grpc-port", "runtime-env-agent-port", "metrics-export-port"):
-        args.append(f"--{opt}={free_port(ip)}")
+    opts = ["node-manager-port", "object-manager-port", "dashboard-agent-listen-port", "dashboard-agent-grpc-port",
+            "runtime-env-agent-port", "metrics-export-port", *(["ray-client-server-port"] if head else [])]
+    port = address.rsplit(":", 1)[1]  # the head's GCS port, not listening yet when the head starts
+    args += [f"--{opt}={p}" for opt, p in zip(opts, free_ports(ip, len(opts), taken=(int(port),)))]
     if head:
-        port = address.rsplit(":", 1)[1]
-        return [*args, "--head", f"--port={port}", "--include-dashboard=false",
-                f"--ray-client-server-port={free_port(ip)}"]
+        return [*args, "--head", f"--port={port}", "--include-dashboard=false"]
     return [*args, f"--address={address}"]
 
 

@@ -246,6 +246,19 @@ def test_dry_run_warns_on_a_node_local_interpreter_and_embeds_the_spec(spec_file
     assert str(path) not in script and 'sweeps.cli run "$spec" --address' in script
 
 
+def test_a_nodes_ray_ports_are_distinct_and_never_the_gcs_port():
+    """`ray start` refuses a port given to two of its components (a head once failed so, and its job waited
+    out the workers' 300 s): a node's ports are picked together, all distinct, none the GCS port that
+    the batch script chose for the head before the head listens on it."""
+    from sweeps.cluster.slurm_node import free_port, ray_args
+
+    gcs = free_port("127.0.0.1")
+    for head in (True, False):
+        args = ray_args(head, f"127.0.0.1:{gcs}", "127.0.0.1", "/tmp/x", 1)
+        ports = [int(a.split("=")[1]) for a in args if re.match(r"--[a-z-]+-port=", a)]
+        assert len(ports) == (7 if head else 6) and len(set(ports)) == len(ports) and gcs not in ports
+
+
 def written_by_the_job(script: str, folder: Path) -> Path:
     """Run the part of a batch script that writes the job's own files, in `folder`; the spec's path."""
     start, end = script.index("files=$(mktemp"), script.index('echo "memsweep: Ray head')
