@@ -3,7 +3,7 @@
 Console messages come from Chromium's own log (`--enable-logging=stderr`: one
 `CONSOLE` line per message); the page has no script, so any such line is an
 error (a resource that failed, a blocked load). Images are checked as for
-report.html (tests/analysis/test_report_browser.py).
+report.html (tests/analysis/report/test_page_browser.py).
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ import pytest
 from analysis.compare.compare import compare
 from analysis.compare.page import write
 from tests.analysis.conftest import write_sweep
-from tests.analysis.test_compare import grid, memmap_rows
-from tests.analysis.test_report_browser import image_check, run_chromium
+from tests.analysis.compare.test_compare import grid, memmap_rows
+from tests.analysis.report.test_page_browser import image_check, run_chromium
 from tests.conftest import ARTIFACTS
 
 pytestmark = pytest.mark.browser

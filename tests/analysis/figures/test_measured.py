@@ -8,7 +8,7 @@ from analysis.figures import measured as FX
 from analysis.figures.plotting import Rendered, Skipped
 from analysis.read import Sweep
 
-from .conftest import write_sweep
+from tests.analysis.conftest import write_sweep
 
 
 def memmap_rows(source: str, values: list[float], least: list[float] | None = None) -> pl.DataFrame:

@@ -16,8 +16,8 @@ from sweeps.run.driver import run
 from sweeps.spec.load import parse_spec
 from tests.conftest import memsweep
 from tests.support.faulty_proxy import FaultyProxy
-from tests.sweeps.test_object_store import SPEC as S3_SPEC
-from tests.sweeps.test_object_store import s3  # noqa: F401 - the moto server fixture
+from tests.sweeps.dataset.test_object_store import SPEC as S3_SPEC
+from tests.sweeps.dataset.test_object_store import s3  # noqa: F401 - the moto server fixture
 from workers.dataset import LEASE_FILE
 
 EXIT_IO = 3

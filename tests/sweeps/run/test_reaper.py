@@ -13,7 +13,7 @@ import time
 import psutil
 
 from tests.conftest import ROOT
-from tests.sweeps.test_lease import SLOW
+from tests.sweeps.dataset.test_lease import SLOW
 
 SESSION = re.compile(r"/session_[0-9_-]+_(\d+)")
 

@@ -13,7 +13,7 @@ import pytest
 from workers.measure import build
 from workers.measure.exceptions import BuildError, CompilerNotFound
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_a_second_build_reuses_the_cached_library(native_cache, kernels, monkeypatch):

@@ -11,7 +11,7 @@ of a 4096M run touches almost every 2 MiB region of the 4 GiB.
 An aligned unit of m pages (a TLB entry of m pages, a 64-byte line of 8 PTEs,
 a PMD entry line covering 8 x 2 MiB ...) is touched iff at least one of its m
 pages is chosen: P = 1 - C(N - m, n) / C(N, n) (hypergeometric), computed
-through log-gamma. tests/workers/test_pfnmap.py checks these counts against a
+through log-gamma. tests/workers/models/test_pfnmap.py checks these counts against a
 direct simulation of the permutation.
 """
 
