@@ -185,22 +185,15 @@ def published_figures(model: str) -> tuple[Figure, ...]:
     # arm64 and riscv); device memory taken as 1 GiB aligned, va == pa modulo 1 GiB, so every whole
     # 2 MiB block gets a PMD leaf.
     base = {"namespace_size": "4GiB", "align": "1GiB", "pa_offset": NOT_GIVEN, "va_offset": 0, "arch": "arm64"}
-    out = []
-    for size, (pte, pmd) in LAT_FIGURES.items():
-        for leaf, order, value in (("pte", 0, pte), ("pmd", PMD_ORDER, pmd)):
-            out.append(Figure(
-                id=f"pfnmap/lat_mem_rd/{leaf}/{size}", model=model, metric="metric_ns_per_load",
-                published=value, unit="ns",
-                params={**base, "working_set": size, "compound_order": order, "access": "lat_mem_rd_random"},
-                source=SOURCE + f": numactl -C 0 lat_mem_rd -t 4096M, row {size}, {leaf} mapping"))
-    for size, (pte, pmd) in COPY_FIGURES.items():
-        for leaf, order, value in (("pte", 0, pte), ("pmd", PMD_ORDER, pmd)):
-            out.append(Figure(
-                id=f"pfnmap/copy/{leaf}/{size}", model=model, metric="metric_copy_ms",
-                published=value, unit="ms",
-                params={**base, "working_set": size, "compound_order": order, "access": "memcpy_seq"},
-                source=SOURCE + f": numactl -C 0 memcpy_test, {size}, {leaf} mapping"))
-    return tuple(out)
+    runs = (("lat_mem_rd", LAT_FIGURES, "metric_ns_per_load", "ns", "lat_mem_rd_random", "lat_mem_rd -t 4096M, row "),
+            ("copy", COPY_FIGURES, "metric_copy_ms", "ms", "memcpy_seq", "memcpy_test, "))
+    return tuple(
+        Figure(id=f"pfnmap/{kind}/{leaf}/{size}", model=model, metric=metric, published=value, unit=unit,
+               params={**base, "working_set": size, "compound_order": order, "access": access},
+               source=SOURCE + f": numactl -C 0 {command}{size}, {leaf} mapping")
+        for kind, table, metric, unit, access, command in runs
+        for size, (pte, pmd) in table.items()
+        for leaf, order, value in (("pte", 0, pte), ("pmd", PMD_ORDER, pmd)))
 
 
 class PfnmapModel(Model):
