@@ -39,9 +39,9 @@ test: $(STAMP) browser slurm
 	$(BIN)/python -m pytest $(XDIST)
 
 # The fast loop while you work: every test but those that need Chromium, Slurm, a multi-node Ray, an
-# object store or a guest (pyproject.toml's markers).
+# object store or a guest, and the slow end-to-end runs (pyproject.toml's markers).
 check: $(STAMP)
-	$(BIN)/python -m pytest $(XDIST) -q -m "not (browser or slurm or cluster or object_store or guest)"
+	$(BIN)/python -m pytest $(XDIST) -q -m "not (browser or slurm or cluster or object_store or guest or slow)"
 
 clean:
 	rm -rf $(VENV) results test-artifacts .pytest_cache .hypothesis

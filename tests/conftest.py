@@ -18,6 +18,9 @@ ARTIFACTS = ROOT / "test-artifacts"
 # `make check` leaves them out): given to every test that uses the fixture providing it. The browser
 # tests' modules set their marker themselves; `guest` is for tests that boot a kernel in QEMU.
 NEEDS = {"slurm": "slurm", "cluster": "cluster", "s3": "object_store"}
+# Fixtures that make a test `slow` (`make check` leaves it to `make test`): the seed fits of every model,
+# with their leave-one-out refits, take a minute and a half on 2 cores.
+SLOW_FIXTURES = ("seed_calibration",)
 
 
 def pytest_collection_modifyitems(items):
@@ -25,6 +28,8 @@ def pytest_collection_modifyitems(items):
         for fixture, marker in NEEDS.items():
             if fixture in item.fixturenames:
                 item.add_marker(marker)
+        if any(f in item.fixturenames for f in SLOW_FIXTURES):
+            item.add_marker("slow")
 
 
 @pytest.fixture(scope="session")

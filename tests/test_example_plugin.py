@@ -15,6 +15,7 @@ import pytest
 
 from tests.conftest import ROOT, memsweep
 
+pytestmark = pytest.mark.slow  # pip installs the plugin, then sweeps it with every command
 PLUGIN = ROOT / "examples" / "plugin"
 SPEC = PLUGIN / "spec.toml"
 

@@ -180,6 +180,7 @@ def measured_sweep(root: Path, **costs: float) -> str:
     return str(root / "m")
 
 
+@pytest.mark.slow
 def test_too_few_points_name_the_costs_they_do_not_identify_and_are_not_saved(tmp_path, capsys):
     """Six costs for eight points at one struct page size: fewer independent numbers than costs, the copy
     loop among the costs named as not identified (calls and loop iterations come in one ratio at P = 64),

@@ -143,6 +143,7 @@ def test_findings_html_escapes_and_links_only_drawn_figures():
     assert "a &lt;b&gt; &amp; c" in page and 'href="#fig-memmap_init"' in page and "#fig-young_scan" not in page
 
 
+@pytest.mark.slow
 def test_the_default_report_opens_with_its_findings(default_sweep, tmp_path):
     """report.html's first section after the navigation is Key findings, one list item per finding."""
     from analysis.report.page import write_report

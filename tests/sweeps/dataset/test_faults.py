@@ -61,6 +61,7 @@ def one_line(text: str) -> str:
     return lines[0]
 
 
+@pytest.mark.slow
 def test_run_into_a_full_disk_stops_with_exit_3_and_resumes_with_space(spec_file, tmpfs, tmp_path):
     """No space while parts are written: exit 3, one line, no temp files; with space, the rerun finishes."""
     spec = spec_file(MANY)
@@ -87,6 +88,7 @@ def test_run_into_a_full_disk_stops_with_exit_3_and_resumes_with_space(spec_file
     assert check.returncode == 0 and "100 parts, 1000 rows, 1000 distinct points" in check.stdout, check.stdout
 
 
+@pytest.mark.slow
 def test_report_into_a_full_disk_exits_3_and_leaves_no_half_written_files(ray_local, tmpfs, tmp_path):
     """No space while the report is written: exit 3, one line, no temp files, no partial report."""
     run(parse_spec(S3_SPEC), str(tmp_path), progress=False)

@@ -43,6 +43,7 @@ def fake_lease(folder, **fields) -> None:
     (folder / LEASE_FILE).write_text(json.dumps(d))
 
 
+@pytest.mark.slow
 def test_two_drivers_on_one_sweep_one_computes_the_other_exits_2_naming_it(spec_file, tmp_path):
     """Started together, one driver runs the sweep; the other exits 2 with one line naming the holder."""
     spec = spec_file(SLOW.format(last=59, delay=300.0))
@@ -61,6 +62,7 @@ def test_two_drivers_on_one_sweep_one_computes_the_other_exits_2_naming_it(spec_
     assert not (tmp_path / "leased" / LEASE_FILE).exists()  # released at the end
 
 
+@pytest.mark.slow
 def test_a_stale_lease_is_taken_over_with_a_message(ray_local, tmp_path):
     """A lease whose heartbeat is older than three heartbeats is taken over, and the run says so."""
     fake_lease(tmp_path / "leased", heartbeat=time.time() - 3600)
@@ -107,6 +109,7 @@ def test_a_live_lease_is_refused_or_waited_for(ray_local, tmp_path):
     assert result and result[0].computed == 1
 
 
+@pytest.mark.slow
 def test_sigterm_releases_the_lease(spec_file, tmp_path):
     """SIGTERM stops a run like Ctrl-C: exit 130, the lease is gone, a rerun resumes."""
     spec = spec_file(SLOW.format(last=299, delay=400.0))
@@ -123,6 +126,7 @@ def test_sigterm_releases_the_lease(spec_file, tmp_path):
     assert not (tmp_path / "leased" / LEASE_FILE).exists()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("when", ["ray starting", "tasks running"])
 def test_ctrl_c_to_the_process_group_prints_one_line_and_releases_the_lease(spec_file, tmp_path, when):
     """Ctrl-C from a terminal (SIGINT to the whole process group, Ray's processes too), while Ray starts or

@@ -13,6 +13,7 @@ import time
 import polars as pl
 import psutil
 import pyarrow.parquet as pq
+import pytest
 
 from sweeps.dataset.inspect import verify
 from sweeps.run.driver import run
@@ -42,6 +43,7 @@ def kill_tree(proc: psutil.Process) -> None:
             pass
 
 
+@pytest.mark.slow
 def test_killed_driver_resumes_with_only_the_missing_chunks(spec_file, tmp_path):
     """SIGKILL the driver mid-sweep; the rerun computes only missing chunks; every point once."""
     spec = spec_file(SLOW.format(last=299, delay=400.0))

@@ -66,6 +66,7 @@ def test_verify_accepts_one_row_per_point_and_source(sweep):
     assert problems == [] and "34 rows, 17 distinct points" in summary
 
 
+@pytest.mark.slow
 def test_calibrate_from_measured_rows_reports_fit_and_held_out_sizes(sweep, capsys):
     """--from fits the memmap costs to the measured times; --holdout sizes are predicted, not fit."""
     folder, _ = sweep

@@ -11,6 +11,7 @@ import sys
 import time
 
 import psutil
+import pytest
 
 from tests.conftest import ROOT
 from tests.sweeps.dataset.test_lease import SLOW
@@ -42,6 +43,7 @@ def remaining(noted: dict[int, float], session_dir: str, pgid: int) -> list[str]
     return left
 
 
+@pytest.mark.slow
 def test_sigkilled_driver_leaves_no_ray_process_after_10_s(spec_file, tmp_path):
     """SIGKILL `memsweep run` (embedded Ray) while tasks run: its whole Ray session is gone within 10 s."""
     spec = spec_file(SLOW.format(last=299, delay=400.0))

@@ -83,6 +83,7 @@ def test_host_profile_takes_the_integer_host_columns():
     assert fit.host_profile(SEED, {"l1d_bytes": None, "l2_bytes": None, "l3_bytes": None}) is SEED
 
 
+@pytest.mark.slow
 def test_a_fit_to_measured_memmap_times_reproduces_them(points):
     """Times made by the memmap model with known costs are reproduced within 2% by calibrate (neutral starts)
     of the measured free parameters, which recover the loop cost only a second struct page size shows."""
