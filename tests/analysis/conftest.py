@@ -8,7 +8,9 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from tests.conftest import memsweep, once_per_run
+from sweeps.run.driver import run
+from sweeps.spec.load import load_spec
+from tests.conftest import once_per_run
 from workers.dataset import LAYOUT, LEGACY_LAYOUT, part_path
 
 # Small, but every figure has something to draw: all four models, the published figures' points
@@ -48,15 +50,15 @@ first_pte_cont = [true, false]
 """
 
 def run_sweep(root: Path, spec: str, name: str) -> str:
-    """Run a spec for real with `memsweep run` (its own embedded Ray, shut down when it ends, so no Ray
-    outlives the command in this process) and return the sweep folder."""
-    r = memsweep("run", spec, "--out", str(root), "--no-report", "--quiet")
-    assert r.returncode == 0, r.stderr[-3000:]
+    """Run a spec for real, as `memsweep run` does, on the session's Ray (ray_local: started once per
+    test process, not once per sweep) and return the sweep folder."""
+    summary = run(load_spec(spec), str(root), progress=False)
+    assert not summary.failed, summary.failed
     return str(root / name)
 
 
 @pytest.fixture(scope="session")
-def small_sweep(tmp_path_factory) -> str:
+def small_sweep(tmp_path_factory, ray_local) -> str:
     """The small four-model sweep, computed once per test run (once_per_run: one for every xdist worker)."""
     def make(root: Path) -> str:
         (root / "small.toml").write_text(SMALL_SPEC)
@@ -66,13 +68,13 @@ def small_sweep(tmp_path_factory) -> str:
 
 
 @pytest.fixture(scope="session")
-def default_sweep(tmp_path_factory) -> str:
+def default_sweep(tmp_path_factory, ray_local) -> str:
     """The shipped `default` spec, computed once per test run (~30,000 points)."""
     return once_per_run(tmp_path_factory, "default-sweep", lambda root: run_sweep(root, "default", "default"))
 
 
 @pytest.fixture(scope="session")
-def seed_sweep(tmp_path_factory) -> str:
+def seed_sweep(tmp_path_factory, ray_local) -> str:
     """The shipped `seed` spec (the published configurations), computed once per test run."""
     return once_per_run(tmp_path_factory, "seed-sweep", lambda root: run_sweep(root, "seed", "seed"))
 
