@@ -60,6 +60,7 @@ def table_rows(out: str, first_col: str) -> tuple[list[str], list[list[str]]]:
     return re.split(r"\s{4,}", lines[i].strip()), body
 
 
+@pytest.mark.slow
 def test_seed_against_guest_4k_host_gives_a_ratio_table(profile_pair):
     """14 shared points, one row each: leaf order x working set, A, B, B/A = B / A and improvement (A - B) / A;
     a guest on 4 KiB host pages is 1.5-2x slower at every point (two-dimensional walks), PMD still beats PTE."""
@@ -216,15 +217,23 @@ def pfnmap(n: int = 3, offset: int = 0) -> pl.DataFrame:
      ["--sources", "measured:model"], r"'--sources' must name sources the sweeps have: A 'measured' and B 'model' "
                                       r"\(pfnmap: A \['model'\], B \['model'\]\)"),
 ])
-def test_mismatched_sweeps_and_bad_arguments_exit_2_with_one_message(tmp_path, make, args, message):
+def test_mismatched_sweeps_and_bad_arguments_exit_2_with_one_message(tmp_path, capsys, make, args, message):
     """Not a sweep, no model in common, no shared points, unknown model / metric, bad sources: one message
-    on stderr, exit 2, nothing written."""
+    on stderr, exit 2, nothing written (the CLI in-process; the next test runs it as a process)."""
     a, b = make(tmp_path)
     before = tree_state(tmp_path)
-    r = memsweep("compare", a, b, *args)
-    assert r.returncode == 2 and r.stdout == "", r.stderr
-    assert re.fullmatch(rf"memsweep compare: error: {message}.*\n", r.stderr, re.S), r.stderr
+    code, out, err = run_cli(capsys, a, b, *args)
+    assert code == 2 and out == "", err
+    assert re.fullmatch(rf"memsweep compare: error: {message}.*\n", err, re.S), err
     assert tree_state(tmp_path) == before
+
+
+def test_a_bad_argument_exits_2_from_the_command_itself(tmp_path):
+    """The same as a process: exit status 2, the message on stderr, nothing on stdout."""
+    a, b = write_sweep(tmp_path, "a", {"pfnmap": pfnmap()}), write_sweep(tmp_path, "b", {"pfnmap": pfnmap()})
+    r = memsweep("compare", a, b, "--model", "copy")
+    assert r.returncode == 2 and r.stdout == "", r.stderr
+    assert r.stderr.startswith("memsweep compare: error: '--model' must be one of the models both sweeps have")
 
 
 def test_errors_are_analysis_errors(tmp_path):

@@ -63,6 +63,7 @@ def test_plan_default_counts_the_points_and_chunks_the_runner_plans(tmp_path):
         assert sum(d["models"][m][k] for k in ("feasible", "infeasible", "error")) == spec.points(m)
 
 
+@pytest.mark.slow
 def test_plan_counts_equal_the_statuses_and_reasons_of_a_real_run(spec_file, tmp_path):
     """Feasible, infeasible and per-reason counts equal the rows of `run` on an embedded Ray (--cpus 1)."""
     path = spec_file(TINY)
@@ -84,10 +85,20 @@ def test_plan_counts_equal_the_statuses_and_reasons_of_a_real_run(spec_file, tmp
 
 
 @pytest.mark.parametrize("name", sorted(BAD_SPECS))
-def test_bad_spec_gives_runs_message_and_exit_2(name, spec_file, tmp_path):
-    """A bad spec file gives `plan` the same message as `run`, exit status 2, and nothing written."""
-    path = spec_file(BAD_SPECS[name])
-    _same_error_as_run(str(path), tmp_path)
+def test_bad_spec_gives_runs_message_and_exit_2(name, spec_file, tmp_path, capsys, monkeypatch):
+    """A bad spec file gives `plan` the same message as `run`, exit status 2, and nothing written (the CLI
+    in-process; the next test runs both as processes)."""
+    from sweeps.cli import main
+
+    path = str(spec_file(BAD_SPECS[name]))
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", path, "--out", "a", "--no-report", "--quiet"]) == 2
+    ran = capsys.readouterr()
+    assert main(["plan", path, "--out", "b"]) == 2
+    planned = capsys.readouterr()
+    assert planned.out == "" and planned.err.startswith("memsweep plan: error: ")
+    assert planned.err.removeprefix("memsweep plan: ") == ran.err.removeprefix("memsweep run: ")
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
 
 
 def test_unknown_spec_name_gives_runs_message_and_exit_2(tmp_path):
