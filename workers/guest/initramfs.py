@@ -3,7 +3,8 @@ takes plain .ko files), /init (workers/guest/init.sh) and the list of configurat
 cpio (workers/guest/cpio.py).
 
 Layout: /bin/busybox (init.sh installs its applets), /lib/modules/<name>.ko, /memsweep/modules (module
-names in load order), /memsweep/configs (one line per configuration: "ID MODE MAP ALIGN SIZE", bytes),
+names in load order), /memsweep/configs (one line per configuration: "ID MODE MAP ALIGN SIZE", bytes), /memsweep/warmup
+("SIZE MIB": a namespace size and how many MiB at its start to write once before measuring; optional),
 /init, and /dev/console for the kernel to open before /init mounts devtmpfs.
 """
 
@@ -31,9 +32,10 @@ def config_lines(configs: Sequence[tuple[int, GuestConfig]]) -> str:
     return "".join(f"{i} {c.mode} {c.map} {c.align_bytes} {c.namespace_size_bytes}\n" for i, c in configs)
 
 
-def build(kernel: GuestKernel, configs: Sequence[tuple[int, GuestConfig]], *,
+def build(kernel: GuestKernel, configs: Sequence[tuple[int, GuestConfig]], *, warm_up_bytes: int = 0,
           busybox: Path = BUSYBOX_STATIC) -> bytes:
-    """The initramfs (newc cpio bytes) that runs `configs` (id, config) on `kernel`."""
+    """The initramfs (newc cpio bytes) that runs `configs` (id, config) on `kernel`, after writing the first
+    `warm_up_bytes` of the region once (init.sh warm_up) when that is not 0."""
     modules = pmem_modules(kernel.modules) if kernel.modules is not None else []
     entries = [cpio.directory(d) for d in DIRS]
     entries.append(cpio.chardev("dev/console", *CONSOLE))
@@ -42,5 +44,8 @@ def build(kernel: GuestKernel, configs: Sequence[tuple[int, GuestConfig]], *,
     entries += [cpio.regular(f"lib/modules/{m.name}.ko", m.load_bytes()) for m in modules]
     entries.append(cpio.regular("memsweep/modules", "".join(f"{m.name}\n" for m in modules).encode()))
     entries.append(cpio.regular("memsweep/configs", config_lines(configs).encode()))
+    if warm_up_bytes:
+        size = max(c.namespace_size_bytes for _, c in configs)
+        entries.append(cpio.regular("memsweep/warmup", f"{size} {-(-warm_up_bytes // (1 << 20))}\n".encode()))
     entries.append(cpio.regular("init", init_script(), executable=True))
     return cpio.archive(entries)

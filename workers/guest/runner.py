@@ -91,13 +91,11 @@ def _boot(kernel: GuestKernel, runnable: list[tuple[int, GuestConfig]], accel: s
     console's last lines. The folder (with the sparse NVDIMM file) is removed afterwards."""
     with tempfile.TemporaryDirectory(prefix="memsweep-guest-") as tmp:
         d = Path(tmp)
-        (d / "initrd").write_bytes(initramfs.build(kernel, runnable))
+        warm = _memmap_area(c for _, c in runnable)
+        (d / "initrd").write_bytes(initramfs.build(kernel, runnable, warm_up_bytes=warm))
         region = -(-max(c.namespace_size_bytes for _, c in runnable) // GiB) * GiB
         nvdimm = qemu.Nvdimm(path=d / "nvdimm", size_bytes=region + LABEL_BYTES, label_bytes=LABEL_BYTES)
-        with open(nvdimm.path, "wb") as f:  # sparse: only the label area and what the guest writes take room
-            f.truncate(nvdimm.size_bytes)
-            f.seek(region)
-            f.write(labels.label_area(LABEL_BYTES))
+        _nvdimm_file(nvdimm, region)
         cmd = qemu.command(image=kernel.image, initrd=d / "initrd", append=CMDLINE, accel=accel,
                            ram_mib=ram_mib, nvdimm=nvdimm, console=d / "console", results=d / "results")
         session = _Session()
@@ -111,6 +109,24 @@ def _boot(kernel: GuestKernel, runnable: list[tuple[int, GuestConfig]], accel: s
         log = _tail(d / "qemu.log", 3)
         console = _tail(d / "console", CONSOLE_TAIL) + ([f"[qemu] {line}" for line in log] if log else [])
     return session, console
+
+
+def _memmap_area(configs) -> int:
+    """Bytes at the start of a namespace that a map=dev bind writes: the info block and the memmap
+    (nd_pfn_init(): 8 KiB + 64 B per pfn, aligned up to 2 MiB at least), the largest over `configs`."""
+    dev = [c.namespace_size_bytes for c in configs if c.map == "dev"]
+    if not dev:
+        return 0
+    return -(-(8192 + max(dev) // 4096 * STRUCT_PAGE_BYTES) // (2 * MiB)) * 2 * MiB
+
+
+def _nvdimm_file(nvdimm: qemu.Nvdimm, region: int) -> None:
+    """The NVDIMM's backing file: sparse (only the label index at its end, labels.py, and what the guest
+    writes take room)."""
+    with open(nvdimm.path, "wb") as f:
+        f.truncate(nvdimm.size_bytes)
+        f.seek(region)
+        f.write(labels.label_area(nvdimm.label_bytes))
 
 
 def _watch(proc, results: Path, expected: int, boot_timeout_s: float, timeout_s: float) -> _Session:
