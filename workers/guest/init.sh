@@ -93,7 +93,8 @@ run_config() {
 	[ -n "$NS" ] || { STATUS=error WHY="no idle namespace in $REGION"; return; }
 	if [ $mode = fsdax ]; then seedattr=pfn_seed driver=nd_pmem holder=pfn; else seedattr=dax_seed driver=dax_pmem holder=dax; fi
 	if [ $map = dev ]; then loc=pmem; else loc=ram; fi
-	w $ND/$NS/uuid "$(uuid)" && w $ND/$NS/size $size || { STATUS=refused; return; }
+	w $ND/$NS/uuid "$(uuid)" || { STATUS=refused; return; }
+	w $ND/$NS/size $size || { STATUS=refused WHY="$WHY (region align: $(rd $ND/$REGION/align))"; return; }
 	w $ND/$NS/holder_class $holder; WHY=
 	SEED=$(rd $ND/$REGION/$seedattr)
 	[ -n "$SEED" ] || { STATUS=error WHY="$REGION has no $seedattr"; return; }
@@ -177,6 +178,7 @@ while read -r id mode map align size <&3; do
 	DMESG=$(dmesg | tail -n 40 | jlines)
 	teardown
 	emit_result $id
+	[ -z "$TEARDOWN" ] || fatal "could not tear down configuration $id ($TEARDOWN): the region is not clean"
 done
 exec 3<&-
 emit "MEMSWEEP-DONE"

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
-from workers.units import GiB, MiB
+from workers.units import PAGE_SIZE, GiB, MiB
 
 from . import initramfs, labels, qemu
 from .exceptions import GuestSetupError
@@ -53,12 +53,13 @@ def run_guest(kernel: GuestKernel, configs: Sequence[GuestConfig], *, accel: str
     configs = tuple(configs)
     if accel not in ACCELS:
         raise ValueError(f"'accel' must be one of {list(ACCELS)} (got {accel!r}).")
-    if shutil.which(qemu.QEMU) is None:
-        raise GuestSetupError(f"{qemu.QEMU} is not installed: run `make guest` (or apt-get install qemu-system-x86)")
     start = time.monotonic()
     ram_mib, too_big = _ram_mib(configs)
     runnable = [(i, c) for i, c in enumerate(configs) if i not in too_big]
-    used = accel if accel != "auto" else ("kvm" if qemu.kvm_works(str(kernel.image))[0] else "tcg")
+    if runnable and shutil.which(qemu.QEMU) is None:
+        raise GuestSetupError(f"{qemu.QEMU} is not installed: run `make guest` (or apt-get install qemu-system-x86)")
+    used = "none" if not runnable else accel if accel != "auto" else (
+        "kvm" if qemu.kvm_works(str(kernel.image))[0] else "tcg")
     session, console = _Session(), []
     if runnable:
         if timeout_s is None:
@@ -75,14 +76,18 @@ def _ram_mib(configs: tuple[GuestConfig, ...]) -> tuple[int, dict[int, ConfigRes
     next), in 64 MiB steps; configurations whose memmap would not fit under MAX_RAM_MIB are errors."""
     too_big, need = {}, 0
     for i, c in enumerate(configs):
-        memmap_mib = -(-c.namespace_size_bytes // 4096 * STRUCT_PAGE_BYTES // MiB) if c.map == "mem" else 0
+        memmap_mib = _ceil_div(c.namespace_size_bytes // PAGE_SIZE * STRUCT_PAGE_BYTES, MiB) if c.map == "mem" else 0
         if BASE_RAM_MIB + memmap_mib + 64 > MAX_RAM_MIB:
             too_big[i] = ConfigResult(config=c, status="error", reason=(
                 f"its memmap needs {memmap_mib} MiB of guest RAM; the runner keeps guests within "
                 f"{MAX_RAM_MIB} MiB (not booted)"))
         else:
             need = max(need, memmap_mib)
-    return min(MAX_RAM_MIB, -(-(BASE_RAM_MIB + need + 64) // 64) * 64), too_big
+    return min(MAX_RAM_MIB, _ceil_div(BASE_RAM_MIB + need + 64, 64) * 64), too_big
+
+
+def _ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
 
 
 def _boot(kernel: GuestKernel, runnable: list[tuple[int, GuestConfig]], accel: str, ram_mib: int,
@@ -93,7 +98,7 @@ def _boot(kernel: GuestKernel, runnable: list[tuple[int, GuestConfig]], accel: s
         d = Path(tmp)
         warm = _memmap_area(c for _, c in runnable)
         (d / "initrd").write_bytes(initramfs.build(kernel, runnable, warm_up_bytes=warm))
-        region = -(-max(c.namespace_size_bytes for _, c in runnable) // GiB) * GiB
+        region = _ceil_div(max(c.namespace_size_bytes for _, c in runnable), GiB) * GiB
         nvdimm = qemu.Nvdimm(path=d / "nvdimm", size_bytes=region + LABEL_BYTES, label_bytes=LABEL_BYTES)
         _nvdimm_file(nvdimm, region)
         cmd = qemu.command(image=kernel.image, initrd=d / "initrd", append=CMDLINE, accel=accel,
@@ -101,7 +106,7 @@ def _boot(kernel: GuestKernel, runnable: list[tuple[int, GuestConfig]], accel: s
         session = _Session()
         proc = qemu.spawn(cmd, d / "qemu.log")
         try:
-            session = _watch(proc, d / "results", len(runnable), boot_timeout_s, timeout_s)
+            session = _watch(proc, d, len(runnable), boot_timeout_s, timeout_s)
         finally:  # after MEMSWEEP-DONE the guest powers off by itself: give it a moment
             status = qemu.stop(proc, grace_s=10.0 if session.done else 0.0)
         if not session.done and session.failure is None:
@@ -117,7 +122,7 @@ def _memmap_area(configs) -> int:
     dev = [c.namespace_size_bytes for c in configs if c.map == "dev"]
     if not dev:
         return 0
-    return -(-(8192 + max(dev) // 4096 * STRUCT_PAGE_BYTES) // (2 * MiB)) * 2 * MiB
+    return _ceil_div(8192 + max(dev) // PAGE_SIZE * STRUCT_PAGE_BYTES, 2 * MiB) * 2 * MiB
 
 
 def _nvdimm_file(nvdimm: qemu.Nvdimm, region: int) -> None:
@@ -129,18 +134,22 @@ def _nvdimm_file(nvdimm: qemu.Nvdimm, region: int) -> None:
         f.write(labels.label_area(nvdimm.label_bytes))
 
 
-def _watch(proc, results: Path, expected: int, boot_timeout_s: float, timeout_s: float) -> _Session:
-    """Read the guest's result lines as they come until MEMSWEEP-DONE, a fatal line, QEMU's exit or a
-    timeout."""
+def _watch(proc, d: Path, expected: int, boot_timeout_s: float, timeout_s: float) -> _Session:
+    """Read the guest's result lines (d/results) as they come until MEMSWEEP-DONE, a fatal line, QEMU's
+    exit, a KVM failure that leaves QEMU paused (d/qemu.log) or a timeout."""
     s, start, offset, pending = _Session(), time.monotonic(), 0, b""
     while True:
         exited = proc.poll() is not None
-        data = _read_from(results, offset)
+        data = _read_from(d / "results", offset)
         offset += len(data)
         *lines, pending = (pending + data).split(b"\n")
         for raw in lines:
             _take(s, raw.decode(errors="replace"), start)
         if s.done or s.fatal or exited:
+            return s
+        qemu_says = _read_from(d / "qemu.log", 0).decode(errors="replace")
+        if any(sign in qemu_says for sign in qemu.KVM_FAILURES):
+            s.failure = "QEMU stopped the guest: " + " / ".join(qemu_says.strip().splitlines()[:2])
             return s
         elapsed = time.monotonic() - start
         if s.ready is None and elapsed > boot_timeout_s:
