@@ -32,7 +32,7 @@ slurm:
 # The guest tests boot Debian's kernels in QEMU: QEMU and busybox-static installed if missing, the 6.12 and
 # 6.1 kernel packages fetched (apt-get download, never installed) into ~/.cache/memsweep/kernels.
 guest: $(STAMP)
-	$(BIN)/python -m workers.guest.kernels fetch
+	$(BIN)/python -m workers.guest fetch
 
 # Two pytest-xdist workers: most tests wait (for Ray to start, a Slurm job, an object store's retries,
 # a probe chunk's sleep), so two processes keep two cores busy. One test module runs on one worker (its

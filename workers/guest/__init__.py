@@ -5,7 +5,7 @@ Not yet wired into a sweep. `run_guest(kernel, configs)` (runner.py) boots a ker
 fsdax or devdax with its memmap on the device or in RAM, and measures the bind (nr_memmap_pages, the
 duration of memmap_init_zone_device(), the data offset); the /init that does it is init.sh, packed by
 initramfs.py. Kernels (kernels.py): Debian's 6.12 and 6.1, fetched once per node into a cache
-(`python -m workers.guest.kernels fetch`, debian.py), or a user's own (`load_kernel`). qemu.py owns the
+(`python -m workers.guest fetch`, debian.py), or a user's own (`load_kernel`). qemu.py owns the
 QEMU processes and the KVM probe; labels.py the NVDIMM's label index; cpio.py the initramfs format.
 """
 

@@ -1,12 +1,11 @@
 """A kernel a guest can boot (`GuestKernel`): Debian's, from the cache that `fetch` fills, or a user's own,
 checked once when loaded (`load_kernel`): the image is an x86-64 bzImage or ELF, and the modules folder
 holds the pmem drivers (or lists them in modules.builtin). Also the modules the guest loads, in dependency
-order (`pmem_modules`). `python -m workers.guest.kernels fetch` fills the cache (the Makefile's `make guest`).
+order (`pmem_modules`). `fetch` readies a node: `python -m workers.guest fetch` (the Makefile's `make guest`).
 """
 
 from __future__ import annotations
 
-import argparse
 import gzip
 import lzma
 import shutil
@@ -15,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import debian
-from .exceptions import GuestKernelError, GuestSetupError
+from .exceptions import GuestKernelError
 
 # The drivers a pmem/dax bind needs (KERNEL-GUEST.md): built in or modules, in this load order (from each
 # module's depends=: nd_pmem needs libnvdimm and nd_btt; nd_e820, dax_pmem, nd_btt and nfit need libnvdimm).
@@ -124,7 +123,7 @@ def cached_kernel(series: str = debian.DEFAULT_SERIES, cache_dir: Path | str | N
     found = debian.cached(series, cache_dir)
     if found is None:
         raise GuestKernelError(f"no Debian {series} kernel in {cache_dir or debian.default_cache_dir()}: run "
-                               f"`make guest` or `python -m workers.guest.kernels fetch`")
+                               f"`make guest` or `python -m workers.guest fetch`")
     return load_kernel(found.root / "boot" / f"vmlinuz-{found.release}",
                        found.root / "lib" / "modules" / found.release)
 
@@ -180,26 +179,3 @@ def _decompress(path: Path) -> bytes:
             raise GuestKernelError(f"{str(path)!r} is zstd-compressed: install zstd to unpack it")
         return subprocess.run(["zstd", "-dc", str(path)], capture_output=True, check=True).stdout
     return path.read_bytes()
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Fetch Debian's guest kernels (and QEMU, busybox-static) for the guest runner; print what is cached."""
-    parser = argparse.ArgumentParser(prog="python -m workers.guest.kernels", description=main.__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
-    f = sub.add_parser("fetch", help="install QEMU and busybox-static if missing; fetch the kernels if missing")
-    f.add_argument("--series", action="append", choices=sorted(debian.SERIES),
-                   help="a kernel series to fetch (repeatable; default: all)")
-    f.add_argument("--cache-dir", default=None, help=f"default: {debian.default_cache_dir()}")
-    f.add_argument("--refresh", action="store_true", help="look for newer packages even when cached")
-    args = parser.parse_args(argv)
-    try:
-        kernels = fetch(tuple(args.series or debian.SERIES), args.cache_dir, refresh=args.refresh)
-    except (GuestSetupError, GuestKernelError) as e:
-        parser.exit(2, f"memsweep: {e}\n")
-    for k in kernels:
-        print(f"{k.release}\t{k.image}")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

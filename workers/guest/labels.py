@@ -32,7 +32,8 @@ def fletcher64(data: bytes) -> int:
 
 
 def num_label_slots(config_size: int, label_size: int = LABEL_SIZE) -> int:
-    """nvdimm_num_label_slots(): a slot costs a label and one bit... rounded to a byte of index per label."""
+    """nvdimm_num_label_slots() (drivers/nvdimm/label.c): a slot costs its label and, rounded up, a byte of
+    index."""
     return config_size // (label_size + 1)
 
 

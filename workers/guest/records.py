@@ -88,8 +88,8 @@ class ConfigResult:
 @dataclass(frozen=True, kw_only=True, slots=True)
 class GuestRun:
     """One boot: the guest's `uname -r` and /proc/cmdline (None when /init never ran), the accelerator
-    QEMU used ('tcg' or 'kvm'; 'none' when no configuration needed a boot), a result per configuration in the order given, and wall times (seconds
-    from QEMU's start to /init's first line, and to the end)."""
+    QEMU used ('tcg' or 'kvm'; 'none' when no configuration needed a boot), a result per configuration in
+    the order given, and wall times (seconds from QEMU's start to /init's first line, and to the end)."""
 
     release: str | None
     cmdline: str | None
