@@ -21,9 +21,15 @@ from pathlib import Path
 QEMU = "qemu-system-x86_64"
 PR_SET_PDEATHSIG = 1  # include/uapi/linux/prctl.h
 KVM_PROBE_TIMEOUT_S = 15.0
-# Signs in QEMU's own output that KVM cannot run this guest (nested KVM here: KERNEL-GUEST.md).
-KVM_FAILURES = ("KVM internal error", "emulation failure", "failed to set MSR", "Could not access KVM",
-                "failed to initialize kvm", "Assertion")
+# Signs in QEMU's own output that it cannot run the guest; under nested KVM (KERNEL-GUEST.md) QEMU prints
+# "KVM internal error ... emulation failure" and stays alive with the guest paused, or (-cpu host) fails an
+# assertion on an MSR and aborts.
+QEMU_FAILURES = ("KVM internal error", "emulation failure", "failed to set MSR", "Could not access KVM",
+                 "failed to initialize kvm", "Assertion")
+# Resolved here, in the parent: the child, between fork and exec, only calls it (no dlopen there, which could
+# wait forever on a lock another thread of the parent held at fork time).
+_PRCTL = ctypes.CDLL(None, use_errno=True).prctl
+_PRCTL.argtypes = (ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -40,6 +46,7 @@ def command(*, image: Path, initrd: Path, append: str, accel: str, ram_mib: int,
             console: Path, results: Path) -> list[str]:
     """QEMU for one guest: one vCPU, the kernel console on the first serial port, /init's results on the
     second, no reboot (a panic with panic=-1 ends QEMU), no default devices (no NIC ROM to boot)."""
+    # -cpu max under TCG has pdpe1gb, so the guest offers 1 GiB alignments (has_transparent_pud_hugepage()).
     cpu = ["-accel", "tcg", "-cpu", "max"] if accel == "tcg" else ["-accel", "kvm", "-cpu", "host"]
     nv_gib = -(-nvdimm.size_bytes // (1 << 30))
     return [
@@ -79,9 +86,9 @@ def _kill(proc: subprocess.Popen) -> int:
 
 
 def _die_with_parent(parent: int) -> None:
-    """In the child, before exec: SIGKILL when the parent dies; and now, if it died already."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
+    """In the child, before exec: SIGKILL when the parent dies; and now, if it died already. (The death
+    signal follows the thread that forked: run guests from a thread that outlives them.)"""
+    if _PRCTL(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0) != 0:
         os._exit(126)
     if os.getppid() != parent:
         os.kill(os.getpid(), signal.SIGKILL)
@@ -110,12 +117,11 @@ def kvm_works(image: str, timeout_s: float = KVM_PROBE_TIMEOUT_S) -> tuple[bool,
 def _watch_probe(proc: subprocess.Popen, console: Path, log: Path, timeout_s: float) -> tuple[bool, str]:
     deadline = time.monotonic() + timeout_s
     while True:
-        text = _read(console)
-        if "Kernel panic" in text:
+        exited = proc.poll() is not None  # before reading, so a panic written just before the exit is seen
+        if "Kernel panic" in _read(console):
             return True, "KVM booted the kernel to its no-root panic"
         qemu_says = _read(log)
-        failed = next((s for s in KVM_FAILURES if s in qemu_says), None)
-        if failed or proc.poll() is not None:
+        if exited or any(s in qemu_says for s in QEMU_FAILURES):
             lines = [line for line in qemu_says.splitlines() if line.strip()][:2]
             return False, f"QEMU under KVM: {' / '.join(lines) or f'exited with status {proc.returncode}'}"
         if time.monotonic() > deadline:

@@ -148,7 +148,7 @@ def _watch(proc, d: Path, expected: int, boot_timeout_s: float, timeout_s: float
         if s.done or s.fatal or exited:
             return s
         qemu_says = _read_from(d / "qemu.log", 0).decode(errors="replace")
-        if any(sign in qemu_says for sign in qemu.KVM_FAILURES):
+        if any(sign in qemu_says for sign in qemu.QEMU_FAILURES):
             s.failure = "QEMU stopped the guest: " + " / ".join(qemu_says.strip().splitlines()[:2])
             return s
         elapsed = time.monotonic() - start
