@@ -79,8 +79,8 @@ def _ram_mib(configs: tuple[GuestConfig, ...]) -> tuple[int, dict[int, ConfigRes
         memmap_mib = _ceil_div(c.namespace_size_bytes // PAGE_SIZE * STRUCT_PAGE_BYTES, MiB) if c.map == "mem" else 0
         if BASE_RAM_MIB + memmap_mib + 64 > MAX_RAM_MIB:
             too_big[i] = ConfigResult(config=c, status="error", reason=(
-                f"its memmap needs {memmap_mib} MiB of guest RAM; the runner keeps guests within "
-                f"{MAX_RAM_MIB} MiB (not booted)"))
+                f"its struct pages in RAM (map=mem) need {memmap_mib} MiB of guest RAM; the runner keeps "
+                f"guests within {MAX_RAM_MIB} MiB (not booted)"))
         else:
             need = max(need, memmap_mib)
     return min(MAX_RAM_MIB, _ceil_div(BASE_RAM_MIB + need + 64, 64) * 64), too_big

@@ -242,7 +242,7 @@ def test_a_memmap_too_big_for_the_guest_is_an_error_without_a_boot(small_kernel)
     big = GuestConfig(mode="fsdax", map="mem", align_bytes=2 * MiB, namespace_size_bytes=512 * GiB)
     run = run_guest(small_kernel, [big])
     assert run.accel == "none" and run.release is None
-    assert run.results[0].status == "error" and "8192 MiB of guest RAM" in run.results[0].reason
+    assert run.results[0].status == "error" and "need 8192 MiB of guest RAM" in run.results[0].reason
     with pytest.raises(ValueError, match=r"'accel' must be one of \['auto', 'tcg', 'kvm'\]"):
         run_guest(small_kernel, [big], accel="hvf")
 
