@@ -43,6 +43,7 @@ class Module:
     name: str
     path: Path
     depends: tuple[str, ...]
+    vermagic: str | None = None
 
     def load_bytes(self) -> bytes:
         """The module decompressed, as busybox insmod takes it."""
@@ -61,14 +62,20 @@ def load_kernel(image: Path | str, modules: Path | str | None = None) -> GuestKe
     if not mods.is_dir():
         raise GuestKernelError(f"'modules' must be an existing lib/modules/<release> folder "
                                f"(got {str(mods)!r}: no such folder)")
-    pmem_modules(mods)  # raises when a driver is missing
+    modules_list = pmem_modules(mods)  # raises when a driver is missing
+    for m in modules_list:  # insmod refuses a module built for another kernel: say so before a boot
+        built_for = (m.vermagic or "").split(" ")[0]
+        if release and built_for and built_for != release:
+            raise GuestKernelError(f"'modules' must be built for the image's release {release} (got "
+                                   f"{str(m.path)!r}, built for {built_for})")
     return GuestKernel(image=image, modules=mods, release=release or mods.name)
 
 
 def image_release(image: Path) -> str | None:
     """The release string in an x86-64 bzImage's header (None for an ELF vmlinux); GuestKernelError when
     the file is neither."""
-    head = image.read_bytes()[:0x4000] if image.stat().st_size else b""
+    with open(image, "rb") as f:  # the setup code, where kernel_version points, is at most 64 KiB
+        head = f.read(0x10000)
     if head[:4] == b"\x7fELF":
         machine = int.from_bytes(head[18:20], "little") if len(head) >= 20 else 0
         if head[4] != 2 or machine != EM_X86_64:
@@ -108,7 +115,9 @@ def pmem_modules(modules: Path) -> list[Module]:
                                    f"(got {str(modules)!r}: no {name}.ko)")
         if name in chain:
             raise GuestKernelError(f"module dependency loop in {str(modules)!r}: {' -> '.join((*chain, name))}")
-        mod = Module(name=name, path=files[name], depends=_depends(files[name]))
+        info = _modinfo(files[name])
+        mod = Module(name=name, path=files[name], vermagic=info.get("vermagic"),
+                     depends=tuple(d.replace("-", "_") for d in info.get("depends", "").split(",") if d))
         for dep in mod.depends:
             visit(dep, (*chain, name))
         order.append(mod)
@@ -158,14 +167,15 @@ def _builtin(modules: Path) -> set[str]:
     return {Path(line).name.removesuffix(".ko").replace("-", "_") for line in lines}
 
 
-def _depends(path: Path) -> tuple[str, ...]:
-    """The module's .modinfo `depends=` (comma-separated names, possibly empty)."""
-    data = _decompress(path)
-    at = data.find(b"\0depends=")
-    if at < 0:
-        return ()
-    value = data[at + 9:data.index(b"\0", at + 9)].decode()
-    return tuple(d.replace("-", "_") for d in value.split(",") if d)
+def _modinfo(path: Path) -> dict[str, str]:
+    """The module's .modinfo strings ("key=value", NUL-separated) that matter here: depends= and vermagic=."""
+    data, out = _decompress(path), {}
+    for key in ("depends", "vermagic"):
+        at = data.find(b"\0" + key.encode() + b"=")
+        if at >= 0:
+            start = at + len(key) + 2
+            out[key] = data[start:data.index(b"\0", start)].decode(errors="replace")
+    return out
 
 
 def _decompress(path: Path) -> bytes:

@@ -32,25 +32,27 @@ STRUCT_PAGE = 64  # sizeof(struct page) on x86_64 without debug options
 
 def bzimage(path: Path, *, version: int = 0x020F, xloadflags: int = 1, banner: str = "6.99.0-test (u@h) #1") -> Path:
     """A file with an x86 setup header (arch/x86/boot/header.S) as far as load_kernel reads it."""
-    head = bytearray(0x4000)
+    head = bytearray(0x5000)
     head[0x1FE:0x200] = b"\x55\xaa"
     head[0x202:0x206] = b"HdrS"
     head[0x206:0x208] = version.to_bytes(2, "little")
     head[0x236] = xloadflags
-    head[0x20E:0x210] = (0x1000 - 0x200).to_bytes(2, "little")
-    head[0x1000:0x1000 + len(banner) + 1] = banner.encode() + b"\0"
+    at = 0x44C0  # where Debian's 6.1 and 6.12 images keep it: past the first 16 KiB
+    head[0x20E:0x210] = (at - 0x200).to_bytes(2, "little")
+    head[at:at + len(banner) + 1] = banner.encode() + b"\0"
     path.write_bytes(bytes(head))
     return path
 
 
-def modules_dir(root: Path, names=PMEM_DRIVERS, builtin=(), depends=None) -> Path:
-    """lib/modules/<release> with xz-compressed modules whose .modinfo carries depends=."""
+def modules_dir(root: Path, names=PMEM_DRIVERS, builtin=(), depends=None, release="6.99.0-test") -> Path:
+    """lib/modules/<release> with xz-compressed modules whose .modinfo carries depends= and vermagic=."""
     mods = root / "lib" / "modules" / "6.99.0-test"
     (mods / "kernel" / "drivers").mkdir(parents=True)
     deps = {"nd_pmem": "libnvdimm,nd_btt", "nfit": "libnvdimm", "nd_btt": "libnvdimm", "nd_e820": "libnvdimm",
             "dax_pmem": "libnvdimm"} if depends is None else depends
     for name in names:
-        body = b"\x7fELF fake\0license=GPL\0depends=" + deps.get(name, "").encode() + b"\0name=" + name.encode() + b"\0"
+        body = (b"\x7fELF fake\0license=GPL\0depends=" + deps.get(name, "").encode() + b"\0name=" + name.encode()
+                + b"\0vermagic=" + release.encode() + b" SMP preempt mod_unload modversions \0")
         file = name.replace("_", "-") if name == "nd_e820" else name  # a dash in a file name is an underscore
         (mods / "kernel" / "drivers" / f"{file}.ko.xz").write_bytes(lzma.compress(body))
     (mods / "modules.builtin").write_text("".join(f"kernel/drivers/x/{b}.ko\n" for b in builtin))
@@ -105,6 +107,13 @@ def test_a_modules_folder_without_the_pmem_drivers_is_named(tmp_path):
         load_kernel(bzimage(tmp_path / "bzImage"), mods)
     with pytest.raises(GuestKernelError, match=r"no such folder"):
         load_kernel(bzimage(tmp_path / "bzImage"), tmp_path / "no-modules")
+
+
+def test_modules_of_another_release_are_refused(tmp_path):
+    """Modules whose vermagic names another release than the image's (insmod would refuse them in the guest)."""
+    with pytest.raises(GuestKernelError, match=r"must be built for the image's release 6.99.0-test .*libnvdimm"
+                                               r".*built for 6.1.0-57-amd64\)"):
+        load_kernel(bzimage(tmp_path / "bzImage"), modules_dir(tmp_path, release="6.1.0-57-amd64"))
 
 
 def test_drivers_built_in_need_no_modules(tmp_path):
