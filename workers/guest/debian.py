@@ -73,7 +73,7 @@ def cached(series: str, cache_dir: Path | str | None = None) -> CachedRelease | 
 
 
 def fetch_series(series: str, cache_dir: Path | str | None = None, *, refresh: bool = False,
-                 apt: "Apt | None" = None) -> CachedRelease:
+                 apt: Apt | None = None) -> CachedRelease:
     """The cached kernel of `series`, fetching the newest Debian package of it when the cache has none."""
     if series not in SERIES:
         raise GuestSetupError(f"'series' must be one of {sorted(SERIES)} (got {series!r}).")
@@ -88,7 +88,7 @@ def fetch_series(series: str, cache_dir: Path | str | None = None, *, refresh: b
     return _unpack(apt, root, series, package, version)
 
 
-def ensure_host_tools(apt: "Apt | None" = None) -> None:
+def ensure_host_tools(apt: Apt | None = None) -> None:
     """Install QEMU and busybox-static with apt when missing (as root); GuestSetupError otherwise."""
     missing = sorted({pkg for tool, pkg in HOST_TOOLS.items() if shutil.which(tool) is None}
                      | ({"busybox-static"} if not _is_static(BUSYBOX_STATIC) else set()))

@@ -9,6 +9,7 @@ done; QEMU is killed on every exit path (and dies with its parent: workers/guest
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import tempfile
@@ -31,6 +32,7 @@ MAX_RAM_MIB = 4096  # a guest on a shared node stays within 4 GiB
 STRUCT_PAGE_BYTES = 64  # a map=mem memmap costs 64 B of RAM per 4 KiB page of the namespace
 CONSOLE_TAIL = 20
 CMDLINE = "console=ttyS0 panic=-1 oops=panic quiet"
+TMP_PREFIX = "memsweep-guest-"  # a guest's folder: <tmp>/memsweep-guest-<pid>-<random>
 
 
 @dataclass(kw_only=True, slots=True)
@@ -94,7 +96,8 @@ def _boot(kernel: GuestKernel, runnable: list[tuple[int, GuestConfig]], accel: s
           boot_timeout_s: float, timeout_s: float) -> tuple[_Session, list[str]]:
     """Build the guest's files in a temporary folder, run QEMU and watch it; the session and the
     console's last lines. The folder (with the sparse NVDIMM file) is removed afterwards."""
-    with tempfile.TemporaryDirectory(prefix="memsweep-guest-") as tmp:
+    _remove_stale(Path(tempfile.gettempdir()))
+    with tempfile.TemporaryDirectory(prefix=f"{TMP_PREFIX}{os.getpid()}-") as tmp:
         d = Path(tmp)
         warm = _memmap_area(c for _, c in runnable)
         (d / "initrd").write_bytes(initramfs.build(kernel, runnable, warm_up_bytes=warm))
@@ -114,6 +117,29 @@ def _boot(kernel: GuestKernel, runnable: list[tuple[int, GuestConfig]], accel: s
         log = _tail(d / "qemu.log", 3)
         console = _tail(d / "console", CONSOLE_TAIL) + ([f"[qemu] {line}" for line in log] if log else [])
     return session, console
+
+
+def _remove_stale(tmp: Path) -> list[Path]:
+    """Remove the folders of guests whose process is gone (killed before it could clean up: a sparse
+    NVDIMM file can hold a map=dev memmap, 256 MiB for 16 GiB); what was removed."""
+    removed = []
+    for d in tmp.glob(f"{TMP_PREFIX}*-*"):
+        pid = d.name[len(TMP_PREFIX):].split("-", 1)[0]
+        if not pid.isdigit() or _alive(int(pid)):
+            continue
+        shutil.rmtree(d, ignore_errors=True)
+        removed.append(d)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _memmap_area(configs) -> int:

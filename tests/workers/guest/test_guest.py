@@ -18,7 +18,7 @@ import pytest
 
 from workers.guest import (ConfigResult, GuestConfig, GuestConfigError, GuestKernel, GuestKernelError,
                            cached_kernel, load_kernel, run_guest)
-from workers.guest import cpio, initramfs, labels, qemu
+from workers.guest import cpio, initramfs, labels, qemu, runner
 from workers.guest.kernels import PMEM_DRIVERS, pmem_modules
 from workers.guest.records import from_guest, parse_line
 from workers.units import GiB, MiB
@@ -352,12 +352,14 @@ def test_a_boot_timeout_gives_error_rows_with_console_lines_and_no_qemu(kernel61
 
 
 @pytest.mark.guest
-def test_qemu_dies_with_a_parent_killed_by_sigkill(kernel612):
-    """PR_SET_PDEATHSIG: SIGKILL the Python process running a guest, and its QEMU goes too."""
+def test_qemu_dies_with_a_parent_killed_by_sigkill(kernel612, tmp_path):
+    """PR_SET_PDEATHSIG: SIGKILL the Python process running a guest, and its QEMU goes too; the folder it
+    could not remove is removed by the next guest's runner."""
     script = ("from workers.guest import cached_kernel, run_guest, GuestConfig\n"
               "run_guest(cached_kernel('6.12'), [GuestConfig(mode='fsdax', map='mem', align_bytes=2 << 20,"
               " namespace_size_bytes=1 << 30)], accel='tcg', boot_timeout_s=120)\n")
-    parent = subprocess.Popen([sys.executable, "-c", script], env={**os.environ, "PYTHONPATH": str(ROOT)})
+    parent = subprocess.Popen([sys.executable, "-c", script],
+                              env={**os.environ, "PYTHONPATH": str(ROOT), "TMPDIR": str(tmp_path)})
     guest = None
     try:
         deadline = time.monotonic() + 60
@@ -369,6 +371,8 @@ def test_qemu_dies_with_a_parent_killed_by_sigkill(kernel612):
         parent.wait()
         gone, alive = psutil.wait_procs([guest], timeout=10)
         assert gone and not alive
+        left = list(tmp_path.glob(f"memsweep-guest-{parent.pid}-*"))
+        assert left and runner._remove_stale(tmp_path) == left and not any(tmp_path.iterdir())
     finally:
         if guest is not None and guest.is_running():
             guest.kill()
