@@ -119,6 +119,10 @@ def from_guest(config: GuestConfig, r: dict) -> ConfigResult:
     """A configuration's result from its MEMSWEEP-RESULT payload."""
     before, after = _int(r.get("memmap_before")), _int(r.get("memmap_after"))
     durations = [float(m.group(1)) for line in r.get("trace", []) if (m := _DURATION.search(line))]
+    # pfn_devs.c resource_show(): the pfn/dax device's resource is nsio->res.start + start_pad + dataoff, and
+    # nd_pfn_init() (6.x) leaves start_pad 0 (it trims only the end, end_trunc), so the device's resource less
+    # the namespace's is dataoff: the 8 KiB info-block reserve (plus 64 B per pfn with map=dev) aligned up
+    # to max(align, memremap_compat_align()). size_show() is what follows it: size - dataoff - end_trunc.
     ns_res, dev_res = _int(r.get("ns_resource"), 16), _int(r.get("dev_resource"), 16)
     numbers = dict(
         memmap_pages_delta=after - before if before is not None and after is not None else None,
