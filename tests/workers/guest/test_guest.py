@@ -4,6 +4,7 @@ kernel's own arithmetic."""
 
 from __future__ import annotations
 
+import json
 import lzma
 import os
 import signal
@@ -18,7 +19,7 @@ import pytest
 
 from workers.guest import (ConfigResult, GuestConfig, GuestConfigError, GuestKernel, GuestKernelError,
                            cached_kernel, load_kernel, run_guest)
-from workers.guest import cpio, initramfs, labels, qemu, runner
+from workers.guest import cpio, debian, initramfs, labels, qemu, runner
 from workers.guest.kernels import PMEM_DRIVERS, pmem_modules
 from workers.guest.records import from_guest, parse_line
 from workers.units import GiB, MiB
@@ -127,6 +128,26 @@ def test_a_missing_dependency_is_named(tmp_path):
     mods = modules_dir(tmp_path, depends={"nd_pmem": "libnvdimm,nd_btt,gone"})
     with pytest.raises(GuestKernelError, match=r"must hold gone, which nd_pmem depends on"):
         load_kernel(bzimage(tmp_path / "bzImage"), mods)
+
+
+def test_a_full_cache_answers_without_apt(tmp_path):
+    """The newest cached release of a series (Debian version order), and no apt call when it is there."""
+    for release, version in (("6.12.115+deb12-amd64", "6.12.115-2~deb12u1"),
+                             ("6.12.117+deb12-amd64", "6.12.117-1~deb12u1"), ("6.12.9+deb12-amd64", "6.12.9-1~deb12u1")):
+        (tmp_path / release).mkdir()
+        (tmp_path / release / debian.MARKER).write_text(json.dumps(
+            {"series": "6.12", "release": release, "package": f"linux-image-{release}-unsigned", "version": version}))
+    (tmp_path / "6.12.200+deb12-amd64").mkdir()  # an unpack that never finished: no marker, never used
+
+    class NoApt:
+        def __getattr__(self, name):
+            raise AssertionError(f"apt was asked ({name}) though the cache is full")
+
+    got = debian.fetch_series("6.12", tmp_path, apt=NoApt())
+    assert got.release == "6.12.117+deb12-amd64" and got.root == tmp_path / got.release
+    assert debian.cached("6.1", tmp_path) is None
+    with pytest.raises(GuestKernelError, match=r"no Debian 6.1 kernel in .*: run `make guest`"):
+        cached_kernel("6.1", tmp_path)
 
 
 # ---------------------------------------------------------------- initramfs, labels, result lines
