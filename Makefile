@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: report test check browser slurm clean
+.PHONY: report test check browser slurm guest clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -29,13 +29,18 @@ browser:
 slurm:
 	@sh tests/support/install_slurm.sh
 
+# The guest tests boot Debian's kernels in QEMU: QEMU and busybox-static installed if missing, the 6.12 and
+# 6.1 kernel packages fetched (apt-get download, never installed) into ~/.cache/memsweep/kernels.
+guest: $(STAMP)
+	$(BIN)/python -m workers.guest fetch
+
 # Two pytest-xdist workers: most tests wait (for Ray to start, a Slurm job, an object store's retries,
 # a probe chunk's sleep), so two processes keep two cores busy. One test module runs on one worker (its
 # module fixtures are set up once); the session fixtures of several modules are made once per run
 # (tests/conftest.py's once_per_run). `make test XDIST=` runs the tests one at a time.
 XDIST ?= -n 2 --dist loadfile
 
-test: $(STAMP) browser slurm
+test: $(STAMP) browser slurm guest
 	$(BIN)/python -m pytest $(XDIST)
 
 # The fast loop while you work: every test but those that need Chromium, Slurm, a multi-node Ray, an

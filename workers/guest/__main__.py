@@ -1,0 +1,33 @@
+"""`python -m workers.guest fetch`: ready this node for guests (QEMU, busybox-static and Debian's kernels in
+the cache); what `make guest` runs. Quick when everything is there already."""
+
+from __future__ import annotations
+
+import argparse
+
+from . import debian
+from .exceptions import GuestKernelError, GuestSetupError
+from .kernels import fetch
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Fetch Debian's guest kernels (and QEMU, busybox-static) for the guest runner; print what is cached."""
+    parser = argparse.ArgumentParser(prog="python -m workers.guest", description=main.__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    f = sub.add_parser("fetch", help="install QEMU and busybox-static if missing; fetch the kernels if missing")
+    f.add_argument("--series", action="append", choices=sorted(debian.SERIES),
+                   help="a kernel series to fetch (repeatable; default: all)")
+    f.add_argument("--cache-dir", default=None, help=f"default: {debian.default_cache_dir()}")
+    f.add_argument("--refresh", action="store_true", help="look for newer packages even when cached")
+    args = parser.parse_args(argv)
+    try:
+        kernels = fetch(tuple(args.series or debian.SERIES), args.cache_dir, refresh=args.refresh)
+    except (GuestSetupError, GuestKernelError) as e:
+        parser.exit(2, f"memsweep: {e}\n")
+    for k in kernels:
+        print(f"{k.release}\t{k.image}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
