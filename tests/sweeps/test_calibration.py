@@ -196,6 +196,7 @@ def test_too_few_points_name_the_costs_they_do_not_identify_and_are_not_saved(tm
     assert "To proceed: measure more points" in err and not out.exists()
 
 
+@pytest.mark.slow
 def test_an_impossible_fit_is_refused_with_save_and_warned_about_without(tmp_path, capsys):
     """Times made with a DRAM RFO bandwidth above the LLC's fit back to it: --save raises naming the cost,
     its value and the order it breaks, and leaves the file as it was; without --save it is a warning."""

@@ -108,6 +108,7 @@ def test_not_a_sweep_is_an_analysis_error(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_memsweep_report_command_writes_the_page(seed_sweep, tmp_path):
     """`memsweep report OUT/SWEEP --out FILE` prints the path and writes a page with the seed figures."""
     out = tmp_path / "seed.html"

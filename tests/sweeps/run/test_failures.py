@@ -77,6 +77,7 @@ def test_killed_driver_resumes_with_only_the_missing_chunks(spec_file, tmp_path)
     assert df.height == 300 and df["param_i"].sort().to_list() == list(range(300))
 
 
+@pytest.mark.slow
 def test_sigkilled_ray_worker_is_retried_and_no_point_is_lost(ray_local, spec_file, tmp_path):
     """SIGKILL a Ray worker while it runs a chunk; the sweep still completes, every point once."""
     killed: list[int] = []
