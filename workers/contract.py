@@ -34,7 +34,7 @@ NAME_RE = re.compile(r"[a-z][a-z0-9_]*")
 NAME_RULE = "a lower-case identifier matching [a-z][a-z0-9_]*"
 PLANNER_RE = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*")
 CORE = ("name", "version", "description", "axes", "metrics", "headline", "points_per_second", "costs",
-        "report", "calibration", "measurement")
+        "report", "calibration", "measurement", "kernel")
 RESERVED_PLOTS = ("parity", "measured_vs_model")  # the report's own figures
 
 
@@ -45,7 +45,7 @@ def check_model(model: object) -> str | None:
     if not isinstance(model.name, str) or not NAME_RE.fullmatch(model.name):
         return f"'name' must be {NAME_RULE} (got {model.name!r})."
     return (_moved(model) or _typed(model) or _core(model) or _report(model) or _calibration(model)
-            or _measurement(model))
+            or _measurement(model) or _kernel(model))
 
 
 # ----- types: one walk over the annotations -----
@@ -356,6 +356,19 @@ def _measurement(model: Model) -> str | None:
             or _named(m.derived.values(), axes, "measurement.derived", f"axes of the model {axes}")
             or _named(m.id_axes, axes, "measurement.id_axes", f"axes of the model {axes}")
             or _named(m.id_prefixes, m.id_axes, "measurement.id_prefixes", f"id axes {list(m.id_axes)}"))
+
+
+def _kernel(model: Model) -> str | None:
+    """References in the package.module:function form, metric columns of the model, exact ones among them."""
+    k, columns = model.kernel, set(model.metric_dtypes)
+    if k is None:
+        return None
+    for what in ("planner", "reader"):
+        ref = getattr(k, what)
+        if isinstance(ref, str) and not PLANNER_RE.fullmatch(ref):
+            return f"'kernel.{what}' must be a function or a 'package.module:function' reference (got {ref!r})."
+    return (_named(k.metrics or ("",), columns, "kernel.metrics", "the model's metric columns")
+            or _named(k.exact, k.metrics, "kernel.exact", f"kernel metrics {list(k.metrics)}"))
 
 
 def one_line(e: BaseException) -> str:

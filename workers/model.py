@@ -11,7 +11,7 @@ into a frame of the same height and order with `status` ("ok" | "infeasible"), `
 when ok) and the `metric_<name>_<unit>` columns. No Ray, no I/O, nothing read from the
 environment: everything a model needs comes in the points and the profile.
 
-Optional parts, each one frozen object on the model (empty when absent; no `measurement`: None):
+Optional parts, each one frozen object on the model (empty when absent; no `measurement` or `kernel`: None):
 - `report` (`Report`): what the report says about the model beyond its metrics: the `comparison`
   a kernel engineer asks of it (variants on one axis against a baseline), the `best_keys` axes of
   its best-variant table, display names of axis values (`value_labels`), and the figures, key
@@ -21,7 +21,10 @@ Optional parts, each one frozen object on the model (empty when absent; no `meas
   orders its costs keep on any machine (`cost_orders`);
 - `measurement` (`Measurement`): the user-space analog the measure backend runs (the planner that
   turns points into runs, the metric a measured row fills, how measured figures are named, which
-  profile entries take the host's cache sizes); workers.measure reads only that declaration.
+  profile entries take the host's cache sizes); workers.measure reads only that declaration;
+- `kernel` (`KernelCheck`): what a real kernel booted in a guest checks of it (the `kernel` row
+  source, workers.guest): how a point becomes a namespace to bind, or why the kernel under test cannot
+  hold it, and which metric columns a kernel row fills from what the guest measured.
 
 workers.contract checks all of it when a model is loaded.
 """
@@ -168,11 +171,7 @@ class Measurement:
 
     def plan(self, points: pl.DataFrame) -> list:
         """The planner's plans (or reasons) for `points`, one per row."""
-        planner = self.planner
-        if isinstance(planner, str):
-            module, _, attr = planner.partition(":")
-            planner = getattr(importlib.import_module(module), attr)
-        return planner(points)
+        return _resolve(self.planner)(points)
 
     @property
     def metric_columns(self) -> tuple[str, ...]:
@@ -195,6 +194,40 @@ class Measurement:
         if not self.metric_axis:
             return [self.metric_of()] * points.height
         return [self.metric_of(v) for v in points[f"param_{self.metric_axis}"].to_list()]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class KernelCheck:
+    """What the `kernel` row source (workers.guest) checks of a model in a real kernel booted in a guest
+    (optional part `Model.kernel`).
+
+    `planner`: a "package.module:function" reference (imported on first use) or the function itself:
+    (points frame, workers.guest.KernelSettings) -> per row, a workers.guest.GuestConfig to bind, or the
+    reason string why the kernel under test cannot hold that point (its row is infeasible with it).
+    `reader`: the same kind of reference: (point row as a dict, workers.guest.ConfigResult) -> {metric
+    column: value} of an ok result. `metrics`: the metric columns a kernel row fills (the others stay
+    null); `exact`: those of them the model must equal (counts, bytes), as against a guest's times."""
+
+    planner: str | Callable[..., list]
+    reader: str | Callable[..., dict]
+    metrics: tuple[str, ...]
+    exact: tuple[str, ...] = ()
+
+    def plan(self, points: pl.DataFrame, settings) -> list:
+        """The planner's configurations (or reasons) for `points`, one per row."""
+        return _resolve(self.planner)(points, settings)
+
+    def read(self, point: dict, result) -> dict:
+        """The reader's metric values of one ok result."""
+        return _resolve(self.reader)(point, result)
+
+
+def _resolve(ref):
+    """A "package.module:function" reference imported, or the function itself."""
+    if isinstance(ref, str):
+        module, _, attr = ref.partition(":")
+        return getattr(importlib.import_module(module), attr)
+    return ref
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -260,6 +293,7 @@ class Model(abc.ABC):
     report: Report = Report()
     calibration: Calibration = Calibration()
     measurement: Measurement | None = None
+    kernel: KernelCheck | None = None
 
     @abc.abstractmethod
     def evaluate(self, points: pl.DataFrame, profile: Profile) -> pl.DataFrame:

@@ -68,8 +68,8 @@ import polars as pl
 
 from workers.axes import ALIGN, COMPOUND_ORDER, NAMESPACE_SIZE, STRUCT_PAGE_SIZE, Axis, choice
 from workers.findings import MAX, MIN, Column, Medians, MedianTable, Pick, Ratio, Winner
-from workers.model import (LAST_LEVEL, Calibration, Comparison, Figure, FreeParam, Measurement, Metric, Model, Reasons,
-                           Report, status_columns)
+from workers.model import (LAST_LEVEL, Calibration, Comparison, Figure, FreeParam, KernelCheck, Measurement, Metric,
+                           Model, Reasons, Report, status_columns)
 from workers.models import copy as cp
 from workers.plots import POOL, BestHeatmap, Cond, Lines, Overlay, Panels, Series, X, Y
 from workers.profiles import Profile
@@ -346,7 +346,7 @@ def published_figures(model: str) -> tuple[Figure, ...]:
 
 class MemmapModel(Model):
     name = "memmap"
-    version = "2"
+    version = "3"  # 3: metric_memmap_pages
     description = ("memmap_init_zone_device(): struct pages written, memmap placement and init time of the "
                    "slow / template / template_nt / template_nt_inline strategies")
     axes = (NAMESPACE_SIZE, STRUCT_PAGE_SIZE, ALIGN, COMPOUND_ORDER, MODE, MAP, STRATEGY, START_OFFSET,
@@ -381,6 +381,9 @@ class MemmapModel(Model):
         Metric(column="metric_memmap_dram_bytes", dtype=INT,
                doc="every DRAM byte of the bind's memmap: struct pages in DRAM (map=mem: 2 MiB leaves, or 2 pages "
                    "per compound when optimized; any map: partial sections' base pages) + vmemmap_pt_bytes"),
+        Metric(column="metric_memmap_pages", dtype=INT,
+               doc="4 KiB vmemmap pages holding the range's struct pages, in DRAM or on the device (6.12's "
+                   "/proc/vmstat nr_memmap_pages counts these for a section-aligned range)"),
         Metric(column="metric_vmemmap_pt_bytes", dtype=INT,
                doc="page tables mapping the range's vmemmap (DRAM): a PTE table per 2 MiB of vmemmap mapped with 4 "
                    "KiB pages, a PMD table per 1 GiB of vmemmap"),
@@ -429,6 +432,15 @@ class MemmapModel(Model):
         id_axes=("mode", "struct_page_size", "strategy", "namespace_size"), id_prefixes={"struct_page_size": "P"},
         host_caches={("copy", "llc_bytes"): LAST_LEVEL},
     )
+    # A real kernel in a guest binds each point's namespace (workers/models/memmap/kernel.py): its counts
+    # and layout must equal the model's; its time is a guest's (under TCG, not a machine's).
+    kernel = KernelCheck(
+        planner="workers.models.memmap.kernel:plan", reader="workers.models.memmap.kernel:read",
+        metrics=("metric_memmap_pages", "metric_offset_bytes", "metric_memmap_device_bytes",
+                 "metric_end_trunc_bytes", "metric_data_pfns", "metric_init_ms"),
+        exact=("metric_memmap_pages", "metric_offset_bytes", "metric_memmap_device_bytes",
+               "metric_end_trunc_bytes", "metric_data_pfns"),
+    )
 
     def evaluate(self, points: pl.DataFrame, profile: Profile) -> pl.DataFrame:
         """Layout, counts and modeled init time for every point (see the module doc)."""
@@ -457,7 +469,9 @@ class MemmapModel(Model):
                 "metric_struct_pages_written": written + lay["area_pages"], "metric_heads": w["heads"],
                 "metric_tails_written": w["tails_written"], "metric_tails_aliased": w["tails_aliased"],
                 "metric_area_pages": lay["area_pages"], "metric_memmap_device_bytes": device,
-                "metric_memmap_dram_bytes": dram, "metric_vmemmap_pt_bytes": vm["pt_bytes"],
+                "metric_memmap_dram_bytes": dram,
+                "metric_memmap_pages": (vm["struct_dram"] + vm["struct_altmap"]) // ml.PAGE,
+                "metric_vmemmap_pt_bytes": vm["pt_bytes"],
                 "metric_overhead_fraction": (device + dram) / size,
                 "metric_stores": t["stores"], "metric_bytes_stored": written * psize,
                 "metric_lines_stored": geo["lines"], "metric_lines_partial": geo["partial"],

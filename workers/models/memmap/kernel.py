@@ -1,0 +1,92 @@
+"""What a real kernel checks of the memmap model: the planner and reader of its `KernelCheck` (the `kernel`
+row source, workers.guest).
+
+A point becomes one namespace the guest creates and binds (workers.guest.GuestConfig): its mode, map,
+align and size. The rest of a point is the kernel's to decide, so a point the kernel under test cannot
+be is infeasible, with the reason, and never booted:
+- `strategy` and `struct_page_size` are what the kernel implements. Debian's kernels are mainline:
+  memmap_init_zone_device() (mm/mm_init.c) initializes page by page (the slow path), and struct page is
+  64 bytes. A patched kernel says what it carries ([kernel] strategy, struct_page_size).
+- `compound_order` is the kernel's own choice: fsdax 0, devdax the align's order (dev_dax_probe() sets
+  pgmap->vmemmap_shift from the align); "auto", or that same number, is the only one a kernel can show.
+- `start_offset`: the guest's namespaces start 1 GiB-aligned; `medium`: they are in the guest's RAM;
+  `nvdimm_kmsan`: Debian builds without CONFIG_NVDIMM_KMSAN.
+- A namespace larger than MAX_NAMESPACE is not tried: the guest's time grows with it (TCG).
+Rules the kernel itself enforces (an align outside supported_alignments, a size the region's 16 MiB
+alignment does not divide, a 1 GiB offset that leaves no data) are left to it: such rows are infeasible
+with the kernel's own message.
+
+What a kernel row fills (`read`), from what the guest measured (workers.guest.records):
+- metric_memmap_pages: /proc/vmstat nr_memmap_pages across the bind. In 6.12 (and 6.12.y since the
+  stable fix "mm/sparse-vmemmap: fix DAX vmemmap accounting with optimization") section_activate()
+  counts section_nr_vmemmap_pages() for every section it populates, the memmap placed on the device
+  (map=dev) included; 6.1 has no such counter (null).
+- metric_offset_bytes, metric_memmap_device_bytes, metric_end_trunc_bytes, metric_data_pfns: from the
+  pfn/dax device's resource and size (drivers/nvdimm/pfn_devs.c resource_show(), size_show()).
+- metric_init_ms: the function_graph duration of memmap_init_zone_device(), in guest time. Under TCG it
+  is proportional to the work, not a machine's time (env_accel says which).
+metric_memmap_dram_bytes stays null: the kernel counts memmap pages, not the page tables that map them,
+which the model's DRAM bytes include (metric_vmemmap_pt_bytes).
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from workers.units import PAGE_SIZE, GiB, format_size
+
+from . import layout as ml
+
+# Guest time grows with the namespace: a 16 GiB map=dev bind took 3.3 s under TCG (KERNEL-GUEST.md), so
+# 64 GiB is about 13 s per configuration.
+MAX_NAMESPACE = 64 * GiB
+KERNEL_ORDER = {"fsdax": lambda align: 0, "devdax": lambda align: (align // PAGE_SIZE).bit_length() - 1}
+
+
+def plan(points: pl.DataFrame, settings) -> list:
+    """A GuestConfig per point, or the reason the kernel under test cannot hold it."""
+    from workers.guest import GuestConfig
+
+    out = []
+    for p in points.iter_rows(named=True):
+        reason = _cannot(p, settings)
+        out.append(reason or GuestConfig(mode=p["param_mode"], map=p["param_map"], align_bytes=p["param_align"],
+                                         namespace_size_bytes=p["param_namespace_size"]))
+    return out
+
+
+def _cannot(p: dict, settings) -> str | None:
+    """The first thing the kernel under test cannot be of point p, or None."""
+    order, kernel_order = p["param_compound_order"], KERNEL_ORDER[p["param_mode"]](p["param_align"])
+    if p["param_strategy"] != settings.strategy:
+        return (f"the kernel under test has strategy {settings.strategy!r} only ([kernel] strategy; Debian's "
+                "kernels are mainline: memmap_init_zone_device() initializes page by page, the slow path)")
+    if p["param_struct_page_size"] != settings.struct_page_size:
+        return f"the kernel under test has {settings.struct_page_size}-byte struct pages ([kernel] struct_page_size)"
+    if order is not None and order != kernel_order:
+        return (f"the kernel chooses the compound order itself: {kernel_order} for {p['param_mode']} at align "
+                f"{format_size(p['param_align'])} (compound_order 'auto')")
+    if p["param_start_offset"] != 0:
+        return "the guest's namespaces start 1GiB-aligned (start_offset 0)"
+    if p["param_medium"] != "dram":
+        return "the guest's namespaces are emulated pmem in the guest's RAM (medium dram)"
+    if p["param_nvdimm_kmsan"]:
+        return "the kernel under test is built without CONFIG_NVDIMM_KMSAN"
+    if p["param_namespace_size"] > MAX_NAMESPACE:
+        return f"the guest holds namespaces up to {format_size(MAX_NAMESPACE)} (its time grows with the size)"
+    return None
+
+
+def read(point: dict, result) -> dict:
+    """The metrics of an ok result."""
+    offset, size = result.data_offset_bytes, point["param_namespace_size"]
+    data = result.data_size_bytes
+    dev = point["param_map"] == "dev"
+    return {
+        "metric_memmap_pages": result.memmap_pages_delta,
+        "metric_offset_bytes": offset,
+        "metric_memmap_device_bytes": None if offset is None else (offset - ml.INFO_BLOCK if dev else 0),
+        "metric_end_trunc_bytes": None if offset is None or data is None else size - offset - data,
+        "metric_data_pfns": None if data is None else data // PAGE_SIZE,
+        "metric_init_ms": None if result.init_us is None else result.init_us / 1e3,
+    }
