@@ -63,6 +63,7 @@ def _add_run(sub) -> None:
     r.add_argument("--wait-lease", action="store_true",
                    help="if another driver is running this sweep, wait for it to end instead of refusing")
     r.add_argument("--verbose", action="store_true", help="show Ray's own logs and the workers' output")
+    _kernel_arguments(r)
 
 
 def _add_plan(sub) -> None:
@@ -75,6 +76,17 @@ def _add_plan(sub) -> None:
                      help="nodes of --cpus CPUs each to estimate the time on (default 1); says when they would not help")
     dry.add_argument("--json", action="store_true", help="print the same numbers as JSON")
     dry.add_argument("--quiet", action="store_true", help="no progress bar")
+    _kernel_arguments(dry)
+
+
+def _kernel_arguments(p) -> None:
+    """The kernel kernel rows boot, over the spec's [kernel] table (a spec with source 'kernel')."""
+    p.add_argument("--kernel", metavar="IMAGE",
+                   help="kernel rows boot this bzImage or vmlinux, or debian:6.12 / debian:6.1 (default: the spec's "
+                        "[kernel] image, else debian:6.12)")
+    p.add_argument("--modules", metavar="DIR", help="its lib/modules/<release> folder (none: drivers built in)")
+    p.add_argument("--accel", choices=("auto", "tcg", "kvm"),
+                   help="the guest's accelerator (default auto: KVM when a probe boot works, else TCG)")
 
 
 def _add_submit(sub) -> None:
@@ -222,9 +234,9 @@ def _os_error_line(e: OSError) -> str:
 
 def cmd_run(args) -> int:
     from .run.driver import run
-    from .spec.load import load_spec
+    from .spec.load import load_spec, with_kernel
 
-    spec = load_spec(args.spec)
+    spec = with_kernel(load_spec(args.spec), args.kernel, args.modules, args.accel)
     if args.cpus and args.address:
         raise UsageError("'--cpus' sizes the embedded Ray; it cannot be given with '--address'.")
     summary = run(spec, args.out, address=args.address, fresh=args.fresh, progress=not args.quiet, cpus=args.cpus,
@@ -255,9 +267,10 @@ def cmd_run(args) -> int:
 
 def cmd_plan(args) -> int:
     from .run.dryrun import as_dict, dry_run, format_text
-    from .spec.load import load_spec
+    from .spec.load import load_spec, with_kernel
 
-    result = dry_run(load_spec(args.spec), args.out, cpus=args.cpus, nodes=args.nodes, progress=not args.quiet)
+    spec = with_kernel(load_spec(args.spec), args.kernel, args.modules, args.accel)
+    result = dry_run(spec, args.out, cpus=args.cpus, nodes=args.nodes, progress=not args.quiet)
     print(json.dumps(as_dict(result), indent=1) if args.json else format_text(result))
     return EXIT_OK
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-SCHEMA_VERSION = "3"
+SCHEMA_VERSION = "4"
 # Schema history:
 #   1: identity, param_*, metric_*, env_* columns; key-value metadata memsweep.*
 #   2: `source` ("model" | "measured") among the identity columns; measure_* columns after the
@@ -29,6 +29,7 @@ SCHEMA_VERSION = "3"
 #   3: the sweep folder's own files start with "_" (_manifest.json, _spec.toml, _slurm.json,
 #      _lease.json, _report/) so pyarrow.dataset opens the folder; host facts as integer columns
 #      env_l1d_bytes, env_l2_bytes, env_l3_bytes, env_tlb_4k_entries
+#   4: `source` "kernel" (the real kernel path in a guest); env_guest_kernel, env_guest_cmdline, env_accel
 
 MANIFEST = "_manifest.json"
 SPEC_FILE = "_spec.toml"
@@ -97,7 +98,7 @@ IDENTITY = (
     ("model", pl.Utf8, "", "model name"),
     ("model_version", pl.Utf8, "", "model version; a new version never reuses old parts"),
     ("profile", pl.Utf8, "", "machine profile the costs came from"),
-    ("source", pl.Utf8, "", "`model` (computed by the model) or `measured` (the user-space analog run on the worker)"),
+    ("source", pl.Utf8, "", "`model` (computed by the model), `measured` (the user-space analog run on the worker) or `kernel` (the real kernel path, in a guest)"),
     ("point_id", pl.UInt64, "", "64-bit hash of the model and its (axis, value) pairs: the same point has the same id in every sweep"),
     ("chunk_id", pl.Utf8, "", "content hash of the chunk that computed the row (its part file is `part-<chunk_id>.parquet`)"),
     ("status", pl.Utf8, "", "`ok`, `infeasible` (the point cannot exist) or `error` (the model raised)"),
@@ -123,7 +124,12 @@ PROVENANCE = (
     ("env_memsweep_version", pl.Utf8, "", "memsweep version on the worker"),
     ("env_git_sha", pl.Utf8, "", "commit of the driver's checkout, empty outside git"),
     ("env_ray_node_id", pl.Utf8, "", "Ray node id of the worker"),
+    ("env_guest_kernel", pl.Utf8, "", "kernel rows: the guest kernel's release (uname -r in the guest); null on other rows"),
+    ("env_guest_cmdline", pl.Utf8, "", "kernel rows: the guest kernel's command line (/proc/cmdline)"),
+    ("env_accel", pl.Utf8, "", "kernel rows: the guest's accelerator, `kvm` (times are a machine's) or `tcg` (emulated: "
+     "times proportional to the work, never compared with model or measured times)"),
 )
+GUEST_COLUMNS = ("env_guest_kernel", "env_guest_cmdline", "env_accel")  # filled by the kernel row source
 IDENTITY_COLUMNS = tuple(c[0] for c in IDENTITY)
 MEASURE_COLUMNS = tuple(c[0] for c in MEASURE)
 PROVENANCE_COLUMNS = tuple(c[0] for c in PROVENANCE)

@@ -40,6 +40,8 @@ def identity(spec: SweepSpec) -> dict:
             "plugins": sorted(spec.plugins),
             "chunk_points": spec.chunk_points,
             "measure": dataclasses.asdict(spec.measure),
+            # the kernel under test, only where kernel rows are asked for (other sweeps' digests stay as they were)
+            **({"kernel": spec.kernel.identity()} if "kernel" in spec.sources else {}),
             "axes": {m: [{a: sorted(labels) for a, labels in block.items()} for block in _labels(spec, m)]
                      for m in sorted(spec.models)},
         },

@@ -55,8 +55,15 @@ class ModelPlan:
     sample_rows: int = 0
     sample_bytes: int = 0
     write_cpu_s_per_row: float = 0.0  # building and writing the sample part, beyond its evaluation
-    measured_points: int = 0
-    measured_chunks: int = 0
+    unplanned: dict = field(default_factory=dict)  # source -> [points, chunks] counted, never computed here
+
+    @property
+    def measured_points(self) -> int:
+        return self.unplanned.get("measured", [0, 0])[0]
+
+    @property
+    def measured_chunks(self) -> int:
+        return self.unplanned.get("measured", [0, 0])[1]
 
     @property
     def points_per_second(self) -> float:
@@ -135,8 +142,9 @@ def dry_run(spec: SweepSpec, out: str = "results", *, cpus: int | None = None, n
     modeled = [c for c in chunks if BACKENDS[c.source].planned_here]
     for c in chunks:
         if not BACKENDS[c.source].planned_here:  # counted, never computed here
-            models[c.model].measured_points += c.points
-            models[c.model].measured_chunks += 1
+            counts = models[c.model].unplanned.setdefault(c.source, [0, 0])
+            counts[0] += c.points
+            counts[1] += 1
     cfg = _sample_config(spec)
     chunk_cpu = _evaluate(spec, cfg, modeled, models, progress)
     cpus = cpus or os.cpu_count() or 1
@@ -183,7 +191,7 @@ def _count(cfg: TaskConfig, c: Chunk, mp: ModelPlan) -> float:
     CPU seconds."""
     c0 = time.process_time()
     points = decode(cfg.grids[c.model], c.start, c.stop).drop("point_id")
-    out = BACKENDS[c.source].rows(get_model(c.model), points, cfg.profile, cfg.measure)
+    out = BACKENDS[c.source].rows(get_model(c.model), points, cfg.profile, cfg.settings)
     cpu_s = time.process_time() - c0
     for status, reason, n in out.group_by("status", "reason").len().iter_rows():
         mp.status[status] += n
@@ -256,7 +264,8 @@ def as_dict(dr: DryRun) -> dict:
     } for m, mp in dr.models.items()}
     total = {k: sum(v[k] for v in models.values()) for k in ("feasible", "infeasible", "error", "bytes")}
     measured_chunks = sum(mp.measured_chunks for mp in dr.models.values())
-    notes = cluster_notes(chunks=dr.chunks, seconds=None if measured_chunks else dr.task_seconds, nodes=dr.nodes,
+    unplanned = sum(n for mp in dr.models.values() for _, n in mp.unplanned.values())  # their time is unknown here
+    notes = cluster_notes(chunks=dr.chunks, seconds=None if unplanned else dr.task_seconds, nodes=dr.nodes,
                           cpus=dr.nodes * dr.cpus)
     return {
         "sweep": dr.spec.name, "dataset": dr.dataset, "sources": list(dr.spec.sources), "cpus": dr.cpus,
@@ -266,6 +275,9 @@ def as_dict(dr: DryRun) -> dict:
         "measured": {"points": sum(mp.measured_points for mp in dr.models.values()), "chunks": measured_chunks,
                      **asdict(dr.spec.measure),
                      "min_seconds_one_node": measured_chunks * dr.spec.measure.span_ms / 1000},
+        "kernel": {"points": sum(mp.unplanned.get("kernel", [0, 0])[0] for mp in dr.models.values()),
+                   "chunks": sum(mp.unplanned.get("kernel", [0, 0])[1] for mp in dr.models.values()),
+                   "image": dr.spec.kernel.image, "accel": dr.spec.kernel.accel},
     }
 
 
@@ -294,6 +306,12 @@ def format_text(dr: DryRun) -> str:
                       f"span_ms, one chunk at a time per node: at least {_secs(m['min_seconds_one_node'])} on one "
                       "node. Each node decides which points it can measure (the rest are infeasible rows); their parts "
                       "are not in the dataset size above."]
+    k = d["kernel"]
+    if k["points"]:
+        lines += ["", f"kernel: {k['points']:,} points in {k['chunks']:,} chunks, not booted here: each chunk boots "
+                      f"{k['image']} once in a guest (accel {k['accel']}; 6-18 s under TCG on 2 cores), then binds its "
+                      "points one by one, about a second per 2 GiB of namespace under TCG; the points the kernel "
+                      "under test cannot hold are infeasible rows at once."]
     if d["cluster_notes"]:
         lines += ["", cluster_line(d["cluster_notes"]) + "."]
     lines.append(f"plan: {_secs(d['plan_seconds'])} on this process")

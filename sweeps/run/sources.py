@@ -2,25 +2,29 @@
 
 A spec's `source` picks backends by name: "model" rows are the model's own
 `evaluate` on the sweep's profile; "measured" rows are the model's user-space
-analog run on the worker (workers.measure). A backend says all that differs
+analog run on the worker (workers.measure); "kernel" rows are the real kernel
+path, bound in a guest the worker boots (workers.guest). A backend says all that differs
 between them: how many points make a chunk, what besides the grid fixes its
 rows (hashed into its chunk ids), which of the runner's pools runs its chunks
 on Ray, whether `memsweep plan` computes its rows, and the compute step itself.
 sweeps.run.chunks, sweeps.run.task, sweeps.run.driver and sweeps.run.dryrun look
 a backend up by a chunk's `source` and never branch on it.
 The runner runs the backends in table order: model chunks first, then
-measured ones (so nothing of ours runs beside a measurement).
+measured ones (so nothing of ours runs beside a measurement), then kernel ones.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Callable
 
 import polars as pl
 
 from workers import evaluate, get_model
+from workers.dataset import GUEST_COLUMNS
 from workers.evaluate import error_rows
+from workers.guest.rows import kernel_rows
+from workers.guest.settings import KernelSettings
 from workers.measure.measure import MEASURE_COLUMNS, measure
 from workers.measure.settings import MeasureSettings
 from workers.model import Model
@@ -35,6 +39,16 @@ MAX_CHUNK_POINTS = 1_000_000  # bounds a worker's memory for one chunk
 # A measured point takes ~0.1-10 s; the points of a chunk are sampled round-robin (workers.measure), so
 # more points spread each one's samples over more time, fewer resume more finely.
 MEASURED_CHUNK_POINTS = 8
+# A kernel chunk is one guest boot (6-18 s under TCG on 2 cores) and then about a second per 2 GiB namespace.
+KERNEL_CHUNK_POINTS = 24
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class SourceSettings:
+    """How rows are computed besides the grid and the profile: the spec's [measure] and [kernel] tables."""
+
+    measure: MeasureSettings = field(default_factory=MeasureSettings)
+    kernel: KernelSettings = field(default_factory=KernelSettings)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -44,9 +58,9 @@ class Backend:
     name: str
     chunk_points: Callable[[SweepSpec, str], int]  # points per chunk of a model, unless the spec sets them
     digest_inputs: Callable[[SweepSpec], dict]  # what fixes its rows besides model, profile and grid
-    # The compute step: points (param_* columns) in; the params, status, reason, the model's metrics and
-    # MEASURE_COLUMNS out, one row per point; a failure becomes rows with status "error".
-    rows: Callable[[Model, pl.DataFrame, Profile, MeasureSettings], pl.DataFrame]
+    # The compute step: points (param_* columns) in; the params, status, reason, the model's metrics,
+    # MEASURE_COLUMNS and GUEST_COLUMNS out, one row per point; a failure becomes rows with status "error".
+    rows: Callable[[Model, pl.DataFrame, Profile, SourceSettings], pl.DataFrame]
     # Where its chunks run (the driver maps it to a pool of Ray tasks or actors): SHARED, any free CPU; or
     # NODE_ALONE, one chunk at a time on each node, nothing else of ours beside it.
     placement: str
@@ -62,10 +76,17 @@ def model_chunk_points(spec: SweepSpec, model: str) -> int:
     return max(1, min(MAX_CHUNK_POINTS, int(rate * TARGET_SECONDS)))
 
 
-def model_rows(model: Model, params: pl.DataFrame, profile: Profile, settings: MeasureSettings) -> pl.DataFrame:
-    """The model's evaluation of the points (workers.evaluate: an exception gives error rows), measure_* null."""
-    return evaluate(model, params, profile).with_columns(
-        pl.lit(None, dtype=dt).alias(c) for c, dt in MEASURE_COLUMNS.items())
+def _nulls(columns) -> list[pl.Expr]:
+    return [pl.lit(None, dtype=dt).alias(c) for c, dt in columns.items()]
+
+
+GUEST_DTYPES = {c: pl.Utf8 for c in GUEST_COLUMNS}
+
+
+def model_rows(model: Model, params: pl.DataFrame, profile: Profile, settings: SourceSettings) -> pl.DataFrame:
+    """The model's evaluation of the points (workers.evaluate: an exception gives error rows), measure_* and
+    the guest's columns null."""
+    return evaluate(model, params, profile).with_columns(_nulls({**MEASURE_COLUMNS, **GUEST_DTYPES}))
 
 
 def measured_digest_inputs(spec: SweepSpec) -> dict:
@@ -73,13 +94,30 @@ def measured_digest_inputs(spec: SweepSpec) -> dict:
     return {"source": "measured", "measure": asdict(spec.measure)}
 
 
-def measured_rows(model: Model, params: pl.DataFrame, profile: Profile, settings: MeasureSettings) -> pl.DataFrame:
+def measured_rows(model: Model, params: pl.DataFrame, profile: Profile, settings: SourceSettings) -> pl.DataFrame:
     """The points measured on this node; a failure of the measure backend becomes error rows, as with models."""
     try:
-        out = measure(model, params, profile, settings)
+        out = measure(model, params, profile, settings.measure)
     except Exception as e:  # noqa: BLE001 - a broken measurement must not lose the chunk
         out = error_rows(model, params.height, e, MEASURE_COLUMNS)
-    return pl.concat([params, out], how="horizontal")
+    return pl.concat([params, out], how="horizontal").with_columns(_nulls(GUEST_DTYPES))
+
+
+def kernel_digest_inputs(spec: SweepSpec) -> dict:
+    """Kernel rows also depend on the kernel: the [kernel] settings, its release and its image's digest."""
+    return {"source": "kernel", "kernel": spec.kernel.identity()}
+
+
+def guest_rows(model: Model, params: pl.DataFrame, profile: Profile, settings: SourceSettings) -> pl.DataFrame:
+    """The points bound in one guest boot on this node (workers.guest.rows); a failure becomes error rows."""
+    try:
+        out = kernel_rows(model, params, profile, settings.kernel)
+    except Exception as e:  # noqa: BLE001 - a broken guest run must not lose the chunk
+        out = error_rows(model, params.height, e, GUEST_DTYPES)
+    guest = out.select(*GUEST_COLUMNS)
+    return pl.concat([params, out.drop(*GUEST_COLUMNS), guest], how="horizontal").with_columns(
+        _nulls(MEASURE_COLUMNS)).select(*params.columns, "status", "reason", *model.metric_dtypes,
+                                        *MEASURE_COLUMNS, *GUEST_COLUMNS)
 
 
 BACKENDS: dict[str, Backend] = {
@@ -88,4 +126,7 @@ BACKENDS: dict[str, Backend] = {
     "measured": Backend(name="measured", chunk_points=lambda spec, model: MEASURED_CHUNK_POINTS,
                         digest_inputs=measured_digest_inputs, rows=measured_rows, placement=NODE_ALONE,
                         planned_here=False),
+    # A guest is one QEMU process on one CPU (TCG), so kernel chunks share a node like model chunks.
+    "kernel": Backend(name="kernel", chunk_points=lambda spec, model: KERNEL_CHUNK_POINTS,
+                      digest_inputs=kernel_digest_inputs, rows=guest_rows, placement=SHARED, planned_here=False),
 }

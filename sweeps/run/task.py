@@ -21,12 +21,11 @@ from workers.dataset import DTYPES, IDENTITY_COLUMNS, PART_COMPUTATION, PROVENAN
 from workers.exceptions import StoreIOError
 from workers.folder import Location
 from workers.measure.measure import MEASURE_COLUMNS
-from workers.measure.settings import MeasureSettings
 from workers.profiles import Profile
 
 from .chunks import Chunk
 from .provenance import git_sha, host_provenance
-from .sources import BACKENDS
+from .sources import BACKENDS, SourceSettings
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -40,7 +39,7 @@ class TaskConfig:
     plugins: tuple[str, ...]
     location: Location
     git_sha: str
-    measure: MeasureSettings = field(default_factory=MeasureSettings)  # how measured chunks sample
+    settings: SourceSettings = field(default_factory=SourceSettings)  # how measured and kernel chunks run
     computation: str = ""  # the digest of what the rows are computed with (sweeps.dataset.computation), in each footer
 
     @classmethod
@@ -49,7 +48,7 @@ class TaskConfig:
         return cls(
             sweep=spec.name, grids={m: grid_for(spec, m) for m in spec.models}, profile=spec.profile,
             profile_name=spec.profile_name, plugins=spec.plugins, location=location, git_sha=git_sha(),
-            measure=spec.measure, computation=record(spec)["digest"],
+            settings=SourceSettings(measure=spec.measure, kernel=spec.kernel), computation=record(spec)["digest"],
         )
 
 
@@ -58,7 +57,8 @@ def chunk_frame(cfg: TaskConfig, chunk: Chunk, node_id: str) -> pl.DataFrame:
     load_plugins(cfg.plugins)
     model = get_model(chunk.model)
     points = decode(cfg.grids[chunk.model], chunk.start, chunk.stop)
-    out = BACKENDS[chunk.source].rows(model, points.drop("point_id"), cfg.profile, cfg.measure)
+    out = BACKENDS[chunk.source].rows(model, points.drop("point_id"), cfg.profile, cfg.settings)
+    # the host's provenance; the guest's columns are the backend's own (null but on kernel rows)
     prov = {**host_provenance(), "env_git_sha": cfg.git_sha, "env_ray_node_id": node_id}
     out = out.with_columns(
         points["point_id"],

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import math
+import dataclasses
 import re
 import tomllib
 from dataclasses import dataclass, field
@@ -31,6 +32,8 @@ from sweeps.exceptions import SpecError
 from workers import MODELS, load_plugins
 from workers.axes import SHARED_AXES, Axis
 from workers.exceptions import ProfileError
+from workers.guest.exceptions import GuestKernelError
+from workers.guest.settings import KernelSettings
 from workers.measure.exceptions import MeasureSettingsError
 from workers.measure.settings import MeasureSettings
 from workers.model import with_costs
@@ -38,8 +41,10 @@ from workers.profiles import Profile, available_profiles, load_profile
 from workers.units import parse_size
 
 SPEC_DIR = Path(__file__).parent / "shipped"
-TOP_KEYS = {"name", "description", "models", "profile", "plugins", "chunk_points", "source", "measure", "axes"}
-SOURCES = {"model": ("model",), "measured": ("measured",), "both": ("model", "measured")}
+TOP_KEYS = {"name", "description", "models", "profile", "plugins", "chunk_points", "source", "measure", "kernel",
+            "axes"}
+SOURCE_NAMES = ("model", "measured", "kernel")  # the row sources (sweeps.run.sources), in the order they run
+SOURCES = {**{s: (s,) for s in SOURCE_NAMES}, "both": ("model", "measured")}
 RANGE_KEYS = {"from", "to", "scale", "step"}
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 MAX_VALUES_PER_AXIS = 100_000
@@ -57,8 +62,9 @@ class SweepSpec:
     profile_name: str
     plugins: tuple[str, ...]
     chunk_points: int | None
-    sources: tuple[str, ...] = ("model",)  # "model" and/or "measured" rows for every point
+    sources: tuple[str, ...] = ("model",)  # "model", "measured" and/or "kernel" rows for every point
     measure: MeasureSettings = field(default_factory=MeasureSettings)  # how measured rows are sampled
+    kernel: KernelSettings = field(default_factory=KernelSettings)  # which kernel kernel rows boot
     # model -> blocks; a block is ((axis, values), ...) in model axis order
     axes: dict[str, tuple[tuple[tuple[str, tuple], ...], ...]]
     text: str = field(default="", repr=False)  # the TOML as given, written beside the dataset
@@ -141,16 +147,39 @@ def parse_spec(text: str, base_dir: Path | None = None) -> SweepSpec:
     chunk_points = _chunk_points(data)
     sources = _sources(data)
     measure = _measure(data)
+    kernel = _kernel(data, base_dir)
     axes = _axes(data.get("axes", {}), models)
     spec = SweepSpec(
         name=name, description=_str(data, "description", ""), models=models, profile=profile,
         profile_name=profile_name, plugins=plugins, chunk_points=chunk_points, sources=sources,
-        measure=measure, axes=axes, text=text,
+        measure=measure, kernel=kernel, axes=axes, text=text,
     )
     for m in models:
         if spec.points(m) > MAX_POINTS:
             raise SpecError(f"'axes' of model {m!r} make {spec.points(m)} points; at most {MAX_POINTS} are allowed.")
     return spec
+
+
+def with_kernel(spec: SweepSpec, image: str | None = None, modules: str | None = None,
+                accel: str | None = None) -> SweepSpec:
+    """`spec` with the command line's kernel (`--kernel`, `--modules`, `--accel`; paths from the current
+    folder) in place of its [kernel] table's, and the kernel checked where kernel rows are asked for:
+    SpecError names what is missing (no such image, no pmem drivers, Debian's kernel not fetched)."""
+    given = {k: v for k, v in (("image", image), ("modules", modules), ("accel", accel)) if v is not None}
+    if given and "kernel" not in spec.sources:
+        raise SpecError(f"'--{next(iter(given)).replace('image', 'kernel')}' needs a spec whose 'source' has "
+                        f"'kernel' (got {list(spec.sources)}).")
+    try:
+        kernel = KernelSettings.from_table({**_fields(spec.kernel), **given}, Path.cwd()) if given else spec.kernel
+        if "kernel" in spec.sources:
+            kernel.kernel()
+    except GuestKernelError as e:
+        raise SpecError(str(e)) from None
+    return dataclasses.replace(spec, kernel=kernel)
+
+
+def _fields(settings) -> dict:
+    return {f.name: getattr(settings, f.name) for f in dataclasses.fields(settings)}
 
 
 def _str(data: dict, key: str, default: str | None = None) -> str:
@@ -223,10 +252,14 @@ def _chunk_points(data: dict) -> int | None:
 
 
 def _sources(data: dict) -> tuple[str, ...]:
+    """`source`: one name ("both" is model and measured) or a list of them; in the order they run."""
     source = data.get("source", "model")
-    if source not in SOURCES:
-        raise SpecError(f"'source' must be one of {sorted(SOURCES)} (got {source!r}).")
-    return SOURCES[source]
+    names = [source] if isinstance(source, str) else source
+    if not isinstance(names, list) or not names or any(not isinstance(s, str) or s not in SOURCES for s in names):
+        raise SpecError(f"'source' must be one of {sorted(SOURCES)} or a list of {list(SOURCE_NAMES)} "
+                        f"(got {source!r}).")
+    chosen = {s for n in names for s in SOURCES[n]}
+    return tuple(s for s in SOURCE_NAMES if s in chosen)
 
 
 def _measure(data: dict) -> MeasureSettings:
@@ -234,6 +267,15 @@ def _measure(data: dict) -> MeasureSettings:
     try:
         return MeasureSettings.from_table(data.get("measure", {}))
     except MeasureSettingsError as e:
+        raise SpecError(str(e)) from None
+
+
+def _kernel(data: dict, base_dir: Path | None) -> KernelSettings:
+    """The [kernel] table (workers.guest.settings: its keys, defaults and rules); relative paths from the
+    spec file's folder."""
+    try:
+        return KernelSettings.from_table(data.get("kernel", {}), base_dir or Path.cwd())
+    except GuestKernelError as e:
         raise SpecError(str(e)) from None
 
 

@@ -55,7 +55,8 @@ def test_registry_derives_the_column_tuples_and_host_facts_are_integers():
     TLB sizes are Int64 provenance columns beside the env_caches text."""
     assert dataset.IDENTITY_COLUMNS == tuple(c[0] for c in dataset.IDENTITY)
     assert dataset.PROVENANCE_COLUMNS == tuple(c[0] for c in dataset.PROVENANCE)
-    assert dataset.IDENTITY_COLUMNS[0] == "sweep" and dataset.PROVENANCE_COLUMNS[-1] == "env_ray_node_id"
+    assert dataset.IDENTITY_COLUMNS[0] == "sweep" and dataset.PROVENANCE_COLUMNS[-4:] == (
+        "env_ray_node_id", *dataset.GUEST_COLUMNS)
     for c in ("env_l1d_bytes", "env_l2_bytes", "env_l3_bytes", "env_tlb_4k_entries"):
         assert c in dataset.PROVENANCE_COLUMNS and dataset.DTYPES[c] == pl.Int64
     assert dataset.DTYPES["env_caches"] == pl.Utf8
@@ -68,7 +69,7 @@ def test_the_registry_has_one_source():
     from workers.measure.measure import MEASURE_COLUMNS
 
     assert schema.IDENTITY is dataset.IDENTITY and schema.PROVENANCE is dataset.PROVENANCE
-    assert schema.MEASURE is dataset.MEASURE and schema.SCHEMA_VERSION == dataset.SCHEMA_VERSION == "3"
+    assert schema.MEASURE is dataset.MEASURE and schema.SCHEMA_VERSION == dataset.SCHEMA_VERSION == "4"
     rows = schema.rows()
     assert [r[0] for r in rows[:len(dataset.IDENTITY)]] == list(dataset.IDENTITY_COLUMNS)
     assert [(r[0], r[2], r[4]) for r in rows[-len(dataset.PROVENANCE):]] == [

@@ -130,13 +130,14 @@ def test_json_keys_and_cpus(tmp_path):
     d = plan_json("seed", "--cpus", "3", cwd=tmp_path)
     assert set(d) == {"sweep", "dataset", "sources", "cpus", "nodes", "points", "rows", "chunks", "feasible",
                       "infeasible", "error", "bytes", "seconds", "model_seconds", "plan_seconds", "cluster_notes",
-                      "models", "measured"}
+                      "models", "measured", "kernel"}
     assert d["cpus"] == 3 and d["sweep"] == "seed" and d["dataset"].endswith("results/seed")
     assert set(d["models"]) == {"memmap", "pfnmap", "young"}
     assert set(d["models"]["memmap"]) == {
         "points", "chunks", "chunk_points", "feasible", "infeasible", "error", "reasons", "points_per_second",
         "bytes_per_row", "bytes", "measured_points", "measured_chunks"}
     assert set(d["measured"]) == {"points", "chunks", "repeats", "warmup", "cpu", "span_ms", "min_seconds_one_node"}
+    assert d["kernel"] == {"points": 0, "chunks": 0, "image": "debian:6.12", "accel": "auto"}
     assert d["bytes"] > 0 and d["seconds"] >= d["model_seconds"] > 0
 
 

@@ -8,7 +8,7 @@ import pytest
 
 import sweeps.run.sources
 from sweeps.run import driver as runner
-from sweeps.run.sources import BACKENDS, MEASURED_CHUNK_POINTS, measured_rows, model_rows
+from sweeps.run.sources import BACKENDS, MEASURED_CHUNK_POINTS, SourceSettings, measured_rows, model_rows
 from sweeps.spec.grid import decode, grid_for
 from sweeps.run.chunks import plan
 from sweeps.run.dryrun import as_dict, declared_seconds, dry_run
@@ -16,6 +16,7 @@ from sweeps.spec.load import SOURCES, parse_spec
 from sweeps.dataset.store import locate
 from sweeps.run.task import TaskConfig, chunk_frame
 from workers import get_model
+from workers.dataset import GUEST_COLUMNS
 from workers.measure.measure import MEASURE_COLUMNS
 from workers.measure.settings import MeasureSettings
 
@@ -34,8 +35,8 @@ def sizes(chunks, source: str) -> list[int]:
 
 
 def test_the_table_has_a_backend_per_source_model_first():
-    """BACKENDS holds "model" then "measured", each under its own name, and covers every spec source."""
-    assert list(BACKENDS) == ["model", "measured"]
+    """BACKENDS holds "model", "measured" then "kernel", each under its own name, and covers every spec source."""
+    assert list(BACKENDS) == ["model", "measured", "kernel"]
     assert all(b.name == name for name, b in BACKENDS.items())
     assert {s for sources in SOURCES.values() for s in sources} == set(BACKENDS)
 
@@ -95,7 +96,7 @@ def test_the_dry_run_computes_the_chunks_of_backends_planned_here_and_counts_the
     for name, here in (("model", False), ("measured", True)):
         monkeypatch.setitem(BACKENDS, name, dataclasses.replace(BACKENDS[name], planned_here=here, rows=rows))
     d = as_dict(dry_run(spec, progress=False))
-    assert calls[2:] == [8, 8, 8, 4] and (d["feasible"], d["measured"]["points"]) == (20, 20)  # the middle sampled
+    assert calls[2:] == [8, 8, 8, 4] and (d["feasible"], d["measured"]["points"]) == (20, 0)  # the middle sampled
     assert declared_seconds(plan(spec), 1) is None
 
 
@@ -112,7 +113,7 @@ def test_the_task_computes_rows_with_its_chunks_backend(monkeypatch, tmp_path):
     cfg = TaskConfig.for_spec(spec, locate(str(tmp_path), "both"))
     chunk = next(c for c in plan(spec) if c.source == "measured")
     frame = chunk_frame(cfg, chunk, "node")
-    assert calls == [("probe", chunk.points, spec.profile, MeasureSettings(repeats=2))]
+    assert calls == [("probe", chunk.points, spec.profile, SourceSettings(measure=MeasureSettings(repeats=2)))]
     assert frame["source"].unique().to_list() == ["measured"] and frame.height == chunk.points
 
 
@@ -120,7 +121,7 @@ def test_a_model_exception_becomes_error_rows():
     """The model backend keeps a chunk whose model raises: every row "error" with the exception's text."""
     spec = parse_spec(BOTH.replace("i = {", "explode = [true]\ni = {"))
     params = decode(grid_for(spec, "probe"), 0, 4).drop("point_id")
-    out = model_rows(get_model("probe"), params, spec.profile, spec.measure)
+    out = model_rows(get_model("probe"), params, spec.profile, SourceSettings())
     assert out["status"].to_list() == ["error"] * 4 and "asked to explode" in out["reason"][0]
     assert out.select(list(MEASURE_COLUMNS)).null_count().row(0) == (4,) * len(MEASURE_COLUMNS)
 
@@ -133,18 +134,21 @@ def test_a_measure_exception_becomes_error_rows(monkeypatch):
     monkeypatch.setattr(sweeps.run.sources, "measure", broken)
     spec = parse_spec(BOTH)
     params = decode(grid_for(spec, "probe"), 0, 3).drop("point_id")
-    out = measured_rows(get_model("probe"), params, spec.profile, spec.measure)
+    out = measured_rows(get_model("probe"), params, spec.profile, SourceSettings(measure=spec.measure))
     assert out["param_i"].to_list() == [0, 1, 2]
     assert out["status"].to_list() == ["error"] * 3 and "OSError: the kernels went away" in out["reason"][0]
     assert set(MEASURE_COLUMNS) <= set(out.columns)
 
 
 @pytest.mark.parametrize("source", list(BACKENDS))
-def test_both_backends_give_the_same_columns(source):
-    """Modeled and measured rows share one schema: params, status, reason, metrics, MEASURE_COLUMNS."""
+def test_every_backend_gives_the_same_columns(source):
+    """Modeled, measured and kernel rows share one schema: params, status, reason, metrics, MEASURE_COLUMNS,
+    GUEST_COLUMNS (the probe declares no kernel check: its kernel rows are infeasible, without a boot)."""
     spec = parse_spec(BOTH)
     params = decode(grid_for(spec, "probe"), 0, 2).drop("point_id")
     model = get_model("probe")
-    out = BACKENDS[source].rows(model, params, spec.profile, MeasureSettings(repeats=1, warmup=0, span_ms=0))
-    assert out.columns == [*params.columns, "status", "reason", *model.metric_dtypes, *MEASURE_COLUMNS]
+    settings = SourceSettings(measure=MeasureSettings(repeats=1, warmup=0, span_ms=0))
+    out = BACKENDS[source].rows(model, params, spec.profile, settings)
+    assert out.columns == [*params.columns, "status", "reason", *model.metric_dtypes, *MEASURE_COLUMNS,
+                           *GUEST_COLUMNS]
     assert out.height == 2

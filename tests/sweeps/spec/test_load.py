@@ -57,7 +57,9 @@ BAD_SPECS = [
     (HEAD + '[axes.probe]\nexplode = ["yes"]\n', "'axes.probe.explode' must be true or false \\(got 'yes'\\)"),
     (HEAD + "[axes.probe]\ndelay_ms = [nan]\n", "'axes.probe.delay_ms' must be a number"),
     (HEAD + "[axes.probe]\ni = { from = 0, to = 10, step = 0 }\n", "'axes.probe.i.step' must be positive"),
-    ('source = "measure"\n' + GOOD, "'source' must be one of \\['both', 'measured', 'model'\\] \\(got 'measure'\\)"),
+    ('source = "measure"\n' + GOOD, "'source' must be one of \\['both', 'kernel', 'measured', 'model'\\] or a list of "
+                                   "\\['model', 'measured', 'kernel'\\] \\(got 'measure'\\)"),
+    ('source = []\n' + GOOD, r"'source' must be one of .* or a list of .* \(got \[\]\)"),
     (HEAD + "[measure]\nrepeats = 0\n", "'measure.repeats' must be an integer >= 1 \\(got 0\\)"),
     (HEAD + "[measure]\ncpus = 1\n", "'measure.cpus' is not a measure key"),
     (HEAD + "[measure]\nspan_ms = 1.5\n", "'measure.span_ms' must be an integer >= 0 \\(got 1.5\\)"),

@@ -1,0 +1,67 @@
+"""The `kernel` row source's compute step: a chunk's points bound as namespaces in one guest boot.
+
+`kernel_rows(model, points, profile, settings)` asks the model's KernelCheck (workers.model) which points
+the kernel under test can hold and as which namespace, boots the kernel once for all of them
+(workers.guest.runner), and reads each ok result back into the model's metric columns. A point the
+planner rules out is infeasible with its reason and never booted; a bind the kernel refuses is
+infeasible with the kernel's message; a guest that dies or hangs gives error rows with its console's last
+lines. Every row the guest ran carries its release, command line and accelerator (GUEST_COLUMNS); a row
+the planner ruled out has them null.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from workers.dataset import GUEST_COLUMNS
+from workers.model import STATUS_ERROR, STATUS_INFEASIBLE, STATUS_OK, Model
+from workers.profiles import Profile
+
+from .exceptions import GuestKernelError, GuestSetupError
+from .records import GuestConfig
+from .runner import run_guest
+from .settings import KernelSettings
+
+
+def kernel_rows(model: Model, points: pl.DataFrame, profile: Profile, settings: KernelSettings) -> pl.DataFrame:
+    """Rows ["status", "reason", *model.metric_dtypes, *GUEST_COLUMNS] for `points`, same height and order.
+    `profile` is unused: a kernel row is what the kernel did, whatever the costs."""
+    n = points.height
+    status, reason = [STATUS_INFEASIBLE] * n, [""] * n
+    values: list[dict] = [{} for _ in range(n)]
+    guest: list[dict] = [{} for _ in range(n)]  # the guest's columns: only on rows a guest ran
+    if model.kernel is None:
+        reason = [f"model {model.name!r} declares no kernel check (workers.model.KernelCheck)"] * n
+        return _frame(model, status, reason, values, guest)
+    plans = model.kernel.plan(points, settings)
+    todo = [(i, c) for i, c in enumerate(plans) if isinstance(c, GuestConfig)]
+    for i, c in enumerate(plans):
+        if not isinstance(c, GuestConfig):
+            reason[i] = c
+    if todo:
+        try:
+            run = run_guest(settings.kernel(), [c for _, c in todo], accel=settings.accel,
+                            boot_timeout_s=settings.boot_timeout_s)
+        except (GuestKernelError, GuestSetupError) as e:  # this node cannot boot it: every planned row says why
+            for i, _ in todo:
+                status[i], reason[i] = STATUS_ERROR, f"{type(e).__name__}: {e}"
+            return _frame(model, status, reason, values, guest)
+        booted = {"env_guest_kernel": run.release, "env_guest_cmdline": run.cmdline, "env_accel": run.accel}
+        rows = points.to_dicts()
+        for (i, _), r in zip(todo, run.results):
+            status[i], reason[i], guest[i] = r.status, r.reason or "", booted
+            if r.status == STATUS_OK:
+                values[i] = model.kernel.read(rows[i], r)
+    return _frame(model, status, reason, values, guest)
+
+
+def _frame(model: Model, status: list, reason: list, values: list[dict], guest: list[dict]) -> pl.DataFrame:
+    cols: dict[str, pl.Series] = {
+        "status": pl.Series(status, dtype=pl.Utf8),
+        "reason": pl.Series([r or None for r in reason], dtype=pl.Utf8),
+    }
+    for c, dt in model.metric_dtypes.items():
+        cols[c] = pl.Series([v.get(c) for v in values], dtype=dt)
+    for c in GUEST_COLUMNS:
+        cols[c] = pl.Series([g.get(c) for g in guest], dtype=pl.Utf8)
+    return pl.DataFrame(cols)

@@ -1,0 +1,87 @@
+"""KernelSettings: which kernel the `kernel` row source boots and what it implements, the spec's `[kernel]`
+table (and `memsweep run --kernel/--accel`) as a value.
+
+A sweep builds it once (sweeps.spec.load), hashes its fields and the image's digest into the ids of its
+kernel chunks (sweeps.run.sources), and passes it to every kernel chunk (workers.guest.rows).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, fields
+from pathlib import Path
+
+from . import debian
+from .exceptions import GuestKernelError
+from .kernels import GuestKernel, cached_kernel, load_kernel
+from .runner import ACCELS
+
+DEBIAN = "debian:"  # image = "debian:6.1": Debian's kernel of that series, from the node's cache (make guest)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class KernelSettings:
+    """The kernel under test; each field is a `[kernel]` key of a spec.
+
+    `image`: a bzImage or vmlinux path, or "debian:SERIES" (Debian's kernel of that series from the cache;
+    the default is Debian's 6.12). `modules`: its lib/modules/<release> folder ("" when the pmem drivers are
+    built in, or for a Debian kernel). `accel`: "auto" (KVM when a probe boot works, else TCG), "tcg" or
+    "kvm". `strategy` and `struct_page_size`: what the kernel implements. A stock kernel has the slow
+    path and 64-byte struct pages; a patched one says which strategy it carries."""
+
+    image: str = DEBIAN + debian.DEFAULT_SERIES
+    modules: str = ""
+    accel: str = "auto"
+    strategy: str = "slow"
+    struct_page_size: int = 64
+    boot_timeout_s: int = 120  # TCG boots took 6-18 s on a busy 2-core machine
+
+    def __post_init__(self) -> None:
+        for f in ("image", "modules", "strategy"):
+            if not isinstance(getattr(self, f), str):
+                raise GuestKernelError(f"'kernel.{f}' must be a string (got {getattr(self, f)!r}).")
+        if self.accel not in ACCELS:
+            raise GuestKernelError(f"'kernel.accel' must be one of {list(ACCELS)} (got {self.accel!r}).")
+        for f in ("struct_page_size", "boot_timeout_s"):
+            v = getattr(self, f)
+            if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
+                raise GuestKernelError(f"'kernel.{f}' must be a positive integer (got {v!r}).")
+        if self.image.startswith(DEBIAN) and self.image[len(DEBIAN):] not in debian.SERIES:
+            raise GuestKernelError(f"'kernel.image' must be a kernel image path or one of "
+                                   f"{[DEBIAN + s for s in debian.SERIES]} (got {self.image!r}).")
+
+    @classmethod
+    def from_table(cls, table: object, base: Path | None = None) -> KernelSettings:
+        """The settings a spec's `[kernel]` table gives (keys it leaves out keep their defaults); relative
+        image and modules paths are taken from `base` (the spec file's folder)."""
+        allowed = sorted(f.name for f in fields(cls))
+        if not isinstance(table, dict):
+            raise GuestKernelError(f"'kernel' must be a table with keys {allowed} (got {table!r}).")
+        for key in table:
+            if key not in allowed:
+                raise GuestKernelError(f"'kernel.{key}' is not a kernel key; allowed keys are {allowed}.")
+        out = cls(**table)
+        return out.resolved(base) if base is not None else out
+
+    def resolved(self, base: Path) -> KernelSettings:
+        """Image and modules paths made absolute from `base`."""
+        def absolute(p: str) -> str:
+            return p if not p or p.startswith(DEBIAN) else str((base / Path(p).expanduser()).resolve())
+        return KernelSettings(**{**{f.name: getattr(self, f.name) for f in fields(self)},
+                                 "image": absolute(self.image), "modules": absolute(self.modules)})
+
+    def kernel(self) -> GuestKernel:
+        """The kernel to boot, checked (GuestKernelError names what is missing)."""
+        if self.image.startswith(DEBIAN):
+            if self.modules:
+                raise GuestKernelError("'kernel.modules' must be left out for a Debian kernel "
+                                       f"({self.image!r} brings its own).")
+            return cached_kernel(self.image[len(DEBIAN):])
+        return load_kernel(self.image, self.modules or None)
+
+    def identity(self) -> dict:
+        """What fixes a kernel row besides the point: the settings, the release and the image's digest."""
+        k = self.kernel()
+        digest = hashlib.sha256(k.image.read_bytes()).hexdigest()[:16]
+        return {**{f.name: getattr(self, f.name) for f in fields(self) if f.name != "boot_timeout_s"},
+                "release": k.release, "image_sha256": digest}
