@@ -31,9 +31,10 @@ from workers.profiles import Profile, load_profile, profile_from_dict
 
 from .exceptions import AnalysisError
 
-SOURCE = "source"  # identity column since schema 2: "model" (modeled) or "measured" rows
+SOURCE = "source"  # identity column since schema 2: "model" (modeled) or "measured" rows; schema 4: "kernel"
 MODELED = "model"
 MEASURED = "measured"
+KERNEL = "kernel"
 BATCH_ROWS = 4_000_000  # rows per batch of scan_batches(): about 0.7 GB of streaming group_by state at most
 DEFAULT = "default"  # scan(): the modeled rows, or the measured ones when a model has only those
 

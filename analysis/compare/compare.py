@@ -26,16 +26,16 @@ import polars as pl
 
 from analysis.exceptions import AnalysisError
 from analysis.metrics import categorical, headline_metric, higher_is_better, ok
-from analysis.read import MEASURED, MODELED, ModelRows, Sweep
+from analysis.read import KERNEL, MEASURED, MODELED, ModelRows, Sweep
 from analysis.report.overview import Table, describe_point
-from analysis.tables import render
+from analysis.tables import metric_unit, render
 from workers.dataset import unit_of
 
 from . import changes, ratios
 from .axes import EQUAL_REL, Selection, View, collapsible, parse_by, parse_where, select, where_text
 from .ratios import BETTER, EQUAL, MAX_POINTS, NOISE, TOP, WORSE, verdict  # noqa: F401  (the sizes of a block's tables, re-exported)
 
-SOURCES = (MODELED, MEASURED)
+SOURCES = (MODELED, MEASURED, KERNEL)
 EXAMPLES = 5  # points of one side only listed
 TIME_UNITS = ("ns", "µs", "ms", "s")
 COMPARE_PREFIX = "compare-"
@@ -141,6 +141,7 @@ def compare(a_dir: str, b_dir: str, *, metric: str | None = None, model: str | N
             for sa, sb in _source_pairs(ra, rb, pair)]
     if not jobs:
         _no_sources(a, b, common, pair)
+    _no_guest_times(jobs)
     blocks = [_block(*job, picks[job[0].name]) for job in jobs]
     if not any(bl.compared for bl in blocks):
         sides = {w: "; ".join(f"{bl.model} {bl.source_a if w == 'A' else bl.source_b} "
@@ -177,6 +178,24 @@ def _source_pairs(a: ModelRows, b: ModelRows, pair: tuple[str, str] | None) -> l
     if pair is not None:
         return [pair] if pair[0] in a.sources() and pair[1] in b.sources() else []
     return [(s, s) for s in a.sources() if s in b.sources()]
+
+
+TIME_UNITS = ("ns", "µs", "ms", "s")
+
+
+def _no_guest_times(jobs) -> None:
+    """A time from kernel rows a TCG guest ran is the emulator's, proportional to the work and not a
+    machine's: it is compared with another guest's only, never with model or measured rows."""
+    for ra, rb, metric, sa, sb in jobs:
+        if (sa == KERNEL) == (sb == KERNEL) or metric_unit(metric) not in TIME_UNITS:
+            continue
+        rows = ra if sa == KERNEL else rb
+        accels = rows.scan(KERNEL).select(pl.col("env_accel").drop_nulls().unique()).collect()["env_accel"].to_list()
+        if "tcg" in accels:
+            raise AnalysisError(
+                f"'--metric' {metric} is a time, and the kernel rows of {rows.name} ran under TCG: a guest's time, "
+                "proportional to the work, not a machine's, is never compared with model or measured times; "
+                "compare a count (e.g. --metric memmap_pages) or two kernel sweeps (--sources kernel:kernel).")
 
 
 def _no_sources(a: Sweep, b: Sweep, common: list[str], pair: tuple[str, str] | None) -> None:

@@ -1,7 +1,7 @@
 """The report's figures: which exist for a sweep, and the parity plot.
 
 The figures of a model are the ones it declares (workers.plots.Plot), drawn by
-figures.declared; parity and measured_vs_model span every model. Every figure
+figures.declared; parity, measured_vs_model and model_vs_kernel span every model. Every figure
 function takes a Sweep and an output folder and returns Rendered (PNG + SVG
 written) or Skipped (a column it needs is absent, or nothing it plots varies in
 this sweep). Data are aggregated with polars (median per series and x) before
@@ -91,15 +91,17 @@ def _parity_panel(ax, df: pl.DataFrame, models: list[str], palette: dict) -> Non
 
 def registry(sweep: Sweep) -> list[tuple[str, str, FigureFn]]:
     """(id, title, function) of every figure of this sweep, in report order: the figures each model of
-    the sweep declares (Report.plots, drawn by declared.draw), then the parity plot and the
-    measured-vs-model plot."""
+    the sweep declares (Report.plots, drawn by declared.draw), then the parity plot, the
+    measured-vs-model plot and the model-vs-kernel plot."""
     from .declared import declared, draw
+    from .kernel import model_vs_kernel
     from .measured import measured_vs_model
 
     out: list[tuple[str, str, FigureFn]] = [
         (p.id, p.title, lambda sw, outdir, m=m, p=p: draw(sw.rows(m), p, outdir)) for m, p in declared(sweep)]
     return out + [("parity", "Model vs published figures", parity),
-                  ("measured_vs_model", "Measured on this hardware vs the model", measured_vs_model)]
+                  ("measured_vs_model", "Measured on this hardware vs the model", measured_vs_model),
+                  ("model_vs_kernel", "The model against the real kernel", model_vs_kernel)]
 
 
 def render_all(sweep: Sweep, outdir: Path) -> list[Rendered | Skipped]:

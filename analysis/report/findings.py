@@ -19,6 +19,9 @@ from typing import Callable
 import numpy as np
 import polars as pl
 
+from analysis.kernel import agreement as kernel_agreement
+from analysis.kernel import exact_metrics, has_kernel_rows
+from analysis.kernel import pairs as kernel_pairs
 from analysis.metrics import higher_is_better, ok, per_variant, published_comparison, tied_best
 from analysis.read import MODELED, ModelRows, Sweep, cond_expr, value_expr
 from workers.findings import Above, Clause, Medians, Pick, Ratio, Winner
@@ -53,7 +56,33 @@ def key_findings(sweep: Sweep) -> list[Finding]:
         found = published(sweep)
     except SKIP:
         found = None
-    return out + ([found] if found is not None else [])
+    return out + ([found] if found is not None else []) + kernel(sweep)
+
+
+def kernel(sweep: Sweep) -> list[Finding]:
+    """Per model with kernel rows: on how many configurations the model's counts equal the real kernel's, and
+    where they differ, what and by how much (analysis.kernel)."""
+    out = []
+    for rows in map(sweep.rows, sweep.models):
+        if not has_kernel_rows(rows):
+            continue
+        df = kernel_pairs(rows)
+        if df.height == 0:
+            continue
+        a = kernel_agreement(df)
+        names = ", ".join(m.removeprefix("metric_").replace("_", " ") for m in exact_metrics(rows))
+        text = (f"The model's {rows.name} counts ({names}) and feasibility equal the real kernel's "
+                f"({', '.join(a.kernels)}) on {a.agree} of {a.configurations} configurations ({a.ok} bound, "
+                f"{a.configurations - a.ok} refused by the kernel)")
+        off = df.filter(~pl.col("agrees"))
+        if off.height:
+            keys = [c for c in df.columns if c.startswith("param_")]
+            first = off.row(0, named=True)
+            where = ", ".join(f"{k.removeprefix('param_')}={rows.label(k, first[k])}" for k in keys)
+            text += f"; they differ in {off.height}, e.g. {where}: {first['differs']}"
+        out.append(Finding(text=text + ".", figure="model_vs_kernel", id=f"{rows.name}/kernel",
+                           data={"configurations": a.configurations, "agree": a.agree, "ok": a.ok}))
+    return out
 
 
 def evaluate(rows: ModelRows, model: Model, decl: Winner | Ratio | Medians) -> Finding | None:

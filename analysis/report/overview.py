@@ -1,5 +1,6 @@
 """The report's tables, as small polars frames of display text: summary, provenance, winners,
-speedups, growth with size, the tables the models declare, model vs published.
+speedups, growth with size, the tables the models declare, model vs published, measured and the
+real kernel vs the model.
 
 Each function aggregates lazily per model and returns `Table`s whose cells are
 already formatted (units, binary sizes, percent), so the HTML layer only escapes.
@@ -29,6 +30,9 @@ from analysis.metrics import (
     speedup_summary,
     win_counts,
 )
+from analysis.kernel import agreement as kernel_agreement
+from analysis.kernel import exact_metrics, has_kernel_rows
+from analysis.kernel import pairs as kernel_pairs
 from analysis.read import MEASURED, MODELED, SOURCE, ModelRows, Sweep
 from analysis.tables import format_value, metric_unit
 from workers.findings import Column, MedianTable
@@ -351,6 +355,47 @@ def measured_tables(sweep: Sweep) -> list[Table]:
             out.append(Table(title=f"{rows.name}: measured points", caption=f"At most {MAX_ROWS} points.",
                              frame=pl.DataFrame(points)))
     return out
+
+
+MAX_KERNEL_ROWS = 200
+
+
+def kernel_tables(sweep: Sweep) -> list[Table]:
+    """Per model with kernel rows: every configuration a guest ran (at most MAX_KERNEL_ROWS), what the kernel
+    and the model say of its feasibility, and each metric the model must equal: the value where both agree,
+    both values where they differ (analysis.kernel)."""
+    out = []
+    for rows in map(sweep.rows, sweep.models):
+        if not has_kernel_rows(rows):
+            continue
+        df = kernel_pairs(rows)
+        if df.height == 0:
+            continue
+        exact, a = exact_metrics(rows), kernel_agreement(df)
+        keys = [c for c in df.columns if c.startswith("param_")]
+        table = []
+        for r in df.head(MAX_KERNEL_ROWS).iter_rows(named=True):
+            row = {"configuration": describe_point(rows, keys, r), "kernel": r["status"], "model": r["status_model"]}
+            for m in exact:
+                row[m.removeprefix("metric_")] = _kernel_cell(r[m], r[f"{m}_model"], metric_unit(m)) \
+                    if r["status"] == r["status_model"] == STATUS_OK else "-"
+            row["agrees"] = "yes" if r["agrees"] else f"no: {r['differs']}"
+            row["the kernel says"] = (r["reason"] or "")[:160]
+            table.append(row)
+        out.append(Table(
+            title=f"{rows.name}: the model against the real kernel ({a.agree} of {a.configurations} agree)",
+            caption=(f"Every configuration a guest ran ({', '.join(a.kernels)}; accelerator {', '.join(a.accels)}), "
+                     "beside the model's row for the same point. A value stands for both sides where they are "
+                     "equal; 'kernel ≠ model' where they differ. Configurations the kernel under test cannot be "
+                     "(another strategy or struct page size) are not run, and not listed."),
+            frame=pl.DataFrame(table)))
+    return out
+
+
+def _kernel_cell(kernel: object, model: object, unit: str) -> str:
+    if kernel == model:
+        return format_value(kernel, unit)
+    return f"{format_value(kernel, unit)} ≠ {format_value(model, unit)}"
 
 
 def describe_point(rows: ModelRows, keys: list[str], row: dict) -> str:

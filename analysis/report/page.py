@@ -25,6 +25,7 @@ from .overview import (
     best_tables,
     declared_tables,
     growth_tables,
+    kernel_tables,
     measured_tables,
     provenance,
     published_table,
@@ -91,8 +92,8 @@ def render_html(sweep: Sweep, figures: list[Rendered | Skipped], seconds: float 
     skipped = [f for f in figures if isinstance(f, Skipped)]
     notes = "".join(f'<p class="note">{esc(n)}</p>' for n in sweep.plugin_errors)
     summary = [status_summary(sweep), reasons(sweep)]
-    tables = [published_table(sweep), *measured_tables(sweep), *best_tables(sweep), *speedup_tables(sweep),
-              *growth_tables(sweep), *declared_tables(sweep)]
+    tables = [published_table(sweep), *kernel_tables(sweep), *measured_tables(sweep), *best_tables(sweep),
+              *speedup_tables(sweep), *growth_tables(sweep), *declared_tables(sweep)]
     skipped_html = "".join(f"<li><strong>{esc(s.title)}</strong>: {esc(s.reason)}</li>" for s in skipped)
     parts = [
         "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',

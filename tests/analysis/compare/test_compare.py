@@ -212,7 +212,8 @@ def pfnmap(n: int = 3, offset: int = 0) -> pl.DataFrame:
      ["--metric", "ms"], r"'--metric' must be a metric of model 'pfnmap' in both sweeps, one of "
                          r"\['metric_ns_per_load'\] \(got 'ms'\)"),
     (lambda t: (write_sweep(t, "a", {"pfnmap": pfnmap()}), write_sweep(t, "b", {"pfnmap": pfnmap()})),
-     ["--sources", "measured"], r"'--sources' must be A_SOURCE:B_SOURCE, each one of \['model', 'measured'\]"),
+     ["--sources", "measured"], r"'--sources' must be A_SOURCE:B_SOURCE, each one of \['model', 'measured', "
+                              r"'kernel'\]"),
     (lambda t: (write_sweep(t, "a", {"pfnmap": pfnmap()}), write_sweep(t, "b", {"pfnmap": pfnmap()})),
      ["--sources", "measured:model"], r"'--sources' must name sources the sweeps have: A 'measured' and B 'model' "
                                       r"\(pfnmap: A \['model'\], B \['model'\]\)"),

@@ -1,0 +1,67 @@
+"""The model against the real kernel: every configuration a guest ran, beside the model's row for the same
+point (same point_id), with the counts and bytes the model must equal (its KernelCheck's `exact` metrics).
+
+A kernel row a guest ran carries the guest's release (env_guest_kernel); a row the model's planner ruled
+out (a strategy the kernel under test does not have, a struct page size it is not built with) does not,
+and is no configuration the kernel checked. A configuration agrees when the kernel and the model say the
+same of its feasibility (both ok, or both refuse it) and, where both are ok, every exact metric is equal.
+Times are left out: a guest's time under TCG is proportional to the work, not a machine's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import polars as pl
+
+from .read import KERNEL, MODELED, ModelRows
+
+
+def exact_metrics(rows: ModelRows) -> list[str]:
+    """The metrics the model's kernel check says must equal the kernel's, present in this sweep."""
+    obj = rows.model
+    if obj is None or obj.kernel is None:
+        return []
+    schema = rows.schema()
+    return [m for m in obj.kernel.exact if m in schema]
+
+
+def has_kernel_rows(rows: ModelRows) -> bool:
+    return {KERNEL, MODELED} <= set(rows.sources()) and bool(exact_metrics(rows))
+
+
+def pairs(rows: ModelRows) -> pl.DataFrame:
+    """Per configuration a guest ran: point_id, the varying axes, each side's status, the kernel's reason,
+    each exact metric as `<metric>` (kernel) and `<metric>_model`, `differs` (the exact metrics that
+    differ, comma-separated; "feasibility" when only one side is ok) and `agrees`."""
+    exact = exact_metrics(rows)
+    axes = [c for c in rows.varying() if c.startswith("param_")]
+    kernel = rows.scan(KERNEL).filter(pl.col("env_guest_kernel").is_not_null()).select(
+        "point_id", *axes, "status", "reason", "env_guest_kernel", "env_accel", *exact)
+    model = rows.scan(MODELED).select("point_id", pl.col("status").alias("status_model"),
+                                      *(pl.col(m).alias(f"{m}_model") for m in exact))
+    df = kernel.join(model, on="point_id", how="inner").collect(engine="streaming")
+    both_ok = (pl.col("status") == "ok") & (pl.col("status_model") == "ok")
+    differs = [pl.when(both_ok & pl.col(m).ne_missing(pl.col(f"{m}_model"))).then(pl.lit(m.removeprefix("metric_")))
+               for m in exact]
+    feasibility = pl.when((pl.col("status") == "ok") != (pl.col("status_model") == "ok")).then(pl.lit("feasibility"))
+    return df.with_columns(
+        pl.concat_str([feasibility, *differs], separator=", ", ignore_nulls=True).alias("differs"),
+    ).with_columns((pl.col("differs") == "").alias("agrees")).sort(axes or "point_id")
+
+
+@dataclass(frozen=True, slots=True)
+class Agreement:
+    """How many configurations a guest ran, how many of them agree, and on which kernels."""
+
+    configurations: int
+    agree: int
+    ok: int  # of them, bound by the kernel
+    kernels: tuple[str, ...]
+    accels: tuple[str, ...]
+
+
+def agreement(df: pl.DataFrame) -> Agreement:
+    return Agreement(configurations=df.height, agree=int(df["agrees"].sum()), ok=int((df["status"] == "ok").sum()),
+                     kernels=tuple(sorted(set(df["env_guest_kernel"].to_list()))),
+                     accels=tuple(sorted(set(df["env_accel"].to_list()))))
