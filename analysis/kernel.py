@@ -4,7 +4,8 @@ point (same point_id), with the counts and bytes the model must equal (its Kerne
 A kernel row a guest ran carries the guest's release (env_guest_kernel); a row the model's planner ruled
 out (a strategy the kernel under test does not have, a struct page size it is not built with) does not,
 and is no configuration the kernel checked. A configuration agrees when the kernel and the model say the
-same of its feasibility (both ok, or both refuse it) and, where both are ok, every exact metric is equal.
+same of its feasibility (both ok, or both refuse it) and, where both are ok, every exact metric the kernel
+gives is equal (one it does not give, such as nr_memmap_pages before 6.11, is unchecked, not different).
 Times are left out: a guest's time under TCG is proportional to the work, not a machine's.
 """
 
@@ -42,8 +43,9 @@ def pairs(rows: ModelRows) -> pl.DataFrame:
                                       *(pl.col(m).alias(f"{m}_model") for m in exact))
     df = kernel.join(model, on="point_id", how="inner").collect(engine="streaming")
     both_ok = (pl.col("status") == "ok") & (pl.col("status_model") == "ok")
-    differs = [pl.when(both_ok & pl.col(m).ne_missing(pl.col(f"{m}_model"))).then(pl.lit(m.removeprefix("metric_")))
-               for m in exact]
+    # a metric the kernel did not give (6.1 has no nr_memmap_pages) is unchecked, not different
+    differs = [pl.when(both_ok & pl.col(m).is_not_null() & pl.col(m).ne_missing(pl.col(f"{m}_model")))
+               .then(pl.lit(m.removeprefix("metric_"))) for m in exact]
     feasibility = pl.when((pl.col("status") == "ok") != (pl.col("status_model") == "ok")).then(pl.lit("feasibility"))
     return df.with_columns(
         pl.concat_str([feasibility, *differs], separator=", ", ignore_nulls=True).alias("differs"),
@@ -59,9 +61,15 @@ class Agreement:
     ok: int  # of them, bound by the kernel
     kernels: tuple[str, ...]
     accels: tuple[str, ...]
+    checked: tuple[str, ...]  # the exact metrics the kernel gave on some bound configuration
+    unchecked: tuple[str, ...]  # those it never gave (6.1: no nr_memmap_pages)
 
 
 def agreement(df: pl.DataFrame) -> Agreement:
-    return Agreement(configurations=df.height, agree=int(df["agrees"].sum()), ok=int((df["status"] == "ok").sum()),
+    bound = df.filter(pl.col("status") == "ok")
+    exact = [c.removesuffix("_model") for c in df.columns if c.endswith("_model") and c != "status_model"]
+    given = [m for m in exact if bound.height and bound[m].is_not_null().any()]
+    return Agreement(configurations=df.height, agree=int(df["agrees"].sum()), ok=bound.height,
                      kernels=tuple(sorted(set(df["env_guest_kernel"].to_list()))),
-                     accels=tuple(sorted(set(df["env_accel"].to_list()))))
+                     accels=tuple(sorted(set(df["env_accel"].to_list()))),
+                     checked=tuple(given), unchecked=tuple(m for m in exact if m not in given))

@@ -1,8 +1,8 @@
 """The figure of a sweep with kernel rows: the real kernel's counts against the model's (analysis.kernel).
 
 One panel per metric the model must equal (its KernelCheck's `exact` metrics): each configuration a guest
-ran and both sides bound, the model's value across, the kernel's up, on log axes (a zero sits on the
-frame's edge). A configuration on the diagonal agrees; a red cross does not. The last panel counts
+ran and both sides bound, the model's value across, the kernel's up, on log axes (zeros equal on both
+sides are counted in the panel's corner). A configuration on the diagonal agrees; a red cross does not. The last panel counts
 feasibility: what the kernel did with each configuration against what the model says of it.
 """
 
@@ -14,6 +14,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import polars as pl
 import seaborn as sns
+from matplotlib.ticker import NullFormatter
 
 from analysis.kernel import agreement, has_kernel_rows, pairs
 from analysis.read import Sweep
@@ -38,8 +39,9 @@ def model_vs_kernel(sweep: Sweep, outdir: Path) -> Rendered | Skipped:
     fig, axes = plt.subplots(-(-n // cols), cols, figsize=(4.6 * cols, 4.3 * -(-n // cols)), squeeze=False)
     # colour by the first axis of a few values (memmap: fsdax / devdax)
     hue = next((c for c in df.columns if c.startswith("param_") and 2 <= df[c].n_unique() <= 4), None)
+    labels = {v: rows.label(hue, v) for v in df[hue].unique().to_list()} if hue else {}
     for ax, metric in zip(axes.ravel(), exact):
-        _panel(ax, df, metric, hue)
+        _panel(ax, df, metric, hue, labels)
     _feasibility(axes.ravel()[len(exact)], df)
     for ax in axes.ravel()[n:]:
         ax.set_visible(False)
@@ -49,38 +51,45 @@ def model_vs_kernel(sweep: Sweep, outdir: Path) -> Rendered | Skipped:
     fig.tight_layout()
     caption = (f"Each marker is one configuration a guest ran ({', '.join(a.kernels)}, accelerator "
                f"{', '.join(a.accels)}) and both the kernel and the model bound: the model's value across, the "
-               "kernel's up; on the line they are equal; a red cross differs. A zero sits on the frame's edge. "
+               "kernel's up; on the line they are equal; a red cross differs; equal zeros are counted in a corner. "
                "Last panel: what the kernel did with each configuration against what the model says. Times are "
                "not compared: a guest's time under TCG is proportional to the work, not a machine's.")
     return save(fig, outdir, fid, title, caption)
 
 
-def _panel(ax, df: pl.DataFrame, metric: str, hue: str | None) -> None:
+def _panel(ax, df: pl.DataFrame, metric: str, hue: str | None, labels: dict) -> None:
     both = df.filter((pl.col("status") == "ok") & (pl.col("status_model") == "ok")
                      & pl.col(metric).is_not_null() & pl.col(f"{metric}_model").is_not_null())
     x, y = both[f"{metric}_model"].to_numpy().astype(float), both[metric].to_numpy().astype(float)
+    bad = both[metric].ne_missing(both[f"{metric}_model"]).to_numpy()
+    zero = (x == 0) & (y == 0)  # equal at 0: no place on log axes, counted in the corner instead
     positive = np.concatenate([x[x > 0], y[y > 0]])
     lo, hi = (positive.min() / 2, positive.max() * 2) if positive.size else (0.5, 2.0)
     line = np.geomspace(lo, hi, 20)
     ax.plot(line, line, color="0.4", lw=1)
-    bad = both[metric].ne_missing(both[f"{metric}_model"]).to_numpy()
     groups = sorted(both[hue].unique().to_list()) if hue else [None]
     palette = dict(zip(groups, sns.color_palette("colorblind", len(groups))))
     for g in groups:
-        keep = (both[hue] == g).to_numpy() & ~bad if hue else ~bad
-        ax.scatter(np.clip(x[keep], lo, None), np.clip(y[keep], lo, None), s=36, color=palette[g],
-                   edgecolor="black", linewidth=0.4, label=f"{g}" if g else None)
+        keep = ((both[hue] == g).to_numpy() if hue else np.ones(both.height, bool)) & ~bad & ~zero
+        if keep.any():
+            ax.scatter(x[keep], y[keep], s=36, color=palette[g], edgecolor="black", linewidth=0.4,
+                       label=labels.get(g))
     if bad.any():
         ax.scatter(np.clip(x[bad], lo, None), np.clip(y[bad], lo, None), marker="X", s=70, color="#c0392b",
                    label="differs")
     square_log_axes(ax, lo, hi)
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.yaxis.set_minor_formatter(NullFormatter())
+    if zero.any():
+        ax.text(0.97, 0.04, f"{int(zero.sum())} at 0 on both sides", transform=ax.transAxes, ha="right",
+                va="bottom", fontsize=8, color="0.3")
     unit = unit_of(metric)
     name = metric.removeprefix("metric_").replace("_", " ")
     ax.set_xlabel(f"model ({unit})" if unit else "model")
     ax.set_ylabel(f"kernel ({unit})" if unit else "kernel")
     ax.set_title(f"{name}: {both.height - int(bad.sum())} of {both.height} equal", fontsize=10)
-    if hue:
-        ax.legend(fontsize=7, loc="upper left")
+    if hue and ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=7, loc="upper left", title=hue.removeprefix("param_").replace("_", " "), title_fontsize=7)
 
 
 def _feasibility(ax, df: pl.DataFrame) -> None:

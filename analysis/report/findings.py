@@ -70,10 +70,12 @@ def kernel(sweep: Sweep) -> list[Finding]:
         if df.height == 0:
             continue
         a = kernel_agreement(df)
-        names = ", ".join(m.removeprefix("metric_").replace("_", " ") for m in exact_metrics(rows))
-        text = (f"The model's {rows.name} counts ({names}) and feasibility equal the real kernel's "
+        name = lambda ms: ", ".join(m.removeprefix("metric_").replace("_", " ") for m in ms)  # noqa: E731
+        text = (f"The model's {rows.name} counts ({name(a.checked)}) and feasibility equal the real kernel's "
                 f"({', '.join(a.kernels)}) on {a.agree} of {a.configurations} configurations ({a.ok} bound, "
                 f"{a.configurations - a.ok} refused by the kernel)")
+        if a.unchecked:
+            text += f"; the kernel does not give {name(a.unchecked)}, so they are unchecked"
         off = df.filter(~pl.col("agrees"))
         if off.height:
             keys = [c for c in df.columns if c.startswith("param_")]
