@@ -1,0 +1,99 @@
+"""The model against the real kernel (analysis.kernel, its figure, table and finding, and compare's rule on
+guest times), on hand-built sweeps: what agrees, what differs, what a kernel does not give, and what was
+never run."""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+
+from analysis.compare.compare import compare
+from analysis.exceptions import AnalysisError
+from analysis.figures.kernel import model_vs_kernel
+from analysis.figures.plotting import Rendered, Skipped
+from analysis.kernel import agreement, pairs
+from analysis.read import Sweep
+from analysis.report.findings import kernel as kernel_finding
+from analysis.report.overview import kernel_tables
+from tests.analysis.conftest import write_sweep
+from workers.units import GiB, MiB
+
+SIZES = [1 * GiB, 2 * GiB, 4 * GiB]
+
+
+def rows(source: str, pages: list[int | None], status: list[str] | None = None, guest: str | None = "6.12.0",
+         init_ms: float = 10.0) -> pl.DataFrame:
+    """memmap rows of one source at three namespace sizes (point_id = index)."""
+    n = len(pages)
+    kernel = source == "kernel"
+    return pl.DataFrame({
+        "point_id": pl.Series(range(n), dtype=pl.UInt64), "param_namespace_size": SIZES[:n],
+        "param_mode": "devdax", "param_align": 2 * MiB, "source": source, "status": status or ["ok"] * n,
+        "reason": pl.Series([None] * n, dtype=pl.Utf8),
+        "metric_memmap_pages": pl.Series(pages, dtype=pl.Int64),
+        "metric_offset_bytes": pl.Series([2 * MiB] * n, dtype=pl.Int64),
+        "metric_init_ms": [init_ms] * n,
+        "env_guest_kernel": pl.Series([guest if kernel else None] * n, dtype=pl.Utf8),
+        "env_accel": pl.Series(["tcg" if kernel and guest else None] * n, dtype=pl.Utf8),
+    })
+
+
+def sweep(tmp_path, model: pl.DataFrame, kernel: pl.DataFrame, name: str = "k") -> Sweep:
+    return Sweep(write_sweep(tmp_path, name, {"memmap": pl.concat([model, kernel], how="diagonal_relaxed")}))
+
+
+def test_equal_counts_agree_and_a_different_one_is_named(tmp_path):
+    sw = sweep(tmp_path, rows("model", [1024, 2048, 4096]), rows("kernel", [1024, 2048, 4095]))
+    df = pairs(sw.rows("memmap"))
+    assert df["agrees"].to_list() == [True, True, False] and df["differs"].to_list() == ["", "", "memmap_pages"]
+    a = agreement(df)
+    assert (a.configurations, a.agree, a.ok, a.kernels, a.accels) == (3, 2, 3, ("6.12.0",), ("tcg",))
+    [found] = kernel_finding(sw)
+    assert found.text.startswith("The model's memmap counts (memmap pages, offset bytes) and feasibility equal the "
+                                 "real kernel's (6.12.0) on 2 of 3 configurations (3 bound, 0 refused by the kernel)")
+    assert "they differ in 1, e.g. namespace_size=4GiB: memmap_pages" in found.text
+    [table] = kernel_tables(sw)
+    assert table.title == "memmap: the model against the real kernel (2 of 3 agree)"
+    assert table.frame["memmap_pages"].to_list() == ["1024", "2048", "4095 ≠ 4096"]
+    assert table.frame["agrees"].to_list() == ["yes", "yes", "no: memmap_pages"]
+
+
+def test_a_count_the_kernel_does_not_give_is_unchecked_not_different(tmp_path):
+    """6.1 has no nr_memmap_pages: its null pages leave the configuration agreeing on what it does give."""
+    sw = sweep(tmp_path, rows("model", [1024, 2048, 4096]), rows("kernel", [None, None, None], guest="6.1.0"))
+    a = agreement(pairs(sw.rows("memmap")))
+    assert (a.agree, a.checked, a.unchecked) == (3, ("metric_offset_bytes",), ("metric_memmap_pages",))
+    assert "the kernel does not give memmap pages, so they are unchecked" in kernel_finding(sw)[0].text
+
+
+def test_feasibility_must_match_and_rows_no_guest_ran_are_left_out(tmp_path):
+    """A point the kernel refuses but the model binds differs in feasibility; a kernel row without a guest
+    (the planner ruled it out) is no configuration the kernel checked."""
+    model = rows("model", [1024, 2048, 4096])
+    kernel = pl.concat([rows("kernel", [1024, None], status=["ok", "infeasible"]),
+                        rows("kernel", [None, None, None], status=["infeasible"] * 3, guest=None)[2:]])
+    df = pairs(sweep(tmp_path, model, kernel).rows("memmap"))
+    assert df.height == 2 and df["differs"].to_list() == ["", "feasibility"]
+
+
+def test_the_figure_is_drawn_for_kernel_rows_and_skipped_without(tmp_path):
+    sw = sweep(tmp_path, rows("model", [1024, 2048, 4096]), rows("kernel", [1024, 2048, 4095]))
+    fig = model_vs_kernel(sw, tmp_path / "figs")
+    assert isinstance(fig, Rendered) and fig.png.stat().st_size > 0 and "accelerator tcg" in fig.caption
+    alone = Sweep(write_sweep(tmp_path, "m", {"memmap": rows("model", [1024, 2048, 4096])}))
+    skipped = model_vs_kernel(alone, tmp_path / "figs")
+    assert isinstance(skipped, Skipped) and "no model in this sweep has kernel rows" in skipped.reason
+
+
+def test_compare_refuses_a_tcg_time_against_the_model_but_not_counts_or_two_guests(tmp_path):
+    both = write_sweep(tmp_path, "ab", {"memmap": pl.concat([rows("model", [1, 2, 3]), rows("kernel", [1, 2, 3])],
+                                                            how="diagonal_relaxed")})
+    with pytest.raises(AnalysisError, match=r"'--metric' metric_init_ms is a time, and the kernel rows of memmap ran "
+                                            r"under TCG: .* never compared with model or measured times"):
+        compare(both, both, sources="kernel:model")
+    counts = compare(both, both, sources="kernel:model", metric="memmap_pages")
+    assert counts.blocks[0].compared == 3
+    other = write_sweep(tmp_path, "b", {"memmap": rows("kernel", [1, 2, 3], guest="6.1.0", init_ms=20.0)})
+    ab = compare(both, other, model="memmap")
+    kernel_block = next(b for b in ab.blocks if b.source_a == "kernel")
+    assert kernel_block.compared == 3
