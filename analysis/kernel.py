@@ -12,10 +12,11 @@ Times are left out: a guest's time under TCG is proportional to the work, not a 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Iterator
 
 import polars as pl
 
-from .read import KERNEL, MODELED, ModelRows
+from .read import KERNEL, MODELED, ModelRows, Sweep
 
 
 def exact_metrics(rows: ModelRows) -> list[str]:
@@ -73,3 +74,12 @@ def agreement(df: pl.DataFrame) -> Agreement:
                      kernels=tuple(sorted(set(df["env_guest_kernel"].to_list()))),
                      accels=tuple(sorted(set(df["env_accel"].to_list()))),
                      checked=tuple(given), unchecked=tuple(m for m in exact if m not in given))
+
+
+def checked(sweep: Sweep) -> Iterator[tuple[ModelRows, pl.DataFrame, Agreement]]:
+    """Every model of the sweep with configurations a guest ran: its rows, their pairs and the agreement."""
+    for rows in map(sweep.rows, sweep.models):
+        if has_kernel_rows(rows):
+            df = pairs(rows)
+            if df.height:
+                yield rows, df, agreement(df)

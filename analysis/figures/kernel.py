@@ -16,7 +16,7 @@ import polars as pl
 import seaborn as sns
 from matplotlib.ticker import NullFormatter
 
-from analysis.kernel import agreement, has_kernel_rows, pairs
+from analysis.kernel import checked
 from analysis.read import Sweep
 from workers.dataset import unit_of
 
@@ -25,14 +25,12 @@ from .plotting import Rendered, Skipped, save, square_log_axes
 
 def model_vs_kernel(sweep: Sweep, outdir: Path) -> Rendered | Skipped:
     fid, title = "model_vs_kernel", "The model against the real kernel"
-    models = [m for m in sweep.models if has_kernel_rows(sweep.rows(m))]
-    if not models:
-        return Skipped(id=fid, title=title, reason="no model in this sweep has kernel rows beside its modeled ones "
-                                                   "(a spec with source = [\"model\", \"kernel\"] makes them)")
-    rows = sweep.rows(models[0])  # one model declares a kernel check today (memmap)
-    df = pairs(rows)
-    if df.height == 0:
-        return Skipped(id=fid, title=title, reason="no configuration of this sweep was run in a guest")
+    found = next(checked(sweep), None)  # one model declares a kernel check today (memmap)
+    if found is None:
+        return Skipped(id=fid, title=title, reason="no model in this sweep has kernel rows a guest ran beside its "
+                                                   "modeled ones (a spec with source = [\"model\", \"kernel\"] "
+                                                   "makes them)")
+    rows, df, a = found
     exact = [c.removesuffix("_model") for c in df.columns if c.endswith("_model") and c != "status_model"]
     cols = 3
     n = len(exact) + 1
@@ -45,7 +43,6 @@ def model_vs_kernel(sweep: Sweep, outdir: Path) -> Rendered | Skipped:
     _feasibility(axes.ravel()[len(exact)], df)
     for ax in axes.ravel()[n:]:
         ax.set_visible(False)
-    a = agreement(df)
     fig.suptitle(f"{title}: {rows.name}, {a.agree} of {a.configurations} configurations agree "
                  f"({', '.join(a.kernels)}; {', '.join(a.accels)})")
     fig.tight_layout()

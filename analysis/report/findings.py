@@ -19,9 +19,7 @@ from typing import Callable
 import numpy as np
 import polars as pl
 
-from analysis.kernel import agreement as kernel_agreement
-from analysis.kernel import exact_metrics, has_kernel_rows
-from analysis.kernel import pairs as kernel_pairs
+from analysis.kernel import checked as kernel_checked
 from analysis.metrics import higher_is_better, ok, per_variant, published_comparison, tied_best
 from analysis.read import MODELED, ModelRows, Sweep, cond_expr, value_expr
 from workers.findings import Above, Clause, Medians, Pick, Ratio, Winner
@@ -63,13 +61,7 @@ def kernel(sweep: Sweep) -> list[Finding]:
     """Per model with kernel rows: on how many configurations the model's counts equal the real kernel's, and
     where they differ, what and by how much (analysis.kernel)."""
     out = []
-    for rows in map(sweep.rows, sweep.models):
-        if not has_kernel_rows(rows):
-            continue
-        df = kernel_pairs(rows)
-        if df.height == 0:
-            continue
-        a = kernel_agreement(df)
+    for rows, df, a in kernel_checked(sweep):
         name = lambda ms: ", ".join(m.removeprefix("metric_").replace("_", " ") for m in ms)  # noqa: E731
         text = (f"The model's {rows.name} counts ({name(a.checked)}) and feasibility equal the real kernel's "
                 f"({', '.join(a.kernels)}) on {a.agree} of {a.configurations} configurations ({a.ok} bound, "

@@ -30,9 +30,8 @@ from analysis.metrics import (
     speedup_summary,
     win_counts,
 )
-from analysis.kernel import agreement as kernel_agreement
-from analysis.kernel import exact_metrics, has_kernel_rows
-from analysis.kernel import pairs as kernel_pairs
+from analysis.kernel import checked as kernel_checked
+from analysis.kernel import exact_metrics
 from analysis.read import MEASURED, MODELED, SOURCE, ModelRows, Sweep
 from analysis.tables import format_value, metric_unit
 from workers.findings import Column, MedianTable
@@ -365,13 +364,8 @@ def kernel_tables(sweep: Sweep) -> list[Table]:
     and the model say of its feasibility, and each metric the model must equal: the value where both agree,
     both values where they differ (analysis.kernel)."""
     out = []
-    for rows in map(sweep.rows, sweep.models):
-        if not has_kernel_rows(rows):
-            continue
-        df = kernel_pairs(rows)
-        if df.height == 0:
-            continue
-        exact, a = exact_metrics(rows), kernel_agreement(df)
+    for rows, df, a in kernel_checked(sweep):
+        exact = exact_metrics(rows)
         keys = [c for c in df.columns if c.startswith("param_")]
         table = []
         for r in df.head(MAX_KERNEL_ROWS).iter_rows(named=True):

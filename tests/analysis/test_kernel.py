@@ -82,7 +82,7 @@ def test_the_figure_is_drawn_for_kernel_rows_and_skipped_without(tmp_path):
     assert isinstance(fig, Rendered) and fig.png.stat().st_size > 0 and "accelerator tcg" in fig.caption
     alone = Sweep(write_sweep(tmp_path, "m", {"memmap": rows("model", [1024, 2048, 4096])}))
     skipped = model_vs_kernel(alone, tmp_path / "figs")
-    assert isinstance(skipped, Skipped) and "no model in this sweep has kernel rows" in skipped.reason
+    assert isinstance(skipped, Skipped) and "no model in this sweep has kernel rows a guest ran" in skipped.reason
 
 
 def test_compare_refuses_a_tcg_time_against_the_model_but_not_counts_or_two_guests(tmp_path):
