@@ -34,11 +34,14 @@ slurm:
 guest: $(STAMP)
 	$(BIN)/python -m workers.guest fetch
 
-# Two pytest-xdist workers: most tests wait (for Ray to start, a Slurm job, an object store's retries,
-# a probe chunk's sleep), so two processes keep two cores busy. One test module runs on one worker (its
-# module fixtures are set up once); the session fixtures of several modules are made once per run
-# (tests/conftest.py's once_per_run). `make test XDIST=` runs the tests one at a time.
-XDIST ?= -n 2 --dist loadfile
+# pytest-xdist workers. The full suite mostly waits (for Ray to start, a Slurm job, an object store's retries,
+# a probe chunk's sleep, a guest's boot): three processes keep two cores busy (454 s against 565 s with two,
+# benchmarks/RESULTS.md). The fast loop is mostly CPU (model fits, figures), and two are quicker there. One
+# test module runs on one worker (its module fixtures are set up once); the session fixtures of several
+# modules are made once per run (tests/conftest.py's once_per_run). `make test XDIST=` runs the tests one
+# at a time.
+XDIST ?= -n 3 --dist loadfile
+CHECK_XDIST ?= -n 2 --dist loadfile
 
 test: $(STAMP) browser slurm guest
 	$(BIN)/python -m pytest $(XDIST)
@@ -46,7 +49,7 @@ test: $(STAMP) browser slurm guest
 # The fast loop while you work: every test but those that need Chromium, Slurm, a multi-node Ray, an
 # object store or a guest, and the slow end-to-end runs (pyproject.toml's markers).
 check: $(STAMP)
-	$(BIN)/python -m pytest $(XDIST) -q -m "not (browser or slurm or cluster or object_store or guest or slow)"
+	$(BIN)/python -m pytest $(CHECK_XDIST) -q -m "not (browser or slurm or cluster or object_store or guest or slow)"
 
 clean:
 	rm -rf $(VENV) results test-artifacts .pytest_cache .hypothesis
