@@ -27,7 +27,7 @@ from workers.folder import (
 from workers.exceptions import ProfileError, SweepFolderError
 from workers.model import STATUS_OK, Model
 from workers.plots import Cond, Either
-from workers.profiles import Profile, load_profile, profile_from_dict
+from workers.profiles import Profile, calibration_status, load_profile, profile_from_dict
 
 from .exceptions import AnalysisError
 
@@ -176,6 +176,19 @@ class Sweep:
     def model_object(self, model: str) -> Model | None:
         """The registered model of that name, or None (a sweep may outlive a model)."""
         return MODELS.get(model)
+
+    def profile_status(self) -> str:
+        """`name: description; calibrated (...)`: the profile the sweep ran with and how far it is
+        calibrated for the costs its models fit (workers.profiles.calibration_status)."""
+        profile = self.profile_object()
+        if profile is None:
+            return f"{self.manifest.get('profile', '?')}: (not readable)"
+        # the profile sections the sweep's models read (their own, and those their fits set), and every cost
+        # a fit of any model sets in them (copy's costs are fitted by memmap's figures)
+        objs = [obj for m in self.models if (obj := self.model_object(m)) is not None]
+        sections = {o.name for o in objs} | {p.section for o in objs for p in o.calibration.free_params}
+        keys = [(p.section, p.key) for o in MODELS.values() for p in o.calibration.free_params if p.section in sections]
+        return f"{profile.name}: {profile.description}; {calibration_status(profile, keys)}"
 
     def profile_object(self) -> Profile | None:
         """The machine profile the sweep ran with: as the manifest keeps it, else (a folder written before

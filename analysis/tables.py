@@ -101,7 +101,8 @@ def text_table(sweep_dir: str, *, model: str, rows: str, cols: str, metric: str 
     rcol, ccol = _column(model_rows, "--rows", rows), _column(model_rows, "--cols", cols)
     if rcol == ccol:
         raise AnalysisError(f"'--cols' must be a different axis from '--rows' (got {cols!r} for both).")
-    return _table(model_rows, rcol, ccol, _metric(model_rows, metric))
+    table = _table(model_rows, rcol, ccol, _metric(model_rows, metric))
+    return f"{table}\n\nprofile {sweep.profile_status()}"
 
 
 def _table(rows: ModelRows, rcol: str, ccol: str, mcol: str) -> str:

@@ -102,6 +102,25 @@ class Profile:
         return hashlib.blake2b(blob, digest_size=8).hexdigest()
 
 
+FITTED = "calibrated"  # a Quantity's source once a fit has set it
+
+
+def calibration_status(profile: Profile, keys) -> str:
+    """How far `profile` is calibrated for the costs a fit would set (`keys`: (section, key) pairs, the
+    free parameters of the models in question): all fitted, none (what-if only), or some."""
+    keys = list(dict.fromkeys(keys))
+    fitted = [k for k in keys if isinstance(q := profile.sections.get(k[0], {}).get(k[1]), Quantity)
+              and q.source == FITTED]
+    n, k = len(keys), len(fitted)
+    if n == 0:
+        return "no fitted costs (the models in question declare none)"
+    if k == n:
+        return f"calibrated ({k} of {n} fitted costs)"
+    if k == 0:
+        return f"NOT calibrated (0 of {n} costs a fit sets: assumed values, what-if only)"
+    return f"partly calibrated ({k} of {n} fitted costs; the others assumed)"
+
+
 def _entry_dict(e: Quantity) -> dict:
     out = {"value": e.value, "unit": e.unit, "source": e.source, "note": e.note}
     if e.bounds is not None:

@@ -319,6 +319,7 @@ def text(cmp: Comparison) -> str:
     """The comparison as mailing-list text: a header, then per block a summary line and its tables."""
     out = [f"memsweep compare: A = {cmp.a.name} (profile {cmp.a.manifest.get('profile', '?')}), "
            f"B = {cmp.b.name} (profile {cmp.b.manifest.get('profile', '?')}); B/A per point_id over ok rows",
+           f"profile of A {cmp.a.profile_status()}", f"profile of B {cmp.b.profile_status()}",
            *header_lines(cmp)]
     for bl in cmp.blocks:
         out += ["", f"{bl.title}: {bl.heading}", summary_line(bl)]

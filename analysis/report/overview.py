@@ -115,6 +115,7 @@ def provenance(sweep: Sweep) -> Table:
         ("driver", f"{driver.get('env_host', '?')} ({driver.get('env_cpu_model', '?')}), git "
                    f"{driver.get('env_git_sha') or '-'}"),
         ("profile", f"{sweep.manifest.get('profile', '?')} (digest {sweep.manifest.get('profile_digest', '?')})"),
+        ("profile status", sweep.profile_status()),
         ("updated", str(sweep.manifest.get("updated", "?"))),
     ]
     return Table(title="Provenance", caption="Where and with what the rows were computed.",

@@ -90,7 +90,10 @@ def render_html(sweep: Sweep, figures: list[Rendered | Skipped], seconds: float 
     """The whole page as a string (pure: reads the sweep and the rendered PNGs, writes nothing)."""
     drawn = [f for f in figures if isinstance(f, Rendered)]
     skipped = [f for f in figures if isinstance(f, Skipped)]
-    notes = "".join(f'<p class="note">{esc(n)}</p>' for n in sweep.plugin_errors)
+    status = sweep.profile_status()
+    uncalibrated = [f"Profile {status}: every number of this report rests on its assumed costs."] \
+        if "NOT calibrated" in status else []
+    notes = "".join(f'<p class="note">{esc(n)}</p>' for n in (*uncalibrated, *sweep.plugin_errors))
     summary = [status_summary(sweep), reasons(sweep)]
     tables = [published_table(sweep), *kernel_tables(sweep), *measured_tables(sweep), *best_tables(sweep),
               *speedup_tables(sweep), *growth_tables(sweep), *declared_tables(sweep)]

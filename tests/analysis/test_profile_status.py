@@ -1,0 +1,45 @@
+"""A profile says what it is wherever its numbers appear: its description and how far it is calibrated, in
+`table`, `compare` and the report; an uncalibrated one is marked (epyc_genoa: datasheet sizes, assumed
+costs, what-if only)."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from analysis.compare.compare import compare, text
+from analysis.read import Sweep
+from analysis.report.page import render_html
+from analysis.tables import text_table
+from tests.analysis.conftest import write_sweep
+from workers import get_model
+from workers.profiles import calibration_status, load_profile
+
+# copy declares no fit of its own: memmap's published figures fit the copy costs
+COPY_FREE = [(p.section, p.key) for p in get_model("memmap").calibration.free_params if p.section == "copy"]
+
+
+def copy_rows() -> pl.DataFrame:
+    return pl.DataFrame({"param_struct_page_size": [64, 80, 64, 80], "param_strategy": ["memcpy"] * 2 + ["nt_call"] * 2,
+                         "status": "ok", "metric_ns_per_copy": [10.0, 12.0, 8.0, 9.0]})
+
+
+def test_the_status_counts_the_fitted_costs():
+    n = len(COPY_FREE)
+    assert calibration_status(load_profile("seed"), COPY_FREE) == f"calibrated ({n} of {n} fitted costs)"
+    assert calibration_status(load_profile("epyc_genoa"), COPY_FREE) == (
+        f"NOT calibrated (0 of {n} costs a fit sets: assumed values, what-if only)")
+    assert calibration_status(load_profile("seed"), []) == "no fitted costs (the models in question declare none)"
+
+
+def test_table_compare_and_report_say_an_uncalibrated_profile_is_one(tmp_path):
+    seed = write_sweep(tmp_path, "a", {"copy": copy_rows()}, profile="seed")
+    genoa = write_sweep(tmp_path, "b", {"copy": copy_rows()}, profile="epyc_genoa")
+    table = text_table(genoa, model="copy", rows="struct_page_size", cols="strategy")
+    assert table.splitlines()[-1].startswith("profile epyc_genoa: AMD EPYC 9654") and "NOT calibrated (0 of" in table
+    lines = text(compare(seed, genoa)).splitlines()
+    n = len(COPY_FREE)
+    assert lines[1].startswith("profile of A seed: ") and lines[1].endswith(f"; calibrated ({n} of {n} fitted costs)")
+    assert lines[2].startswith("profile of B epyc_genoa: ") and "NOT calibrated" in lines[2]
+    page = render_html(Sweep(genoa), [])
+    assert '<p class="note">Profile epyc_genoa: ' in page and "every number of this report rests on its assumed" in page
+    assert "every number of this report" not in render_html(Sweep(seed), [])
