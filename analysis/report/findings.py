@@ -314,11 +314,26 @@ def _ratio(rows: ModelRows, model: Model, d: Ratio) -> tuple[str, dict] | None:
         key = tuple(r[c] for c in by)
         return (key if len(by) > 1 else key[0]), " ".join(rows.label_with_unit(c, r[c]) for c in by)
 
-    quoted = _quote(_groups(df, at, set()), d.quote, d.fmt)
+    groups = _groups(df, at, set())
+    quoted = _quote(groups, d.quote, d.fmt)
     if quoted is None:
         return None
     values, data = quoted
+    if len({values[name].text for name, _ in d.quote}) == 1:  # "most at X: 1.00x; least at X: 1.00x" hides the spread
+        return _flat_ratio(rows, wide.drop_nulls([num, den]), d, groups, by), data
     return d.text.format(**values), data
+
+
+def _flat_ratio(rows: ModelRows, pairs: pl.DataFrame, d: Ratio, groups: list, by: list[str]) -> str:
+    """The ratio where every quoted group reads alike: say so, and show its range over single configurations."""
+    each = (pairs[str(d.numerator)] / pairs[str(d.denominator)]).to_numpy()
+    axes = " x ".join(c.removeprefix("param_").replace("_", " ") for c in by)
+    value = _number(groups[0].value, d.fmt)
+    alike = (f"{value}x in every {axes} group alike ({len(groups)} groups)" if len(groups) > 1
+             else f"{value}x, in the one {axes} group this sweep has ({groups[0].text})")
+    return (f"{d.denominator} over {d.numerator} ({rows.name}): median {alike}, over {pairs.height:,} "
+            f"configurations; single configurations range from {_number(float(each.min()), d.fmt)}x to "
+            f"{_number(float(each.max()), d.fmt)}x.")
 
 
 def _medians(rows: ModelRows, d: Medians) -> tuple[str, dict] | None:

@@ -154,3 +154,18 @@ def test_the_default_report_opens_with_its_findings(default_sweep, tmp_path):
     section = text[text.index('<section id="key-findings">'):text.index('<section id="summary">')]
     assert section.count("<li ") == len(F.key_findings(Sweep(default_sweep))) >= 6
     assert text.index("Key findings") < text.index("<h2>Summary</h2>")
+
+
+def test_a_ratio_whose_most_and_least_read_alike_shows_its_range(tmp_path):
+    """One (struct page size, mode) group: "most at 64 B devdax: 1.25x; least at 64 B devdax: 1.25x" would hide
+    that single configurations go from 1.00x to 1.51x; the finding says there is one group, and the range."""
+    df = pl.DataFrame({
+        "param_namespace_size": [1 << 30, 1 << 30, 4 << 40, 4 << 40], "param_struct_page_size": 64,
+        "param_mode": "devdax", "param_strategy": ["template_nt", "template_nt_inline"] * 2, "status": "ok",
+        "metric_init_ms": [10.0, 10.0, 15.1, 10.0]})
+    found = {f.id: f for f in F.key_findings(Sweep(write_sweep(tmp_path, "one", {"memmap": df})))}
+    text = found["memmap/inline_movnti"].text
+    assert text == ("template_nt_inline over template_nt (memmap): median 1.25x, in the one struct page size x mode "
+                    "group this sweep has (64 B devdax), over 2 configurations; single configurations range from "
+                    "1.00x to 1.51x."), text
+    assert "most at" not in text
