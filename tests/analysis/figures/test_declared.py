@@ -55,6 +55,7 @@ def test_every_declared_figure_renders_png_and_svg_without_empty_panels(sweep, t
     assert r.panels >= 1 and r.empty_panels == 0
 
 
+@pytest.mark.slow  # renders the largest figure a second time
 def test_init_figure_holds_kmsan_on_so_80_and_96_byte_pages_show_under_map_dev(sweep, tmp_path):
     """CONFIG_NVDIMM_KMSAN is held on: it only matters for P > 64, where map=dev needs it; map is a facet."""
     r = render(sweep, "memmap", "memmap_init", tmp_path)
