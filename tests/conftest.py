@@ -103,6 +103,24 @@ def memsweep(*args: str, timeout: float = 300, **kw) -> subprocess.CompletedProc
     )
 
 
+def memsweep_here(*args: str, cwd: Path | str | None = None) -> subprocess.CompletedProcess:
+    """The memsweep CLI run in this process (sweeps.cli.main, its output captured): for commands that start
+    no Ray (plan, table, compare), as memsweep() gives it, without an interpreter's start per call."""
+    import contextlib
+    import io
+
+    from sweeps.cli import main
+
+    out, err, before = io.StringIO(), io.StringIO(), os.getcwd()
+    try:
+        os.chdir(cwd or ROOT)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main(list(args))
+    finally:
+        os.chdir(before)
+    return subprocess.CompletedProcess(["memsweep", *args], code, out.getvalue(), err.getvalue())
+
+
 def tree_state(path: Path) -> dict[str, tuple[int, int]]:
     """Every file below path with its size and mtime: to show a command wrote nothing."""
     return {

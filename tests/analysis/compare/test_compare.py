@@ -13,7 +13,7 @@ from analysis.compare.page import write
 from analysis.exceptions import AnalysisError
 from tests.analysis.conftest import write_sweep
 from sweeps.cli import main
-from tests.conftest import memsweep, tree_state
+from tests.conftest import memsweep, memsweep_here, tree_state
 
 # The RFC's lat_mem_rd rows (7 working sets x PTE / PMD) on the seed machine, and again in a guest whose
 # host backs memory with 4 KiB pages (profile guest_4k_host): the same 14 point_ids.
@@ -113,7 +113,7 @@ def test_measured_sweep_against_its_modeled_twin_marks_the_noise(tmp_path):
     model, median, least, marks = zip(*TWINS)
     df = pl.concat([memmap_rows("model", list(model)), memmap_rows("measured", list(median), list(least))])
     sweep = write_sweep(tmp_path, "twin", {"memmap": df})
-    r = memsweep("compare", sweep, sweep, "--sources", "measured:model")
+    r = memsweep_here("compare", sweep, sweep, "--sources", "measured:model")
     assert r.returncode == 0, r.stderr
     assert "memmap init_ms, measured (A) vs model (B) (lower is better): 6 points" in r.stdout
     header, body = table_rows(r.stdout, "namespace_size")

@@ -13,7 +13,7 @@ from sweeps.run.dryrun import RAY_START_SECONDS, as_dict, cluster_notes, declare
 from sweeps.run.chunks import plan
 from sweeps.spec.load import load_spec, parse_spec
 from workers import get_model
-from tests.conftest import memsweep, tree_state
+from tests.conftest import memsweep, memsweep_here, tree_state
 
 # Two memmap chunks (chunk_points = 60 of 96 points) and one young chunk, both with infeasible points.
 TINY = """name = "tiny"
@@ -41,7 +41,7 @@ BAD_SPECS = {
 
 
 def plan_json(*args: str, **kw) -> dict:
-    out = memsweep("plan", *args, "--json", "--quiet", **kw)
+    out = memsweep_here("plan", *args, "--json", "--quiet", **kw)
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout)
 
@@ -50,7 +50,7 @@ def test_plan_default_counts_the_points_and_chunks_the_runner_plans(tmp_path):
     """`plan default` reports the spec's points and exactly the chunks sweeps.run.chunks gives the runner."""
     spec = load_spec("default")
     chunks = plan(spec)
-    text = memsweep("plan", "default", "--out", str(tmp_path / "out"), "--quiet", cwd=tmp_path)
+    text = memsweep_here("plan", "default", "--out", str(tmp_path / "out"), "--quiet", cwd=tmp_path)
     assert text.returncode == 0, text.stderr
     assert text.stdout.startswith(f"default: {spec.total_points:,} points")
     d = plan_json("default", "--out", str(tmp_path / "out"), cwd=tmp_path)
@@ -119,8 +119,8 @@ def test_plan_writes_nothing(tmp_path):
     """No --out folder, no ./results, no file in the working directory after a plan."""
     (tmp_path / "keep.txt").write_text("x")
     before = tree_state(tmp_path)
-    assert memsweep("plan", "default", "--out", str(tmp_path / "out"), "--quiet", cwd=tmp_path).returncode == 0
-    assert memsweep("plan", "seed", "--quiet", cwd=tmp_path).returncode == 0
+    assert memsweep_here("plan", "default", "--out", str(tmp_path / "out"), "--quiet", cwd=tmp_path).returncode == 0
+    assert memsweep_here("plan", "seed", "--quiet", cwd=tmp_path).returncode == 0
     assert tree_state(tmp_path) == before
     assert not (tmp_path / "out").exists() and not (tmp_path / "results").exists()
 
@@ -174,7 +174,7 @@ def test_plan_says_when_a_cluster_will_not_help(spec_file, tmp_path):
     """3 chunks on --nodes 4: the text says a cluster will not help, that a node would sit idle and that the
     work is shorter than Ray's start; --json lists the same notes; the time is on 4 nodes of --cpus CPUs."""
     path = str(spec_file(TINY))
-    text = memsweep("plan", path, "--nodes", "4", "--cpus", "2", "--quiet", cwd=tmp_path)
+    text = memsweep_here("plan", path, "--nodes", "4", "--cpus", "2", "--quiet", cwd=tmp_path)
     assert text.returncode == 0, text.stderr
     assert "expected time on 4 nodes of 2 CPUs: " in text.stdout
     line = next(ln for ln in text.stdout.splitlines() if ln.startswith("a cluster will not help"))
