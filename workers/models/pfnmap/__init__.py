@@ -21,7 +21,9 @@ Axes:
   block become a huge leaf; a value that is not a multiple of 2 MiB allows none.
 - arch: x86_64 or arm64 (16-PTE contpte blocks, if the profile says special
   PTEs get PTE_CONT; mainline never folds them). The machine (TLB, caches,
-  virtualization) is the profile's for either arch.
+  virtualization) is the profile's for either arch. arm64 has no PUD pfnmap
+  (mm/Kconfig: ARCH_SUPPORTS_PUD_PFNMAP needs HAVE_ARCH_TRANSPARENT_HUGEPAGE_PUD,
+  which arm64 does not select), so order 18 on arm64 is infeasible.
 - access: lat_mem_rd_random (metric_ns_per_load) or memcpy_seq (metric_copy_ms);
   the other metric is null. Miss rate is per load, or per 64-byte line copied.
 
@@ -66,7 +68,7 @@ from workers.plots import Cond, Either, Lines, Overlay, Panels, Series, X, Y
 from workers.profiles import Profile
 from workers.units import KiB, MiB
 
-from .geometry import LEAF_ORDERS, PAGE, PMD_ORDER, PUD, kind_bytes, leaves, starts
+from .geometry import LEAF_ORDERS, PAGE, PMD_ORDER, PUD, PUD_ORDER, kind_bytes, leaves, starts
 from .tlb import Machine, entries, random_access, reach, sequential_copy
 
 AUTO_ORDER = PMD_ORDER  # the RFC's behaviour: PMD leaves where the rules allow
@@ -198,7 +200,7 @@ def published_figures(model: str) -> tuple[Figure, ...]:
 
 class PfnmapModel(Model):
     name = "pfnmap"
-    version = "1"
+    version = "2"  # 2: no PUD leaves on arm64
     description = ("remap_pfn_range() with PMD (RFC) or PUD (what-if) leaves: leaves, page tables, setup, "
                    "TLB misses, page walks, ns per random load and ms per streaming copy")
     axes = (NAMESPACE_SIZE, ALIGN, COMPOUND_ORDER, PA_OFFSET, VA_OFFSET, ARCH, ACCESS, WORKING_SET)
@@ -344,6 +346,11 @@ class PfnmapModel(Model):
                 .add(~order.is_in(LEAF_ORDERS),
                      "compound_order must be 0 (PTEs only, mainline), 9 (PMD leaves, the RFC) or 18 "
                      "(PUD leaves, what-if); remap_pfn_range() creates no other leaf order ('auto' is 9)")
+                # mm/Kconfig: ARCH_SUPPORTS_PUD_PFNMAP depends on HAVE_ARCH_TRANSPARENT_HUGEPAGE_PUD, which
+                # x86_64 selects and arm64 does not (huge pfnmap series: "only x86_64 (1G+2M) and arm64 (2M)")
+                .add((order == PUD_ORDER) & (pl.col("param_arch") == "arm64"),
+                     "arm64 has no PUD pfnmap: ARCH_SUPPORTS_PUD_PFNMAP needs HAVE_ARCH_TRANSPARENT_HUGEPAGE_PUD, "
+                     "which arm64 does not select (mm/Kconfig); its largest pfnmap leaf is a PMD (order 9)")
                 .add(pa.is_null() | ((pa != NOT_GIVEN) & ((pa < 0) | (pa >= PUD))),
                      "pa_offset must be -1 (not given) or a byte offset from 0 to 1GiB - 1")
                 .add((pa != NOT_GIVEN) & (pa % PAGE != 0),
