@@ -19,8 +19,9 @@ ARTIFACTS = ROOT / "test-artifacts"
 # tests' modules set their marker themselves; `guest` is for tests that boot a kernel in QEMU.
 NEEDS = {"slurm": "slurm", "cluster": "cluster", "s3": "object_store"}
 # Fixtures that make a test `slow` (`make check` leaves it to `make test`): the seed fits of every model,
-# with their leave-one-out refits, take a minute and a half on 2 cores.
-SLOW_FIXTURES = ("seed_calibration",)
+# with their leave-one-out refits, take a minute and a half on 2 cores; the shipped default sweep (about
+# 30,000 points, all four models) is computed whole before its findings are read.
+SLOW_FIXTURES = ("seed_calibration", "default_sweep")
 
 
 def pytest_collection_modifyitems(items):

@@ -13,6 +13,8 @@ from analysis.compare.page import write
 from analysis.exceptions import AnalysisError
 from tests.analysis.conftest import write_sweep
 from sweeps.cli import main
+from sweeps.run.driver import run
+from sweeps.spec.load import load_spec
 from tests.conftest import memsweep, memsweep_here, tree_state
 
 # The RFC's lat_mem_rd rows (7 working sets x PTE / PMD) on the seed machine, and again in a guest whose
@@ -35,15 +37,15 @@ GiB = 1 << 30
 
 
 @pytest.fixture(scope="module")
-def profile_pair(tmp_path_factory) -> tuple[str, str]:
-    """The small pfnmap spec run for real twice (embedded Ray, 1 CPU): profile seed (A), guest_4k_host (B)."""
+def profile_pair(tmp_path_factory, ray_local) -> tuple[str, str]:
+    """The small pfnmap spec run for real twice, on the session's Ray: profile seed (A), guest_4k_host (B)."""
     root = tmp_path_factory.mktemp("profiles")
     out = []
     for name, profile in (("pfn-seed", "seed"), ("pfn-guest", "guest_4k_host")):
         spec = root / f"{name}.toml"
         spec.write_text(PFNMAP_SPEC.format(name=name, profile=profile))
-        r = memsweep("run", str(spec), "--out", str(root), "--cpus", "1", "--no-report", "--quiet")
-        assert r.returncode == 0, r.stderr[-3000:]
+        summary = run(load_spec(str(spec)), str(root), progress=False)
+        assert not summary.failed, summary.failed
         out.append(str(root / name))
     return out[0], out[1]
 
