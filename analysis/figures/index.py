@@ -56,16 +56,25 @@ def parity(sweep: Sweep, outdir: Path) -> Rendered | Skipped:
     bx.set_title("signed error per figure (dashed: ±10%)", fontsize=10)
     fig.suptitle(f"{title}: {df.height} of {table.height} figures in this sweep")
     fig.tight_layout()
-    median = float(df["error"].abs().median())
-    worst = df.sort(pl.col("error").abs(), descending=True).row(0, named=True)
-    n_val = err.filter(pl.col("use") == "validation").height
+    val, fit = (df.filter(pl.col("use") == u) for u in ("validation", "fit"))
+    n_val = val.height
     caption = (f"Each point is one published figure at its own parameters: circles are the figures the profile was "
                f"fit to, crosses (hatched bars, listed last) the {n_val} validation figures of the profile, predicted "
                f"and never fit; "
                f"the parity panel's grey bands are ±10% and ±25%; open circles, if any, are this sweep's own "
-               f"measurements at that point. Median absolute error {median:.1%}; largest "
-               f"{worst['error']:+.1%} ({worst['id']}). Profile: {sweep.manifest.get('profile', '?')}.")
+               f"measurements at that point. {_errors(val, 'Validation figures (never fit)')} "
+               f"{_errors(fit, 'Fitted figures (in-sample, not a test of accuracy)')} "
+               f"Profile: {sweep.manifest.get('profile', '?')}.")
     return save(fig, outdir, fid, title, caption)
+
+
+def _errors(df: pl.DataFrame, what: str) -> str:
+    """"<what>: median |error| x%, largest y% (id)." for one group of figures, or "" when it has none."""
+    if df.height == 0:
+        return ""
+    worst = df.sort(pl.col("error").abs(), descending=True).row(0, named=True)
+    return (f"{what}: median |error| {float(df['error'].abs().median()):.1%}, largest {worst['error']:+.1%} "
+            f"({worst['id']}).")
 
 
 def _parity_panel(ax, df: pl.DataFrame, models: list[str], palette: dict) -> None:

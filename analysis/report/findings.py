@@ -406,18 +406,20 @@ def published(sweep: Sweep) -> Finding | None:
         return None
     fit = df.filter(pl.col("use") == "fit")
     val = df.filter(pl.col("use") == "validation")
-    text, data = "", {}
+    parts, data = [], {}
+    # the error on figures the profile was not fit to comes first; the residual on the fitted ones is in-sample
+    if val.height:
+        worst = val.sort(pl.col("error").abs(), descending=True).row(0, named=True)
+        parts.append(f"Against {val.height} validation figures, never fit, the model's median |error| is "
+                     f"{val['error'].abs().median():.1%} (worst {worst['error']:+.1%}, {worst['id']})")
+        data.update(validation=val.height, validation_median=float(val["error"].abs().median()))
     if fit.height:
         worst = fit.sort(pl.col("error").abs(), descending=True).row(0, named=True)
-        text = (f"Against the {fit.height} published figures at points of this sweep the model's median |error| is "
-                f"{fit['error'].abs().median():.1%} (worst {worst['error']:+.1%}, {worst['id']})")
+        parts.append(f"{'on' if parts else 'On'} the {fit.height} published figures the profile was fit to "
+                     f"(in-sample, not a test of accuracy) it is {fit['error'].abs().median():.1%} "
+                     f"(worst {worst['error']:+.1%}, {worst['id']})")
         data.update(fit=fit.height, fit_median=float(fit["error"].abs().median()))
-    if val.height:
-        text += ("; " if text else "Against ") + (
-            f"against {val.height} validation figures, never fit, its median |error| is "
-            f"{val['error'].abs().median():.1%}")
-        data.update(validation=val.height, validation_median=float(val["error"].abs().median()))
-    return Finding(text=text + ".", figure="parity", data=data, id="published") if text else None
+    return Finding(text="; ".join(parts) + ".", figure="parity", data=data, id="published") if parts else None
 
 
 def findings_html(findings: list[Finding], drawn: set[str], esc: Callable[[object], str]) -> str:

@@ -54,9 +54,12 @@ def test_parity_is_skipped_when_no_published_point_is_in_the_sweep(tmp_path):
 
 
 def test_parity_reports_the_median_error(tmp_path):
-    """The caption names the median absolute error of the figures drawn (here 0%: values equal)."""
+    """The caption names the median absolute error of the figures drawn (here 0%: values equal), those never
+    fit before the fitted ones, which it calls in-sample."""
     r = F.parity(young_only(tmp_path), tmp_path)
-    assert isinstance(r, Rendered) and "Median absolute error 0.0%" in r.caption
+    assert isinstance(r, Rendered) and "median |error| 0.0%" in r.caption
+    val, fit = r.caption.find("Validation figures (never fit)"), r.caption.find("Fitted figures (in-sample")
+    assert fit >= 0 and (val == -1 or val < fit)
 
 
 def test_a_figure_that_raises_is_skipped_with_a_warning(tmp_path, monkeypatch):

@@ -169,3 +169,11 @@ def test_a_ratio_whose_most_and_least_read_alike_shows_its_range(tmp_path):
                     "group this sweep has (64 B devdax), over 2 configurations; single configurations range from "
                     "1.00x to 1.51x."), text
     assert "most at" not in text
+
+
+def test_the_accuracy_finding_leads_with_the_figures_never_fit(seed_sweep):
+    """Validation figures (never fit) first; the residual on the fitted figures second, called in-sample."""
+    text = F.published(Sweep(seed_sweep)).text
+    assert text.startswith("Against ") and "validation figures, never fit, the model's median |error| is" in text
+    never_fit, in_sample = text.split("; on the ")
+    assert "published figures the profile was fit to (in-sample, not a test of accuracy) it is" in in_sample
