@@ -37,8 +37,9 @@ from workers.units import PAGE_SIZE, GiB, format_size
 
 from . import layout as ml
 
-# Guest time grows with the namespace: a 16 GiB map=dev bind took 3.3 s under TCG (KERNEL-GUEST.md), so
-# 64 GiB is about 13 s per configuration.
+# A choice, not a kernel rule: it bounds what one guest takes of a small node. Under TCG an 8 GiB map=dev bind
+# spent 177 ms in memmap_init_zone_device() (benchmarks/RESULTS.md), growing with the size; a 64 GiB map=dev
+# memmap writes 1 GiB into the guest's sparse NVDIMM file, and a map=mem one needs 1 GiB of guest RAM.
 MAX_NAMESPACE = 64 * GiB
 KERNEL_ORDER = {"fsdax": lambda align: 0, "devdax": lambda align: (align // PAGE_SIZE).bit_length() - 1}
 
