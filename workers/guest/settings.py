@@ -7,6 +7,7 @@ kernel chunks (sweeps.run.sources), and passes it to every kernel chunk (workers
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -82,6 +83,13 @@ class KernelSettings:
     def identity(self) -> dict:
         """What fixes a kernel row besides the point: the settings, the release and the image's digest."""
         k = self.kernel()
-        digest = hashlib.sha256(k.image.read_bytes()).hexdigest()[:16]
+        st = k.image.stat()
+        digest = _image_digest(str(k.image), st.st_size, st.st_mtime_ns)
         return {**{f.name: getattr(self, f.name) for f in fields(self) if f.name != "boot_timeout_s"},
                 "release": k.release, "image_sha256": digest}
+
+
+@functools.lru_cache(maxsize=8)
+def _image_digest(path: str, size: int, mtime_ns: int) -> str:
+    """An image's sha256 (16 hex digits), read once per file version: chunk ids and the computation ask for it."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
