@@ -30,7 +30,7 @@ from scipy.optimize import least_squares
 from scipy.stats import qmc
 
 from .evaluate import evaluate
-from .model import Figure, FreeParam, Model, points_frame, with_costs
+from .model import Figure, FreeParam, Model, figure_frame, validation_figures, with_costs
 from .exceptions import ProfileError
 from .fitcheck import Identification, identify
 from .profiles import Profile, Quantity
@@ -105,11 +105,6 @@ class Calibration:
     @property
     def disagreeing_starts(self) -> tuple[Start, ...]:
         return tuple(s for s in self.starts if not s.agrees)
-
-
-def figure_frame(model: Model, figures: tuple[Figure, ...] | list[Figure]) -> pl.DataFrame:
-    """The figures' points as a points frame the model can evaluate."""
-    return points_frame(model, (f.params for f in figures))
 
 
 def predict(model: Model, figures, profile: Profile, frame: pl.DataFrame | None = None) -> np.ndarray:
@@ -313,15 +308,6 @@ def _sensitivity(model: Model, figures, profile: Profile, free) -> tuple[Sensiti
                 out.append(Sensitivity(section=section, key=key, value=float(e.value),
                                        max_error_low=worst[0], max_error_high=worst[1]))
     return tuple(out)
-
-
-def validation_figures(model: Model, profile: Profile) -> tuple[Figure, ...]:
-    """The profile's `[[validation]]` figures of this model, as Figures."""
-    return tuple(
-        Figure(id=v["id"], model=model.name, metric=v["metric"], published=float(v["published"]), unit=v["unit"],
-               params=v["params"], source=v["source"] + (f" ({v['note']})" if v.get("note") else ""))
-        for v in profile.validation if v["model"] == model.name
-    )
 
 
 def predict_validation(model: Model, figures, profile: Profile) -> list[FigureResult]:

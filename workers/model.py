@@ -18,7 +18,9 @@ Optional parts, each one frozen object on the model (empty when absent; no `meas
   findings and tables it adds (`plots`: workers.plots; `findings`, `tables`: workers.findings);
 - `calibration` (`Calibration`): the published figures it must reproduce, the profile entries
   calibration may move (`free_params`, and `measured_free_params` for a fit to measured rows), the
-  orders its costs keep on any machine (`cost_orders`);
+  orders its costs keep on any machine (`cost_orders`), and what its answers rest on unchecked
+  (`assumptions`; with the figures' points and the kernel's exact metrics, its evidence domain:
+  workers.evidence);
 - `measurement` (`Measurement`): the user-space analog the measure backend runs (the planner that
   turns points into runs, the metric a measured row fills, how measured figures are named, which
   profile entries take the host's cache sizes); workers.measure reads only that declaration;
@@ -250,6 +252,22 @@ class Report:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class Assumption:
+    """Something a model's answers rest on that no figure checks (workers.evidence): a hand-set cost, a
+    cache state, costs taken from another machine. `name` is what a label quotes ("LLC-warm"), `text` one
+    sentence of what is assumed, `where` a "package.module:function" reference (or the function itself):
+    (rows: param_* and metric columns, profile) -> per row, whether the answer depends on it."""
+
+    name: str
+    text: str
+    where: str | Callable[..., object]
+
+    def applies(self, rows: pl.DataFrame, profile: Profile):
+        """Per row, whether the assumption applies (a boolean Series or array)."""
+        return _resolve(self.where)(rows, profile)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class Calibration:
     """What calibration (workers.calibrate, `memsweep calibrate`) reads of a model (optional part
     `Model.calibration`).
@@ -259,12 +277,13 @@ class Calibration:
     `measured_free_params`: what a fit to measured rows frees (those span sizes and shapes the published
     figures do not, so they can pin costs the figures leave at assumed values); None: `free_params`.
     `cost_orders`: orders the model's own section's costs keep on any machine; a fit that breaks one is
-    not saved."""
+    not saved. `assumptions`: what its answers may rest on unchecked, and where (workers.evidence)."""
 
     figures: tuple[Figure, ...] = ()
     free_params: tuple[FreeParam, ...] = ()
     measured_free_params: tuple[FreeParam, ...] | None = None
     cost_orders: tuple[CostOrder, ...] = ()
+    assumptions: tuple[Assumption, ...] = ()
 
     @property
     def free_for_measured(self) -> tuple[FreeParam, ...]:
@@ -348,6 +367,20 @@ def points_frame(model: Model, rows) -> pl.DataFrame:
         a.column: pl.Series(a.column, [a.canonical(r.get(a.name, a.default)) for r in rows], dtype=a.dtype)
         for a in model.axes
     })
+
+
+def figure_frame(model: Model, figures) -> pl.DataFrame:
+    """The figures' points as a points frame the model can evaluate."""
+    return points_frame(model, (f.params for f in figures))
+
+
+def validation_figures(model: Model, profile: Profile) -> tuple[Figure, ...]:
+    """The profile's `[[validation]]` figures of this model, as Figures."""
+    return tuple(
+        Figure(id=v["id"], model=model.name, metric=v["metric"], published=float(v["published"]), unit=v["unit"],
+               params=v["params"], source=v["source"] + (f" ({v['note']})" if v.get("note") else ""))
+        for v in profile.validation if v["model"] == model.name
+    )
 
 
 def status_columns(infeasible_reason: pl.Expr) -> list[pl.Expr]:
