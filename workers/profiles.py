@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Mapping
 
@@ -49,6 +49,10 @@ class Profile:
     description: str
     sections: dict[str, dict[str, Quantity | str]] = field(default_factory=dict)
     validation: tuple[dict, ...] = ()
+    # A profile built on a `base`: the base's name and the (section, key) entries it sets itself, which
+    # make its answers what-ifs of the base's fitted costs (workers.evidence). Not part of the digest.
+    base: str = ""
+    overrides: frozenset[tuple[str, str]] = frozenset()
 
     def value(self, section: str, key: str) -> float:
         """The number at section.key; ProfileError naming the key if it is missing."""
@@ -73,7 +77,7 @@ class Profile:
             return self
         sections = {s: dict(e) for s, e in self.sections.items()}
         sections[section] = {**missing, **have}
-        return Profile(name=self.name, description=self.description, sections=sections, validation=self.validation)
+        return replace(self, sections=sections)
 
     def with_values(self, updates: dict[tuple[str, str], float], *, source: str, note: str = "") -> Profile:
         """A copy with the given (section, key) values replaced and their source set."""
@@ -82,7 +86,7 @@ class Profile:
             old = sections[section][key]
             sections[section][key] = Quantity(value=float(v), unit=old.unit, source=source, note=note or old.note,
                                               bounds=old.bounds)
-        return Profile(name=self.name, description=self.description, sections=sections, validation=self.validation)
+        return replace(self, sections=sections)
 
     def bounds(self, section: str, key: str) -> tuple[float, float] | None:
         entry = self.sections.get(section, {}).get(key)
@@ -161,7 +165,15 @@ def _inherit(base: Profile, own: Profile) -> Profile:
     for s, entries in own.sections.items():
         sections.setdefault(s, {}).update(entries)
     # Validation figures are not inherited: they were measured on the machines the base profile describes.
-    return Profile(name=own.name, description=own.description, sections=sections, validation=own.validation)
+    overrides = frozenset((s, k) for s, entries in own.sections.items() for k, e in entries.items()
+                          if isinstance(e, Quantity) and _value_of(base, s, k) != e.value)
+    return Profile(name=own.name, description=own.description, sections=sections, validation=own.validation,
+                   base=base.name, overrides=overrides)
+
+
+def _value_of(profile: Profile, section: str, key: str) -> object:
+    entry = profile.sections.get(section, {}).get(key)
+    return entry.value if isinstance(entry, Quantity) else None
 
 
 def profile_from_dict(data: dict, *, origin: str = "<dict>") -> Profile:
