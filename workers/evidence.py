@@ -1,0 +1,187 @@
+"""What a model's answer rests on: one label per row, derived from what the model declares.
+
+A model declares its evidence domain once, in its contract: the points of its fit figures
+(`calibration.figures`), the metrics a real kernel checks exactly (`kernel.exact`) and the assumptions
+its answers may rest on (`calibration.assumptions`); the profile adds the points of its validation
+figures (`[[validation]]`, never fit). From that, each modeled row gets a label and a note:
+
+- `fit`: the row is the point of a figure the profile's costs were fit to;
+- `validated`: the point of a validation figure (published elsewhere, predicted, never fit);
+- `kernel-checked`: the metric asked about is one the kernel gives and the model must equal (counts,
+  bytes: workers.guest), at a point a guest can bind;
+- `extrapolated`: none of these; the note names each axis whose value no figure has, and how far it
+  lies from the values that have one ("namespace_size 4TiB: 41x the largest with a figure (100GiB)");
+- `assumed`: an assumption applies (the note names it), or the profile was not fit for this model.
+
+A fit or validation point keeps its label whatever else applies: its number was checked against a
+published one. Otherwise `assumed` is the weaker label and wins over `extrapolated`; the note lists
+both. Rows of the measured and kernel sources are observations, not answers: their evidence is null.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import polars as pl
+
+from .model import Figure, Model, figure_frame, validation_figures
+from .profiles import Profile, calibration_status
+
+FIT, VALIDATED, KERNEL_CHECKED, EXTRAPOLATED, ASSUMED = LABELS = (
+    "fit", "validated", "kernel-checked", "extrapolated", "assumed")
+COLUMNS = {"evidence": pl.Utf8, "evidence_note": pl.Utf8}
+_SEP = "; "
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Domain:
+    """Where a model's answers under one profile were checked: the fit and validation points, each axis's
+    values that some figure has, and what makes every answer of the profile an assumption (or "")."""
+
+    fit: frozenset[str]  # point keys (_key) of the fit figures
+    validated: frozenset[str]  # point keys of the validation figures
+    values: dict[str, list]  # param column -> the values the figures have, in order
+    what_if: str  # why no row of this profile rests on the fit, or ""
+    figure_ids: dict[str, str]  # point key -> the first figure's id at it
+
+
+def domain(model: Model, profile: Profile) -> Domain:
+    """The evidence domain of `model` under `profile` (module doc)."""
+    fit, val = model.calibration.figures, validation_figures(model, profile)
+    frames = {use: _keyed(model, figs) for use, figs in (("fit", fit), ("validation", val)) if figs}
+    both = pl.concat(list(frames.values())) if frames else None
+    values = {a.column: ([] if both is None else both[a.column].unique(maintain_order=True).to_list())
+              for a in model.axes}
+    ids = {} if both is None else dict(zip(both["key"].to_list()[::-1], both["id"].to_list()[::-1]))
+    return Domain(fit=frozenset(frames["fit"]["key"]) if "fit" in frames else frozenset(),
+                  validated=frozenset(frames["validation"]["key"]) if "validation" in frames else frozenset(),
+                  values=values, what_if=_what_if(model, profile), figure_ids=ids)
+
+
+def _keyed(model: Model, figures: tuple[Figure, ...]) -> pl.DataFrame:
+    frame = figure_frame(model, figures)
+    return frame.with_columns(_key(model), pl.Series("id", [f.id for f in figures]))
+
+
+def _key(model: Model) -> pl.Expr:
+    """One 64-bit hash per point of its axis values, to match rows against figure points."""
+    return pl.struct([pl.col(a.column).cast(a.dtype) for a in model.axes]).hash(seed=0).alias("key")
+
+
+def _what_if(model: Model, profile: Profile) -> str:
+    """Why the profile's answers for this model are not the fitted ones: its fitted costs are not
+    calibrated, or it changes entries of a fitted base profile. "" when they are."""
+    free = model.calibration.free_params
+    if not free:
+        return ""
+    status = calibration_status(profile, [(p.section, p.key) for p in free])
+    if not status.startswith("calibrated"):
+        return f"profile {profile.name} {status.split(' (')[0].lower()} (what-if)"
+    sections = {model.name} | {p.section for p in free}
+    changed = sorted(f"{s}.{k}" for s, k in profile.overrides if s in sections)
+    if changed:
+        return (f"profile {profile.name}: sets {', '.join(changed)} apart from the costs fit in "
+                f"{profile.base} (what-if)")
+    return ""
+
+
+def label(model: Model, profile: Profile, rows: pl.DataFrame, metric: str | None = None,
+          dom: Domain | None = None) -> pl.DataFrame:
+    """`evidence` and `evidence_note` for each row of `rows` (param_* columns, and the metric columns an
+    assumption reads), the same height and order, for the answer `metric` (default: the headline)."""
+    dom = dom or domain(model, profile)
+    metric = metric or model.headline
+    if rows.height == 0:
+        return pl.DataFrame(schema=COLUMNS)
+    if model.kernel is not None and metric in model.kernel.exact:
+        # a count or a size the kernel's own arithmetic gives: no cost, so no fit, cache state or machine
+        return pl.DataFrame({"evidence": [KERNEL_CHECKED] * rows.height, "evidence_note": [
+            f"{metric.removeprefix('metric_')}: the kernel's own arithmetic, equal to a guest's on every "
+            f"namespace one bound (memsweep run kernel)"] * rows.height})
+    keys = rows.select(_key(model)).to_series()
+    parts = pl.DataFrame({
+        "fit": keys.is_in(list(dom.fit)), "validated": keys.is_in(list(dom.validated)),
+        "id": keys.replace_strict(dom.figure_ids, default=None, return_dtype=pl.Utf8),
+        "axes": _axis_notes(model, rows, dom),
+        "assumed": _assumed(model, profile, rows, dom),
+    })
+    # a fit or validation point's number was checked against a published one, unless the profile is a what-if
+    fit, validated = (pl.col(c) & pl.lit(not dom.what_if) for c in ("fit", "validated"))
+    where = pl.when(pl.col("fit") | pl.col("validated")).then(pl.lit("at the point of ") + pl.col("id")) \
+        .otherwise(pl.col("axes"))
+    return parts.select(
+        pl.when(fit).then(pl.lit(FIT))
+        .when(validated).then(pl.lit(VALIDATED))
+        .when(pl.col("assumed").is_not_null()).then(pl.lit(ASSUMED))
+        .otherwise(pl.lit(EXTRAPOLATED)).alias("evidence"),
+        pl.when(fit).then(pl.lit("fit to ") + pl.col("id"))
+        .when(validated).then(pl.lit("validated by ") + pl.col("id"))
+        .otherwise(pl.concat_str([where, pl.lit("assumed: ") + pl.col("assumed")], separator=_SEP,
+                                 ignore_nulls=True)).alias("evidence_note"),
+    )
+
+
+def _assumed(model: Model, profile: Profile, rows: pl.DataFrame, dom: Domain) -> pl.Series:
+    """Per row, the assumptions that apply (their names, joined), null where none does."""
+    texts = [pl.lit(dom.what_if)] if dom.what_if else []
+    for a in model.calibration.assumptions:
+        applies = pl.Series(a.applies(rows, profile), dtype=pl.Boolean).fill_null(False)
+        texts.append(pl.when(pl.lit(applies)).then(pl.lit(a.name)))
+    if not texts:
+        return pl.Series("assumed", [None] * rows.height, dtype=pl.Utf8)
+    joined = pl.select(pl.concat_str(texts, separator=_SEP, ignore_nulls=True).alias("assumed")).to_series()
+    if joined.len() == 1:
+        joined = pl.Series("assumed", [joined[0]] * rows.height, dtype=pl.Utf8)
+    return joined.replace("", None)
+
+
+def _axis_notes(model: Model, rows: pl.DataFrame, dom: Domain) -> pl.Series:
+    """Per row, the axes whose value no figure has, each with how far it is from those that have one;
+    "a combination ... no single figure has" when every value has one but the point is none of the figures'.
+    Each axis's notes are numbered, the numbers combined into one code per row, and the text is built once
+    per distinct code (a sweep has few)."""
+    if not dom.fit and not dom.validated:
+        return pl.Series("axes", [f"{model.name} has no published figure of its own"] * rows.height)
+    code, radix, texts = pl.lit(0, dtype=pl.Int64), 1, []
+    for a in model.axes:
+        if a.column not in rows.columns:
+            continue
+        have = dom.values[a.column]
+        notes = [_far(a, v, have) for v in rows[a.column].unique().to_list() if v not in have]
+        if not notes:
+            continue
+        values = [v for v in rows[a.column].unique().to_list() if v not in have]
+        number = {v: i + 1 for i, v in enumerate(values) if v is not None}
+        axis_code = pl.col(a.column).replace_strict(number, default=0, return_dtype=pl.Int64) if number \
+            else pl.lit(0, dtype=pl.Int64)
+        if None in values:  # "auto", "all": a null param
+            axis_code = pl.when(pl.col(a.column).is_null()).then(values.index(None) + 1).otherwise(axis_code)
+        code = code + axis_code * radix
+        texts.append((radix, len(values) + 1, notes))
+        radix *= len(values) + 1
+    codes = rows.select(code.alias("code"))["code"] if texts else pl.Series("code", [0] * rows.height)
+
+    def text(c: int) -> str:
+        parts = [notes[(c // r) % n - 1] for r, n, notes in texts if (c // r) % n]
+        return _SEP.join(parts) or "a combination of values no single figure has"
+
+    return codes.replace_strict({c: text(c) for c in codes.unique().to_list()}, return_dtype=pl.Utf8).alias("axes")
+
+
+def _far(axis, value, have: list) -> str:
+    """How far `value` of `axis` is from the values some figure has."""
+    name, text = axis.name, axis.label(value)
+    numbers = [v for v in have if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    if axis.kind in ("size", "extent", "int", "float", "order") and numbers and min(numbers) > 0 \
+            and isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
+        lo, hi = min(numbers), max(numbers)
+        if value > hi:
+            return f"{name} {text}: {_times(value / hi)} the largest with a figure ({axis.label(hi)})"
+        if value < lo:
+            return f"{name} {text}: 1/{_times(lo / value)[:-1]} of the smallest with a figure ({axis.label(lo)})"
+        return f"{name} {text}: between values with figures ({axis.label(lo)} .. {axis.label(hi)})"
+    return f"{name} {text}: no figure (figures at {', '.join(axis.label(v) for v in have)})"
+
+
+def _times(x: float) -> str:
+    return f"{x:.0f}x" if x >= 10 else f"{x:.1f}x"
