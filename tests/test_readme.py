@@ -24,11 +24,10 @@ def test_quick_start_is_two_commands_and_ci_runs_the_test_one():
 def test_schema_table_names_every_column_a_part_holds():
     """Every column the task writes is documented, in the order the parts hold them."""
     from sweeps.dataset.schema import rows
-    from workers.dataset import IDENTITY_COLUMNS, PROVENANCE_COLUMNS
+    from workers.dataset import EVIDENCE_COLUMNS, IDENTITY_COLUMNS, PROVENANCE_COLUMNS
     from workers.measure.measure import MEASURE_COLUMNS
 
     documented = [r[0] for r in rows()]
     assert documented[: len(IDENTITY_COLUMNS)] == list(IDENTITY_COLUMNS)
-    assert documented[-len(PROVENANCE_COLUMNS):] == list(PROVENANCE_COLUMNS)
-    measure = list(MEASURE_COLUMNS)
-    assert documented[-len(PROVENANCE_COLUMNS) - len(measure):-len(PROVENANCE_COLUMNS)] == measure
+    tail = [*MEASURE_COLUMNS, *EVIDENCE_COLUMNS, *PROVENANCE_COLUMNS]
+    assert documented[-len(tail):] == tail

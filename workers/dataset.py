@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-SCHEMA_VERSION = "4"
+SCHEMA_VERSION = "5"
 # Schema history:
 #   1: identity, param_*, metric_*, env_* columns; key-value metadata memsweep.*
 #   2: `source` ("model" | "measured") among the identity columns; measure_* columns after the
@@ -30,6 +30,7 @@ SCHEMA_VERSION = "4"
 #      _lease.json, _report/) so pyarrow.dataset opens the folder; host facts as integer columns
 #      env_l1d_bytes, env_l2_bytes, env_l3_bytes, env_tlb_4k_entries
 #   4: `source` "kernel" (the real kernel path in a guest); env_guest_kernel, env_guest_cmdline, env_accel
+#   5: `evidence` and `evidence_note` (what a modeled row's answer rests on, workers.evidence) after measure_*
 
 MANIFEST = "_manifest.json"
 SPEC_FILE = "_spec.toml"
@@ -111,6 +112,12 @@ MEASURE = (
     ("measure_median", pl.Float64, "as the headline metric", "measured rows: the median sample (the value in the metric column)"),
     ("measure_huge_pages", pl.Boolean, "", "measured rows that map memory: whether the mapping got 2 MiB pages (AnonHugePages)"),
 )
+EVIDENCE = (
+    ("evidence", pl.Utf8, "", "modeled rows: what the headline rests on, `fit`, `validated`, `kernel-checked`, "
+     "`extrapolated` or `assumed` (workers.evidence; null on measured and kernel rows, which are observations)"),
+    ("evidence_note", pl.Utf8, "", "modeled rows: the figure it was fit to or validated by, each axis whose value "
+     "no figure has and how far, and the assumptions it rests on"),
+)
 PROVENANCE = (
     ("env_host", pl.Utf8, "", "host name of the worker that computed the row"),
     ("env_cpu_model", pl.Utf8, "", "its CPU model (/proc/cpuinfo)"),
@@ -132,9 +139,10 @@ PROVENANCE = (
 GUEST_COLUMNS = ("env_guest_kernel", "env_guest_cmdline", "env_accel")  # filled by the kernel row source
 IDENTITY_COLUMNS = tuple(c[0] for c in IDENTITY)
 MEASURE_COLUMNS = tuple(c[0] for c in MEASURE)
+EVIDENCE_COLUMNS = tuple(c[0] for c in EVIDENCE)
 PROVENANCE_COLUMNS = tuple(c[0] for c in PROVENANCE)
-DTYPES = {c[0]: c[1] for c in (*IDENTITY, *MEASURE, *PROVENANCE)}
-_UNITS = {c[0]: c[2] for c in (*IDENTITY, *MEASURE, *PROVENANCE)}
+DTYPES = {c[0]: c[1] for c in (*IDENTITY, *MEASURE, *EVIDENCE, *PROVENANCE)}
+_UNITS = {c[0]: c[2] for c in (*IDENTITY, *MEASURE, *EVIDENCE, *PROVENANCE)}
 # Unit tokens of metric names (STYLE: units live in names) and the unit each stands for.
 UNIT_TOKENS = {"ns": "ns", "us": "µs", "ms": "ms", "s": "s", "bytes": "bytes", "gbs": "GB/s",
                "fraction": "fraction", "rate": "fraction"}

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from workers.dataset import IDENTITY, MEASURE, PROVENANCE, SCHEMA_VERSION
+from workers.dataset import EVIDENCE, IDENTITY, MEASURE, PROVENANCE, SCHEMA_VERSION
 from workers.registry import shipped_models
 
 
@@ -36,7 +36,7 @@ def rows() -> list[tuple[str, str, str, str, str]]:
         out.append((col, t, u, ", ".join(ms), doc))
     for col, (t, u, ms, doc) in metrics.items():
         out.append((col, t, u, ", ".join(ms), doc))
-    out += [(c, _dtype(t), u, "all", d) for c, t, u, d in (*MEASURE, *PROVENANCE)]
+    out += [(c, _dtype(t), u, "all", d) for c, t, u, d in (*MEASURE, *EVIDENCE, *PROVENANCE)]
     return out
 
 

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Callable
 
 import polars as pl
 
-from workers import evaluate, get_model
+from workers import evaluate, evidence, get_model
 from workers.dataset import GUEST_COLUMNS
 from workers.evaluate import error_rows
 from workers.guest.rows import kernel_rows
@@ -59,7 +59,7 @@ class Backend:
     chunk_points: Callable[[SweepSpec, str], int]  # points per chunk of a model, unless the spec sets them
     digest_inputs: Callable[[SweepSpec], dict]  # what fixes its rows besides model, profile and grid
     # The compute step: points (param_* columns) in; the params, status, reason, the model's metrics,
-    # MEASURE_COLUMNS and GUEST_COLUMNS out, one row per point; a failure becomes rows with status "error".
+    # MEASURE_COLUMNS, the evidence columns and GUEST_COLUMNS out, one row per point; a failure becomes rows with status "error".
     rows: Callable[[Model, pl.DataFrame, Profile, SourceSettings], pl.DataFrame]
     # Where its chunks run (the driver maps it to a pool of Ray tasks or actors): SHARED, any free CPU; or
     # NODE_ALONE, one chunk at a time on each node, nothing else of ours beside it.
@@ -84,9 +84,11 @@ GUEST_DTYPES = {c: pl.Utf8 for c in GUEST_COLUMNS}
 
 
 def model_rows(model: Model, params: pl.DataFrame, profile: Profile, settings: SourceSettings) -> pl.DataFrame:
-    """The model's evaluation of the points (workers.evaluate: an exception gives error rows), measure_* and
-    the guest's columns null."""
-    return evaluate(model, params, profile).with_columns(_nulls({**MEASURE_COLUMNS, **GUEST_DTYPES}))
+    """The model's evaluation of the points (workers.evaluate: an exception gives error rows) with what each
+    answer rests on (workers.evidence), measure_* and the guest's columns null."""
+    rows = evaluate(model, params, profile)
+    return pl.concat([rows, evidence.label(model, profile, rows)], how="horizontal").with_columns(
+        _nulls({**MEASURE_COLUMNS, **GUEST_DTYPES}))
 
 
 def measured_digest_inputs(spec: SweepSpec) -> dict:
@@ -100,7 +102,7 @@ def measured_rows(model: Model, params: pl.DataFrame, profile: Profile, settings
         out = measure(model, params, profile, settings.measure)
     except Exception as e:  # noqa: BLE001 - a broken measurement must not lose the chunk
         out = error_rows(model, params.height, e, MEASURE_COLUMNS)
-    return pl.concat([params, out], how="horizontal").with_columns(_nulls(GUEST_DTYPES))
+    return pl.concat([params, out], how="horizontal").with_columns(_nulls({**GUEST_DTYPES, **evidence.COLUMNS}))
 
 
 def kernel_digest_inputs(spec: SweepSpec) -> dict:
@@ -116,8 +118,8 @@ def guest_rows(model: Model, params: pl.DataFrame, profile: Profile, settings: S
         out = error_rows(model, params.height, e, GUEST_DTYPES)
     guest = out.select(*GUEST_COLUMNS)
     return pl.concat([params, out.drop(*GUEST_COLUMNS), guest], how="horizontal").with_columns(
-        _nulls(MEASURE_COLUMNS)).select(*params.columns, "status", "reason", *model.metric_dtypes,
-                                        *MEASURE_COLUMNS, *GUEST_COLUMNS)
+        _nulls({**MEASURE_COLUMNS, **evidence.COLUMNS})).select(*params.columns, "status", "reason", *model.metric_dtypes,
+                                        *MEASURE_COLUMNS, *evidence.COLUMNS, *GUEST_COLUMNS)
 
 
 BACKENDS: dict[str, Backend] = {

@@ -17,7 +17,8 @@ from sweeps.dataset.store import write_part
 from sweeps.spec.grid import Grid, decode, grid_for
 from sweeps.spec.load import SweepSpec
 from workers import get_model, load_plugins
-from workers.dataset import DTYPES, IDENTITY_COLUMNS, PART_COMPUTATION, PROVENANCE_COLUMNS, SCHEMA_VERSION
+from workers.dataset import (DTYPES, EVIDENCE_COLUMNS, IDENTITY_COLUMNS, PART_COMPUTATION, PROVENANCE_COLUMNS,
+                             SCHEMA_VERSION)
 from workers.exceptions import StoreIOError
 from workers.folder import Location
 from workers.measure.measure import MEASURE_COLUMNS
@@ -53,7 +54,8 @@ class TaskConfig:
 
 
 def chunk_frame(cfg: TaskConfig, chunk: Chunk, node_id: str) -> pl.DataFrame:
-    """The rows of one chunk in dataset column order (identity, params, metrics, measure_*, provenance)."""
+    """The rows of one chunk in dataset column order (identity, params, metrics, measure_*, evidence,
+    provenance)."""
     load_plugins(cfg.plugins)
     model = get_model(chunk.model)
     points = decode(cfg.grids[chunk.model], chunk.start, chunk.stop)
@@ -71,7 +73,7 @@ def chunk_frame(cfg: TaskConfig, chunk: Chunk, node_id: str) -> pl.DataFrame:
         *(pl.lit(v, dtype=DTYPES[k]).alias(k) for k, v in prov.items()),
     )
     cols = [c for c in out.columns if c.startswith("param_")] + list(model.metric_dtypes) + list(MEASURE_COLUMNS)
-    return out.select(*IDENTITY_COLUMNS, *cols, *PROVENANCE_COLUMNS)
+    return out.select(*IDENTITY_COLUMNS, *cols, *EVIDENCE_COLUMNS, *PROVENANCE_COLUMNS)
 
 
 def run_chunk(cfg: TaskConfig, chunk: Chunk, node_id: str = "") -> dict:

@@ -74,7 +74,7 @@ def test_run_into_a_schema_2_folder_exits_2_and_touches_nothing(old_sweep, tmp_p
     assert r.returncode == 2, r.stdout + r.stderr
     assert r.stderr.strip().splitlines() == [
         f"memsweep run: error: {old_sweep} holds a sweep written with dataset schema 2; this memsweep writes "
-        "schema 4 and does not mix the two in one folder: rerun with --fresh to replace it, or give another --out."]
+        "schema 5 and does not mix the two in one folder: rerun with --fresh to replace it, or give another --out."]
     assert tree_state(old_sweep) == before
     run(parse_spec(OLD), str(old_sweep.parent), fresh=True, progress=False)
     assert sorted(p.name for p in old_sweep.iterdir()) == [MANIFEST, SPEC_FILE, "model=probe"]
@@ -83,13 +83,13 @@ def test_run_into_a_schema_2_folder_exits_2_and_touches_nothing(old_sweep, tmp_p
 
 def test_check_schema_refuses_older_and_newer_folders(tmp_path):
     """A folder with only schema 1-2's spec, or a manifest of another version, is refused; a new or a
-    schema-4 folder passes."""
+    schema-5 folder passes."""
     folder = tmp_path / "s"
     check_schema(locate(str(folder)))
     folder.mkdir()
-    (folder / MANIFEST).write_text(json.dumps({"schema_version": "4"}))
+    (folder / MANIFEST).write_text(json.dumps({"schema_version": "5"}))
     check_schema(locate(str(folder)))
-    for other in ("3", "5"):
+    for other in ("4", "6"):
         (folder / MANIFEST).write_text(json.dumps({"schema_version": other}))
         with pytest.raises(DatasetError, match=rf"holds a sweep written with dataset schema {other}; .*--fresh"):
             check_schema(locate(str(folder)))

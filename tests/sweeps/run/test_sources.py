@@ -16,7 +16,7 @@ from sweeps.spec.load import SOURCES, parse_spec
 from sweeps.dataset.store import locate
 from sweeps.run.task import TaskConfig, chunk_frame
 from workers import get_model
-from workers.dataset import GUEST_COLUMNS
+from workers.dataset import EVIDENCE_COLUMNS, GUEST_COLUMNS
 from workers.measure.measure import MEASURE_COLUMNS
 from workers.measure.settings import MeasureSettings
 
@@ -143,12 +143,14 @@ def test_a_measure_exception_becomes_error_rows(monkeypatch):
 @pytest.mark.parametrize("source", list(BACKENDS))
 def test_every_backend_gives_the_same_columns(source):
     """Modeled, measured and kernel rows share one schema: params, status, reason, metrics, MEASURE_COLUMNS,
-    GUEST_COLUMNS (the probe declares no kernel check: its kernel rows are infeasible, without a boot)."""
+    the evidence columns, GUEST_COLUMNS (the probe declares no kernel check: its kernel rows are infeasible, without a boot)."""
     spec = parse_spec(BOTH)
     params = decode(grid_for(spec, "probe"), 0, 2).drop("point_id")
     model = get_model("probe")
     settings = SourceSettings(measure=MeasureSettings(repeats=1, warmup=0, span_ms=0))
     out = BACKENDS[source].rows(model, params, spec.profile, settings)
-    assert out.columns == [*params.columns, "status", "reason", *model.metric_dtypes, *MEASURE_COLUMNS,
-                           *GUEST_COLUMNS]
+    assert set(out.columns) == {*params.columns, "status", "reason", *model.metric_dtypes, *MEASURE_COLUMNS,
+                                *EVIDENCE_COLUMNS, *GUEST_COLUMNS}
     assert out.height == 2
+    # what an answer rests on is the model's to say; measured and kernel rows are observations
+    assert out["evidence"].null_count() == (0 if source == "model" else 2)
