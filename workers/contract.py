@@ -332,6 +332,12 @@ def _calibration(model: Model) -> str | None:
                     f"(got {o.lower!r}, {o.higher!r}).")
         if not o.why.strip():
             return f"'calibration.cost_orders' must say why {o.lower} <= {o.higher} (got {o.why!r})."
+    for i, a in enumerate(model.calibration.assumptions):
+        at = f"calibration.assumptions[{i}]"
+        if not a.name.strip() or not a.text.strip():
+            return f"'{at}' must have a name and a text saying what is assumed (got {a.name!r}, {a.text!r})."
+        if isinstance(a.where, str) and not PLANNER_RE.fullmatch(a.where):
+            return f"'{at}.where' must be a function or a 'package.module:function' reference (got {a.where!r})."
     return None
 
 

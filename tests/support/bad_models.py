@@ -9,7 +9,7 @@ import polars as pl
 
 from workers.axes import Axis
 from workers.findings import MIN, Column, Medians, MedianTable, Winner
-from workers.model import Calibration, Comparison, CostOrder, Figure, Measurement, Metric, Model, Report
+from workers.model import Assumption, Calibration, Comparison, CostOrder, Figure, Measurement, Metric, Model, Report
 from workers.plots import BestHeatmap, Cond, Lines, Panels, X, Y
 
 AXIS_X = Axis(name="x", kind="int", unit="", default=0, doc="an integer")
@@ -108,6 +108,7 @@ PLOT_WITH_A_METRIC_PER_PANEL_WITHOUT_SPLIT = reporting(plots=(plot(y=Y({0: "metr
 HEATMAP_WITH_A_SPLIT = reporting(plots=(BestHeatmap(id="good_best", title="best x", caption="x.", grid=("param_x",),
                                                     panels=Panels("param_x")),))
 ORDER_OF_ONE_COST = calibrating(cost_orders=(CostOrder(lower="llc_gbs", higher="llc_gbs", why="made up"),))
+ASSUMPTION_WITHOUT_TEXT = calibrating(assumptions=(Assumption(name="warm", text=" ", where=lambda rows, p: True),))
 # Declarations of the optional parts set on the model itself, as models did before the parts existed.
 PLOTS_ON_THE_MODEL = variant(plots=(plot(),))
 FIGURES_AS_A_METHOD = variant(figures=lambda self: (figure(),))

@@ -114,6 +114,8 @@ RULES = [
      "'report.plots\\['good_best'\\].panels' of a BestHeatmap takes facets, not a split \\(got split 'param_x'\\)"),
     (ep("ORDER_OF_ONE_COST"),
      "'calibration.cost_orders' must name two different cost keys, each .* \\(got 'llc_gbs', 'llc_gbs'\\)"),
+    (ep("ASSUMPTION_WITHOUT_TEXT"),
+     "'calibration.assumptions\\[0\\]' must have a name and a text saying what is assumed \\(got 'warm', ' '\\)"),
     (ep("PLOTS_ON_THE_MODEL"),
      "'plots' must be declared in the model's 'report' \\(workers.model.Report\\(plots=...\\)\\), not on the model "
      "itself \\(got a 'plots' attribute of Variant\\)"),
