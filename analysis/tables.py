@@ -20,6 +20,7 @@ import polars as pl
 from workers.dataset import unit_of
 from workers.units import binary_size
 
+from . import evidence
 from .exceptions import AnalysisError
 from .metrics import categorical, headline_metric, higher_is_better, ok
 from .read import DEFAULT, SOURCE, ModelRows, Sweep
@@ -105,6 +106,19 @@ def text_table(sweep_dir: str, *, model: str, rows: str, cols: str, metric: str 
     return f"{table}\n\nprofile {sweep.profile_status()}"
 
 
+def _evidence(rows: ModelRows, rows_ok: pl.LazyFrame, keys: list[str], mcol: str) -> tuple[pl.LazyFrame | None, list[str]]:
+    """Per cell (`keys`), the mark of the weakest label of its modeled rows; and the lines under the
+    tables: the legend and what the extrapolated and assumed cells rest on."""
+    label = evidence.label_expr(rows, mcol)
+    if label is None:
+        return None, ["evidence: not recorded in this sweep (dataset schema 4; rerun to get it)"]
+    marks = rows_ok.group_by(keys).agg(evidence.weakest(label).alias("_evidence"))
+    ev = evidence.summarize(rows, rows_ok, mcol)
+    if not ev.counts:
+        return marks, []
+    return marks, [evidence.LEGEND, f"modeled cells' rows: {ev.text()}", *evidence.note_lines(ev)]
+
+
 def _table(rows: ModelRows, rcol: str, ccol: str, mcol: str) -> str:
     """rcol x ccol of `mcol`, one block per combination of the other varying axes (and of the source)."""
     name = f"{rows.sweep.name}: {rows.name} {mcol.removeprefix('metric_')}"
@@ -124,6 +138,10 @@ def _table(rows: ModelRows, rcol: str, ccol: str, mcol: str) -> str:
         title = f"{name}, median over ok rows per cell"
     if cells.height == 0:
         return f"{title}\n(no ok rows with a value of {mcol})"
+    keys = [*others, rcol, ccol]
+    marks, lines = _evidence(rows, rows_ok, keys, mcol)
+    cells = cells.join(marks.collect(), on=keys, how="left", nulls_equal=True) if marks is not None \
+        else cells.with_columns(pl.lit(None, dtype=pl.Utf8).alias("_evidence"))
     blocks = cells.select(others).unique().sort(others, nulls_last=True).rows() if others else [()]
     out = [title + ("" if cat else " (lower is better)" if not higher else " (higher is better)")]
     for key in blocks[:MAX_BLOCKS]:
@@ -136,6 +154,8 @@ def _table(rows: ModelRows, rcol: str, ccol: str, mcol: str) -> str:
     if len(blocks) > MAX_BLOCKS:
         names = ", ".join(c.removeprefix("param_") for c in others)
         out.append(f"\n({len(blocks) - MAX_BLOCKS} more combinations of {names} not shown)")
+    if lines:
+        out.append("\n" + "\n".join(lines))
     return "\n".join(out)
 
 
@@ -155,6 +175,7 @@ def _block(rows: ModelRows, part: pl.DataFrame, rcol: str, ccol: str, mcol: str,
            unit: str, higher: bool | None) -> str:
     """One table of the cells; `higher` None (a categorical metric): no improvement columns."""
     grid = {(r, c): v for r, c, v in part.select(rcol, ccol, mcol).iter_rows()}
+    marks = {(r, c): evidence.MARK.get(e, "") for r, c, e in part.select(rcol, ccol, "_evidence").iter_rows()}
     rvals, cvals = _sorted(part[rcol].unique().to_list()), _sorted(part[ccol].unique().to_list())
     cheads = [rows.label(ccol, c) for c in cvals]
     if higher is None:
@@ -168,7 +189,8 @@ def _block(rows: ModelRows, part: pl.DataFrame, rcol: str, ccol: str, mcol: str,
     for r in rvals:
         vals = [grid.get((r, c)) for c in cvals]
         imps = [improvement(vals[0], v, higher) for v in vals[1:]] if len(cvals) > 1 and extra else []
-        body.append([rows.label(rcol, r), *(format_value(v, unit) for v in vals), *imps])
+        cells = [f"{format_value(v, unit)} {marks.get((r, c), '')}".rstrip() for v, c in zip(vals, cvals)]
+        body.append([rows.label(rcol, r), *cells, *imps])
     if len(cvals) < 2:
         header = header[:2]
     return render(header, body)

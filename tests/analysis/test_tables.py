@@ -84,7 +84,8 @@ def test_seed_sweep_gives_both_rfc_tables(seed_sweep):
         assert header == ["working_set", "PTE", "(order", "0)", "PMD", "(order", "9)", "Improvement"]
         assert [b.split()[0] for b in body] == sizes
         for b in body:
-            m = re.match(rf"\S+\s+([\d.]+) {unit}\s+([\d.]+) {unit}\s+([\d.]+)%$", b)
+            # every cell is the point of a published figure the profile was fit to: marked F
+            m = re.match(rf"\S+\s+([\d.]+) {unit} F\s+([\d.]+) {unit} F\s+([\d.]+)%$", b)
             assert m, b
             pte, pmd, imp = map(float, m.groups())
             assert pmd < pte and imp == pytest.approx(100 * (pte - pmd) / pte, abs=0.06)
@@ -116,7 +117,7 @@ def test_higher_is_better_metrics_improve_upwards(tmp_path):
                        "status": "ok", "metric_gbs": [4.0, 6.0]})
     out = text_table(write_sweep(tmp_path, "bw", {"copy": df}), model="copy", rows="struct_page_size",
                      cols="strategy", metric="gbs")
-    assert "higher is better" in out and out.splitlines()[-3].split()[-1] == "50.0%"
+    assert "higher is better" in out and next(l for l in out.splitlines() if l.startswith("64")).split()[-1] == "50.0%"
     assert out.splitlines()[-1].startswith("profile seed: ")  # the profile and its calibration status, last
 
 
@@ -147,7 +148,7 @@ def test_a_string_metric_is_tabulated_as_its_most_common_value(tmp_path, capsys)
     out = capsys.readouterr().out
     assert out.startswith("dom: memmap dominant, most common value over ok rows per cell (with its share of the "
                           "cell's rows when they differ)\n")
-    assert out.splitlines()[1:-2] == ["namespace_size    slow            template",
+    assert out.splitlines()[1:5] == ["namespace_size    slow            template",
                                     "--------------    ----            --------",
                                     "1GiB              memory (67%)    compute",
                                     "2GiB              memory          memory"]

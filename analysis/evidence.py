@@ -1,0 +1,129 @@
+"""What the answers in a sweep rest on (workers.evidence labels), as the report, `table` and `compare` show it.
+
+A modeled row's label is stored in the dataset (`evidence`, `evidence_note`: schema 5) for its headline;
+a metric the kernel gives exactly (memmap's counts and bytes) is `kernel-checked` wherever it is asked.
+A cell or a group of rows rests on its weakest row: fit < validated < kernel-checked < extrapolated <
+assumed. Rows of the measured and kernel sources are observations and carry no label.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import polars as pl
+
+from workers.evidence import ASSUMED, AT_FIGURE, EXTRAPOLATED, KERNEL_CHECKED, LABELS
+
+from .read import MODELED, ModelRows
+
+RANK = {label: i for i, label in enumerate(LABELS)}
+MARK = {label: label[0].upper() for label in LABELS}  # F, V, K, E, A: one letter per label in tables
+LEGEND = ("evidence marks (a cell's weakest row): F fit, V validated, K kernel-checked, E extrapolated, "
+          "A assumed")
+FRAGMENTS = 8  # notes listed under a table
+
+
+def _checked(rows: ModelRows, metric: str) -> bool:
+    """Whether `metric` is one the kernel gives and the model must equal (KernelCheck.exact)."""
+    model = rows.model
+    return model is not None and model.kernel is not None and metric in model.kernel.exact
+
+
+def label_expr(rows: ModelRows, metric: str) -> pl.Expr | None:
+    """Per row, the label of its answer for `metric`; None when the sweep does not record evidence (a
+    schema-4 folder)."""
+    if "evidence" not in rows.schema():
+        return None
+    return pl.when(pl.col("evidence").is_not_null()).then(pl.lit(KERNEL_CHECKED)) if _checked(rows, metric) \
+        else pl.col("evidence")
+
+
+def row_label(rows: ModelRows, source: str | None, metric: str) -> pl.Expr:
+    """label_expr for rows of `source`, a null string where there is none (observations, schema 4)."""
+    label = label_expr(rows, metric) if source in (None, MODELED) else None
+    return pl.lit(None, dtype=pl.Utf8) if label is None else label
+
+
+def pair_marks(listed: pl.DataFrame) -> dict[str, list[str]]:
+    """A compare listing's evidence column, {"Evidence": ["F/E", ...]}: A's mark / B's mark, "-" for a side
+    that is an observation (measured or kernel rows); {} when neither side has a label."""
+    pairs = listed.select("a_evidence", "b_evidence").rows()
+    if all(a is None and b is None for a, b in pairs):
+        return {}
+    return {"Evidence": [f"{MARK.get(a, '-')}/{MARK.get(b, '-')}" for a, b in pairs]}
+
+
+def weakest(expr: pl.Expr) -> pl.Expr:
+    """An aggregation: the weakest label among a group's rows (null when none has one)."""
+    rank = expr.replace_strict(RANK, default=None, return_dtype=pl.Int64).max()
+    return rank.replace_strict(dict(enumerate(LABELS)), default=None, return_dtype=pl.Utf8)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Evidence:
+    """What a set of modeled rows rests on: rows per label (strongest first) and the distinct notes of
+    the extrapolated and assumed ones (each axis or assumption once, most rows first)."""
+
+    counts: tuple[tuple[str, int], ...] = ()
+    notes: tuple[str, ...] = ()
+
+    @property
+    def rows(self) -> int:
+        return sum(n for _, n in self.counts)
+
+    def text(self) -> str:
+        """"2,480 extrapolated, 8 fit" (strongest label first); "" when nothing is labelled."""
+        return ", ".join(f"{n:,} {label}" for label, n in self.counts)
+
+    @property
+    def weakest(self) -> str | None:
+        return self.counts[-1][0] if self.counts else None
+
+
+def summarize(rows: ModelRows, lf: pl.LazyFrame, metric: str) -> Evidence:
+    """The evidence of the rows of `lf` (rows of one model, already filtered) for `metric`."""
+    label = label_expr(rows, metric)
+    if label is None:
+        return Evidence(counts=(), notes=())
+    note = pl.lit(None, dtype=pl.Utf8) if _checked(rows, metric) else pl.col("evidence_note")
+    value = pl.col(metric).is_not_null() if metric in rows.schema() else pl.lit(True)
+    labelled = lf.filter(value).select(label.alias("label"), note.alias("note")).filter(pl.col("label").is_not_null())
+    counts, notes = pl.collect_all([
+        labelled.group_by("label").agg(pl.len().alias("n")),
+        labelled.filter(pl.col("label").is_in([EXTRAPOLATED, ASSUMED])).group_by("note").agg(pl.len().alias("n")),
+    ])
+    ordered = tuple(sorted(((lab, int(n)) for lab, n in counts.iter_rows()), key=lambda c: RANK[c[0]]))
+    return Evidence(counts=ordered, notes=_fragments(notes))
+
+
+def _fragments(notes: pl.DataFrame) -> tuple[str, ...]:
+    """Each "; "-separated part of the notes once, by the rows it covers (most first)."""
+    covered: dict[str, int] = {}
+    for note, n in notes.iter_rows():
+        for part in (note or "").split("; "):
+            if part and not part.startswith(AT_FIGURE):  # a what-if at a figure's point: the count says it
+                covered[part] = covered.get(part, 0) + n
+    return tuple(p for p, _ in sorted(covered.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def note_lines(ev: Evidence, limit: int = FRAGMENTS) -> list[str]:
+    """The lines under a table: what its extrapolated and assumed answers rest on."""
+    if not ev.notes:
+        return []
+    first = f" (the first {limit} of {len(ev.notes)}, by rows)" if len(ev.notes) > limit else ""
+    return [f"extrapolated and assumed answers rest on{first}:", *(f"  {n}" for n in ev.notes[:limit])]
+
+
+def sentence(ev: Evidence) -> str:
+    """One line for a finding: "Rests on 2,480 extrapolated rows (namespace_size, align), 300 assumed (LLC-warm
+    struct pages (copy.warm_llc)) and 8 fit." The axes and assumptions named are those of the notes."""
+    if not ev.counts:
+        return ""
+    axes = list(dict.fromkeys(n.split(" ", 1)[0] for n in ev.notes
+                              if not n.startswith(("assumed: ", "a combination", "profile")) and " " in n))
+    assumed = [n.removeprefix("assumed: ") for n in ev.notes if n.startswith("assumed: ")]
+    what = {EXTRAPOLATED: f" (along {', '.join(axes)})" if axes else "",
+            ASSUMED: f" ({'; '.join(assumed)})" if assumed else ""}
+    parts = [f"{n:,} {label}{what.get(label, '')}" for label, n in reversed(ev.counts)]
+    body = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+    return f"Evidence: its {ev.rows:,} rows are {body}."
