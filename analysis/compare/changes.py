@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from analysis import evidence
 from analysis.metrics import ok
 from analysis.read import ModelRows
 from analysis.report.overview import Table
@@ -25,7 +26,8 @@ FIRST = 10  # changed rows listed
 def side(rows: ModelRows, source: str, metric: str, tag: str, params: list[str]) -> pl.LazyFrame:
     """point_id, the params and the value as text (booleans as true / false)."""
     v = pl.col(metric).cast(pl.Utf8)
-    return ok(rows.scan(source)).filter(v.is_not_null()).select("point_id", *params, v.alias(tag))
+    return ok(rows.scan(source)).filter(v.is_not_null()).select(
+        "point_id", *params, v.alias(tag), evidence.row_label(rows, source, metric).alias(f"{tag}_evidence"))
 
 
 def verdict() -> pl.Expr:
@@ -57,7 +59,8 @@ def tables(rows: ModelRows, j: pl.LazyFrame, view: View, by: tuple[str, ...] | N
         merged(changed_rows, view).sort([*view.shown, "point_id"], nulls_last=True).head(FIRST)])
     data = {c.removeprefix("param_"): [rows.label(c, v) for v in moves[c].to_list()] for c in keys}
     data |= {"A": moves["a"].to_list(), "B": moves["b"].to_list(), "points": [f"{v:,}" for v in moves["n"]]}
-    listed = cells(rows, first, view) | {"A": first["a"].to_list(), "B": first["b"].to_list()}
+    listed = cells(rows, first, view) | {"A": first["a"].to_list(), "B": first["b"].to_list(),
+                                         **evidence.pair_marks(first)}
     grouped = f" by {', '.join(c.removeprefix('param_') for c in keys)}" if keys else ""
     shown = (Table(title=f"the changes (A -> B){grouped}", caption="", frame=_text(data)),
              Table(title=f"the first {first.height} changed rows", caption="", frame=_text(listed)))

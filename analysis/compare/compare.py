@@ -24,6 +24,8 @@ from dataclasses import dataclass
 
 import polars as pl
 
+from analysis import evidence
+from analysis.evidence import Evidence
 from analysis.exceptions import AnalysisError
 from analysis.metrics import categorical, headline_metric, higher_is_better, ok
 from analysis.read import KERNEL, MEASURED, MODELED, ModelRows, Sweep
@@ -63,6 +65,7 @@ class Block:
     group_axes: tuple[str, ...]
     view: View = View(shown=())  # the axes the tables show and those collapsed
     categorical: bool = False  # a string metric: same / changed per point, no ratio
+    evidence: tuple[Evidence, Evidence] = (Evidence(), Evidence())  # what A's and B's modeled answers rest on
 
     @property
     def varies(self) -> bool:
@@ -220,7 +223,7 @@ def _side(rows: ModelRows, source: str, metric: str, tag: str, params: list[str]
         low = pl.when(spread).then(pl.min_horizontal(pl.col("measure_min"), v)).otherwise(v)
         high = pl.when(spread).then(pl.max_horizontal(pl.col("measure_min"), v)).otherwise(v)
     return lf.select("point_id", *params, v.alias(tag), low.alias(f"{tag}_lo"), high.alias(f"{tag}_hi"),
-                     spread.alias(f"{tag}_spread"))
+                     spread.alias(f"{tag}_spread"), evidence.row_label(rows, source, metric).alias(f"{tag}_evidence"))
 
 
 def _joined(a: ModelRows, b: ModelRows, metric: str, sources: tuple[str, str], params: list[str],
@@ -251,9 +254,10 @@ def _block(a: ModelRows, b: ModelRows, metric: str, src_a: str, src_b: str, pick
     summary = head.row(0, named=True)
     counts = {c: distinct[c][0] for c in params if distinct[c][0] > 1} if params else {}
     only = (_only(a, sa, sb), _only(b, sb, sa))
+    ev = tuple(evidence.summarize(r, ok(r.scan(src)).filter(pick.where), metric) for r, src in ((a, src_a), (b, src_b)))
     base = dict(model=a.name, metric=metric, source_a=src_a, source_b=src_b, higher=higher, unit=unit,
                 points_a=n_a.item(), points_b=n_b.item(), compared=summary["n"], summary=summary,
-                only=only, categorical=cat)
+                only=only, categorical=cat, evidence=ev)
     if summary["n"] == 0:
         return Block(**base, heading="no shared points", tables=(), groups=pl.DataFrame(), group_axes=(),
                      hist=ratios.no_hist() if cat else ratios.hist(j, 0.0))
@@ -297,6 +301,16 @@ def summary_line(block: Block) -> str:
             f"{s[NOISE]:,} within the noise (~), {s[EQUAL]:,} equal (=)")
 
 
+def evidence_lines(block: Block) -> list[str]:
+    """What each side's modeled answers rest on (measured and kernel rows are observations: no line)."""
+    out = []
+    for side, ev in zip("AB", block.evidence):
+        if ev.counts:
+            out.append(f"evidence of {side}'s answers: {ev.text()}")
+            out.extend(evidence.note_lines(ev, limit=4))
+    return out
+
+
 def only_lines(block: Block) -> list[str]:
     out = []
     for side, (n, examples) in zip("AB", block.only):
@@ -322,7 +336,7 @@ def text(cmp: Comparison) -> str:
            f"profile of A {cmp.a.profile_status()}", f"profile of B {cmp.b.profile_status()}",
            *header_lines(cmp)]
     for bl in cmp.blocks:
-        out += ["", f"{bl.title}: {bl.heading}", summary_line(bl)]
+        out += ["", f"{bl.title}: {bl.heading}", summary_line(bl), *evidence_lines(bl)]
         if bl.tables:
             out += bl.view.note()
         for t in bl.tables:

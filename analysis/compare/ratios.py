@@ -12,6 +12,7 @@ import math
 
 import polars as pl
 
+from analysis import evidence
 from analysis.read import ModelRows
 from analysis.report.overview import Table
 from analysis.tables import format_value, improvement
@@ -175,7 +176,8 @@ def _point_table(rows: ModelRows, listed: pl.DataFrame, view: View,
                  "B": [format_value(v, unit) for v in listed["b"].to_list()],
                  "B/A": [ratio(v) for v in listed["ratio"].to_list()],
                  "Improvement": [improvement(x, y, higher) for x, y in listed.select("a", "b").iter_rows()],
-                 "Change": [{BETTER: marks[0], WORSE: marks[1]}.get(v, v) for v in listed["verdict"].to_list()]})
+                 "Change": [{BETTER: marks[0], WORSE: marks[1]}.get(v, v) for v in listed["verdict"].to_list()],
+                 **evidence.pair_marks(listed)})
     return Table(title=title, caption="", frame=pl.DataFrame(data, schema={k: pl.Utf8 for k in data}))
 
 

@@ -73,11 +73,16 @@ def test_seed_against_guest_4k_host_gives_a_ratio_table(profile_pair):
     assert "pfnmap ns_per_load, model (A) vs model (B) (lower is better): 14 points: one row per configuration" \
         in r.stdout
     header, body = table_rows(r.stdout, "compound_order")
-    assert header == ["compound_order", "working_set", "A", "B", "B/A", "Improvement", "Change"]
+    assert header == ["compound_order", "working_set", "A", "B", "B/A", "Improvement", "Change", "Evidence"]
     sizes = ["64MiB", "128MiB", "256MiB", "512MiB", "1GiB", "2GiB", "4GiB"]
     assert [(row[0], row[1]) for row in body] == [(o, ws) for o in ("PTE (order 0)", "PMD (order 9)") for ws in sizes]
+    # A's answers are the seed's fit points; B's profile changes a fitted cost of seed (a what-if)
+    assert {row[-1] for row in body} == {"F/A"}
+    assert "evidence of A's answers: 14 fit" in r.stdout and "evidence of B's answers: 14 assumed" in r.stdout
+    assert "  assumed: profile guest_4k_host: sets pfnmap.virtualized apart from the costs fit in seed (what-if)" \
+        in r.stdout
     guest = {}
-    for order, ws, va, vb, ratio, imp, change in body:
+    for order, ws, va, vb, ratio, imp, change, _ in body:
         x, y = float(va.removesuffix(" ns")), float(vb.removesuffix(" ns"))
         assert float(ratio) == pytest.approx(y / x, abs=6e-4)
         assert float(imp.removesuffix("%")) == pytest.approx(100 * (x - y) / x, abs=0.06)
