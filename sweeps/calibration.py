@@ -141,9 +141,10 @@ def saved_profile(profile: Profile, start: Profile, results: list[Calibration], 
     counts = ", ".join(f"{len(cal.results)} {cal.model}" for cal in results)
     rest = f"Every other entry is {start.name}'s ({start.description or 'no description'})."
     if measured is None:
+        loo = {r.figure: r.loo_error for cal in results for r in cal.results}
         return Profile(name=Path(save).stem, sections=profile.sections, validation=profile.validation,
                        description=f"Costs fit by memsweep calibrate on {today} UTC to the published figures "
-                                   f"({counts}): {fitted}. {rest}")
+                                   f"({counts}): {fitted}. {rest}", leave_one_out=loo)
     held = f"; held out: {', '.join(measured.holdout)}" if measured.holdout else ""
     machine = ", ".join(f"{cpu or 'unknown CPU'} (host {host or 'unknown'})" for host, cpu in measured.hosts)
     names = {host for host, _ in measured.hosts if host}

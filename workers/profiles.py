@@ -53,6 +53,9 @@ class Profile:
     # make its answers what-ifs of the base's fitted costs (workers.evidence). Not part of the digest.
     base: str = ""
     overrides: frozenset[tuple[str, str]] = frozenset()
+    # `[leave_one_out]`: published figure id -> the relative error of its prediction by a fit that did not
+    # see it (memsweep calibrate; refits are too slow for a report to redo). Not part of the digest.
+    leave_one_out: Mapping[str, float] = field(default_factory=dict)
 
     def value(self, section: str, key: str) -> float:
         """The number at section.key; ProfileError naming the key if it is missing."""
@@ -98,15 +101,18 @@ class Profile:
             out[s] = {k: (e if isinstance(e, str) else _entry_dict(e)) for k, e in entries.items()}
         if self.validation:
             out["validation"] = list(self.validation)
+        if self.leave_one_out:
+            out[LOO] = dict(self.leave_one_out)
         return out
 
     def digest(self) -> str:
         """A short content hash: changes whenever any value changes (part of chunk ids)."""
-        blob = json.dumps(self.to_dict(), sort_keys=True).encode()
+        blob = json.dumps({k: v for k, v in self.to_dict().items() if k != LOO}, sort_keys=True).encode()
         return hashlib.blake2b(blob, digest_size=8).hexdigest()
 
 
 FITTED = "calibrated"  # a Quantity's source once a fit has set it
+LOO = "leave_one_out"  # the profile table of leave-one-out errors
 
 
 def calibration_status(profile: Profile, keys) -> str:
@@ -182,14 +188,18 @@ def profile_from_dict(data: dict, *, origin: str = "<dict>") -> Profile:
         raise ProfileError(f"{origin}: 'name' must be a non-empty string (got {name!r}).")
     sections: dict[str, dict[str, Quantity | str]] = {}
     validation = _validation(origin, data.get("validation", []))
+    loo = data.get(LOO, {})
+    if not isinstance(loo, dict) or not all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                                            for v in loo.values()):
+        raise ProfileError(f"{origin}: '{LOO}' must be a table of figure id = relative error (got {loo!r}).")
     for section, entries in data.items():
-        if section in ("name", "description", "validation"):
+        if section in ("name", "description", "validation", LOO):
             continue
         if not isinstance(entries, dict):
             raise ProfileError(f"{origin}: '{section}' must be a table of entries (got {entries!r}).")
         sections[section] = {k: _entry(origin, f"{section}.{k}", e) for k, e in entries.items()}
     return Profile(name=name, description=str(data.get("description", "")), sections=sections,
-                   validation=validation)
+                   validation=validation, leave_one_out={str(k): float(v) for k, v in loo.items()})
 
 
 VALIDATION_KEYS = {"model", "id", "metric", "published", "unit", "params", "source"}
@@ -256,6 +266,8 @@ def dump_profile(profile: Profile) -> str:
             note = f", note = {json.dumps(e.note)}" if e.note else ""
             bounds = f", bounds = [{e.bounds[0]!r}, {e.bounds[1]!r}]" if e.bounds else ""
             lines.append(f'{key} = {{ value = {v}, unit = {json.dumps(e.unit)}, source = "{e.source}"{bounds}{note} }}')
+    if profile.leave_one_out:
+        lines += ["", f"[{LOO}]", *(f"{json.dumps(k)} = {v!r}" for k, v in profile.leave_one_out.items())]
     for item in profile.validation:
         lines += ["", "[[validation]]"]
         for k, v in item.items():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from pathlib import Path
@@ -84,6 +85,24 @@ def test_cli_table_and_save_write_a_loadable_profile(tmp_path, capsys):
     assert saved.name == "fitted" and re.match(r"Costs fit by memsweep calibrate on \d{4}-\d\d-\d\d UTC to the "
                                                r"published figures \(3 young\): young: young\.folio_ns, "
                                                r"young\.pte_atomic_ns\. Every other entry is seed's", saved.description)
+
+
+def test_the_seed_profile_records_the_leave_one_out_errors_calibrate_finds(results):
+    """The report quotes the leave-one-out errors seed.toml records ([leave_one_out]): they are the ones a
+    fresh calibration finds (to the 4 decimals written), for every fitted figure."""
+    recorded = load_profile("seed").leave_one_out
+    assert set(recorded) == set(results)
+    for fid, r in results.items():
+        assert recorded[fid] == pytest.approx(r["loo_error"], abs=6e-4), fid
+
+
+def test_save_records_the_leave_one_out_errors(tmp_path, capsys):
+    """--save writes each fitted figure's leave-one-out error into the profile, outside its digest."""
+    out = tmp_path / "fitted.toml"
+    assert main(["calibrate", "--model", "young", "--save", str(out)]) == 0
+    saved = load_profile(str(out))
+    assert set(saved.leave_one_out) == {f.id for f in MODELS["young"].calibration.figures}
+    assert saved.digest() == dataclasses.replace(saved, leave_one_out={}).digest()
 
 
 def test_every_published_figure_is_calibrated(results):

@@ -37,6 +37,14 @@ def test_malformed_entries_are_rejected_by_name(entry, match):
         profile_from_dict({"name": "p", "x": {"k": entry}})
 
 
+def test_leave_one_out_is_a_table_of_errors_by_figure():
+    """[leave_one_out] maps figure ids to relative errors; anything else names the table."""
+    p = profile_from_dict({"name": "p", "leave_one_out": {"memmap/fsdax/slow": -0.035}})
+    assert p.leave_one_out == {"memmap/fsdax/slow": -0.035} and "leave_one_out" not in p.sections
+    with pytest.raises(ProfileError, match="'leave_one_out' must be a table of figure id = relative error"):
+        profile_from_dict({"name": "p", "leave_one_out": {"memmap/fsdax/slow": "small"}})
+
+
 def test_a_profile_inherits_from_its_base(tmp_path):
     """`base` fills every entry the profile does not set; its own entries win."""
     (tmp_path / "child.toml").write_text(
