@@ -47,6 +47,11 @@ def parity(sweep: Sweep, outdir: Path) -> Rendered | Skipped:
     err = df.sort("use", "model", "id").with_columns((pl.col("error") * 100).alias("error_pct"))
     bx.barh(range(err.height), err["error_pct"], color=[palette[m] for m in err["model"]],
             hatch=["//" if u == "validation" else "" for u in err["use"]], edgecolor="0.2", linewidth=0.3)
+    loo = [(i, v * 100) for i, v in enumerate(err["loo_error"].to_list()) if v is not None]
+    if loo:  # each fitted figure's error when a fit did not see it
+        bx.scatter([v for _, v in loo], [i for i, _ in loo], marker="D", s=14, color="0.1", zorder=3,
+                   label="leave-one-out error")
+        bx.legend(loc="lower right", fontsize=7)
     bx.set_yticks(range(err.height), err["id"].to_list(), fontsize=7)
     bx.invert_yaxis()
     bx.axvline(0, color="0.3", lw=1)
@@ -62,18 +67,21 @@ def parity(sweep: Sweep, outdir: Path) -> Rendered | Skipped:
                f"fit to, crosses (hatched bars, listed last) the {n_val} validation figures of the profile, predicted "
                f"and never fit; "
                f"the parity panel's grey bands are ±10% and ±25%; open circles, if any, are this sweep's own "
-               f"measurements at that point. {_errors(val, 'Validation figures (never fit)')} "
+               f"measurements at that point; black diamonds are each fitted figure's leave-one-out error (predicted by "
+               f"a fit without it). {_errors(fit, 'Leave-one-out (fitted figures, each left out of its fit)', 'loo_error')} "
+               f"{_errors(val, 'Validation figures (never fit)')} "
                f"{_errors(fit, 'Fitted figures (in-sample, not a test of accuracy)')} "
                f"Profile: {sweep.manifest.get('profile', '?')}.")
     return save(fig, outdir, fid, title, caption)
 
 
-def _errors(df: pl.DataFrame, what: str) -> str:
+def _errors(df: pl.DataFrame, what: str, column: str = "error") -> str:
     """"<what>: median |error| x%, largest y% (id)." for one group of figures, or "" when it has none."""
+    df = df.filter(pl.col(column).is_not_null())
     if df.height == 0:
         return ""
-    worst = df.sort(pl.col("error").abs(), descending=True).row(0, named=True)
-    return (f"{what}: median |error| {float(df['error'].abs().median()):.1%}, largest {worst['error']:+.1%} "
+    worst = df.sort(pl.col(column).abs(), descending=True).row(0, named=True)
+    return (f"{what}: median |error| {float(df[column].abs().median()):.1%}, largest {worst[column]:+.1%} "
             f"({worst['id']}).")
 
 

@@ -19,6 +19,7 @@ from typing import Callable
 import numpy as np
 import polars as pl
 
+from analysis import evidence
 from analysis.kernel import checked as kernel_checked
 from analysis.metrics import higher_is_better, ok, per_variant, published_comparison, tied_best
 from analysis.read import MODELED, ModelRows, Sweep, cond_expr, value_expr
@@ -36,6 +37,7 @@ class Finding:
     figure: str  # id of the figure that shows it (an anchor in report.html)
     data: dict = field(default_factory=dict)
     id: str = ""  # "<model>/<declaration id>"; "published" for the parity finding
+    evidence: str = ""  # what its rows rest on (analysis.evidence.sentence), "" when not recorded
 
 
 def key_findings(sweep: Sweep) -> list[Finding]:
@@ -93,7 +95,22 @@ def evaluate(rows: ModelRows, model: Model, decl: Winner | Ratio | Medians) -> F
     if found is None:
         return None
     text, data = found
-    return Finding(text=text, figure=decl.figure, data=data, id=f"{rows.name}/{decl.id}")
+    return Finding(text=text, figure=decl.figure, data=data, id=f"{rows.name}/{decl.id}",
+                   evidence=_evidence(rows, model, decl))
+
+
+def _evidence(rows: ModelRows, model: Model, decl: Winner | Ratio | Medians) -> str:
+    """What the finding's rows rest on: the modeled ok rows of its metric (and of its `where`, if any)."""
+    metric = decl.metric if isinstance(decl, Medians) else model.report.comparison.metric
+    lf = _modeled(rows, metric)
+    if lf is None:
+        return ""
+    schema, varying = rows.schema(), set(rows.varying())
+    for c in getattr(decl, "where", ()):
+        e = cond_expr(c, schema, varying)
+        if e is not None:
+            lf = lf.filter(e)
+    return evidence.sentence(evidence.summarize(rows, lf.filter(pl.col(metric).is_not_null()), metric))
 
 
 # -- formatting -------------------------------------------------------------------------------------------
@@ -400,26 +417,34 @@ def _medians(rows: ModelRows, d: Medians) -> tuple[str, dict] | None:
 
 # -- generic ------------------------------------------------------------------------------------------------
 def published(sweep: Sweep) -> Finding | None:
-    """How close the model is to the published figures whose points are in this sweep."""
+    """How close the model is to the published figures whose points are in this sweep: the errors on figures
+    a fit did not see first (leave-one-out, validation), the in-sample residual last, and called that."""
     df = published_comparison(sweep).filter(pl.col("error").is_not_null())
     if df.height == 0:
         return None
     fit = df.filter(pl.col("use") == "fit")
+    loo = fit.filter(pl.col("loo_error").is_not_null())
     val = df.filter(pl.col("use") == "validation")
     parts, data = [], {}
-    # the error on figures the profile was not fit to comes first; the residual on the fitted ones is in-sample
+    if loo.height:
+        parts.append(f"Leave-one-out (each of {loo.height} fitted figures predicted by a fit without it), the "
+                     f"model's median |error| is {_spread(loo, 'loo_error')}")
+        data.update(loo=loo.height, loo_median=float(loo["loo_error"].abs().median()))
     if val.height:
-        worst = val.sort(pl.col("error").abs(), descending=True).row(0, named=True)
-        parts.append(f"Against {val.height} validation figures, never fit, the model's median |error| is "
-                     f"{val['error'].abs().median():.1%} (worst {worst['error']:+.1%}, {worst['id']})")
+        parts.append(f"against {val.height} validation figures, never fit, it is {_spread(val, 'error')}")
         data.update(validation=val.height, validation_median=float(val["error"].abs().median()))
     if fit.height:
-        worst = fit.sort(pl.col("error").abs(), descending=True).row(0, named=True)
-        parts.append(f"{'on' if parts else 'On'} the {fit.height} published figures the profile was fit to "
-                     f"(in-sample, not a test of accuracy) it is {fit['error'].abs().median():.1%} "
-                     f"(worst {worst['error']:+.1%}, {worst['id']})")
+        parts.append(f"on the {fit.height} figures the profile was fit to (in-sample, not a test of accuracy) "
+                     f"it is {_spread(fit, 'error')}")
         data.update(fit=fit.height, fit_median=float(fit["error"].abs().median()))
-    return Finding(text="; ".join(parts) + ".", figure="parity", data=data, id="published") if parts else None
+    text = "; ".join(parts)
+    return Finding(text=text[0].upper() + text[1:] + ".", figure="parity", data=data, id="published")
+
+
+def _spread(df: pl.DataFrame, column: str) -> str:
+    """"10.5% (worst -81.5%, young/validation/classic/arm64/batched)" of one group of figures."""
+    worst = df.sort(pl.col(column).abs(), descending=True).row(0, named=True)
+    return f"{df[column].abs().median():.1%} (worst {worst[column]:+.1%}, {worst['id']})"
 
 
 def findings_html(findings: list[Finding], drawn: set[str], esc: Callable[[object], str]) -> str:
@@ -428,6 +453,7 @@ def findings_html(findings: list[Finding], drawn: set[str], esc: Callable[[objec
         return ('<h2 id="findings">Key findings</h2><p class="note">This sweep has none of the rows the findings '
                 'are computed from.</p>')
     items = "".join(f'<li data-figure="{esc(f.figure)}">{esc(f.text)}'
-                    + (f' <a href="#fig-{esc(f.figure)}">(figure)</a>' if f.figure in drawn else "") + "</li>"
+                    + (f' <a href="#fig-{esc(f.figure)}">(figure)</a>' if f.figure in drawn else "")
+                    + (f'<br><span class="evidence">{esc(f.evidence)}</span>' if f.evidence else "") + "</li>"
                     for f in findings)
     return f'<h2 id="findings">Key findings</h2><ul class="findings">{items}</ul>'

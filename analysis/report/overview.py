@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
+from analysis import evidence
 from analysis.metrics import (
     TIE_RTOL,
     best_by,
@@ -304,15 +305,17 @@ def published_table(sweep: Sweep) -> Table:
         row = {"figure": r["id"], "use": "fit" if r["use"] == "fit" else "validation: predicted, not fit",
                "metric": r["metric"], "published": format_value(r["published"], r["unit"]),
                "model": format_value(r["model_value"], r["unit"]) if r["in_sweep"] else "not in sweep",
-               "error": "-" if r["error"] is None else f"{r['error']:+.1%}"}
+               "error": "-" if r["error"] is None else f"{r['error']:+.1%}",
+               "leave-one-out": "-" if r["loo_error"] is None else f"{r['loo_error']:+.1%}"}
         if measured:
             row["measured here"] = format_value(r["measured_value"], r["unit"])
             row["measured vs published"] = "-" if r["measured_error"] is None else f"{r['measured_error']:+.1%}"
         rows.append(row)
     n = int(df["in_sweep"].sum()) if df.height else 0
     tail = ""
-    for use, name in (("fit", "fit figures"), ("validation", "validation figures")):
-        errs = df.filter((pl.col("use") == use) & pl.col("error").is_not_null())["error"].abs()
+    for use, column, name in (("fit", "loo_error", "leave-one-out"), ("validation", "error", "validation figures"),
+                              ("fit", "error", "fit figures (in-sample)")):
+        errs = df.filter((pl.col("use") == use) & pl.col(column).is_not_null())[column].abs()
         if errs.len():
             tail += f"; {name}: median |error| {errs.median():.1%}, max {errs.max():.1%}"
     note = " 'measured here' is this sweep's measurement on its own hardware, not the published machine." \
@@ -322,6 +325,32 @@ def published_table(sweep: Sweep) -> Table:
                          "point is every axis at the figure's value (others at their defaults). Validation figures "
                          "come from other sources than the seed documents and are never used in a fit." + note,
                  frame=pl.DataFrame(rows) if rows else pl.DataFrame({"figure": []}))
+
+
+def evidence_tables(sweep: Sweep) -> list[Table]:
+    """Per model with modeled rows: how many of its answers (headline) rest on each kind of evidence, and
+    what the extrapolated and assumed ones rest on (analysis.evidence)."""
+    rows_out = []
+    for rows in map(sweep.rows, sweep.models):
+        if rows.model is None or MODELED not in rows.sources():
+            continue
+        ev = evidence.summarize(rows, ok(rows.scan(MODELED)), rows.model.headline)
+        for label, n in ev.counts:
+            what = [x for x in ev.notes if (x.startswith("assumed: ") == (label == evidence.ASSUMED))]
+            rows_out.append({"model": rows.name, "evidence": label, "rows": f"{n:,}",
+                             "share": f"{n / ev.rows:.1%}",
+                             "rests on": "; ".join(what[:6]) + (f" (+{len(what) - 6} more)" if len(what) > 6 else "")
+                             if label in (evidence.EXTRAPOLATED, evidence.ASSUMED) else ""})
+    if not rows_out:
+        return []
+    return [Table(title="What the answers rest on",
+                  caption="Each modeled row's headline, labelled from the model's declarations (workers.evidence; "
+                          "the dataset's evidence and evidence_note columns): fit (the point of a figure the profile "
+                          "was fit to), validated (of a figure never fit), kernel-checked (a count the kernel gives), "
+                          "extrapolated (named axes beyond every figure, and how far: the most common listed), "
+                          "assumed (named assumptions, or a profile that is not calibrated). A fit or validation "
+                          "point keeps its label; otherwise an assumption is the weaker label.",
+                  frame=pl.DataFrame(rows_out))]
 
 
 def measured_tables(sweep: Sweep) -> list[Table]:

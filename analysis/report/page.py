@@ -24,6 +24,7 @@ from .overview import (
     Table,
     best_tables,
     declared_tables,
+    evidence_tables,
     growth_tables,
     kernel_tables,
     measured_tables,
@@ -50,6 +51,7 @@ figure { margin: 26px 0; } figure img { max-width: 100%; height: auto; border: 1
 figcaption { font-size: 13px; color: #444; max-width: 1100px; }
 pre { background: #f6f6f8; padding: 12px; overflow-x: auto; font-size: 12px; border: 1px solid #e2e2e2; }
 .skipped { color: #7a4b00; } .note { color: #7a4b00; font-size: 13px; }
+.evidence { color: #555; font-size: 12.5px; }
 """
 
 
@@ -95,7 +97,7 @@ def render_html(sweep: Sweep, figures: list[Rendered | Skipped], seconds: float 
         if "NOT calibrated" in status else []
     notes = "".join(f'<p class="note">{esc(n)}</p>' for n in (*uncalibrated, *sweep.plugin_errors))
     summary = [status_summary(sweep), reasons(sweep)]
-    tables = [published_table(sweep), *kernel_tables(sweep), *measured_tables(sweep), *best_tables(sweep),
+    tables = [published_table(sweep), *evidence_tables(sweep), *kernel_tables(sweep), *measured_tables(sweep), *best_tables(sweep),
               *speedup_tables(sweep), *growth_tables(sweep), *declared_tables(sweep)]
     skipped_html = "".join(f"<li><strong>{esc(s.title)}</strong>: {esc(s.reason)}</li>" for s in skipped)
     parts = [

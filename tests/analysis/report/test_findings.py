@@ -172,8 +172,11 @@ def test_a_ratio_whose_most_and_least_read_alike_shows_its_range(tmp_path):
 
 
 def test_the_accuracy_finding_leads_with_the_figures_never_fit(seed_sweep):
-    """Validation figures (never fit) first; the residual on the fitted figures second, called in-sample."""
+    """Leave-one-out first (each fitted figure predicted by a fit without it, as the profile records it), then
+    the validation figures (never fit); the residual on the fitted figures last, called in-sample."""
     text = F.published(Sweep(seed_sweep)).text
-    assert text.startswith("Against ") and "validation figures, never fit, the model's median |error| is" in text
-    never_fit, in_sample = text.split("; on the ")
-    assert "published figures the profile was fit to (in-sample, not a test of accuracy) it is" in in_sample
+    loo, val, in_sample = text.split("; ")
+    assert loo.startswith("Leave-one-out (each of 31 fitted figures predicted by a fit without it), the model's "
+                          "median |error| is ")
+    assert val.startswith("against 8 validation figures, never fit, it is ")
+    assert in_sample.startswith("on the 31 figures the profile was fit to (in-sample, not a test of accuracy) it is ")
