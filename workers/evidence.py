@@ -30,6 +30,7 @@ from .profiles import Profile, calibration_status
 FIT, VALIDATED, KERNEL_CHECKED, EXTRAPOLATED, ASSUMED = LABELS = (
     "fit", "validated", "kernel-checked", "extrapolated", "assumed")
 COLUMNS = {"evidence": pl.Utf8, "evidence_note": pl.Utf8}
+AT_FIGURE = "at the point of "  # a what-if profile's answer at a figure's point
 _SEP = "; "
 
 
@@ -107,7 +108,7 @@ def label(model: Model, profile: Profile, rows: pl.DataFrame, metric: str | None
     })
     # a fit or validation point's number was checked against a published one, unless the profile is a what-if
     fit, validated = (pl.col(c) & pl.lit(not dom.what_if) for c in ("fit", "validated"))
-    where = pl.when(pl.col("fit") | pl.col("validated")).then(pl.lit("at the point of ") + pl.col("id")) \
+    where = pl.when(pl.col("fit") | pl.col("validated")).then(pl.lit(AT_FIGURE) + pl.col("id")) \
         .otherwise(pl.col("axes"))
     return parts.select(
         pl.when(fit).then(pl.lit(FIT))
@@ -116,17 +117,16 @@ def label(model: Model, profile: Profile, rows: pl.DataFrame, metric: str | None
         .otherwise(pl.lit(EXTRAPOLATED)).alias("evidence"),
         pl.when(fit).then(pl.lit("fit to ") + pl.col("id"))
         .when(validated).then(pl.lit("validated by ") + pl.col("id"))
-        .otherwise(pl.concat_str([where, pl.lit("assumed: ") + pl.col("assumed")], separator=_SEP,
-                                 ignore_nulls=True)).alias("evidence_note"),
+        .otherwise(pl.concat_str([where, pl.col("assumed")], separator=_SEP, ignore_nulls=True)).alias("evidence_note"),
     )
 
 
 def _assumed(model: Model, profile: Profile, rows: pl.DataFrame, dom: Domain) -> pl.Series:
-    """Per row, the assumptions that apply (their names, joined), null where none does."""
-    texts = [pl.lit(dom.what_if)] if dom.what_if else []
+    """Per row, the assumptions that apply ("assumed: <name>", joined), null where none does."""
+    texts = [pl.lit(f"assumed: {dom.what_if}")] if dom.what_if else []
     for a in model.calibration.assumptions:
         applies = pl.Series(a.applies(rows, profile), dtype=pl.Boolean).fill_null(False)
-        texts.append(pl.when(pl.lit(applies)).then(pl.lit(a.name)))
+        texts.append(pl.when(pl.lit(applies)).then(pl.lit(f"assumed: {a.name}")))
     if not texts:
         return pl.Series("assumed", [None] * rows.height, dtype=pl.Utf8)
     joined = pl.select(pl.concat_str(texts, separator=_SEP, ignore_nulls=True).alias("assumed")).to_series()
