@@ -220,12 +220,22 @@ def test_copy_costs_come_from_the_copy_section():
 
 
 def test_non_temporal_compounds_pay_serialized_misses():
-    """devdax NT strategies take 3 serialized misses per compound (order > 1); fsdax and cached ones none."""
+    """devdax NT strategies take 2 serialized misses per compound at P = 64 (order > 1: the head's line reloaded
+    by __SetPageHead(), page[2]'s by prep_compound_head()); fsdax and cached ones none."""
     dd_nt, dd_t, fs_nt = run({"mode": "devdax", "strategy": "template_nt"}, {"mode": "devdax", "strategy": "template"},
                              {"strategy": "template_nt"}).rows(named=True)
     assert (dd_nt["metric_serial_misses"], dd_t["metric_serial_misses"], fs_nt["metric_serial_misses"]) == (
-        3 * 50399, 0, 0)
-    assert dd_nt["metric_stall_ms"] == pytest.approx(3 * 50399 * PROFILE.value("copy", "dram_latency_ns") / 1e6)
+        2 * 50399, 0, 0)
+    assert dd_nt["metric_stall_ms"] == pytest.approx(2 * 50399 * PROFILE.value("copy", "dram_latency_ns") / 1e6)
+
+
+@pytest.mark.parametrize("psize,per_compound", [(64, 2), (80, 3), (96, 3)])
+def test_the_first_tail_misses_only_beyond_the_heads_128_byte_pair(psize, per_compound):
+    """page[1]'s line at P = 64 completes the head's 128-byte pair (fetched with the head's miss); at P = 80 and
+    96 page[1] reaches one line further, which misses: one more serialized miss per compound, at 2 MiB and 1 GiB."""
+    for align in ("2MiB", "1GiB"):
+        r = row(mode="devdax", align=align, strategy="template_nt_inline", struct_page_size=psize, nvdimm_kmsan=True)
+        assert r["metric_serial_misses"] == per_compound * r["metric_heads"], (psize, align)
 
 
 def test_small_namespaces_are_priced_at_llc_not_dram():

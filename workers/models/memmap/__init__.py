@@ -29,10 +29,12 @@ not the instructions around it: out-of-order execution carries on under it,
 so it adds to the memory side (the published devdax template_nt time is within
 2% of fsdax's, while devdax template_nt_inline, memory-bound, is 23% slower).
 The serialized misses are those of the non-temporal strategies at each
-compound: __SetPageHead() reads the head's flags right after MOVNTI wrote that
-line, the first tail's slow init stores to a line nothing prefetched, and
-prep_compound_head()'s _deferred_list store lands in page[2]'s line that
-MOVNTI just evicted.
+compound, to lines MOVNTI left in no cache: __SetPageHead() reads the head's
+flags right after MOVNTI wrote that line, and prep_compound_head()'s
+_deferred_list store (order > 1) lands in page[2]'s line, which MOVNTI wrote
+and evicted; the first tail's slow init misses only on the lines of page[1]
+beyond the head's 128-byte pair, which the L2 spatial prefetcher fetches with
+the head (none at P = 64). Mechanism and sources at `serial_misses()`.
 `metric_init_ms` is memmap_init_zone_device()'s time (what the seed's
 pr_debug() reports); the map=dev memmap-area pages memmap_init_range() writes
 earlier are counted (`metric_area_pages`) but not timed.
@@ -154,6 +156,27 @@ def pmem_costs(cost: cp.CopyCosts, profile: Profile) -> cp.CopyCosts:
                    dram_latency_ns=v("pmem_latency_ns"))
 
 
+def serial_misses(psize, deep):
+    """Misses per compound that stall the store stream of the non-temporal strategies (memmap_init_compound()
+    after the head's MOVNTI copy; `deep`: order > 1).
+
+    A line MOVNTI wrote is in no cache afterwards: a non-temporal store neither writes its line into the cache
+    hierarchy nor fetches it (Intel SDM Vol. 2B, MOVNTI), and to write-back memory it evicts a cached copy
+    (Intel 64 and IA-32 Architectures Optimization Reference Manual, "Memory Type and Non-temporal Stores").
+    So (1) __SetPageHead()'s read-modify-write of head->flags, right after the head's copy, loads from memory,
+    and (2) with order > 1 prep_compound_head()'s INIT_LIST_HEAD(&folio->_deferred_list) stores to page[2]'s
+    line, which the first tail-template copy wrote and evicted: a store miss. Each holds the store buffer,
+    which drains in program order (SDM Vol. 3A, section 11.10 "Store Buffer"), so the stores behind it wait one
+    memory latency while the instructions around them run on. (3) The first tail's slow init stores to page[1]:
+    the line that completes the head's line to a 128-byte aligned pair comes with the head's miss (the L2
+    spatial prefetcher, Optimization Reference Manual, "Data Prefetching"; a compound head is 128-byte aligned
+    for devdax's orders 9 and 18), so only page[1]'s lines beyond that pair miss: none at P = 64, one at 80
+    and 96.
+    """
+    beyond_pair = np.maximum(0, (2 * psize - 1) // cp.LINE - np.maximum(psize // cp.LINE, 2) + 1)
+    return 1 + deep + beyond_pair
+
+
 def timing(strategy, w: dict, stored_lines, psize, order, fsdax, cost: cp.CopyCosts) -> dict:
     """Stores, calls, traffic and time (ns) of memmap_init_zone_device() per point, for the
     point's strategy (`strategy`: codes) and for slow (`slow_init`, for the speedup)."""
@@ -183,7 +206,7 @@ def timing(strategy, w: dict, stored_lines, psize, order, fsdax, cost: cp.CopyCo
     retouched = seeds * (1 + page1_lines + deep) + first * ((psize + cp.LINE - 1) // cp.LINE)
     cold = retouched * cp.LINE
     nt_bound = cp.memory_ns(0.0, cold, copies * per_copy["nt_bytes"], footprint, cost)
-    serial = np.where(nt & compound, heads * (2 + deep), 0)
+    serial = np.where(nt & compound, heads * serial_misses(psize, deep), 0)
     slow = strategy == SLOW
     stores = np.where(slow, slow_stores, stores)
     calls = np.where(slow, 0, calls)
@@ -402,8 +425,8 @@ class MemmapModel(Model):
         Metric(column="metric_cond_resched", dtype=INT,
                doc="cond_resched() calls: heads at a PAGES_PER_SECTION-aligned pfn"),
         Metric(column="metric_serial_misses", dtype=INT,
-               doc="misses the NT strategies serialize per compound (3 when order > 1), to the medium the struct "
-                   "pages live on"),
+               doc="misses the NT strategies serialize per compound (serial_misses(): 2 at P = 64 when order > 1), "
+                   "to the medium the struct pages live on"),
         Metric(column="metric_compute_ms", dtype=FLOAT, better="lower",
                doc="instruction time: stores x store_ns + calls x call_ns + copy-loop iterations x loop_ns"),
         Metric(column="metric_stall_ms", dtype=FLOAT, better="lower",
