@@ -309,11 +309,31 @@ def test_shipped_seed_profile_reproduces_the_figures_and_speedups():
     assert {PROFILE.sections["copy"][p.key].source for p in MODEL.calibration.free_params} == {"calibrated"}
 
 
-def test_calibration_leave_one_out_within_25_percent(seed_calibration):
-    """Refitting the 4 costs without any one figure predicts it within 25%."""
+def test_calibration_within_10_percent_and_leave_one_out_within_20(seed_calibration):
+    """The 4 costs fit every figure within 10%; refitting without any one figure predicts it within 20%."""
     cal = seed_calibration(MODEL.name)
     assert cal.max_error < 0.10
-    assert cal.max_loo_error < 0.25
+    assert cal.max_loo_error < 0.20
+
+
+def test_calibration_reaches_the_same_costs_from_most_neutral_starts(seed_calibration):
+    """At least 8 of the 10 neutral starts (fixed Sobol points) end within 1% of the best costs, and the fitted
+    DRAM streams are ones an Ice Lake-SP core can move (inside the published fit's 2-40 GB/s)."""
+    cal = seed_calibration(MODEL.name)
+    assert len(cal.starts) == 10
+    assert sum(s.agrees for s in cal.starts) >= 8
+    for key in ("dram_write_gbs", "dram_rfo_gbs"):
+        assert 2.0 <= cal.fitted[("copy", key)] <= 40.0
+
+
+def test_published_and_measured_fits_search_different_bandwidths():
+    """The published figures are one Ice Lake-SP core's: its DRAM streams are searched within 2-40 GB/s; a fit to
+    measured rows of any host keeps 1-200 GB/s; the seed profile sets no bounds of its own for them."""
+    bounds = lambda free: {p.key: (p.lower, p.upper) for p in free}  # noqa: E731
+    published, measured = bounds(MODEL.calibration.free_params), bounds(MODEL.calibration.free_for_measured)
+    for key in ("dram_write_gbs", "dram_rfo_gbs"):
+        assert (published[key], measured[key]) == ((2.0, 40.0), (1.0, 200.0))
+        assert PROFILE.bounds("copy", key) is None
 
 
 SIZES_STEP = st.integers(1, 64)

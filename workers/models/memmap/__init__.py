@@ -330,17 +330,30 @@ TABLES = (
 )
 
 
-# 4 costs for 8 figures, all shared by every kind, mode and strategy (the copy model's costs)
+# 4 costs for 8 figures, all shared by every kind, mode and strategy (the copy model's costs).
+# The figures are one Ice Lake-SP core's (the seed's VM), so its DRAM streams are searched within what one such
+# core can move: 2-40 GB/s. A core's bandwidth is lines in flight x 64 B / latency (Little's law); Intel cores
+# keep about 10-20 misses in flight (D. Lemire, "Memory-level parallelism: Intel Skylake versus Intel
+# Cannonlake", 2019: about ten on Skylake, twice that on Cannon Lake), and the published single-core figures
+# are about 12 GB/s for an Ice Lake-SP core at full memory-level parallelism (Lemire, "Memory-level
+# parallelism: Intel Ice Lake versus Amazon Graviton 3", 2022) and 7.4 GB/s read, 4.3 GB/s ntstore for a
+# Cascade Lake core (Yang et al., FAST 2020, github.com/NVSL/OptaneStudy graphs/04-bandwidth_thcount_dram.csv,
+# 1 thread). 40 GB/s would take 60 lines in flight at 100 ns. With 1-200 GB/s, 2 of 10 neutral starts ended
+# at NT writes of 39-57 GB/s and RFOs of 91-122 GB/s with call_ns near 0 (worst error 44%).
 FREE_PARAMS = (
     FreeParam(section="copy", key="store_ns", lower=0.02, upper=5.0),
     FreeParam(section="copy", key="call_ns", lower=0.0, upper=50.0),
-    FreeParam(section="copy", key="dram_write_gbs", lower=1.0, upper=200.0),
-    FreeParam(section="copy", key="dram_rfo_gbs", lower=1.0, upper=200.0),
+    FreeParam(section="copy", key="dram_write_gbs", lower=2.0, upper=40.0),
+    FreeParam(section="copy", key="dram_rfo_gbs", lower=2.0, upper=40.0),
 )
 # Measured rows (workers.measure) span P = 64..96 and memmaps inside and beyond the LLC: they also
-# pin the copy-loop iteration cost and the LLC bandwidth, which the eight figures cannot.
+# pin the copy-loop iteration cost and the LLC bandwidth, which the eight figures cannot. They come from
+# any host (an EPYC core's RFO stream fits near 180 GB/s, workers/measure/fit.py), so the bandwidths keep
+# wide bounds.
 MEASURED_FREE_PARAMS = (
-    *FREE_PARAMS,
+    *FREE_PARAMS[:2],
+    FreeParam(section="copy", key="dram_write_gbs", lower=1.0, upper=200.0),
+    FreeParam(section="copy", key="dram_rfo_gbs", lower=1.0, upper=200.0),
     FreeParam(section="copy", key="loop_ns", lower=0.0, upper=10.0),
     FreeParam(section="copy", key="llc_gbs", lower=1.0, upper=500.0),
 )
