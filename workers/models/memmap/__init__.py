@@ -43,11 +43,13 @@ Medium (axis `medium`): what the namespace is. `dram` is what the seed
 measured (its VM emulates pmem in DRAM), priced with the [copy] costs. `pmem`
 is Optane-class persistent memory: with map=dev the struct pages live on the
 namespace, so every store, write-back, read for ownership and serialized miss
-of the init goes to the medium, priced with the profile's [memmap]
-pmem_nt_write_gbs (non-temporal stores and write-backs), pmem_read_gbs (reads
-for ownership) and pmem_latency_ns (a serialized miss); LLC-resident lines
-stay at LLC cost. With map=mem the struct pages are in DRAM whatever the
-medium, so the medium changes nothing.
+of the init goes to the medium, priced as the profile's own DRAM cost scaled by
+a DRAM-to-Optane ratio measured on one machine (the [memmap]
+pmem_nt_write_ratio for non-temporal stores and write-backs, pmem_read_ratio
+for reads for ownership, pmem_latency_ratio for a serialized miss), never by
+absolute figures of another machine; LLC-resident lines stay at LLC cost.
+With map=mem the struct pages are in DRAM whatever the medium, so the medium
+changes nothing.
 
 Memory (`metric_memmap_dram_bytes`): every DRAM byte the bind takes for the
 memmap: struct pages in DRAM (map=mem; with map=dev only those of partial
@@ -108,8 +110,8 @@ MODE = choice("mode", ("fsdax", "devdax"), "fsdax",
 MAP = choice("map", ("dev", "mem"), "dev", "dev: the memmap lives on the namespace (altmap); mem: in DRAM")
 MEDIUM = choice("medium", ("dram", "pmem"), "dram",
                 "what backs the namespace: dram (pmem emulated in DRAM, as the seed's VM) or pmem (Optane-class, "
-                "priced with the profile's memmap.pmem_* costs); with map=dev the struct pages are stored to it, "
-                "with map=mem they stay in DRAM whatever the medium")
+                "priced as the profile's DRAM costs scaled by its memmap.pmem_*_ratio entries); with map=dev the "
+                "struct pages are stored to it, with map=mem they stay in DRAM whatever the medium")
 STRATEGY = choice("strategy", STRATEGIES, "template_nt_inline",
                   "slow: field-by-field init (mainline); template: memcpy of a template (patches 4-5); "
                   "template_nt: memcpy_nontemporal (patch 7); template_nt_inline: + inline MOVNTI (patch 8)")
@@ -149,11 +151,13 @@ _COPY_TABLE = _copy_table()
 
 
 def pmem_costs(cost: cp.CopyCosts, profile: Profile) -> cp.CopyCosts:
-    """`cost` with the memory terms of a struct-page array stored on pmem (the [memmap] pmem_* entries):
-    non-temporal stores and write-backs, reads for ownership, and a serialized miss go to the medium."""
-    v = lambda k: float(profile.value("memmap", k))  # noqa: E731
-    return replace(cost, dram_write_gbs=v("pmem_nt_write_gbs"), dram_rfo_gbs=v("pmem_read_gbs"),
-                   dram_latency_ns=v("pmem_latency_ns"))
+    """`cost` with the memory terms of a struct-page array stored on pmem: the profile's own DRAM costs scaled
+    by the [memmap] DRAM-to-Optane ratios (DRAM / Optane bandwidth, Optane / DRAM latency, each pair measured
+    on one machine): non-temporal stores and write-backs, reads for ownership, and a serialized miss."""
+    ratio = lambda k: float(profile.value("memmap", k))  # noqa: E731
+    return replace(cost, dram_write_gbs=cost.dram_write_gbs / ratio("pmem_nt_write_ratio"),
+                   dram_rfo_gbs=cost.dram_rfo_gbs / ratio("pmem_read_ratio"),
+                   dram_latency_ns=cost.dram_latency_ns * ratio("pmem_latency_ratio"))
 
 
 def serial_misses(psize, deep):
