@@ -115,7 +115,7 @@ def test_every_published_figure_is_calibrated(results):
         assert r["error"] == pytest.approx((r["model"] - r["published"]) / r["published"])
 
 
-@pytest.mark.parametrize("model,fit,loo", [("memmap", 0.10, 0.25), ("pfnmap", 0.03, 0.06), ("young", 0.10, None)])
+@pytest.mark.parametrize("model,fit,loo", [("memmap", 0.10, 0.20), ("pfnmap", 0.03, 0.06), ("young", 0.10, None)])
 def test_figures_are_within_the_acceptance_bounds(results, model, fit, loo):
     """Fitted errors (and leave-one-out errors where the issue bounds them) stay inside the targets."""
     rows = [r for f, r in results.items() if f.startswith(model + "/")]

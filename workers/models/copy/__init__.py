@@ -28,9 +28,13 @@ seed's rebinds do) min(1, LLC / footprint) of its lines are LLC-resident, so
 their RFO is served by the LLC and they are not written back during the copy.
 Non-temporal stores always go to DRAM. A cached store to a line that still has
 non-temporal bytes in flight (an unaligned nt_call's head/tail next to MOVNTI
-data) waits for the write-combining buffer and the line: one DRAM latency,
-which holds up the store stream but not the instructions around it (as in the
-memmap model).
+data) misses: MOVNTI neither writes its line into the caches nor fetches it
+(Intel SDM Vol. 2B, MOVNTI) and evicts a cached copy of it (Intel Optimization
+Reference Manual, "Memory Type and Non-temporal Stores"), so the store's read
+for ownership goes to memory. It holds the store buffer, which drains in
+program order (SDM Vol. 3A, section 11.10 "Store Buffer"): one DRAM latency
+that holds up the store stream but not the instructions around it (as in the
+memmap model's serial_misses()).
 
 The memmap model prices its struct-page copies with `instructions()`,
 `compute_ns()` and `memory_ns()` from here: there is one set of copy costs.

@@ -29,10 +29,12 @@ not the instructions around it: out-of-order execution carries on under it,
 so it adds to the memory side (the published devdax template_nt time is within
 2% of fsdax's, while devdax template_nt_inline, memory-bound, is 23% slower).
 The serialized misses are those of the non-temporal strategies at each
-compound: __SetPageHead() reads the head's flags right after MOVNTI wrote that
-line, the first tail's slow init stores to a line nothing prefetched, and
-prep_compound_head()'s _deferred_list store lands in page[2]'s line that
-MOVNTI just evicted.
+compound, to lines MOVNTI left in no cache: __SetPageHead() reads the head's
+flags right after MOVNTI wrote that line, and prep_compound_head()'s
+_deferred_list store (order > 1) lands in page[2]'s line, which MOVNTI wrote
+and evicted; the first tail's slow init misses only on the lines of page[1]
+beyond the head's 128-byte pair, which the L2 spatial prefetcher fetches with
+the head (none at P = 64). Mechanism and sources at `serial_misses()`.
 `metric_init_ms` is memmap_init_zone_device()'s time (what the seed's
 pr_debug() reports); the map=dev memmap-area pages memmap_init_range() writes
 earlier are counted (`metric_area_pages`) but not timed.
@@ -41,11 +43,13 @@ Medium (axis `medium`): what the namespace is. `dram` is what the seed
 measured (its VM emulates pmem in DRAM), priced with the [copy] costs. `pmem`
 is Optane-class persistent memory: with map=dev the struct pages live on the
 namespace, so every store, write-back, read for ownership and serialized miss
-of the init goes to the medium, priced with the profile's [memmap]
-pmem_nt_write_gbs (non-temporal stores and write-backs), pmem_read_gbs (reads
-for ownership) and pmem_latency_ns (a serialized miss); LLC-resident lines
-stay at LLC cost. With map=mem the struct pages are in DRAM whatever the
-medium, so the medium changes nothing.
+of the init goes to the medium, priced as the profile's own DRAM cost scaled by
+a DRAM-to-Optane ratio measured on one machine (the [memmap]
+pmem_nt_write_ratio for non-temporal stores and write-backs, pmem_read_ratio
+for reads for ownership, pmem_latency_ratio for a serialized miss), never by
+absolute figures of another machine; LLC-resident lines stay at LLC cost.
+With map=mem the struct pages are in DRAM whatever the medium, so the medium
+changes nothing.
 
 Memory (`metric_memmap_dram_bytes`): every DRAM byte the bind takes for the
 memmap: struct pages in DRAM (map=mem; with map=dev only those of partial
@@ -106,8 +110,8 @@ MODE = choice("mode", ("fsdax", "devdax"), "fsdax",
 MAP = choice("map", ("dev", "mem"), "dev", "dev: the memmap lives on the namespace (altmap); mem: in DRAM")
 MEDIUM = choice("medium", ("dram", "pmem"), "dram",
                 "what backs the namespace: dram (pmem emulated in DRAM, as the seed's VM) or pmem (Optane-class, "
-                "priced with the profile's memmap.pmem_* costs); with map=dev the struct pages are stored to it, "
-                "with map=mem they stay in DRAM whatever the medium")
+                "priced as the profile's DRAM costs scaled by its memmap.pmem_*_ratio entries); with map=dev the "
+                "struct pages are stored to it, with map=mem they stay in DRAM whatever the medium")
 STRATEGY = choice("strategy", STRATEGIES, "template_nt_inline",
                   "slow: field-by-field init (mainline); template: memcpy of a template (patches 4-5); "
                   "template_nt: memcpy_nontemporal (patch 7); template_nt_inline: + inline MOVNTI (patch 8)")
@@ -147,11 +151,34 @@ _COPY_TABLE = _copy_table()
 
 
 def pmem_costs(cost: cp.CopyCosts, profile: Profile) -> cp.CopyCosts:
-    """`cost` with the memory terms of a struct-page array stored on pmem (the [memmap] pmem_* entries):
-    non-temporal stores and write-backs, reads for ownership, and a serialized miss go to the medium."""
-    v = lambda k: float(profile.value("memmap", k))  # noqa: E731
-    return replace(cost, dram_write_gbs=v("pmem_nt_write_gbs"), dram_rfo_gbs=v("pmem_read_gbs"),
-                   dram_latency_ns=v("pmem_latency_ns"))
+    """`cost` with the memory terms of a struct-page array stored on pmem: the profile's own DRAM costs scaled
+    by the [memmap] DRAM-to-Optane ratios (DRAM / Optane bandwidth, Optane / DRAM latency, each pair measured
+    on one machine): non-temporal stores and write-backs, reads for ownership, and a serialized miss."""
+    ratio = lambda k: float(profile.value("memmap", k))  # noqa: E731
+    return replace(cost, dram_write_gbs=cost.dram_write_gbs / ratio("pmem_nt_write_ratio"),
+                   dram_rfo_gbs=cost.dram_rfo_gbs / ratio("pmem_read_ratio"),
+                   dram_latency_ns=cost.dram_latency_ns * ratio("pmem_latency_ratio"))
+
+
+def serial_misses(psize, deep):
+    """Misses per compound that stall the store stream of the non-temporal strategies (memmap_init_compound()
+    after the head's MOVNTI copy; `deep`: order > 1).
+
+    A line MOVNTI wrote is in no cache afterwards: a non-temporal store neither writes its line into the cache
+    hierarchy nor fetches it (Intel SDM Vol. 2B, MOVNTI), and to write-back memory it evicts a cached copy
+    (Intel 64 and IA-32 Architectures Optimization Reference Manual, "Memory Type and Non-temporal Stores").
+    So (1) __SetPageHead()'s read-modify-write of head->flags, right after the head's copy, loads from memory,
+    and (2) with order > 1 prep_compound_head()'s INIT_LIST_HEAD(&folio->_deferred_list) stores to page[2]'s
+    line, which the first tail-template copy wrote and evicted: a store miss. Each holds the store buffer,
+    which drains in program order (SDM Vol. 3A, section 11.10 "Store Buffer"), so the stores behind it wait one
+    memory latency while the instructions around them run on. (3) The first tail's slow init stores to page[1]:
+    the line that completes the head's line to a 128-byte aligned pair comes with the head's miss (the L2
+    spatial prefetcher, Optimization Reference Manual, "Data Prefetching"; a compound head is 128-byte aligned
+    for devdax's orders 9 and 18), so only page[1]'s lines beyond that pair miss: none at P = 64, one at 80
+    and 96.
+    """
+    beyond_pair = np.maximum(0, (2 * psize - 1) // cp.LINE - np.maximum(psize // cp.LINE, 2) + 1)
+    return 1 + deep + beyond_pair
 
 
 def timing(strategy, w: dict, stored_lines, psize, order, fsdax, cost: cp.CopyCosts) -> dict:
@@ -183,7 +210,7 @@ def timing(strategy, w: dict, stored_lines, psize, order, fsdax, cost: cp.CopyCo
     retouched = seeds * (1 + page1_lines + deep) + first * ((psize + cp.LINE - 1) // cp.LINE)
     cold = retouched * cp.LINE
     nt_bound = cp.memory_ns(0.0, cold, copies * per_copy["nt_bytes"], footprint, cost)
-    serial = np.where(nt & compound, heads * (2 + deep), 0)
+    serial = np.where(nt & compound, heads * serial_misses(psize, deep), 0)
     slow = strategy == SLOW
     stores = np.where(slow, slow_stores, stores)
     calls = np.where(slow, 0, calls)
@@ -307,17 +334,30 @@ TABLES = (
 )
 
 
-# 4 costs for 8 figures, all shared by every kind, mode and strategy (the copy model's costs)
+# 4 costs for 8 figures, all shared by every kind, mode and strategy (the copy model's costs).
+# The figures are one Ice Lake-SP core's (the seed's VM), so its DRAM streams are searched within what one such
+# core can move: 2-40 GB/s. A core's bandwidth is lines in flight x 64 B / latency (Little's law); Intel cores
+# keep about 10-20 misses in flight (D. Lemire, "Memory-level parallelism: Intel Skylake versus Intel
+# Cannonlake", 2019: about ten on Skylake, twice that on Cannon Lake), and the published single-core figures
+# are about 12 GB/s for an Ice Lake-SP core at full memory-level parallelism (Lemire, "Memory-level
+# parallelism: Intel Ice Lake versus Amazon Graviton 3", 2022) and 7.4 GB/s read, 4.3 GB/s ntstore for a
+# Cascade Lake core (Yang et al., FAST 2020, github.com/NVSL/OptaneStudy graphs/04-bandwidth_thcount_dram.csv,
+# 1 thread). 40 GB/s would take 60 lines in flight at 100 ns. With 1-200 GB/s, 2 of 10 neutral starts ended
+# at NT writes of 39-57 GB/s and RFOs of 91-122 GB/s with call_ns near 0 (worst error 44%).
 FREE_PARAMS = (
     FreeParam(section="copy", key="store_ns", lower=0.02, upper=5.0),
     FreeParam(section="copy", key="call_ns", lower=0.0, upper=50.0),
-    FreeParam(section="copy", key="dram_write_gbs", lower=1.0, upper=200.0),
-    FreeParam(section="copy", key="dram_rfo_gbs", lower=1.0, upper=200.0),
+    FreeParam(section="copy", key="dram_write_gbs", lower=2.0, upper=40.0),
+    FreeParam(section="copy", key="dram_rfo_gbs", lower=2.0, upper=40.0),
 )
 # Measured rows (workers.measure) span P = 64..96 and memmaps inside and beyond the LLC: they also
-# pin the copy-loop iteration cost and the LLC bandwidth, which the eight figures cannot.
+# pin the copy-loop iteration cost and the LLC bandwidth, which the eight figures cannot. They come from
+# any host (an EPYC core's RFO stream fits near 180 GB/s, workers/measure/fit.py), so the bandwidths keep
+# wide bounds.
 MEASURED_FREE_PARAMS = (
-    *FREE_PARAMS,
+    *FREE_PARAMS[:2],
+    FreeParam(section="copy", key="dram_write_gbs", lower=1.0, upper=200.0),
+    FreeParam(section="copy", key="dram_rfo_gbs", lower=1.0, upper=200.0),
     FreeParam(section="copy", key="loop_ns", lower=0.0, upper=10.0),
     FreeParam(section="copy", key="llc_gbs", lower=1.0, upper=500.0),
 )
@@ -431,8 +471,8 @@ class MemmapModel(Model):
         Metric(column="metric_cond_resched", dtype=INT,
                doc="cond_resched() calls: heads at a PAGES_PER_SECTION-aligned pfn"),
         Metric(column="metric_serial_misses", dtype=INT,
-               doc="misses the NT strategies serialize per compound (3 when order > 1), to the medium the struct "
-                   "pages live on"),
+               doc="misses the NT strategies serialize per compound (serial_misses(): 2 at P = 64 when order > 1), "
+                   "to the medium the struct pages live on"),
         Metric(column="metric_compute_ms", dtype=FLOAT, better="lower",
                doc="instruction time: stores x store_ns + calls x call_ns + copy-loop iterations x loop_ns"),
         Metric(column="metric_stall_ms", dtype=FLOAT, better="lower",
