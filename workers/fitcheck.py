@@ -31,8 +31,8 @@ from .profiles import Profile, Quantity
 RANK_SHARE = 0.01  # a direction the points carry: a singular value above 1% of the largest
 WEAK_PART = 0.3  # a cost takes part in a weak direction when its share of that singular vector is this or more
 # A cost whose one-point range reaches more than ten times its value either way: the points do not pin its
-# order of magnitude. (The published pfnmap fit's copy_tlb_miss_ns, 14.8 ns in [-3.1 .. 32.9], is pinned, if
-# loosely; the costs a fit cannot see move by thousands of times their value.)
+# order of magnitude. (The published pfnmap fit's loosest cost, copy_tlb_miss_ns, 47.7 ns in [31.4 .. 64.2], is
+# pinned; the costs a fit cannot see move by thousands of times their value.)
 LOOSE = 10.0
 BOUND_SLACK = 1e-9  # a fit at a bound lands there up to rounding
 POSITIVE_UNITS = {"ns": "a time", "us": "a time", "ms": "a time", "s": "a time", "GB/s": "a bandwidth",
