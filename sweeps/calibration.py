@@ -77,9 +77,9 @@ def _fit_all(jobs, profile: Profile, held: dict, starts: int, source: str | None
 
 
 def _print(results: list[Calibration], predictions: list[FigureResult], as_json: bool) -> None:
-    rows = [r for cal in results for r in (*cal.results, *cal.validation)]
-    if as_json:
-        print(json.dumps([{**r.to_dict(), "held_out": False} for r in rows]
+    if as_json:  # each figure row carries its model's count of the costs that move the figures
+        print(json.dumps([{**r.to_dict(), "held_out": False, "count": cal.count.to_dict() if cal.count else None}
+                          for cal in results for r in (*cal.results, *cal.validation)]
                          + [{**r.to_dict(), "held_out": True} for r in predictions], indent=1))
         return
     for cal in results:
@@ -332,6 +332,25 @@ def _identification(cal: Calibration) -> list[str]:
              f"above 1% of the largest) for {len(cal.free)} fitted costs"]
     if ident.unidentified:
         lines.append(f"  not identified by these points: {', '.join(ident.unidentified)}")
+    return lines + _count(cal)
+
+
+def _count(cal: Calibration) -> list[str]:
+    """The costs that move the figures (fitted, and hand-set ones whose -20% / +20% moves the worst error by
+    more than the threshold) against the independent numbers the figures carry about them all."""
+    c = cal.count
+    if c is None:
+        return []
+    values = ", ".join(f"{v:.3g}" for v in c.singular_values)
+    lines = [f"  {c.costs} costs move the figures ({len(c.fitted)} fitted, {len(c.hand_set)} hand-set); the figures "
+             f"carry {c.independent} independent numbers (singular values {values}; a hand-set cost moves them "
+             f"when -20% or +20% of it moves the worst |error| by more than {c.threshold:.0%})"]
+    if c.hand_set:
+        lines.append(f"  hand-set costs that move the figures: {', '.join(c.hand_set)}")
+    if c.over:
+        lines.append(f"  more costs move the figures than they carry independent numbers ({c.costs} > "
+                     f"{c.independent}): a hand-set cost that a figure pins is a fitted cost; take it from a "
+                     "datasheet, fit it, or fit fewer costs")
     return lines
 
 

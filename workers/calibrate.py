@@ -14,9 +14,12 @@ the error and the leave-one-out error; the starts that disagree; how far each
 fitted cost can move, the others refit, before the worst error grows by one
 point (linearized at the fit); the costs the figures do not identify
 (workers.fitcheck.identify: the singular values of the residuals' sensitivity);
-the figure errors with each hand-set (`assumed`) cost at -20% and +20%; and the
-profile's validation figures, predicted by the fitted profile and never used in
-any fit.
+the figure errors with each hand-set (`assumed`) cost at -20% and +20%; the
+count of the costs that move the figures (every fitted one, and each hand-set
+one whose -20% or +20% moves the worst error by more than a point) against the
+independent numbers the figures carry about all of them (workers.fitcheck.count);
+and the profile's validation figures, predicted by the fitted profile and never
+used in any fit.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from scipy.stats import qmc
 from .evaluate import evaluate
 from .model import Figure, FreeParam, Model, figure_frame, validation_figures, with_costs
 from .exceptions import ProfileError
-from .fitcheck import Identification, identify
+from .fitcheck import Count, Identification, count, identify
 from .profiles import Profile, Quantity
 
 FIT, VALIDATION = "fit", "validation"
@@ -41,6 +44,9 @@ LOO_STARTS = 3
 AGREE = 0.01  # starts whose costs all lie within 1% of the best's reach "the same costs"
 SENSITIVITY = 0.2  # hand-set costs are moved by +-20%
 SLACK = 0.01  # uncertainty: how far a cost moves before the worst |error| grows by one point
+# A hand-set cost moves the figures when its -20% or +20% moves the worst |error| by more than one point:
+# the fit's own scale of doubt (SLACK), so a cost counted here could be told apart by the figures.
+MOVES = 0.01
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -79,6 +85,9 @@ class Sensitivity:
     value: float
     max_error_low: float
     max_error_high: float
+    moves: bool = False  # -20% or +20% moves the worst |error| by more than MOVES
+    # per figure, the change of log(model/published) per unit change of log(cost), from -20% to +20%
+    slope: tuple[float, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -93,6 +102,7 @@ class Calibration:
     sensitivity: tuple[Sensitivity, ...] = ()
     validation: tuple[FigureResult, ...] = ()
     identification: Identification | None = None  # which costs the figures pin (workers.fitcheck)
+    count: Count | None = None  # costs that move the figures against their independent numbers
 
     @property
     def max_error(self) -> float:
@@ -221,13 +231,14 @@ def calibrate(model: Model, profile: Profile, figures=None, free: tuple[FreePara
         ))
     jac = _jacobian(model, figures, fitted_profile, free, best)
     uncertainty = _uncertainty(jac, free, best)
+    sensitivity = _sensitivity(model, figures, fitted_profile, free)
     return Calibration(
         model=model.name, profile=fitted_profile, free=free,
         fitted={(p.section, p.key): float(v) for p, v in zip(free, best.x)}, results=tuple(results),
         starts=tuple(_start(e, best) for e in ends), uncertainty=uncertainty,
         identification=identify(jac, best.x, [p.key for p in free],
                                 [hi - lo for lo, hi in (uncertainty[(p.section, p.key)] for p in free)]),
-        sensitivity=_sensitivity(model, figures, fitted_profile, free),
+        sensitivity=sensitivity, count=_count(jac, best.x, free, sensitivity),
         validation=tuple(predict_validation(model, validation, fitted_profile)),
     )
 
@@ -287,27 +298,45 @@ def _reach(r0: np.ndarray, slope: np.ndarray, limit: float) -> float:
 
 def _sensitivity(model: Model, figures, profile: Profile, free) -> tuple[Sensitivity, ...]:
     """Every hand-set (source "assumed") number of the sections the model reads, moved by -+20%:
-    the worst |figure error| each way. Entries that move no figure's error by a tenth of a point are left out."""
+    the worst |figure error| each way, whether that moves the figures (MOVES), and the secant slope of
+    each figure's log error over the move. Entries that move no figure's error by a tenth of a point are
+    left out."""
     published = np.array([f.published for f in figures], dtype=float)
     frame = figure_frame(model, figures)
     sections = {model.name} | {p.section for p in free}
     base = np.max(np.abs(predict(model, figures, profile, frame) / published - 1.0))
+    span = math.log((1.0 + SENSITIVITY) / (1.0 - SENSITIVITY))
     out = []
     for section in sorted(sections):
         for key, e in profile.sections.get(section, {}).items():
             if not isinstance(e, Quantity) or e.source != "assumed" or isinstance(e.value, bool) or e.value == 0:
                 continue
-            worst = []
+            preds = []
             for factor in (1.0 - SENSITIVITY, 1.0 + SENSITIVITY):
                 moved = profile.with_values({(section, key): e.value * factor}, source="assumed")
                 try:
-                    worst.append(float(np.max(np.abs(predict(model, figures, moved, frame) / published - 1.0))))
+                    preds.append(predict(model, figures, moved, frame))
                 except (ValueError, ArithmeticError, ProfileError):
                     break  # a value the model refuses (a page size that is not one): no sensitivity to show
-            if len(worst) == 2 and any(abs(w - base) > 0.001 for w in worst):
+            if len(preds) < 2:
+                continue
+            worst = [float(np.max(np.abs(p / published - 1.0))) for p in preds]
+            if any(abs(w - base) > 0.001 for w in worst):
+                slope = (np.log(np.maximum(preds[1], 1e-300)) - np.log(np.maximum(preds[0], 1e-300))) / span
                 out.append(Sensitivity(section=section, key=key, value=float(e.value),
-                                       max_error_low=worst[0], max_error_high=worst[1]))
+                                       max_error_low=worst[0], max_error_high=worst[1],
+                                       moves=any(abs(w - base) > MOVES for w in worst),
+                                       slope=tuple(float(v) for v in slope)))
     return tuple(out)
+
+
+def _count(jac: np.ndarray, x: np.ndarray, free, sensitivity: tuple[Sensitivity, ...]) -> Count:
+    """The fitted costs and the hand-set ones that move the figures, against the independent numbers the
+    figures carry about them all: the fitted costs' columns are the Jacobian at the fit (relative), the
+    hand-set ones' their secant over -20% .. +20% (a level count or a size moves in steps)."""
+    hand = [h for h in sensitivity if h.moves]
+    return count([f"{p.section}.{p.key}" for p in free], jac * x, [f"{h.section}.{h.key}" for h in hand],
+                 np.array([h.slope for h in hand]).T if hand else np.zeros((jac.shape[0], 0)), MOVES)
 
 
 def predict_validation(model: Model, figures, profile: Profile) -> list[FigureResult]:

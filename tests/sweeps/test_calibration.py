@@ -56,6 +56,19 @@ def test_cli_json_has_the_documented_keys(capsys):
     assert all({"figure", "published", "model", "error", "loo_error", "use"} <= set(r) for r in rows)
 
 
+def test_cli_counts_the_costs_that_move_the_figures(capsys):
+    """The text says how many costs move the figures (fitted and hand-set) against the independent numbers
+    the figures carry; --json gives every figure row of the model the same count."""
+    assert main(["calibrate", "--model", "young", "--starts", "2"]) == 0
+    assert "3 costs move the figures (2 fitted, 1 hand-set); the figures carry 3 independent numbers" in (
+        capsys.readouterr().out)
+    assert main(["calibrate", "--model", "young", "--starts", "2", "--json"]) == 0
+    counts = [r["count"] for r in json.loads(capsys.readouterr().out)]
+    assert all(c == counts[0] for c in counts)
+    assert (counts[0]["fitted"], counts[0]["hand_set"], counts[0]["over"]) == (
+        ["young.folio_ns", "young.pte_atomic_ns"], ["young.call_ns"], False)
+
+
 def test_validation_figures_come_from_two_sources_at_least():
     """The seed profile holds at least 6 validation figures from at least 2 sources, none a fit figure."""
     seed = load_profile("seed")

@@ -112,3 +112,50 @@ def test_validation_figures_are_predicted_and_never_fit():
     (v,) = cal.validation
     assert v.use == "validation" and v.model == pytest.approx(21.0, rel=1e-4)
     assert all(r.use == "fit" for r in cal.results)
+
+
+class Offsets(Model):
+    """time = per_unit * x + fixed + setup + probe / 10000: two constant offsets the figures cannot tell
+    apart, and one too small to move them."""
+
+    name = "offsets"
+    axes = (X,)
+    metrics = Line.metrics
+    headline = "metric_time_ms"
+
+    def __init__(self, free):
+        self.calibration = Calibration(free_params=free, figures=tuple(
+            Figure(id=f"offsets/{x}", model="offsets", metric="metric_time_ms", published=3.0 * x + 2.0, unit="ms",
+                   params={"x": x}, source="test") for x in (1.0, 2.0, 3.0, 4.0)))
+
+    def evaluate(self, points, profile):
+        v = lambda key: profile.value("offsets", key)  # noqa: E731
+        t = v("per_unit") * pl.col("param_x") + v("fixed") + v("setup") + v("probe") / 1e4
+        return points.select(*status_columns(pl.lit(None, dtype=pl.Utf8)), t.alias("metric_time_ms"))
+
+
+OFFSETS = profile_from_dict({"name": "p", "offsets": {
+    key: {"value": 1.0, "unit": "ms", "source": "assumed"} for key in ("per_unit", "fixed", "setup", "probe")}})
+
+
+def _free(*keys):
+    return tuple(FreeParam(section="offsets", key=k, lower=0.0, upper=100.0) for k in keys)
+
+
+def test_hand_set_costs_that_move_the_figures_are_counted_against_their_independent_numbers():
+    """Figures on a line carry 2 numbers (slope, intercept). Fitting the slope with two hand-set offsets
+    that each move the figures makes 3 costs for 2 numbers, flagged; the probe, which moves no figure by a
+    point, is not counted."""
+    cal = calibrate(Offsets(_free("per_unit")), OFFSETS)
+    c = cal.count
+    assert (c.fitted, c.hand_set) == (("offsets.per_unit",), ("offsets.fixed", "offsets.setup"))
+    assert (c.costs, c.independent, c.over) == (3, 2, True)
+    assert c.singular_values[-1] < 1e-6 * c.singular_values[0]
+
+
+def test_fitting_an_offset_leaves_as_many_costs_as_numbers():
+    """Fitting the slope and one offset, with the other offset at a value too small to move the figures,
+    counts 2 costs for the 2 numbers the line carries: not flagged."""
+    small = OFFSETS.with_values({("offsets", "setup"): 1e-4}, source="assumed")
+    c = calibrate(Offsets(_free("per_unit", "fixed")), small).count
+    assert (c.fitted, c.hand_set, c.independent, c.over) == (("offsets.per_unit", "offsets.fixed"), (), 2, False)

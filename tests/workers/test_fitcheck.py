@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from workers.fitcheck import cost_orders, identify, impossible
+from workers.fitcheck import cost_orders, count, identify, impossible
 from workers.profiles import available_profiles, load_profile, profile_from_dict
 from workers.registry import shipped_models
 
@@ -49,3 +49,13 @@ def test_every_shipped_profile_is_possible():
     orders = cost_orders(shipped_models().values())
     assert {name: impossible(load_profile(name), orders) for name in available_profiles()} == {
         name: [] for name in available_profiles()}
+
+
+def test_count_sets_hand_set_costs_beside_the_fitted_ones():
+    """Two fitted costs and one hand-set cost whose sensitivity is the sum of theirs: 3 costs move the
+    figures, which carry 2 independent numbers, so the count is over."""
+    fitted = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+    c = count(["s.a", "s.b"], fitted, ["s.c"], fitted.sum(axis=1, keepdims=True), 0.01)
+    assert (c.costs, c.independent, c.over) == (3, 2, True)
+    assert c.to_dict()["hand_set"] == ["s.c"]
+    assert not count(["s.a", "s.b"], fitted, [], np.zeros((3, 0)), 0.01).over

@@ -20,11 +20,16 @@ reference and the final address need a host walk: g x (1 + h) + h references
 `tlb_nested_entries` guest-physical -> host-physical translations saves (the
 guest's table pages and data pages, one entry per page; random: E/n hits;
 streaming: one host walk per new page). Each reference costs `walk_ref_ns`
-plus the latency of the cache level holding its line. Where a line lives
-follows from its reuse distance D (bytes of distinct lines touched between two
-uses of it) against each cache, LRU with `ways` ways per set and lines hashed
-to sets: the line survives iff fewer than `ways` of the D/64 lines land in its
-set, P(Poisson(ways * D / size) < ways) (normal approximation, logistic form).
+plus the latency of the cache level holding its line. The levels, nearest
+first, are the L1, the L2, the part of the last level a core's own fills stay
+in first (`cluster_l3`: on the seed's Kunpeng 920, its four-core cluster's
+share of the L3), and the whole last level (`llc`: the die's L3). Where a line
+lives follows from its reuse distance D (bytes of distinct lines touched
+between two uses of it) against each cache, LRU with `ways` ways per set and
+lines hashed to sets: the line survives iff fewer than `ways` of the D/64
+lines land in its set, P(Poisson(ways * D / size) < ways) (normal
+approximation, logistic form). A level no larger than the one before it is
+left out (a measured host's profile sets cluster_l3 to its own L2).
 """
 
 from __future__ import annotations
@@ -50,6 +55,9 @@ HOST_LEAF_LEVEL = {PAGE: 1, PMD: 2, PUD: 3}
 ENTRY_SIZES = (PAGE, CONT, PMD, PUD)
 SIZE_KEY = {PAGE: "4k", CONT: "64k", PMD: "2m", PUD: "1g"}
 TINY = 1e-12
+# The profile's cache levels, nearest first: {level}_bytes, _ways, _latency_ns each. cluster_l3 is the
+# part of the last level a core's own fills stay in first (its cluster's share of the L3); llc the whole.
+CACHE_LEVELS = ("l1", "l2", "cluster_l3", "llc")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -84,8 +92,7 @@ class Machine:
             tlb_l1={s: float(v(f"tlb_l1_entries_{SIZE_KEY[s]}")) for s in ENTRY_SIZES},
             tlb_l2={s: float(v(f"tlb_l2_entries_{SIZE_KEY[s]}")) for s in ENTRY_SIZES},
             tlb_l2_hit_ns=float(v("tlb_l2_hit_ns")), tlb_nested=float(v("tlb_nested_entries")),
-            caches=tuple((float(v(f"{c}_bytes")), float(v(f"{c}_ways")), float(v(f"{c}_latency_ns")),
-                          1.0 if c == "l1" else fill) for c in ("l1", "l2", "llc")),
+            caches=_levels(profile, fill),
             dram_ns=float(v("dram_latency_ns")), walk_ref_ns=float(v("walk_ref_ns")),
             copy_gbs=float(v("copy_gbs")), copy_tlb_miss_ns=float(v("copy_tlb_miss_ns")),
         )
@@ -116,6 +123,19 @@ class Machine:
             t = t + lat * (present - below)
             below = present
         return t + self.dram_ns * (1.0 - below)
+
+
+def _levels(profile: Profile, fill: float) -> tuple[tuple[float, float, float, float], ...]:
+    """(bytes, ways, latency ns, lines filled per miss) of each cache level, nearest first; a level no
+    larger than the one before it holds nothing more and is left out."""
+    out: list[tuple[float, float, float, float]] = []
+    for c in CACHE_LEVELS:
+        size = float(profile.value("pfnmap", f"{c}_bytes"))
+        if out and size <= out[-1][0]:
+            continue
+        out.append((size, float(profile.value("pfnmap", f"{c}_ways")),
+                    float(profile.value("pfnmap", f"{c}_latency_ns")), 1.0 if c == "l1" else fill))
+    return tuple(out)
 
 
 def _survives(reuse_bytes, size: float, ways: float):
