@@ -386,9 +386,9 @@ ASSUMPTIONS = (
     Assumption(name="LLC-warm struct pages (copy.warm_llc)", where=llc_warm,
                text="struct pages that fit the LLC are priced as resident between rebinds, as the seed's 30 "
                     "rebinds keep them; a first bind finds them cold"),
-    Assumption(name="pmem costs from another machine (memmap.pmem_*)", where=on_pmem,
-               text="Optane's write, read and latency costs come from published measurements of another "
-                    "machine, not from this profile's fit"),
+    Assumption(name="pmem costs: another machine's DRAM-to-Optane ratios (memmap.pmem_*_ratio)", where=on_pmem,
+               text="Optane's write, read and latency costs are this profile's DRAM costs scaled by ratios "
+                    "measured on another machine (one study, one thread), not fit to any figure"),
 )
 
 
