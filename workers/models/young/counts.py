@@ -29,10 +29,11 @@ PTRS_PER_PTE = 512  # PTEs per page table; pmd_addr_end() bounds a folio_pte_bat
 PAGE = 4096
 PMD_SIZE = 2 * MiB
 # try_to_unmap_one() (mm/rmap.c), per loop iteration whatever its nr_pages: folio_remove_rmap_ptes()
-# -> __folio_remove_rmap() takes and drops the large-mapcount bit lock in folio_sub_large_mapcount()
-# (CONFIG_MM_ID, selected with THP: two atomics) and does atomic_sub_return_relaxed() on
-# _nr_pages_mapped; folio_put_refs() drops the references: four atomic read-modify-writes.
-STEP_ATOMICS = 4
+# -> __folio_remove_rmap() updates the large mapcount once (folio_sub_large_mapcount(): an atomic_sub(),
+# or with CONFIG_MM_ID a bit_spin_lock() around plain updates, released by a plain store) and does
+# atomic_sub_return_relaxed() on _nr_pages_mapped; folio_put_refs() drops the references: three atomic
+# read-modify-writes either way.
+STEP_ATOMICS = 3
 # ... and per PTE it unmaps, in both unmaps: the get-and-clear (xchg on arm64 and x86) and
 # atomic_add_negative() on the page's _mapcount (CONFIG_PAGE_MAPCOUNT).
 PTE_ATOMICS = 2

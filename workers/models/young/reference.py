@@ -64,7 +64,7 @@ import numpy as np
 CONT_PTES = 16  # arch/arm64/include/asm/pgtable-hwdef.h, 4 KiB granule
 PTRS_PER_PTE = 512  # PTEs per page table: a batch never crosses pmd_addr_end()
 ARCHES = ("arm64", "x86_64")
-STEP_ATOMICS = 4  # try_to_unmap_one() per iteration: large-mapcount bit lock and unlock, _nr_pages_mapped, refcount
+STEP_ATOMICS = 3  # try_to_unmap_one() per iteration: large mapcount, _nr_pages_mapped, refcount
 PTE_ATOMICS = 2  # ... and per PTE: the get-and-clear and the page's _mapcount
 
 
