@@ -30,9 +30,9 @@ PAGE = 4096
 PMD_SIZE = 2 * MiB
 # try_to_unmap_one() (mm/rmap.c), per loop iteration whatever its nr_pages: folio_remove_rmap_ptes()
 # -> __folio_remove_rmap() updates the large mapcount once (folio_sub_large_mapcount(): an atomic_sub(),
-# or with CONFIG_MM_ID a bit_spin_lock() around plain updates, released by a plain store) and does
-# atomic_sub_return_relaxed() on _nr_pages_mapped; folio_put_refs() drops the references: three atomic
-# read-modify-writes either way.
+# or with CONFIG_MM_ID a bit_spin_lock() around plain updates, released by a plain store) and, with
+# CONFIG_PAGE_MAPCOUNT (assumed here and below), does atomic_sub_return_relaxed() on _nr_pages_mapped;
+# folio_put_refs() drops the references: three atomic read-modify-writes (v6.19 and v7.0 code).
 STEP_ATOMICS = 3
 # ... and per PTE it unmaps, in both unmaps: the get-and-clear (xchg on arm64 and x86) and
 # atomic_add_negative() on the page's _mapcount (CONFIG_PAGE_MAPCOUNT).
