@@ -133,7 +133,7 @@ def _page_multiple(v: int) -> bool:
 NAMESPACE_SIZE = Axis(
     name="namespace_size", kind="size", unit="bytes", default="100GiB",
     doc="namespace size S (memmap), total bytes copied (copy), mapping length L (pfnmap), "
-    "bytes of folios scanned (young)",
+    "bytes of folios reclaimed (young)",
     rule="a multiple of 4KiB", check=_page_multiple,
 )
 STRUCT_PAGE_SIZE = Axis(

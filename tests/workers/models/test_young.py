@@ -102,6 +102,72 @@ def test_head_block_unfolded_reduces_per_pte_visits():
     assert out["metric_cont_blocks"].to_list() == [2, 1]
 
 
+CLASSIC = {"namespace_size": "8GiB", "mapped_size": "10GiB", "align": "2MiB", "compound_order": 4,
+           "young_fraction": 1.0, "lru": "classic"}
+
+
+def test_classic_lru_walks_a_once_referenced_folio_twice():
+    """Classic LRU: a young folio is walked young and kept, then walked old and freed; MGLRU walks it once."""
+    one = {"namespace_size": "64KiB", "compound_order": 4, "young_fraction": 1.0}
+    out = run({**one, "lru": "classic"}, {**one, "lru": "mglru"}, {**one, "lru": "classic", "young_fraction": 0.0})
+    assert out["metric_walks"].to_list() == [2, 1, 1]
+    assert out["metric_kept_folios"].to_list() == [1, 0, 0]
+    assert out["metric_calls"].to_list() == [2, 1, 1]  # batched: one helper call per walk
+    assert out["metric_tlb_flushes"].to_list() == [1, 0, 0]  # only the young walk flushes
+
+
+def test_classic_validation_layout_walks_every_mapped_folio_first():
+    """10 GiB mapped and young, 8 GiB freed: 163,840 kept first walks and 131,072 second walks; the
+    per-PTE unmap takes a step per PTE and unfolds every block, the batched one a step per folio."""
+    out = run({**CLASSIC, "unmap": "per_pte"}, {**CLASSIC, "unmap": "batched"})
+    folios, mapped = 8 * 2**30 // 65536, 10 * 2**30 // 65536
+    assert out["metric_walks"].to_list() == [mapped + folios] * 2
+    assert out["metric_kept_folios"].to_list() == [mapped] * 2
+    assert out["metric_young_folios"].to_list() == [mapped] * 2
+    assert out["metric_unmap_steps"].to_list() == [16 * folios, folios]
+    assert out["metric_unfolds"].to_list() == [folios, 0]
+    assert out["metric_unmap_tlb_flushes"].to_list() == [17 * folios, folios]
+
+
+def test_unmap_axis_changes_only_the_unmap():
+    """unmap = per_pte against batched: same walks and helper time, more unmap time, and the reduction
+    against the per-PTE unmap is 0 for a per_pte row."""
+    out = run({**CLASSIC, "unmap": "per_pte"}, {**CLASSIC, "unmap": "batched"})
+    assert out["metric_young_clear_ms"][0] == out["metric_young_clear_ms"][1]
+    assert out["metric_unmap_ms"][0] > out["metric_unmap_ms"][1]
+    assert out["metric_time_reduction_vs_per_pte_unmap"][0] == 0.0
+    saved = 1 - out["metric_scan_ms"][1] / out["metric_scan_ms"][0]
+    assert out["metric_time_reduction_vs_per_pte_unmap"][1] == pytest.approx(saved)
+
+
+def test_mapped_size_all_is_namespace_size():
+    """mapped_size 'all' gives the row of mapped_size = namespace_size, under either LRU."""
+    for lru in ("classic", "mglru"):
+        base = {"namespace_size": "1GiB", "young_fraction": 0.5, "lru": lru}
+        out = run({**base, "mapped_size": "all"}, {**base, "mapped_size": "1GiB"})
+        assert out.row(0)[len(MODEL.axes):] == out.row(1)[len(MODEL.axes):]
+
+
+def test_seed_figures_pin_call_ns_with_the_two_fitted_costs():
+    """folio_ns, pte_atomic_ns and call_ns: the three seed figures carry three independent numbers for
+    them, and fitting all three from neutral starts reaches the profile's values (call_ns is fitted)."""
+    from workers.calibrate import fit
+    from workers.model import FreeParam
+
+    free = MODEL.calibration.free_params + (FreeParam(section="young", key="call_ns", lower=1.0, upper=100.0),)
+    figs = MODEL.calibration.figures
+    x = fit(MODEL, figs, PROFILE, free, starts=4)
+    assert x == pytest.approx([PROFILE.value(p.section, p.key) for p in free], rel=0.01)
+    published = np.array([f.published for f in figs])
+    base = np.log(predict(MODEL, figs, PROFILE) / published)
+    jac = np.array([(np.log(predict(MODEL, figs, PROFILE.with_values({(p.section, p.key): v * 1.001},
+                                                                        source="calibrated")) / published) - base)
+                    / np.log(1.001) for p, v in zip(free, x)]).T
+    s = np.linalg.svd(jac, compute_uv=False)
+    assert (s > 0.01 * s[0]).sum() == 3
+    assert PROFILE.sections["young"]["call_ns"].source == "calibrated"
+
+
 @pytest.mark.parametrize(("row", "match"), [
     ({"arch": "x86_64", "first_pte_cont": True}, "x86_64 has no cont bit"),
     ({"compound_order": 2}, "smaller than a 64 KiB contpte block"),
@@ -109,6 +175,8 @@ def test_head_block_unfolded_reduces_per_pte_visits():
     ({"compound_order": 10}, "at most order 9"),
     ({"compound_order": 9, "align": "2MiB"}, "PMD-mapped"),
     ({"namespace_size": "100KiB"}, "whole number of folios"),
+    ({"namespace_size": "1MiB", "mapped_size": "512KiB"}, "at least namespace_size"),
+    ({"namespace_size": "1MiB", "mapped_size": "1028KiB"}, "mapped_size must be a whole number"),
 ])
 def test_infeasible_points_have_reasons_and_no_metrics(row, match):
     """Points that cannot exist are kept as infeasible rows with a readable reason and null metrics."""
@@ -137,33 +205,42 @@ def test_output_keeps_order_and_declared_schema():
 
 
 def _reference_counts(params: dict) -> dict:
-    """The reference's counts for one configuration, on the table build_table() simulates."""
-    order = params["compound_order"]
-    t = ref.build_table(namespace_size=params["namespace_size"], align=params["align"], order=order,
-                        arch=params["arch"], first_pte_cont=params["first_pte_cont"],
-                        young_fraction=params["young_fraction"])
-    cont_blocks = int(t.cont.sum()) // ref.CONT_PTES
-    young_folios, c = ref.scan(t, batching=params["batching"], arch=params["arch"],
-                               flush=params["lru"] == "classic")
-    return {"metric_folios": t.folios, "metric_cont_blocks": cont_blocks, "metric_calls": c.calls,
-            "metric_ptes_visited": c.ptes_visited, "metric_blocks_touched": c.blocks_touched,
-            "metric_tlb_flushes": c.tlb_flushes, "metric_pte_atomics": c.atomics,
-            "metric_young_folios": young_folios}
+    """The reference's counts for one configuration: a reclaim run on the table build_table() simulates."""
+    t = ref.build_table(namespace_size=params["namespace_size"], align=params["align"],
+                        order=params["compound_order"], arch=params["arch"], first_pte_cont=params["first_pte_cont"],
+                        young_fraction=params["young_fraction"], mapped_size=params.get("mapped_size"))
+    cont, pages = t.cont.copy(), 1 << t.order
+    run = ref.reclaim(t, lru=params["lru"], batching=params["batching"], unmap=params.get("unmap", "batched"),
+                      arch=params["arch"])
+    assert run.activated == 0
+    cont_blocks = sum(int(cont[t.offset + f * pages:t.offset + (f + 1) * pages].sum()) for f in run.freed)
+    return {"metric_folios": t.reclaim, "metric_mapped_folios": t.folios,
+            "metric_cont_blocks": cont_blocks // ref.CONT_PTES,
+            "metric_walks": run.walks, "metric_kept_folios": run.kept, "metric_young_folios": run.young_folios,
+            "metric_calls": run.helpers.calls, "metric_ptes_visited": run.helpers.ptes_visited,
+            "metric_blocks_touched": run.helpers.blocks_touched, "metric_tlb_flushes": run.helpers.tlb_flushes,
+            "metric_pte_atomics": run.helpers.atomics, "metric_unmap_steps": run.unmap.steps,
+            "metric_unfolds": run.unmap.unfolds, "metric_unmap_tlb_flushes": run.unmap.tlb_flushes,
+            "metric_unmap_atomics": run.unmap.atomics}
 
 
 @st.composite
 def small_configs(draw):
     order = draw(st.integers(0, 9))
     arch = draw(st.sampled_from(["arm64", "x86_64"]))
+    folio = (1 << order) * 4096
+    folios = draw(st.integers(1, max(1, 4096 >> order)))
     return {
         "compound_order": order,
-        "namespace_size": (1 << order) * 4096 * draw(st.integers(1, max(1, 4096 >> order))),
+        "namespace_size": folio * folios,
+        "mapped_size": folio * (folios + draw(st.integers(0, max(0, min(folios, 2048 >> order))))),
         "align": 1 << draw(st.integers(12, 22)),
         "arch": arch,
         "first_pte_cont": draw(st.booleans()) if arch == "arm64" else False,
         "young_fraction": draw(st.sampled_from([0.0, 0.3, 0.5, 0.77, 1.0])),
         "batching": draw(st.sampled_from(["per_pte", "batched"])),
         "lru": draw(st.sampled_from(["mglru", "classic"])),
+        "unmap": draw(st.sampled_from(["per_pte", "batched"])),
     }
 
 

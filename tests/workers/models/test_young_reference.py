@@ -234,3 +234,76 @@ def test_build_table_rejects_partial_folio_and_impossible_first_cont():
         ref.build_table(namespace_size=100 * 1024, align=2 << 20, order=4)
     with pytest.raises(ValueError, match="first_pte_cont"):
         ref.build_table(namespace_size=64 * 1024, align=2 << 20, order=4, arch="x86_64")
+    with pytest.raises(ValueError, match="at least 'namespace_size'"):
+        ref.build_table(namespace_size=128 * 1024, align=2 << 20, order=4, mapped_size=64 * 1024)
+
+
+@pytest.mark.parametrize(("referenced", "pg_referenced", "decision", "after"), [
+    (True, False, ref.KEEP, True),  # first young sighting: mark it, spare it a trip
+    (True, True, ref.ACTIVATE, True),  # young again with the mark: activate
+    (False, True, ref.RECLAIM_CLEAN, False),  # its second trip finds it old: the mark is spent, reclaim
+    (False, False, ref.RECLAIM, False),
+])
+def test_check_references_follows_folio_check_references(referenced, pg_referenced, decision, after):
+    """The classic LRU's decision and the PG_referenced left behind, for each young/marked combination."""
+    assert ref.check_references(referenced, pg_referenced) == (decision, after)
+
+
+def test_classic_lru_walks_a_young_folio_twice_before_freeing_it():
+    """A young folio is kept once (young walk, one flush), then freed on its second, old walk."""
+    t = ref.build_table(namespace_size=64 << 10, align=2 << 20, order=4, young_fraction=1.0)
+    run = ref.reclaim(t, lru="classic", batching="batched", unmap="batched")
+    assert (run.walks, run.kept, run.activated, run.young_folios, run.freed) == (2, 1, 0, 1, (0,))
+    assert (run.helpers.calls, run.helpers.tlb_flushes) == (2, 1)
+
+
+def test_classic_lru_walks_every_young_mapped_folio_before_a_second_trip():
+    """10 folios mapped, all young, 8 to free: 10 kept first walks, then 8 old ones free folios 0..7."""
+    t = ref.build_table(namespace_size=8 << 16, mapped_size=10 << 16, align=2 << 20, order=4, young_fraction=1.0)
+    run = ref.reclaim(t, lru="classic", batching="batched", unmap="batched")
+    assert (run.walks, run.kept, run.young_folios, run.freed) == (18, 10, 10, tuple(range(8)))
+
+
+def test_classic_lru_frees_old_folios_on_their_first_walk():
+    """Old folios with PG_referenced clear are reclaimed at once; MGLRU walks each folio once either way."""
+    t = ref.build_table(namespace_size=4 << 16, mapped_size=6 << 16, align=2 << 20, order=4, young_fraction=0.5)
+    run = ref.reclaim(t, lru="classic", batching="per_pte", unmap="batched")
+    assert (run.walks, run.kept, run.freed) == (7, 3, (3, 4, 5, 0))
+    t = ref.build_table(namespace_size=64 << 10, align=2 << 20, order=4, young_fraction=1.0)
+    run = ref.reclaim(t, lru="mglru", batching="batched", unmap="batched")
+    assert (run.walks, run.kept, run.helpers.tlb_flushes) == (1, 0, 0)
+
+
+def test_per_pte_unmap_steps_once_per_pte_and_unfolds_each_cont_block():
+    """A 64 KiB cont folio: per_pte unmap takes 16 steps, unfolds its block once (16 clears, a flush, 16
+    writes) and defers 16 TLBIs; batched takes one step, one TLBI, no unfold."""
+    per_pte = ref.unmap_folio(ref.build_table(namespace_size=64 << 10, align=2 << 20, order=4), 0, unmap="per_pte")
+    batched = ref.unmap_folio(ref.build_table(namespace_size=64 << 10, align=2 << 20, order=4), 0, unmap="batched")
+    assert (per_pte.steps, per_pte.unfolds, per_pte.tlb_flushes, per_pte.writes) == (16, 1, 17, 16)
+    assert per_pte.atomics == 16 + 16 * ref.PTE_ATOMICS + 16 * ref.STEP_ATOMICS
+    assert (batched.steps, batched.unfolds, batched.tlb_flushes, batched.writes) == (1, 0, 1, 0)
+    assert batched.atomics == 16 * ref.PTE_ATOMICS + ref.STEP_ATOMICS
+
+
+def test_unmap_leaves_the_folio_old_and_unfolded_only_when_per_pte():
+    """Per-PTE unmap repaints the cont block as plain PTEs first; the batched clear leaves the bits alone."""
+    for unmap, cont_after in (("per_pte", False), ("batched", True)):
+        t = ref.build_table(namespace_size=64 << 10, align=2 << 20, order=4, young_fraction=1.0)
+        ref.unmap_folio(t, 0, unmap=unmap)
+        assert not t.young.any() and bool(t.cont[:16].all()) == cont_after
+
+
+def test_x86_unmap_defers_its_flush_with_an_atomic():
+    """x86 has no cont bit and no per-step TLBI: each step bumps the mm's tlb_gen instead."""
+    t = ref.build_table(namespace_size=32 << 10, align=2 << 20, order=3, arch="x86_64", first_pte_cont=False)
+    u = ref.unmap_folio(t, 0, unmap="per_pte", arch="x86_64")
+    assert (u.steps, u.unfolds, u.tlb_flushes) == (8, 0, 0)
+    assert u.atomics == 8 * ref.PTE_ATOMICS + 8 * (ref.STEP_ATOMICS + 1)
+
+
+def test_batched_unmap_splits_at_a_pmd_boundary():
+    """A folio straddling a page table is unmapped in two steps (folio_unmap_pte_batch() stops at
+    pmd_addr_end()), each with its own deferred TLBI."""
+    t = ref.build_table(namespace_size=2 << 20, align=1 << 20, order=9, first_pte_cont=False)
+    u = ref.unmap_folio(t, 0, unmap="batched")
+    assert (u.steps, u.tlb_flushes, u.unfolds) == (2, 2, 0)

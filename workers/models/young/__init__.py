@@ -1,41 +1,41 @@
-"""young: the cost of clearing access (young) bits of large folios during MGLRU reclaim.
+"""young: the cost of clearing access (young) bits and unmapping large file folios in reclaim.
 
-Counts, in closed form, what folio_referenced_one() does to the PTEs of
-`namespace_size` bytes of folios of order `compound_order` (mm/rmap.c), per
-PTE as before the v3 series or batched with test_and_clear_young_ptes(), on
-arm64 (contpte blocks of 16 PTEs) or x86_64 (no cont bit); then prices the
-counts with per-operation costs from the profile's [young] section. The counts
-are those of the executable reference, workers/models/young/reference.py, on
-the same layout (the tests compare them). See that module for the kernel
-sources read.
+Counts, in closed form (counts.py), what reclaim of `namespace_size` bytes out of `mapped_size` bytes
+of clean file folios of order `compound_order` does to their PTEs: the folio_referenced() walks
+(mm/rmap.c folio_referenced_one()), per PTE as before the batching series or batched with
+test_and_clear_young_ptes() / clear_flush_young_ptes(), on arm64 (contpte blocks of 16 PTEs) or x86_64
+(no cont bit); how often each folio is walked (lru: under the classic LRU folio_check_references(),
+mm/vmscan.c, keeps a young folio for a second trip round the inactive list); and the unmaps of the
+folios it frees (mm/rmap.c try_to_unmap_one(), one PTE per step before v7.0, one folio run per step
+from v7.0: axis `unmap`). Then prices the counts with per-operation costs from the profile's [young]
+section. The counts are those of the executable reference, workers/models/young/reference.py, on the
+same layout (the tests compare them). See those modules for the kernel sources read.
 
 Layout (what the reference's build_table() simulates):
-- The folio range starts `align` bytes past a 2 MiB (PMD) boundary when
-  align < 2 MiB (aligned to align and to no larger power of two), else on one.
-  Folios are naturally aligned physically.
-- A contpte block is cont iff contpte_set_ptes() sets PTE_CONT on it: arm64,
-  order >= 4 and align >= 64 KiB (VA and PA equal modulo 64 KiB). Otherwise no
-  PTE is cont. `first_pte_cont = false` unfolds each folio's head block (the
-  reviewer's case: first PTE not cont, later ones cont, as after a partial
+- The folio range starts `align` bytes past a 2 MiB (PMD) boundary when align < 2 MiB (aligned to
+  align and to no larger power of two), else on one. Folios are naturally aligned physically.
+- A contpte block is cont iff contpte_set_ptes() sets PTE_CONT on it: arm64, order >= 4 and align >=
+  64 KiB (VA and PA equal modulo 64 KiB). Otherwise no PTE is cont. `first_pte_cont = false` unfolds
+  each folio's head block (the reviewer's case: first PTE not cont, later ones cont, as after a partial
   mprotect()/madvise() at the head, contpte_try_unfold_partial()).
-- folio_pte_batch() stops at pmd_addr_end(): a folio straddling a PMD boundary
-  (align < folio size) takes two batched calls. Batch ends are then block
-  aligned, so contpte_align_addr_ptep() never widens a whole-folio scan.
-- The first floor(young_fraction * folios) folios are young in every PTE.
-- compound_order "auto" is 4: a 64 KiB folio, one contpte block (CONT_PTES),
-  the large folios the series targets. The seed mail does not state its folio
-  size; the figures use order 4.
+- folio_pte_batch() stops at pmd_addr_end(): a folio straddling a PMD boundary (align < folio size)
+  takes two batched calls. Batch ends are then block aligned, so contpte_align_addr_ptep() never
+  widens a whole-folio scan.
+- The first floor(young_fraction * mapped folios) folios are young in every PTE; reclaim meets the
+  folios in mapping order (counts.py says which are walked how often).
+- compound_order "auto" is 4: a 64 KiB folio, one contpte block (CONT_PTES), the large folios the
+  series targets. The seed mail does not state its folio size; the figures use order 4.
 
-Cost per scan = folios x folio_ns (the rest of reclaim per folio: isolation,
-rmap walk setup, unmapping, page-cache removal, freeing) + PTEs x pte_atomic_ns
-(try_to_unmap's get-and-clear, an atomic per PTE) + helper calls x call_ns +
-cont blocks walked x CONT_PTES x pte_read_ns (the access/dirty gather,
-contpte_ptep_get(), page_vma_mapped_walk() does on a cont PTE) + atomic PTE
-clears x pte_atomic_ns + plain PTE reads x pte_read_ns (x86 skips the atomic on
-an old PTE) + TLB flushes x tlb_flush_ns (lru = classic only: MGLRU's
-lru_gen_look_around() clears without flushing). Not modeled: the look-around
-scan MGLRU does around a young folio, and that a young folio is kept rather
-than freed (it is charged the same folio_ns).
+Cost = reclaimed folios x folio_ns (the rest of reclaim per folio: isolation, rmap walk setup,
+page-cache removal, freeing) + young-helper calls x call_ns + cont blocks walked x CONT_PTES x
+pte_read_ns (the access/dirty gather, contpte_ptep_get(), page_vma_mapped_walk() does on a cont PTE)
++ helper atomics x pte_atomic_ns + plain PTE reads x pte_read_ns (x86 skips the atomic on an old PTE)
++ helper TLB flushes x tlb_flush_ns (lru = classic only: MGLRU's lru_gen_look_around() clears without
+flushing) + unmap steps x call_ns + unmap atomics x pte_atomic_ns (PTE get-and-clears, the page and
+folio mapcounts, the refcount) + unmap TLB flushes x tlb_flush_ns + plain PTE writes of unfolds x
+pte_read_ns. Not modeled: the look-around scan MGLRU does around a young folio, that MGLRU keeps a
+young folio rather than freeing it (it is charged as freed), a kept folio's isolation and putback
+(only its walk is priced), and the per-step statistics updates of folio_remove_rmap_ptes().
 """
 
 from __future__ import annotations
@@ -49,12 +49,10 @@ from workers.model import (Calibration, Comparison, Figure, FreeParam, Measureme
                            status_columns)
 from workers.plots import Cond, Either, Lines, Panels, Series, X, Y
 from workers.profiles import Profile
-from workers.units import KiB, MiB
+from workers.units import KiB
 
-CONT_PTES = 16  # arch/arm64/include/asm/pgtable-hwdef.h: 1 << (CONT_PTE_SHIFT - PAGE_SHIFT), 4 KiB granule
-PTRS_PER_PTE = 512  # PTEs per page table; pmd_addr_end() bounds a folio_pte_batch() run
-PAGE = 4 * KiB
-PMD_SIZE = 2 * MiB
+from .counts import CONT_PTES, PAGE, PMD_SIZE, counts
+
 AUTO_ORDER = 4  # 64 KiB folio = one contpte block
 MAX_PAGECACHE_ORDER = 9  # include/linux/pagemap.h: min(MAX_XAS_ORDER, HPAGE_PMD_ORDER) with THP, 4 KiB pages
 HPAGE_PMD_ORDER = 9
@@ -62,15 +60,29 @@ SOURCE = "linux-mm, Baolin Wang, [PATCH v3 6/6] arm64: mm: implement the archite
          "test_and_clear_young_ptes(), March 2026 (seeds/arm64-test-and-clear-young-ptes.review.txt)"
 
 BATCHING = choice("batching", ("per_pte", "batched"), "batched",
-                  "per_pte: the per-PTE helper once per PTE (before the series); batched: "
-                  "test_and_clear_young_ptes() once per folio run")
+                  "per_pte: the per-PTE helper once per PTE (before the series); batched: one helper call per "
+                  "folio run (clear_flush_young_ptes() under the classic LRU from v7.0, "
+                  "test_and_clear_young_ptes() under MGLRU)")
 ARCH = choice("arch", ("arm64", "x86_64"), "arm64", "arm64 has 16-PTE contpte blocks; x86_64 has no cont bit")
 LRU = choice("lru", ("mglru", "classic"), "mglru",
-             "mglru: lru_gen_look_around() -> test_and_clear_young_ptes_notify(), no TLB flush; "
-             "classic: clear_flush_young_ptes_notify(), arm64 flushes the TLB when young")
+             "mglru: lru_gen_look_around() -> test_and_clear_young_ptes_notify(), no TLB flush, each folio "
+             "walked once; classic: clear_flush_young_ptes_notify(), arm64 flushes the TLB when young, and "
+             "folio_check_references() keeps a young folio for a second trip (walked twice before it is freed)")
+UNMAP = choice("unmap", ("per_pte", "batched"), "batched",
+               "per_pte: try_to_unmap_one() clears a file folio one PTE per step, and on arm64 unfolds each "
+               "contpte block first (kernels before v7.0); batched: folio_unmap_pte_batch() clears a folio run "
+               "per step (v7.0: 'mm: rmap: support batched unmapping for file large folios')")
+MAPPED_SIZE = Axis(
+    name="mapped_size", kind="extent", unit="bytes", default="all",
+    doc="bytes of clean file folios mapped and on the LRU when reclaim starts, namespace_size of them "
+        "freed; under lru = classic every young one is walked before any second trip; 'all' (null): "
+        "namespace_size",
+    rule="a multiple of 4KiB", check=lambda v: v % PAGE == 0,
+)
 YOUNG_FRACTION = Axis(
     name="young_fraction", kind="float", unit="", default=0.0,
-    doc="fraction of the folios whose PTEs are young (accessed) when reclaim scans them",
+    doc="fraction of the mapped folios whose PTEs are young (accessed) when reclaim starts: the first ones "
+        "in mapping order",
     rule="from 0 to 1", check=lambda v: 0.0 <= v <= 1.0,
 )
 FIRST_PTE_CONT = Axis(
@@ -87,39 +99,9 @@ def order_expr() -> pl.Expr:
     return pl.col("param_compound_order").fill_null(AUTO_ORDER)
 
 
-def counts(size: np.ndarray, align: np.ndarray, order: np.ndarray, arm64: np.ndarray,
-           first_cont: np.ndarray, young_fraction: np.ndarray) -> dict[str, np.ndarray]:
-    """Closed-form counts of one folio_referenced_one() pass, per point, for both batchings.
-
-    Keys ending in _pp are the per-PTE path, _b the batched one; arrays are int64.
-    Inputs must already be feasible-looking (no negative sizes, order 0..18).
-    """
-    n = np.left_shift(1, order).astype(np.int64)  # PTEs per folio
-    folios = size // (n * PAGE)
-    pages = folios * n
-    off = (align % PMD_SIZE) // PAGE  # first PTE's index in its page table
-    cont_ok = arm64 & (order >= 4) & (off % CONT_PTES == 0)
-    blocks_per_folio = np.where(cont_ok, n // CONT_PTES, 0)
-    cont_per_folio = blocks_per_folio - (cont_ok & ~first_cont)
-    cont_blocks = folios * cont_per_folio
-    cont_ptes = cont_blocks * CONT_PTES
-    split = (off % n) != 0  # PMD boundaries fall inside folios
-    splits = np.where(split, (off + pages - 1) // PTRS_PER_PTE, 0)
-    young_folios = np.floor(young_fraction * folios).astype(np.int64)
-    young_splits = np.where(split & (young_folios > 0), (off + young_folios * n - 1) // PTRS_PER_PTE, 0)
-    visits_pp = pages - cont_ptes + cont_ptes * CONT_PTES  # a cont PTE walks its whole block
-    young_ptes = young_folios * n
-    return {
-        "folios": folios, "pages": pages, "cont_blocks": cont_blocks, "young_folios": young_folios,
-        "calls_pp": pages, "calls_b": folios + splits,
-        "visits_pp": visits_pp, "visits_b": pages,
-        "blocks_pp": cont_ptes, "blocks_b": cont_blocks,
-        # arm64 CASes every PTE it visits; x86 only the young ones, once each
-        "atomics_pp": np.where(arm64, visits_pp, young_ptes), "atomics_b": np.where(arm64, pages, young_ptes),
-        # clear_flush variants on arm64: one flush per call that finds young
-        "flushes_pp": np.where(arm64, young_folios * (cont_per_folio + n - cont_per_folio * CONT_PTES), 0),
-        "flushes_b": np.where(arm64, young_folios + young_splits, 0),
-    }
+def mapped_expr() -> pl.Expr:
+    """mapped_size with "all" (null) resolved to namespace_size."""
+    return pl.col("param_mapped_size").fill_null(pl.col("param_namespace_size"))
 
 
 # The report's figure of this model (drawn by analysis/figures/declared.py).
@@ -156,9 +138,11 @@ FINDINGS = (
 def published_figures(model: str) -> tuple[Figure, ...]:
     """The seed mail's three figures of `model` (this model's name)."""
     # 8 GiB reclaimed of 10 GiB of clean file folios; order 4 (64 KiB) assumed (not stated);
-    # young_fraction 0: folios that reclaim frees were found old.
-    base = {"namespace_size": "8GiB", "align": "2MiB", "compound_order": 4, "young_fraction": 0.0,
-            "lru": "mglru"}
+    # young_fraction 0: folios that reclaim frees were found old. The series was tested on a kernel that
+    # already had v7.0's batched unmap of file large folios (its MGLRU helper builds on the classic series
+    # of which that unmap is the last patch).
+    base = {"namespace_size": "8GiB", "mapped_size": "10GiB", "align": "2MiB", "compound_order": 4,
+            "young_fraction": 0.0, "lru": "mglru", "unmap": "batched"}
     arm = {**base, "arch": "arm64", "first_pte_cont": True}
     return (
         Figure(id="young/arm64/per_pte", model=model, metric="metric_scan_ms", published=470.0,
@@ -176,32 +160,52 @@ def published_figures(model: str) -> tuple[Figure, ...]:
 
 class YoungModel(Model):
     name = "young"
-    version = "1"
-    description = ("arm64 contpte test_and_clear_young_ptes() batching vs the per-PTE helper, "
-                   "priced as the sys time of reclaiming large file folios")
-    axes = (NAMESPACE_SIZE, ALIGN, COMPOUND_ORDER, BATCHING, ARCH, YOUNG_FRACTION, FIRST_PTE_CONT, LRU)
+    version = "2"
+    description = ("arm64 contpte young-bit batching (test_and_clear_young_ptes(), clear_flush_young_ptes()) and "
+                   "batched unmap of file large folios, priced as the sys time of reclaiming them under MGLRU "
+                   "or the classic LRU")
+    axes = (NAMESPACE_SIZE, ALIGN, COMPOUND_ORDER, BATCHING, ARCH, YOUNG_FRACTION, FIRST_PTE_CONT, LRU, UNMAP,
+            MAPPED_SIZE)
     metrics = (
-        Metric(column="metric_folios", dtype=INT, doc="folios scanned (namespace_size / folio size)"),
-        Metric(column="metric_ptes", dtype=INT, doc="PTEs mapping them"),
+        Metric(column="metric_folios", dtype=INT, doc="folios reclaimed (namespace_size / folio size)"),
+        Metric(column="metric_mapped_folios", dtype=INT,
+               doc="folios mapped on the LRU when reclaim starts (mapped_size / folio size)"),
+        Metric(column="metric_ptes", dtype=INT, doc="PTEs mapping the reclaimed folios"),
         Metric(column="metric_cont_blocks", dtype=INT, doc="arm64 contpte blocks among them"),
+        Metric(column="metric_walks", dtype=INT,
+               doc="folio_referenced() walks: one per trip of a folio through shrink_folio_list()"),
+        Metric(column="metric_kept_folios", dtype=INT,
+               doc="folios found young and kept for a second trip round the inactive list (lru = classic)"),
         Metric(column="metric_calls", dtype=INT, doc="young-helper calls (per PTE, or one per folio run when batched)"),
         Metric(column="metric_ptes_visited", dtype=INT,
                doc="PTEs read by the helpers (a per-PTE call on a cont PTE walks its 16)"),
         Metric(column="metric_blocks_touched", dtype=INT, doc="contpte blocks walked by the helpers"),
         Metric(column="metric_tlb_flushes", dtype=INT,
-               doc="TLB flushes (lru = classic on arm64 only; MGLRU clears without flushing)"),
+               doc="TLB flushes by the young helpers (lru = classic on arm64 only; MGLRU clears without flushing)"),
         Metric(column="metric_pte_atomics", dtype=INT,
-               doc="atomic PTE updates (arm64: every visited PTE; x86: young ones)"),
-        Metric(column="metric_young_folios", dtype=INT, doc="folios found young"),
+               doc="atomic PTE updates by the young helpers (arm64: every visited PTE; x86: young ones)"),
+        Metric(column="metric_young_folios", dtype=INT, doc="walks that found the folio young"),
+        Metric(column="metric_unmap_steps", dtype=INT,
+               doc="try_to_unmap_one() loop steps (one per PTE, or one per folio run when unmap = batched)"),
+        Metric(column="metric_unfolds", dtype=INT,
+               doc="arm64 contpte blocks unfolded by a one-PTE clear (contpte_convert(); unmap = per_pte)"),
+        Metric(column="metric_unmap_tlb_flushes", dtype=INT,
+               doc="TLB flushes by the unmap (arm64: one deferred TLBI per step, one per unfold; x86 none)"),
+        Metric(column="metric_unmap_atomics", dtype=INT,
+               doc="atomic updates by the unmap (PTE get-and-clears, mapcounts, refcounts; x86 tlb_gen)"),
         Metric(column="metric_young_clear_ms", dtype=FLOAT, better="lower", doc="time in the young-bit helpers"),
+        Metric(column="metric_unmap_ms", dtype=FLOAT, better="lower",
+               doc="time in try_to_unmap_one()'s PTE work (steps, atomics, TLB flushes, unfolds)"),
         Metric(column="metric_reclaim_rest_ms", dtype=FLOAT, better="lower",
-               doc="time of the rest of reclaim for these folios (per folio and per PTE)"),
+               doc="time of the rest of reclaim, per reclaimed folio"),
         Metric(column="metric_scan_ms", dtype=FLOAT, better="lower",
-               doc="modeled sys time of the reclaim: young_clear_ms + reclaim_rest_ms"),
+               doc="modeled sys time of the reclaim: young_clear_ms + unmap_ms + reclaim_rest_ms"),
         Metric(column="metric_speedup_vs_per_pte", dtype=FLOAT, better="higher",
                doc="per_pte scan time of the same configuration over this one"),
         Metric(column="metric_time_reduction_vs_per_pte", dtype=FLOAT, better="higher",
                doc="1 - this scan time / the per_pte one (the mail's 'improvement')"),
+        Metric(column="metric_time_reduction_vs_per_pte_unmap", dtype=FLOAT, better="higher",
+               doc="1 - this scan time / the one with unmap = per_pte"),
     )
     headline = "metric_scan_ms"
     points_per_second = 2e6
@@ -221,49 +225,68 @@ class YoungModel(Model):
         status = points.select(*status_columns(self._reasons()))
         arr = points.select(
             pl.col("param_namespace_size").clip(0, None).alias("size"),
+            pl.max_horizontal(mapped_expr(), pl.col("param_namespace_size")).clip(0, None).alias("mapped"),
             pl.col("param_align").clip(PAGE, None).alias("align"),
             order_expr().clip(0, 18).alias("order"),
             (pl.col("param_arch") == "arm64").alias("arm64"),
             (pl.col("param_batching") == "batched").alias("batched"),
+            (pl.col("param_unmap") == "batched").alias("batched_unmap"),
             (pl.col("param_lru") == "classic").alias("classic"),
             pl.col("param_first_pte_cont").fill_null(True).alias("first_cont"),
             pl.col("param_young_fraction").fill_nan(0.0).fill_null(0.0).clip(0.0, 1.0).alias("yf"),
         )
         a = {c: arr[c].to_numpy() for c in arr.columns}
-        c = counts(a["size"], a["align"], a["order"], a["arm64"], a["first_cont"], a["yf"])
+        c = counts(a["size"], a["mapped"], a["align"], a["order"], a["arm64"], a["first_cont"], a["yf"],
+                   a["classic"])
         cost = {k: float(profile.value("young", k))
                 for k in ("folio_ns", "pte_atomic_ns", "call_ns", "pte_read_ns", "tlb_flush_ns")}
-        rest_ns = c["folios"] * cost["folio_ns"] + c["pages"] * cost["pte_atomic_ns"]
-        young_pp = self._young_ns(c, "pp", a["arm64"], a["classic"], cost)
-        young_b = self._young_ns(c, "b", a["arm64"], a["classic"], cost)
-        b = a["batched"]
+        rest_ns = c["folios"] * cost["folio_ns"]
+        young = {p: self._young_ns(c, p, a["arm64"], cost) for p in ("pp", "b")}
+        gone = {p: self._unmap_ns(c, p, cost) for p in ("pp", "b")}
+        b, bu = a["batched"], a["batched_unmap"]
+        young_ns, unmap_ns = np.where(b, young["b"], young["pp"]), np.where(bu, gone["b"], gone["pp"])
+        total = rest_ns + young_ns + unmap_ns
+        total_pp = rest_ns + young["pp"] + unmap_ns
+        total_pp_unmap = rest_ns + young_ns + gone["pp"]
         pick = {k: np.where(b, c[f"{k}_b"], c[f"{k}_pp"]) for k in ("calls", "visits", "blocks", "atomics", "flushes")}
-        flushes = np.where(a["classic"], pick["flushes"], 0)
-        total_pp = rest_ns + young_pp
-        total = rest_ns + np.where(b, young_b, young_pp)
+        unmapped = {k: np.where(bu, c[f"unmap_{k}_b"], c[f"unmap_{k}_pp"])
+                    for k in ("steps", "unfolds", "flushes", "atomics")}
         with np.errstate(divide="ignore", invalid="ignore"):  # infeasible rows (nulled below) may be 0/0
             speedup = total_pp / total
             reduction = 1.0 - total / total_pp
+            reduction_unmap = 1.0 - total / total_pp_unmap
         metrics = pl.DataFrame({
-            "metric_folios": c["folios"], "metric_ptes": c["pages"], "metric_cont_blocks": c["cont_blocks"],
+            "metric_folios": c["folios"], "metric_mapped_folios": c["mapped_folios"], "metric_ptes": c["pages"],
+            "metric_cont_blocks": c["cont_blocks"], "metric_walks": c["walks"], "metric_kept_folios": c["kept"],
             "metric_calls": pick["calls"], "metric_ptes_visited": pick["visits"],
-            "metric_blocks_touched": pick["blocks"], "metric_tlb_flushes": flushes,
+            "metric_blocks_touched": pick["blocks"], "metric_tlb_flushes": pick["flushes"],
             "metric_pte_atomics": pick["atomics"], "metric_young_folios": c["young_folios"],
-            "metric_young_clear_ms": np.where(b, young_b, young_pp) / 1e6,
+            "metric_unmap_steps": unmapped["steps"], "metric_unfolds": unmapped["unfolds"],
+            "metric_unmap_tlb_flushes": unmapped["flushes"], "metric_unmap_atomics": unmapped["atomics"],
+            "metric_young_clear_ms": young_ns / 1e6, "metric_unmap_ms": unmap_ns / 1e6,
             "metric_reclaim_rest_ms": rest_ns / 1e6, "metric_scan_ms": total / 1e6,
             "metric_speedup_vs_per_pte": speedup, "metric_time_reduction_vs_per_pte": reduction,
+            "metric_time_reduction_vs_per_pte_unmap": reduction_unmap,
         }, schema=self.metric_dtypes)
         return pl.concat([status, metrics], how="horizontal")  # evaluate() nulls the metrics of rows not ok
 
     @staticmethod
-    def _young_ns(c: dict, path: str, arm64: np.ndarray, classic: np.ndarray, cost: dict) -> np.ndarray:
+    def _young_ns(c: dict, path: str, arm64: np.ndarray, cost: dict) -> np.ndarray:
         """Young-bit clearing time (ns) of one batching: calls, block gathers, atomics, reads, flushes."""
         reads = np.where(arm64, 0, c[f"visits_{path}"])  # arm64's READ_ONCE is part of its CAS loop
         return (c[f"calls_{path}"] * cost["call_ns"]
                 + c[f"blocks_{path}"] * CONT_PTES * cost["pte_read_ns"]
                 + c[f"atomics_{path}"] * cost["pte_atomic_ns"]
                 + reads * cost["pte_read_ns"]
-                + np.where(classic, c[f"flushes_{path}"], 0) * cost["tlb_flush_ns"])
+                + c[f"flushes_{path}"] * cost["tlb_flush_ns"])
+
+    @staticmethod
+    def _unmap_ns(c: dict, path: str, cost: dict) -> np.ndarray:
+        """try_to_unmap_one()'s PTE work (ns) of one unmap: steps, atomics, TLB flushes, unfold writes."""
+        return (c[f"unmap_steps_{path}"] * cost["call_ns"]
+                + c[f"unmap_atomics_{path}"] * cost["pte_atomic_ns"]
+                + c[f"unmap_flushes_{path}"] * cost["tlb_flush_ns"]
+                + c[f"unmap_writes_{path}"] * cost["pte_read_ns"])
 
     @staticmethod
     def _reasons() -> pl.Expr:
@@ -283,6 +306,9 @@ class YoungModel(Model):
                      "a 2 MiB folio at 2 MiB alignment is PMD-mapped (do_set_pmd): its young bit is one PMD "
                      "entry, not PTEs; use align below 2MiB or a smaller order")
                 .add(size % folio != 0, "namespace_size must be a whole number of folios of this order")
+                .add(mapped_expr() < size,
+                     "mapped_size must be at least namespace_size: the folios reclaimed are among those mapped")
+                .add(mapped_expr() % folio != 0, "mapped_size must be a whole number of folios of this order")
                 .add(first & (arch == "x86_64"),
                      "x86_64 has no cont bit, so the first PTE cannot be cont: set first_pte_cont = false")
                 .add(first & (order < 4),

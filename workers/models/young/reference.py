@@ -35,11 +35,28 @@ its follow-ups on the list, and a downstream tree carrying the merged series
   up to pmd_addr_end(); under MGLRU lru_gen_look_around(&pvmw, nr) ->
   test_and_clear_young_ptes_notify() (no flush), otherwise
   clear_flush_young_ptes_notify(). Before the series the loop called the
-  per-PTE helper once per PTE.
+  per-PTE helper once per PTE. pra->referenced counts VMAs, not PTEs: one
+  young mapping gives folio_check_references() referenced_ptes = 1.
+- mm/vmscan.c folio_check_references() (classic LRU): a folio found young has
+  PG_referenced set and is kept for another trip round the inactive list
+  (FOLIOREF_KEEP), or activated if PG_referenced was already set; a folio
+  found old is reclaimed (FOLIOREF_RECLAIM_CLEAN if PG_referenced was set).
+  shrink_folio_list() then calls try_to_unmap() on the folios it reclaims.
+- mm/rmap.c try_to_unmap_one() and folio_unmap_pte_batch(): before v7.0 a file
+  folio is unmapped one PTE per loop iteration; from v7.0 ("mm: rmap: support
+  batched unmapping for file large folios") one iteration per run up to
+  pmd_addr_end(). arch/arm64/include/asm/pgtable.h get_and_clear_full_ptes():
+  nr == 1 calls contpte_try_unfold() (arch/arm64/mm/contpte.c contpte_convert():
+  16 get-and-clears, a TLB flush, 16 writes), a larger nr
+  contpte_try_unfold_partial() on partly covered end blocks only. Each
+  iteration defers its flush with set_tlb_ubc_flush_pending(): arm64
+  arch_tlbbatch_add_pending() issues __flush_tlb_range_nosync() (one TLBI),
+  x86 bumps the mm's tlb_gen (an atomic).
 """
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass
 
 import numpy as np
@@ -47,6 +64,8 @@ import numpy as np
 CONT_PTES = 16  # arch/arm64/include/asm/pgtable-hwdef.h, 4 KiB granule
 PTRS_PER_PTE = 512  # PTEs per page table: a batch never crosses pmd_addr_end()
 ARCHES = ("arm64", "x86_64")
+STEP_ATOMICS = 3  # try_to_unmap_one() per iteration: large mapcount, _nr_pages_mapped, refcount
+PTE_ATOMICS = 2  # ... and per PTE: the get-and-clear and the page's _mapcount
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -175,30 +194,35 @@ def per_pte_range(young: np.ndarray, cont: np.ndarray, i: int, nr: int, arch: st
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Table:
-    """A simulated page table holding `folios` folios of 2**order PTEs from index `offset`."""
+    """A simulated page table holding `folios` mapped folios of 2**order PTEs from index `offset`, of which
+    reclaim is to free `reclaim`."""
 
     young: np.ndarray
     cont: np.ndarray
     offset: int
     folios: int
     order: int
+    reclaim: int
 
 
 def build_table(*, namespace_size: int, align: int, order: int, arch: str = "arm64",
-                first_pte_cont: bool = True, young_fraction: float = 0.0) -> Table:
-    """The page table the model assumes for a configuration (see young.py, "Layout").
+                first_pte_cont: bool = True, young_fraction: float = 0.0, mapped_size: int | None = None) -> Table:
+    """The page table the model assumes for a configuration (see the young package doc, "Layout").
 
-    The range starts `align` bytes past a PMD boundary when align < 2 MiB (aligned
-    to align and to no larger power of two), else on one; folios are naturally
-    aligned physically. A block is cont iff contpte_set_ptes() would make it so:
-    arm64, VA block aligned and wholly inside one folio at a 64 KiB-aligned
-    physical offset. first_pte_cont=False unfolds each folio's head block.
-    The first floor(young_fraction * folios) folios have every PTE young.
+    `mapped_size` bytes of folios are mapped (default `namespace_size`), `namespace_size` of them are to be
+    reclaimed. The range starts `align` bytes past a PMD boundary when align < 2 MiB (aligned to align
+    and to no larger power of two), else on one; folios are naturally aligned physically. A block is
+    cont iff contpte_set_ptes() would make it so: arm64, VA block aligned and wholly inside one folio
+    at a 64 KiB-aligned physical offset. first_pte_cont=False unfolds each folio's head block.
+    The first floor(young_fraction * folios) mapped folios have every PTE young.
     """
     pages = 1 << order
-    if namespace_size % (pages * 4096):
-        raise ValueError("'namespace_size' must be a whole number of folios.")
-    folios = namespace_size // (pages * 4096)
+    mapped = namespace_size if mapped_size is None else mapped_size
+    if namespace_size % (pages * 4096) or mapped % (pages * 4096):
+        raise ValueError("'namespace_size' and 'mapped_size' must each be a whole number of folios.")
+    if mapped < namespace_size:
+        raise ValueError("'mapped_size' must be at least 'namespace_size'.")
+    folios = mapped // (pages * 4096)
     offset = (align % (2 << 20)) // 4096
     length = -(-(offset + folios * pages) // PTRS_PER_PTE) * PTRS_PER_PTE
     cont = np.zeros(length, dtype=bool)
@@ -216,7 +240,31 @@ def build_table(*, namespace_size: int, align: int, order: int, arch: str = "arm
     young = np.zeros(length, dtype=bool)
     hot = int(np.floor(young_fraction * folios))
     young[offset:offset + hot * pages] = True
-    return Table(young=young, cont=cont, offset=offset, folios=folios, order=order)
+    return Table(young=young, cont=cont, offset=offset, folios=folios, order=order,
+                 reclaim=namespace_size // (pages * 4096))
+
+
+def _runs(table: Table, f: int):
+    """(start, nr) of folio f's runs: folio_pte_batch() stops at pmd_addr_end()."""
+    pages = 1 << table.order
+    start, end = table.offset + f * pages, table.offset + (f + 1) * pages
+    while start < end:
+        nr = min(end, (start // PTRS_PER_PTE + 1) * PTRS_PER_PTE) - start
+        yield start, nr
+        start += nr
+
+
+def walk_folio(table: Table, f: int, *, batching: str, arch: str = "arm64", flush: bool = False) -> tuple[bool, Counts]:
+    """folio_referenced_one() over folio f: (referenced, counts). Mutates table.young."""
+    batched = clear_flush_young_ptes if flush else test_and_clear_young_ptes
+    referenced, total = False, Counts()
+    for start, nr in _runs(table, f):
+        if batching == "batched":
+            r, c = batched(table.young, table.cont, start, nr, arch)
+        else:
+            r, c = per_pte_range(table.young, table.cont, start, nr, arch, flush)
+        referenced, total = referenced or r, total + c
+    return referenced, total
 
 
 def scan(table: Table, *, batching: str, arch: str = "arm64", flush: bool = False) -> tuple[int, Counts]:
@@ -227,16 +275,112 @@ def scan(table: Table, *, batching: str, arch: str = "arm64", flush: bool = Fals
     Mutates table.young.
     """
     check_table(table.young, table.cont, arch)
-    pages, total, young_folios = 1 << table.order, Counts(), 0
-    batched = clear_flush_young_ptes if flush else test_and_clear_young_ptes
+    total, young_folios = Counts(), 0
     for f in range(table.folios):
-        start, end, referenced = table.offset + f * pages, table.offset + (f + 1) * pages, False
-        while start < end:
-            nr = min(end, (start // PTRS_PER_PTE + 1) * PTRS_PER_PTE) - start
-            if batching == "batched":
-                r, c = batched(table.young, table.cont, start, nr, arch)
-            else:
-                r, c = per_pte_range(table.young, table.cont, start, nr, arch, flush)
-            referenced, total, start = referenced or r, total + c, start + nr
-        young_folios += referenced
+        referenced, c = walk_folio(table, f, batching=batching, arch=arch, flush=flush)
+        young_folios, total = young_folios + referenced, total + c
     return young_folios, total
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Unmap:
+    """What try_to_unmap_one() did: loop iterations, contpte blocks unfolded, TLB flushes (deferred TLBIs
+    and unfold flushes), atomic read-modify-writes, plain PTE writes."""
+
+    steps: int = 0
+    unfolds: int = 0
+    tlb_flushes: int = 0
+    atomics: int = 0
+    writes: int = 0
+
+    def __add__(self, other: Unmap) -> Unmap:
+        return Unmap(steps=self.steps + other.steps, unfolds=self.unfolds + other.unfolds,
+                     tlb_flushes=self.tlb_flushes + other.tlb_flushes, atomics=self.atomics + other.atomics,
+                     writes=self.writes + other.writes)
+
+
+def _unfold(cont: np.ndarray, i: int) -> Unmap:
+    """contpte_try_unfold() at PTE i: contpte_convert() repaints a cont block as 16 plain PTEs."""
+    if not cont[i]:
+        return Unmap()
+    block = _block(i)
+    cont[block.start:block.stop] = False
+    return Unmap(unfolds=1, tlb_flushes=1, atomics=CONT_PTES, writes=CONT_PTES)
+
+
+def unmap_folio(table: Table, f: int, *, unmap: str, arch: str = "arm64") -> Unmap:
+    """try_to_unmap_one() over folio f (mapped once, clean, file-backed). Clears its PTEs' young bits and
+    unfolds cont blocks in table.cont the way the kernel would."""
+    total = Unmap()
+    for start, run in _runs(table, f):
+        i, end = start, start + run
+        while i < end:
+            nr = end - i if unmap == "batched" else 1
+            if arch == "arm64" and nr == 1:  # get_and_clear_full_ptes(): contpte_try_unfold()
+                total += _unfold(table.cont, i)
+            elif arch == "arm64":  # contpte_get_and_clear_full_ptes(): contpte_try_unfold_partial()
+                if i % CONT_PTES or nr < CONT_PTES:
+                    total += _unfold(table.cont, i)
+                if (i + nr) % CONT_PTES:
+                    total += _unfold(table.cont, i + nr - 1)
+            table.young[i:i + nr] = False
+            deferred = Unmap(tlb_flushes=1) if arch == "arm64" else Unmap(atomics=1)  # set_tlb_ubc_flush_pending()
+            total += deferred + Unmap(steps=1, atomics=PTE_ATOMICS * nr + STEP_ATOMICS)
+            i += nr
+    return total
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Reclaim:
+    """A reclaim run: folio_referenced() walks, folios kept for a second trip, folios activated, folios
+    found young by a walk, and the helper and unmap counts."""
+
+    walks: int
+    kept: int
+    activated: int
+    young_folios: int
+    helpers: Counts
+    unmap: Unmap
+    freed: tuple[int, ...]  # the folios freed, in order
+
+
+KEEP, ACTIVATE, RECLAIM, RECLAIM_CLEAN = "keep", "activate", "reclaim", "reclaim_clean"
+
+
+def check_references(referenced: bool, pg_referenced: bool) -> tuple[str, bool]:
+    """folio_check_references() under the classic LRU for a file folio mapped once, not VM_EXEC, not
+    mlocked: (decision, PG_referenced afterwards). folio_test_clear_referenced() reads and clears the flag;
+    a young folio gets it set again and is kept once, activated the second time."""
+    if referenced:
+        return (ACTIVATE if pg_referenced else KEEP), True
+    return (RECLAIM_CLEAN if pg_referenced else RECLAIM), False
+
+
+def reclaim(table: Table, *, lru: str, batching: str, unmap: str, arch: str = "arm64") -> Reclaim:
+    """shrink_folio_list() until table.reclaim folios are freed, folio by folio in mapping order.
+
+    classic: check_references() with PG_referenced clear at the start; a kept folio goes to the back of
+    the inactive list, an activated one leaves it. mglru: each of the first table.reclaim folios is walked
+    once and freed (the model does not follow MGLRU's promotion of a young folio). Mutates the table.
+    """
+    check_table(table.young, table.cont, arch)
+    inactive, pg_referenced = deque(range(table.folios)), [False] * table.folios
+    walks = kept = activated = young_folios = 0
+    helpers, gone, freed = Counts(), Unmap(), []
+    while len(freed) < table.reclaim:
+        f = inactive.popleft()
+        referenced, c = walk_folio(table, f, batching=batching, arch=arch, flush=lru == "classic")
+        walks, helpers, young_folios = walks + 1, helpers + c, young_folios + referenced
+        if lru == "classic":
+            decision, pg_referenced[f] = check_references(referenced, pg_referenced[f])
+            if decision == KEEP:  # back on the inactive list for another trip
+                kept += 1
+                inactive.append(f)
+                continue
+            if decision == ACTIVATE:  # onto the active list, out of this scan
+                activated += 1
+                continue
+        gone += unmap_folio(table, f, unmap=unmap, arch=arch)
+        freed.append(f)
+    return Reclaim(walks=walks, kept=kept, activated=activated, young_folios=young_folios, helpers=helpers,
+                   unmap=gone, freed=tuple(freed))
