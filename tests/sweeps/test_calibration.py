@@ -102,11 +102,12 @@ def test_cli_table_and_save_write_a_loadable_profile(tmp_path, capsys):
 
 def test_the_seed_profile_records_the_leave_one_out_errors_calibrate_finds(results):
     """The report quotes the leave-one-out errors seed.toml records ([leave_one_out]): they are the ones a
-    fresh calibration finds (to the 4 decimals written), for every fitted figure."""
+    fresh calibration finds (to the 4 decimals written), for every fitted figure but young's, whose three
+    figures pin its three costs (no fit can leave one out)."""
     recorded = load_profile("seed").leave_one_out
-    assert set(recorded) == set(results)
-    for fid, r in results.items():
-        assert recorded[fid] == pytest.approx(r["loo_error"], abs=6e-4), fid
+    assert set(recorded) == {f for f in results if not f.startswith("young/")}
+    for fid in recorded:
+        assert recorded[fid] == pytest.approx(results[fid]["loo_error"], abs=6e-4), fid
 
 
 def test_save_records_the_leave_one_out_errors(tmp_path, capsys):
