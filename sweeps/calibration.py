@@ -313,7 +313,7 @@ def format_calibration(cal: Calibration) -> str:
         costs = ", ".join(f"{p.key} {v:.4g}" for p, v in zip(cal.free, s.values))
         lines.append(f"  a start ended elsewhere: {costs} (max |error| {s.max_error:.1%})")
     if cal.sensitivity:
-        lines.append("  hand-set costs (source assumed), worst |error| with each at -20% / +20%:")
+        lines.append("  hand-set costs (assumed, or fit elsewhere and held), worst |error| with each at -20% / +20%:")
         lines += [f"    {h.section}.{h.key} = {h.value:.6g}: {h.max_error_low:.1%} / {h.max_error_high:.1%}"
                   for h in cal.sensitivity]
     if cal.validation:

@@ -36,7 +36,7 @@ from .evaluate import evaluate
 from .model import Figure, FreeParam, Model, figure_frame, validation_figures, with_costs
 from .exceptions import ProfileError
 from .fitcheck import Count, Identification, count, identify
-from .profiles import Profile, Quantity
+from .profiles import FITTED, Profile, Quantity
 
 FIT, VALIDATION = "fit", "validation"
 DEFAULT_STARTS = 10
@@ -297,7 +297,8 @@ def _reach(r0: np.ndarray, slope: np.ndarray, limit: float) -> float:
 
 
 def _sensitivity(model: Model, figures, profile: Profile, free) -> tuple[Sensitivity, ...]:
-    """Every hand-set (source "assumed") number of the sections the model reads, moved by -+20%:
+    """Every hand-set number of the sections the model reads (source "assumed", or "calibrated" by another fit
+    and held here, as young's call_ns), moved by -+20%:
     the worst |figure error| each way, whether that moves the figures (MOVES), and the secant slope of
     each figure's log error over the move. Entries that move no figure's error by a tenth of a point are
     left out."""
@@ -307,9 +308,12 @@ def _sensitivity(model: Model, figures, profile: Profile, free) -> tuple[Sensiti
     base = np.max(np.abs(predict(model, figures, profile, frame) / published - 1.0))
     span = math.log((1.0 + SENSITIVITY) / (1.0 - SENSITIVITY))
     out = []
+    freed = {(p.section, p.key) for p in free}
     for section in sorted(sections):
         for key, e in profile.sections.get(section, {}).items():
-            if not isinstance(e, Quantity) or e.source != "assumed" or isinstance(e.value, bool) or e.value == 0:
+            held = e.source == "assumed" or (e.source == FITTED and (section, key) not in freed) \
+                if isinstance(e, Quantity) else False
+            if not held or isinstance(e.value, bool) or e.value == 0:
                 continue
             preds = []
             for factor in (1.0 - SENSITIVITY, 1.0 + SENSITIVITY):

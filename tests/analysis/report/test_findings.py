@@ -178,5 +178,5 @@ def test_the_accuracy_finding_leads_with_the_figures_never_fit(seed_sweep):
     loo, val, in_sample = text.split("; ")
     assert loo.startswith("Leave-one-out (each of 28 fitted figures predicted by a fit without it), the model's "
                           "median |error| is ")
-    assert val.startswith("against 8 validation figures, never fit, it is ")
+    assert val.startswith("against 10 validation figures, never fit, it is ")
     assert in_sample.startswith("on the 31 figures the profile was fit to (in-sample, not a test of accuracy) it is ")
