@@ -65,7 +65,7 @@ def table_rows(out: str, first_col: str) -> tuple[list[str], list[list[str]]]:
 @pytest.mark.slow
 def test_seed_against_guest_4k_host_gives_a_ratio_table(profile_pair):
     """14 shared points, one row each: leaf order x working set, A, B, B/A = B / A and improvement (A - B) / A;
-    a guest on 4 KiB host pages is 1.5-2x slower at every point (two-dimensional walks), PMD still beats PTE."""
+    a guest on 4 KiB host pages is 1.4-2x slower at every point (two-dimensional walks), PMD still beats PTE."""
     a, b = profile_pair
     r = memsweep("compare", a, b)
     assert r.returncode == 0, r.stderr
@@ -86,7 +86,7 @@ def test_seed_against_guest_4k_host_gives_a_ratio_table(profile_pair):
         x, y = float(va.removesuffix(" ns")), float(vb.removesuffix(" ns"))
         assert float(ratio) == pytest.approx(y / x, abs=6e-4)
         assert float(imp.removesuffix("%")) == pytest.approx(100 * (x - y) / x, abs=0.06)
-        assert change == "slower" and 1.5 < y / x < 2.0
+        assert change == "slower" and 1.4 < y / x < 2.0
         guest[(order, ws)] = y
     assert all(guest[("PMD (order 9)", ws)] < guest[("PTE (order 0)", ws)] for ws in sizes)  # PMD still helps
     assert "14 points compared" in r.stdout and "14 slower" in r.stdout and "only" not in r.stdout
