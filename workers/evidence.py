@@ -96,9 +96,9 @@ def label(model: Model, profile: Profile, rows: pl.DataFrame, metric: str | None
         return pl.DataFrame(schema=COLUMNS)
     if model.kernel is not None and metric in model.kernel.exact:
         # a count or a size the kernel's own arithmetic gives: no cost, so no fit, cache state or machine
-        return pl.DataFrame({"evidence": [KERNEL_CHECKED] * rows.height, "evidence_note": [
-            f"{metric.removeprefix('metric_')}: the kernel's own arithmetic, equal to a guest's on every "
-            f"namespace one bound (memsweep run kernel)"] * rows.height})
+        return pl.DataFrame([_repeat("evidence", KERNEL_CHECKED, rows.height), _repeat(
+            "evidence_note", f"{metric.removeprefix('metric_')}: the kernel's own arithmetic, equal to a guest's on "
+                             f"every namespace one bound (memsweep run kernel)", rows.height)])
     keys = rows.select(_key(model)).to_series()
     parts = pl.DataFrame({
         "fit": keys.is_in(list(dom.fit)), "validated": keys.is_in(list(dom.validated)),
@@ -110,6 +110,8 @@ def label(model: Model, profile: Profile, rows: pl.DataFrame, metric: str | None
     fit, validated = (pl.col(c) & pl.lit(not dom.what_if) for c in ("fit", "validated"))
     where = pl.when(pl.col("fit") | pl.col("validated")).then(pl.lit(AT_FIGURE) + pl.col("id")) \
         .otherwise(pl.col("axes"))
+    if parts["assumed"].null_count() < rows.height:  # (joining strings row by row costs: only when needed)
+        where = pl.concat_str([where, pl.col("assumed")], separator=_SEP, ignore_nulls=True)
     return parts.select(
         pl.when(fit).then(pl.lit(FIT))
         .when(validated).then(pl.lit(VALIDATED))
@@ -117,7 +119,7 @@ def label(model: Model, profile: Profile, rows: pl.DataFrame, metric: str | None
         .otherwise(pl.lit(EXTRAPOLATED)).alias("evidence"),
         pl.when(fit).then(pl.lit("fit to ") + pl.col("id"))
         .when(validated).then(pl.lit("validated by ") + pl.col("id"))
-        .otherwise(pl.concat_str([where, pl.col("assumed")], separator=_SEP, ignore_nulls=True)).alias("evidence_note"),
+        .otherwise(where).alias("evidence_note"),
     )
 
 
@@ -128,44 +130,40 @@ def _assumed(model: Model, profile: Profile, rows: pl.DataFrame, dom: Domain) ->
         applies = pl.Series(a.applies(rows, profile), dtype=pl.Boolean).fill_null(False)
         texts.append(pl.when(pl.lit(applies)).then(pl.lit(f"assumed: {a.name}")))
     if not texts:
-        return pl.Series("assumed", [None] * rows.height, dtype=pl.Utf8)
+        return _repeat("assumed", None, rows.height)
     joined = pl.select(pl.concat_str(texts, separator=_SEP, ignore_nulls=True).alias("assumed")).to_series()
     if joined.len() == 1:
-        joined = pl.Series("assumed", [joined[0]] * rows.height, dtype=pl.Utf8)
+        return _repeat("assumed", joined[0] or None, rows.height)
     return joined.replace("", None)
 
 
 def _axis_notes(model: Model, rows: pl.DataFrame, dom: Domain) -> pl.Series:
     """Per row, the axes whose value no figure has, each with how far it is from those that have one;
     "a combination ... no single figure has" when every value has one but the point is none of the figures'.
-    Each axis's notes are numbered, the numbers combined into one code per row, and the text is built once
-    per distinct code (a sweep has few)."""
+    Each axis's few distinct values are described once; polars joins them per row."""
     if not dom.fit and not dom.validated:
-        return pl.Series("axes", [f"{model.name} has no published figure of its own"] * rows.height)
-    code, radix, texts = pl.lit(0, dtype=pl.Int64), 1, []
+        return _repeat("axes", f"{model.name} has no published figure of its own", rows.height)
+    parts = []
     for a in model.axes:
         if a.column not in rows.columns:
             continue
-        have = dom.values[a.column]
-        notes = [_far(a, v, have) for v in rows[a.column].unique().to_list() if v not in have]
-        if not notes:
-            continue
-        values = [v for v in rows[a.column].unique().to_list() if v not in have]
-        number = {v: i + 1 for i, v in enumerate(values) if v is not None}
-        axis_code = pl.col(a.column).replace_strict(number, default=0, return_dtype=pl.Int64) if number \
-            else pl.lit(0, dtype=pl.Int64)
-        if None in values:  # "auto", "all": a null param
-            axis_code = pl.when(pl.col(a.column).is_null()).then(values.index(None) + 1).otherwise(axis_code)
-        code = code + axis_code * radix
-        texts.append((radix, len(values) + 1, notes))
-        radix *= len(values) + 1
-    codes = rows.select(code.alias("code"))["code"] if texts else pl.Series("code", [0] * rows.height)
+        have, seen = dom.values[a.column], rows[a.column].unique().to_list()
+        far = {v: _far(a, v, have) for v in seen if v is not None and v not in have}
+        note = pl.col(a.column).replace_strict(far, default=None, return_dtype=pl.Utf8) if far else None
+        if None in seen and None not in have:  # "auto", "all": a null param
+            note = pl.when(pl.col(a.column).is_null()).then(pl.lit(_far(a, None, have))).otherwise(note)
+        if note is not None:
+            parts.append(note)
+    combination = "a combination of values no single figure has"
+    if not parts:
+        return _repeat("axes", combination, rows.height)
+    joined = rows.select(pl.concat_str(parts, separator=_SEP, ignore_nulls=True).alias("axes"))
+    return joined.select(pl.when(pl.col("axes").str.len_bytes() == 0).then(pl.lit(combination))
+                         .otherwise(pl.col("axes")).alias("axes"))["axes"]
 
-    def text(c: int) -> str:
-        parts = [notes[(c // r) % n - 1] for r, n, notes in texts if (c // r) % n]
-        return _SEP.join(parts) or "a combination of values no single figure has"
 
-    return codes.replace_strict({c: text(c) for c in codes.unique().to_list()}, return_dtype=pl.Utf8).alias("axes")
+def _repeat(name: str, text: str | None, n: int) -> pl.Series:
+    return pl.repeat(text, n, dtype=pl.Utf8, eager=True).alias(name)
 
 
 def _far(axis, value, have: list) -> str:
