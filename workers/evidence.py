@@ -170,7 +170,8 @@ def _far(axis, value, have: list) -> str:
     """How far `value` of `axis` is from the values some figure has."""
     name, text = axis.name, axis.label(value)
     numbers = [v for v in have if isinstance(v, (int, float)) and not isinstance(v, bool)]
-    if axis.kind in ("size", "extent", "int", "float", "order") and numbers and min(numbers) > 0 \
+    # an order is an exponent: how many times larger says nothing, so it reads as a value no figure has
+    if axis.kind in ("size", "extent", "int", "float") and numbers and min(numbers) > 0 \
             and isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
         lo, hi = min(numbers), max(numbers)
         if value > hi:
