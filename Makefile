@@ -7,6 +7,11 @@ STAMP := $(VENV)/.installed-stamp
 
 .PHONY: report test check browser slurm guest clean
 
+# Let Python cache bytecode even where the environment says not to: pytest then keeps its rewritten test
+# modules (collecting the suite took 10.7 s without the cache, 4.9 s with it, in each xdist worker), and
+# every memsweep process and Ray worker the tests start imports compiled modules.
+unexport PYTHONDONTWRITEBYTECODE
+
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
