@@ -20,8 +20,10 @@ ARTIFACTS = ROOT / "test-artifacts"
 NEEDS = {"slurm": "slurm", "cluster": "cluster", "s3": "object_store"}
 # Fixtures that make a test `slow` (`make check` leaves it to `make test`): the seed fits of every model,
 # with their leave-one-out refits, take a minute and a half on 2 cores; the shipped default sweep (about
-# 30,000 points, all four models) is computed whole before its findings are read.
-SLOW_FIXTURES = ("seed_calibration", "default_sweep")
+# 30,000 points, all four models) is computed whole before its findings are read; the seed sweep and the
+# small sweep's whole report are each a Ray start and a run, 14-18 s on a busy 2-core machine (the hand-built
+# sweeps of the same modules' other tests stay in `make check`).
+SLOW_FIXTURES = ("seed_calibration", "default_sweep", "seed_sweep", "small_report")
 
 
 def pytest_collection_modifyitems(items):
