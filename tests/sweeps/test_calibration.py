@@ -47,7 +47,7 @@ def test_the_published_figures_identify_every_cost_they_fit(calibrations):
 def test_cli_json_has_the_documented_keys(capsys):
     """--json prints a list of objects keyed figure/published/model/error/loo_error/use: the fit figures,
     then the seed profile's validation figures (use = "validation")."""
-    assert main(["calibrate", "--model", "young", "--json"]) == 0
+    assert main(["calibrate", "--model", "young", "--starts", "2", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
     fit = [r["figure"] for r in rows if r["use"] == "fit"]
     validation = [r["figure"] for r in rows if r["use"] == "validation"]
@@ -90,7 +90,7 @@ def test_cli_prints_validation_apart(capsys):
 def test_cli_table_and_save_write_a_loadable_profile(tmp_path, capsys):
     """The text output names free parameters and errors; --save writes a profile that loads."""
     out = tmp_path / "fitted.toml"
-    assert main(["calibrate", "--model", "young", "--save", str(out)]) == 0
+    assert main(["calibrate", "--model", "young", "--starts", "2", "--save", str(out)]) == 0
     text = capsys.readouterr().out
     assert "young: 2 free parameters fit to 3 figures" in text and "LOO error" in text
     saved = load_profile(str(out))
@@ -113,7 +113,7 @@ def test_the_seed_profile_records_the_leave_one_out_errors_calibrate_finds(resul
 def test_save_records_the_leave_one_out_errors(tmp_path, capsys):
     """--save writes each fitted figure's leave-one-out error into the profile, outside its digest."""
     out = tmp_path / "fitted.toml"
-    assert main(["calibrate", "--model", "young", "--save", str(out)]) == 0
+    assert main(["calibrate", "--model", "young", "--starts", "2", "--save", str(out)]) == 0
     saved = load_profile(str(out))
     assert set(saved.leave_one_out) == {f.id for f in MODELS["young"].calibration.figures}
     assert saved.digest() == dataclasses.replace(saved, leave_one_out={}).digest()
