@@ -173,7 +173,7 @@ FREE_PARAMS = (
     FreeParam(section="pfnmap", key="dram_latency_ns", lower=20.0, upper=500.0),
     FreeParam(section="pfnmap", key="cluster_l3_latency_ns", lower=3.0, upper=100.0),
     FreeParam(section="pfnmap", key="llc_latency_ns", lower=5.0, upper=150.0),
-    FreeParam(section="pfnmap", key="copy_gbs", lower=0.5, upper=200.0),
+    FreeParam(section="pfnmap", key="memcpy_test_gbs", lower=0.5, upper=200.0),
     FreeParam(section="pfnmap", key="copy_tlb_miss_ns", lower=0.0, upper=1000.0),
 )
 # Rows measured on a host span sizes whose data lives in its caches, so they pin the walker's own cost
@@ -182,7 +182,7 @@ MEASURED_FREE_PARAMS = (
     FreeParam(section="pfnmap", key="dram_latency_ns", lower=20.0, upper=500.0),
     FreeParam(section="pfnmap", key="walk_ref_ns", lower=0.0, upper=200.0),
     FreeParam(section="pfnmap", key="llc_latency_ns", lower=5.0, upper=150.0),
-    FreeParam(section="pfnmap", key="copy_gbs", lower=0.5, upper=200.0),
+    FreeParam(section="pfnmap", key="memcpy_test_gbs", lower=0.5, upper=200.0),
     FreeParam(section="pfnmap", key="copy_tlb_miss_ns", lower=0.0, upper=1000.0),
 )
 # A load that misses one level is served by a farther one: no sooner, and from no smaller a cache.

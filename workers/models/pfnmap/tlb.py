@@ -75,7 +75,7 @@ class Machine:
     caches: tuple[tuple[float, float, float, float], ...]  # (bytes, ways, latency ns, lines filled per miss)
     dram_ns: float
     walk_ref_ns: float
-    copy_gbs: float
+    memcpy_test_gbs: float
     copy_tlb_miss_ns: float
 
     @classmethod
@@ -94,7 +94,7 @@ class Machine:
             tlb_l2_hit_ns=float(v("tlb_l2_hit_ns")), tlb_nested=float(v("tlb_nested_entries")),
             caches=_levels(profile, fill),
             dram_ns=float(v("dram_latency_ns")), walk_ref_ns=float(v("walk_ref_ns")),
-            copy_gbs=float(v("copy_gbs")), copy_tlb_miss_ns=float(v("copy_tlb_miss_ns")),
+            memcpy_test_gbs=float(v("memcpy_test_gbs")), copy_tlb_miss_ns=float(v("copy_tlb_miss_ns")),
         )
 
     def entry_size(self, kind: str) -> int:
@@ -274,7 +274,7 @@ def sequential_copy(m: Machine, g: dict, kb: dict, length: np.ndarray, working_s
         refs[k] = len(guest) + host_walks * h
         walk[k] = sum(ref_ns(lvl, e) for lvl in guest) + m.walk_ref_ns * len(guest) + host_walks * host_ns
         miss[k] = np.where(fits_l2[e], 0, per_kind[k]).astype(np.float64)
-    other = lf / m.copy_gbs + sum(miss.values()) * m.copy_tlb_miss_ns + l2_hits * m.tlb_l2_hit_ns
+    other = lf / m.memcpy_test_gbs + sum(miss.values()) * m.copy_tlb_miss_ns + l2_hits * m.tlb_l2_hit_ns
     return _summary(lf, miss, walk, refs, other, per_access=LINE / lf)
 
 
