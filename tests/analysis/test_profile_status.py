@@ -4,6 +4,8 @@ costs, what-if only)."""
 
 from __future__ import annotations
 
+import re
+
 import polars as pl
 
 from analysis.compare.compare import compare, text
@@ -43,3 +45,37 @@ def test_table_compare_and_report_say_an_uncalibrated_profile_is_one(tmp_path):
     page = render_html(Sweep(genoa), [])
     assert '<p class="note">Profile epyc_genoa: ' in page and "every number of this report rests on its assumed" in page
     assert "every number of this report" not in render_html(Sweep(seed), [])
+
+
+def memmap_rows(profile: str) -> pl.DataFrame:
+    """memmap at the seed's own points and at 4 TiB, evaluated with `profile`, with the evidence columns the
+    model backend writes (sweeps.run.sources.model_rows)."""
+    from sweeps.run.sources import SourceSettings, model_rows
+    from workers.model import points_frame
+
+    model = get_model("memmap")
+    points = points_frame(model, [dict(namespace_size=size, align="2MiB", mode="fsdax", map="dev", strategy=s)
+                                  for size in ("100GiB", "4TiB") for s in ("slow", "template")])
+    return model_rows(model, points, load_profile(profile), SourceSettings()).drop(
+        c for c in ("measure_repeats", "measure_min", "measure_median", "measure_huge_pages", "env_guest_kernel",
+                    "env_guest_cmdline", "env_accel"))
+
+
+def test_table_and_compare_give_the_evidence_an_uncalibrated_profile_rests_on(tmp_path):
+    """On seed the seed's points are fit (F) and 4 TiB extrapolated (E); on epyc_genoa every cell is assumed
+    (A), and the lines under the table and compare's evidence lines say why."""
+    seed = write_sweep(tmp_path, "a", {"memmap": memmap_rows("seed")}, profile="seed")
+    genoa = write_sweep(tmp_path, "b", {"memmap": memmap_rows("epyc_genoa")}, profile="epyc_genoa")
+    table = text_table(seed, model="memmap", rows="namespace_size", cols="strategy")
+    assert [re.findall(r" ms ([FVKEA])\b", line) for line in table.splitlines() if line.startswith(("100GiB", "4TiB"))] == [
+        ["F", "F"], ["E", "E"]]
+    assert "modeled cells' rows: 2 fit, 2 extrapolated" in table
+    assert "  namespace_size 4TiB: 41x the largest with a figure (100GiB)" in table
+    table = text_table(genoa, model="memmap", rows="namespace_size", cols="strategy")
+    assert [re.findall(r" ms ([FVKEA])\b", line) for line in table.splitlines() if line.startswith(("100GiB", "4TiB"))] == [
+        ["A", "A"], ["A", "A"]]
+    assert "modeled cells' rows: 4 assumed" in table
+    assert "  assumed: profile epyc_genoa not calibrated (what-if)" in table
+    out = text(compare(seed, genoa))
+    assert "evidence of A's answers: 2 fit, 2 extrapolated" in out and "evidence of B's answers: 4 assumed" in out
+    assert "  assumed: profile epyc_genoa not calibrated (what-if)" in out
