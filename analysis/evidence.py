@@ -29,13 +29,29 @@ def _checked(rows: ModelRows, metric: str) -> bool:
     return model is not None and model.kernel is not None and metric in model.kernel.exact
 
 
+def _off(rows: ModelRows, metric: str) -> list[str]:
+    """The note fragments of the model's assumptions that do not bear on `metric` (the stored label is the
+    headline's: a cost assumption behind a time is no part of a count's evidence)."""
+    model = rows.model
+    return [f"assumed: {a.name}" for a in (model.calibration.assumptions if model is not None else ())
+            if not a.bears_on(metric)]
+
+
 def label_expr(rows: ModelRows, metric: str) -> pl.Expr | None:
     """Per row, the label of its answer for `metric`; None when the sweep does not record evidence (a
     schema-4 folder)."""
     if "evidence" not in rows.schema():
         return None
-    return pl.when(pl.col("evidence").is_not_null()).then(pl.lit(KERNEL_CHECKED)) if _checked(rows, metric) \
-        else pl.col("evidence")
+    if _checked(rows, metric):
+        return pl.when(pl.col("evidence").is_not_null()).then(pl.lit(KERNEL_CHECKED))
+    off = _off(rows, metric)
+    if not off:
+        return pl.col("evidence")
+    # assumed only for assumptions that do not bear on this metric: the point is otherwise extrapolated
+    kept = pl.col("evidence_note").str.split("; ").list.eval(
+        pl.element().filter(pl.element().str.starts_with("assumed: ") & ~pl.element().is_in(off))).list.len()
+    return pl.when((pl.col("evidence") == ASSUMED) & (kept == 0)).then(pl.lit(EXTRAPOLATED)) \
+        .otherwise(pl.col("evidence"))
 
 
 def row_label(rows: ModelRows, source: str | None, metric: str) -> pl.Expr:
@@ -93,7 +109,8 @@ def summarize(rows: ModelRows, lf: pl.LazyFrame, metric: str) -> Evidence:
         labelled.filter(pl.col("label").is_in([EXTRAPOLATED, ASSUMED])).group_by("note").agg(pl.len().alias("n")),
     ])
     ordered = tuple(sorted(((lab, int(n)) for lab, n in counts.iter_rows()), key=lambda c: RANK[c[0]]))
-    return Evidence(counts=ordered, notes=_fragments(notes))
+    off = set(_off(rows, metric))
+    return Evidence(counts=ordered, notes=tuple(n for n in _fragments(notes) if n not in off))
 
 
 def _fragments(notes: pl.DataFrame) -> tuple[str, ...]:

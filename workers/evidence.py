@@ -104,7 +104,7 @@ def label(model: Model, profile: Profile, rows: pl.DataFrame, metric: str | None
         "fit": keys.is_in(list(dom.fit)), "validated": keys.is_in(list(dom.validated)),
         "id": keys.replace_strict(dom.figure_ids, default=None, return_dtype=pl.Utf8),
         "axes": _axis_notes(model, rows, dom),
-        "assumed": _assumed(model, profile, rows, dom),
+        "assumed": _assumed(model, profile, rows, dom, metric),
     })
     # a fit or validation point's number was checked against a published one, unless the profile is a what-if
     fit, validated = (pl.col(c) & pl.lit(not dom.what_if) for c in ("fit", "validated"))
@@ -123,10 +123,10 @@ def label(model: Model, profile: Profile, rows: pl.DataFrame, metric: str | None
     )
 
 
-def _assumed(model: Model, profile: Profile, rows: pl.DataFrame, dom: Domain) -> pl.Series:
-    """Per row, the assumptions that apply ("assumed: <name>", joined), null where none does."""
+def _assumed(model: Model, profile: Profile, rows: pl.DataFrame, dom: Domain, metric: str) -> pl.Series:
+    """Per row, the assumptions that apply to `metric` ("assumed: <name>", joined), null where none does."""
     texts = [pl.lit(f"assumed: {dom.what_if}")] if dom.what_if else []
-    for a in model.calibration.assumptions:
+    for a in (a for a in model.calibration.assumptions if a.bears_on(metric)):
         applies = pl.Series(a.applies(rows, profile), dtype=pl.Boolean).fill_null(False)
         texts.append(pl.when(pl.lit(applies)).then(pl.lit(f"assumed: {a.name}")))
     if not texts:

@@ -256,11 +256,16 @@ class Assumption:
     """Something a model's answers rest on that no figure checks (workers.evidence): a hand-set cost, a
     cache state, costs taken from another machine. `name` is what a label quotes ("LLC-warm"), `text` one
     sentence of what is assumed, `where` a "package.module:function" reference (or the function itself):
-    (rows: param_* and metric columns, profile) -> per row, whether the answer depends on it."""
+    (rows: param_* and metric columns, profile) -> per row, whether the answer depends on it. `metrics`: the
+    metric columns it bears on (a cost assumption moves times, not counts); empty: all of them."""
 
     name: str
     text: str
     where: str | Callable[..., object]
+    metrics: tuple[str, ...] = ()
+
+    def bears_on(self, metric: str) -> bool:
+        return not self.metrics or metric in self.metrics
 
     def applies(self, rows: pl.DataFrame, profile: Profile):
         """Per row, whether the assumption applies (a boolean Series or array)."""

@@ -47,15 +47,15 @@ def test_table_compare_and_report_say_an_uncalibrated_profile_is_one(tmp_path):
     assert "every number of this report" not in render_html(Sweep(seed), [])
 
 
-def memmap_rows(profile: str) -> pl.DataFrame:
+def memmap_rows(profile: str, **held) -> pl.DataFrame:
     """memmap at the seed's own points and at 4 TiB, evaluated with `profile`, with the evidence columns the
     model backend writes (sweeps.run.sources.model_rows)."""
     from sweeps.run.sources import SourceSettings, model_rows
     from workers.model import points_frame
 
     model = get_model("memmap")
-    points = points_frame(model, [dict(namespace_size=size, align="2MiB", mode="fsdax", map="dev", strategy=s)
-                                  for size in ("100GiB", "4TiB") for s in ("slow", "template")])
+    points = points_frame(model, [{**dict(namespace_size=size, align="2MiB", mode="fsdax", map="dev", strategy=s),
+                                   **held} for size in ("100GiB", "4TiB") for s in ("slow", "template")])
     return model_rows(model, points, load_profile(profile), SourceSettings()).drop(
         c for c in ("measure_repeats", "measure_min", "measure_median", "measure_huge_pages", "env_guest_kernel",
                     "env_guest_cmdline", "env_accel"))
@@ -79,3 +79,15 @@ def test_table_and_compare_give_the_evidence_an_uncalibrated_profile_rests_on(tm
     out = text(compare(seed, genoa))
     assert "evidence of A's answers: 2 fit, 2 extrapolated" in out and "evidence of B's answers: 4 assumed" in out
     assert "  assumed: profile epyc_genoa not calibrated (what-if)" in out
+
+
+def test_a_count_read_from_the_stored_labels_leaves_out_the_cost_assumptions(tmp_path):
+    """The stored label is the headline's: a devdax map=mem memmap at 1 GiB align is a few MiB of struct pages,
+    assumed LLC-warm for init_ms; read for its DRAM bytes, the same rows are extrapolated and the LLC assumption
+    is not listed."""
+    sweep = write_sweep(tmp_path, "m", {"memmap": memmap_rows("seed", map="mem", mode="devdax", align="1GiB")},
+                        profile="seed")
+    times = text_table(sweep, model="memmap", rows="namespace_size", cols="strategy")
+    dram = text_table(sweep, model="memmap", rows="namespace_size", cols="strategy", metric="memmap_dram_bytes")
+    assert "assumed: LLC-warm struct pages (copy.warm_llc)" in times
+    assert "LLC" not in dram and "modeled cells' rows: 4 extrapolated" in dram

@@ -94,3 +94,11 @@ def test_modeled_rows_carry_evidence():
     params = decode(grid_for(spec, "memmap"), 0, 2).drop("point_id")
     out = model_rows(MEMMAP, params, spec.profile, SourceSettings())
     assert sorted(out["evidence"].to_list()) == ["extrapolated", "fit"]
+
+
+def test_an_assumption_about_costs_is_no_part_of_a_counts_evidence():
+    """LLC-warm bears on memmap's times: the DRAM bytes of the same map=mem point are extrapolated, not assumed."""
+    point = [{**BIG, "map": "mem"}]
+    [(time_label, _)] = labels(MEMMAP, point)
+    [(bytes_label, note)] = labels(MEMMAP, point, metric="metric_memmap_dram_bytes")
+    assert (time_label, bytes_label) == ("assumed", "extrapolated") and "LLC" not in note

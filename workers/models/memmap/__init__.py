@@ -382,11 +382,15 @@ def on_pmem(rows: pl.DataFrame, profile: Profile) -> pl.Series:
     return (rows["param_medium"] == "pmem") & (rows["param_map"] == "dev")
 
 
+# Both are about costs: they move the times and what follows from them, never a count or a size.
+TIMES = ("metric_compute_ms", "metric_stall_ms", "metric_bound_ms", "metric_init_ms", "metric_speedup_vs_slow",
+         "metric_dominant")
 ASSUMPTIONS = (
-    Assumption(name="LLC-warm struct pages (copy.warm_llc)", where=llc_warm,
+    Assumption(name="LLC-warm struct pages (copy.warm_llc)", where=llc_warm, metrics=TIMES,
                text="struct pages that fit the LLC are priced as resident between rebinds, as the seed's 30 "
                     "rebinds keep them; a first bind finds them cold"),
     Assumption(name="pmem costs: another machine's DRAM-to-Optane ratios (memmap.pmem_*_ratio)", where=on_pmem,
+               metrics=TIMES,
                text="Optane's write, read and latency costs are this profile's DRAM costs scaled by ratios "
                     "measured on another machine (one study, one thread), not fit to any figure"),
 )
