@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from workers.evidence import ASSUMED, AT_FIGURE, EXTRAPOLATED, KERNEL_CHECKED, LABELS
+from workers.evidence import ASSUMED, AT_FIGURE, EXTRAPOLATED, KERNEL_CHECKED, LABELS, SEP
 
 from .read import MODELED, ModelRows
 
@@ -48,7 +48,7 @@ def label_expr(rows: ModelRows, metric: str) -> pl.Expr | None:
     if not off:
         return pl.col("evidence")
     # assumed only for assumptions that do not bear on this metric: the point is otherwise extrapolated
-    kept = pl.col("evidence_note").str.split("; ").list.eval(
+    kept = pl.col("evidence_note").str.split(SEP).list.eval(
         pl.element().filter(pl.element().str.starts_with("assumed: ") & ~pl.element().is_in(off))).list.len()
     return pl.when((pl.col("evidence") == ASSUMED) & (kept == 0)).then(pl.lit(EXTRAPOLATED)) \
         .otherwise(pl.col("evidence"))
@@ -117,7 +117,7 @@ def _fragments(notes: pl.DataFrame) -> tuple[str, ...]:
     """Each "; "-separated part of the notes once, by the rows it covers (most first)."""
     covered: dict[str, int] = {}
     for note, n in notes.iter_rows():
-        for part in (note or "").split("; "):
+        for part in (note or "").split(SEP):
             if part and not part.startswith(AT_FIGURE):  # a what-if at a figure's point: the count says it
                 covered[part] = covered.get(part, 0) + n
     return tuple(p for p, _ in sorted(covered.items(), key=lambda kv: (-kv[1], kv[0])))

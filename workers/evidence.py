@@ -31,7 +31,7 @@ FIT, VALIDATED, KERNEL_CHECKED, EXTRAPOLATED, ASSUMED = LABELS = (
     "fit", "validated", "kernel-checked", "extrapolated", "assumed")
 COLUMNS = {"evidence": pl.Utf8, "evidence_note": pl.Utf8}
 AT_FIGURE = "at the point of "  # a what-if profile's answer at a figure's point
-_SEP = "; "
+SEP = "; "  # between the parts of a note (analysis splits notes on it)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -111,7 +111,7 @@ def label(model: Model, profile: Profile, rows: pl.DataFrame, metric: str | None
     where = pl.when(pl.col("fit") | pl.col("validated")).then(pl.lit(AT_FIGURE) + pl.col("id")) \
         .otherwise(pl.col("axes"))
     if parts["assumed"].null_count() < rows.height:  # (joining strings row by row costs: only when needed)
-        where = pl.concat_str([where, pl.col("assumed")], separator=_SEP, ignore_nulls=True)
+        where = pl.concat_str([where, pl.col("assumed")], separator=SEP, ignore_nulls=True)
     return parts.select(
         pl.when(fit).then(pl.lit(FIT))
         .when(validated).then(pl.lit(VALIDATED))
@@ -131,7 +131,7 @@ def _assumed(model: Model, profile: Profile, rows: pl.DataFrame, dom: Domain, me
         texts.append(pl.when(pl.lit(applies)).then(pl.lit(f"assumed: {a.name}")))
     if not texts:
         return _repeat("assumed", None, rows.height)
-    joined = pl.select(pl.concat_str(texts, separator=_SEP, ignore_nulls=True).alias("assumed")).to_series()
+    joined = pl.select(pl.concat_str(texts, separator=SEP, ignore_nulls=True).alias("assumed")).to_series()
     if joined.len() == 1:
         return _repeat("assumed", joined[0] or None, rows.height)
     return joined.replace("", None)
@@ -157,7 +157,7 @@ def _axis_notes(model: Model, rows: pl.DataFrame, dom: Domain) -> pl.Series:
     combination = "a combination of values no single figure has"
     if not parts:
         return _repeat("axes", combination, rows.height)
-    joined = rows.select(pl.concat_str(parts, separator=_SEP, ignore_nulls=True).alias("axes"))
+    joined = rows.select(pl.concat_str(parts, separator=SEP, ignore_nulls=True).alias("axes"))
     return joined.select(pl.when(pl.col("axes").str.len_bytes() == 0).then(pl.lit(combination))
                          .otherwise(pl.col("axes")).alias("axes"))["axes"]
 
