@@ -91,10 +91,6 @@ class Evidence:
         """"2,480 extrapolated, 8 fit" (strongest label first); "" when nothing is labelled."""
         return ", ".join(f"{n:,} {label}" for label, n in self.counts)
 
-    @property
-    def weakest(self) -> str | None:
-        return self.counts[-1][0] if self.counts else None
-
 
 def summarize(rows: ModelRows, lf: pl.LazyFrame, metric: str) -> Evidence:
     """The evidence of the rows of `lf` (rows of one model, already filtered) for `metric`."""
@@ -104,10 +100,9 @@ def summarize(rows: ModelRows, lf: pl.LazyFrame, metric: str) -> Evidence:
     note = pl.lit(None, dtype=pl.Utf8) if _checked(rows, metric) else pl.col("evidence_note")
     value = pl.col(metric).is_not_null() if metric in rows.schema() else pl.lit(True)
     labelled = lf.filter(value).select(label.alias("label"), note.alias("note")).filter(pl.col("label").is_not_null())
-    counts, notes = pl.collect_all([
-        labelled.group_by("label").agg(pl.len().alias("n")),
-        labelled.filter(pl.col("label").is_in([EXTRAPOLATED, ASSUMED])).group_by("note").agg(pl.len().alias("n")),
-    ])
+    groups = labelled.group_by("label", "note").agg(pl.len().alias("n")).collect()  # one scan for both
+    counts = groups.group_by("label").agg(pl.col("n").sum())
+    notes = groups.filter(pl.col("label").is_in([EXTRAPOLATED, ASSUMED])).select("note", "n")
     ordered = tuple(sorted(((lab, int(n)) for lab, n in counts.iter_rows()), key=lambda c: RANK[c[0]]))
     off = set(_off(rows, metric))
     return Evidence(counts=ordered, notes=tuple(n for n in _fragments(notes) if n not in off))

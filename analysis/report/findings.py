@@ -105,12 +105,18 @@ def _evidence(rows: ModelRows, model: Model, decl: Winner | Ratio | Medians) -> 
     lf = _modeled(rows, metric)
     if lf is None:
         return ""
-    schema, varying = rows.schema(), set(rows.varying())
-    for c in getattr(decl, "where", ()):
-        e = cond_expr(c, schema, varying)
-        if e is not None:
-            lf = lf.filter(e)
+    lf = _where(rows, lf, getattr(decl, "where", ()))
     return evidence.sentence(evidence.summarize(rows, lf.filter(pl.col(metric).is_not_null()), metric))
+
+
+def _where(rows: ModelRows, lf: pl.LazyFrame, conds) -> pl.LazyFrame:
+    """The rows of `lf` that satisfy every condition of a declaration's `where`."""
+    schema, varying = rows.schema(), set(rows.varying())
+    for c in conds:
+        e = cond_expr(c, schema, varying)
+        if e is not None:  # None: an Either whose when_varying axis takes one value holds everywhere
+            lf = lf.filter(e)
+    return lf
 
 
 # -- formatting -------------------------------------------------------------------------------------------
@@ -365,12 +371,7 @@ def _medians(rows: ModelRows, d: Medians) -> tuple[str, dict] | None:
     lf = _modeled(rows, *columns)
     if lf is None:
         return None
-    varying = set(rows.varying())
-    schema = rows.schema()
-    for c in d.where:
-        e = cond_expr(c, schema, varying)
-        if e is not None:  # None: an Either whose when_varying axis takes one value holds everywhere
-            lf = lf.filter(e)
+    lf = _where(rows, lf, d.where)
     value = pl.col(d.metric).cast(pl.Float64)
     if d.per:
         value = value / pl.col(d.per) * d.scale
