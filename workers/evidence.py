@@ -175,12 +175,12 @@ def _far(axis, value, have: list) -> str:
             and isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
         lo, hi = min(numbers), max(numbers)
         if value > hi:
-            return f"{name} {text}: {_times(value / hi)} the largest with a figure ({axis.label(hi)})"
+            return f"{name} {text}: {_ratio(value / hi)}x the largest with a figure ({axis.label(hi)})"
         if value < lo:
-            return f"{name} {text}: 1/{_times(lo / value)[:-1]} of the smallest with a figure ({axis.label(lo)})"
+            return f"{name} {text}: 1/{_ratio(lo / value)} of the smallest with a figure ({axis.label(lo)})"
         return f"{name} {text}: between values with figures ({axis.label(lo)} .. {axis.label(hi)})"
     return f"{name} {text}: no figure (figures at {', '.join(axis.label(v) for v in have)})"
 
 
-def _times(x: float) -> str:
-    return f"{x:.0f}x" if x >= 10 else f"{x:.1f}x"
+def _ratio(x: float) -> str:
+    return f"{x:.0f}" if x >= 10 else f"{x:.1f}"
