@@ -89,7 +89,9 @@ class ConfigResult:
 class GuestRun:
     """One boot: the guest's `uname -r` and /proc/cmdline (None when /init never ran), the accelerator
     QEMU used ('tcg' or 'kvm'; 'none' when no configuration needed a boot), a result per configuration in
-    the order given, and wall times (seconds from QEMU's start to /init's first line, and to the end)."""
+    the order given, and wall times (seconds from QEMU's start to /init's first line, and to the end);
+    how many boots it took (a kernel that panics before /init is booted again) and what each failed one
+    printed (its oops's first line and its panic's)."""
 
     release: str | None
     cmdline: str | None
@@ -97,6 +99,8 @@ class GuestRun:
     results: tuple[ConfigResult, ...]
     boot_s: float | None
     wall_s: float
+    boots: int = 0
+    failed_boots: tuple[str, ...] = ()
 
 
 def parse_line(line: str) -> tuple[str, object] | None:

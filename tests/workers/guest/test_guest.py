@@ -368,7 +368,34 @@ def test_a_boot_timeout_gives_error_rows_with_console_lines_and_no_qemu(kernel61
     for r in run.results:
         assert r.status == "error" and r.reason.startswith("boot timeout: /init did not start within 3 s")
         console = r.reason.split("console's last lines:\n", 1)[1].splitlines()
-        assert 0 < len(console) <= 20 + 3
+        assert 0 < len(console) <= runner.CONSOLE_TAIL + 2 + 3  # an oops's first line and "...", QEMU's 3
+    assert not qemu_children()
+
+
+@pytest.mark.guest
+@pytest.mark.parametrize("panics", [1, 2])
+def test_a_kernel_that_panics_before_init_is_booted_again(kernel612, monkeypatch, panics):
+    """The kernel panics before /init (rdinit= names no file: it cannot mount a root) on the first boot, or
+    on both: one panic costs a boot and the second boot's results stand; two are errors that say so, with
+    the console from the panic's line on."""
+    boots = []
+
+    def command(*, append, **kw):
+        boots.append(append)
+        return real(append=append + " rdinit=/missing" if len(boots) <= panics else append, **kw)
+
+    real = qemu.command
+    monkeypatch.setattr(qemu, "command", command)
+    run = run_guest(kernel612, CONFIGS[:1], accel="tcg")
+    assert run.boots == len(boots) == 2 and len(run.failed_boots) == panics
+    assert all("Kernel panic - not syncing: VFS: Unable to mount root fs" in f for f in run.failed_boots)
+    r = run.results[0]
+    if panics == 1:
+        assert run.release == kernel612.release and r.status == "ok"
+    else:
+        assert run.release is None and r.status == "error"
+        assert r.reason.startswith("QEMU exited (status 0) before the guest finished (in each of 2 boots)")
+        assert "Kernel panic" in r.reason.split("console's last lines:\n", 1)[1]
     assert not qemu_children()
 
 
