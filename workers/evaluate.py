@@ -56,7 +56,8 @@ def _check_contract(model: Model, points: pl.DataFrame, out: pl.DataFrame) -> No
     expected = ["status", "reason", *model.metric_dtypes]
     if out.columns != expected:
         raise ModelError(f"model {model.name!r} returned columns {out.columns}, declared {expected}")
-    wrong = {c: str(out.schema[c]) for c, dt in model.metric_dtypes.items() if out.schema[c] != dt}
+    schema = out.schema  # polars builds the schema anew on each access
+    wrong = {c: str(schema[c]) for c, dt in model.metric_dtypes.items() if schema[c] != dt}
     if wrong:
         raise ModelError(f"model {model.name!r} returned metric dtypes {wrong}, declared otherwise")
     bad = set(out["status"].unique().to_list()) - set(STATUSES)

@@ -42,6 +42,7 @@ The memmap model prices its struct-page copies with `instructions()`,
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from math import gcd
 
@@ -345,6 +346,7 @@ class CopyModel(Model):
         return pl.concat([status, metrics], how="horizontal")  # evaluate() nulls the metrics of rows not ok
 
     @staticmethod
+    @functools.cache  # one expression, built once: a fit evaluates its figures thousands of times
     def _reasons() -> pl.Expr:
         """Why a point cannot exist (first rule that matches), or null."""
         size, total = pl.col("param_struct_page_size"), pl.col("param_namespace_size")

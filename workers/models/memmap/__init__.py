@@ -65,6 +65,7 @@ patch 8 names; other sizes are infeasible here (the copy model still takes any).
 
 from __future__ import annotations
 
+import functools
 from dataclasses import replace
 
 import numpy as np
@@ -565,6 +566,7 @@ class MemmapModel(Model):
         return pl.concat([status, metrics], how="horizontal")  # evaluate() nulls the metrics of rows not ok
 
     @staticmethod
+    @functools.cache  # one expression, built once: a fit evaluates its figures thousands of times
     def _reasons() -> pl.Expr:
         """Why a point cannot exist (first rule that matches), or null; columns from evaluate()."""
         c = pl.col

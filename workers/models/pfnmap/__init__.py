@@ -46,6 +46,8 @@ with its note.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import polars as pl
 
@@ -351,6 +353,7 @@ class PfnmapModel(Model):
         return out
 
     @staticmethod
+    @functools.cache  # one expression, built once: a fit evaluates its figures thousands of times
     def _reasons() -> pl.Expr:
         """Why a point cannot exist (first rule that matches), or null."""
         size, align, order = pl.col("param_namespace_size"), pl.col("param_align"), order_expr()

@@ -40,6 +40,8 @@ young folio rather than freeing it (it is charged as freed), a kept folio's isol
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import polars as pl
 
@@ -289,6 +291,7 @@ class YoungModel(Model):
                 + c[f"unmap_writes_{path}"] * cost["pte_read_ns"])
 
     @staticmethod
+    @functools.cache  # one expression, built once: a fit evaluates its figures thousands of times
     def _reasons() -> pl.Expr:
         """Why a point cannot exist (first rule that matches), or null."""
         size, align, yf = pl.col("param_namespace_size"), pl.col("param_align"), pl.col("param_young_fraction")
