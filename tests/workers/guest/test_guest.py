@@ -373,30 +373,54 @@ def test_a_boot_timeout_gives_error_rows_with_console_lines_and_no_qemu(kernel61
 
 
 @pytest.mark.guest
-@pytest.mark.parametrize("panics", [1, 2])
-def test_a_kernel_that_panics_before_init_is_booted_again(kernel612, monkeypatch, panics):
-    """The kernel panics before /init (rdinit= names no file: it cannot mount a root) on the first boot, or
-    on both: one panic costs a boot and the second boot's results stand; two are errors that say so, with
-    the console from the panic's line on."""
+def test_a_kernel_that_panics_before_init_is_booted_again(kernel612, monkeypatch):
+    """The kernel panics before /init on the first boot (rdinit= names no file: it cannot mount a root);
+    the second boot's results stand, and the run says what the first one printed."""
     boots = []
 
     def command(*, append, **kw):
         boots.append(append)
-        return real(append=append + " rdinit=/missing" if len(boots) <= panics else append, **kw)
+        return real(append=append + " rdinit=/missing" if len(boots) == 1 else append, **kw)
 
     real = qemu.command
     monkeypatch.setattr(qemu, "command", command)
     run = run_guest(kernel612, CONFIGS[:1], accel="tcg")
-    assert run.boots == len(boots) == 2 and len(run.failed_boots) == panics
-    assert all("Kernel panic - not syncing: VFS: Unable to mount root fs" in f for f in run.failed_boots)
-    r = run.results[0]
-    if panics == 1:
-        assert run.release == kernel612.release and r.status == "ok"
-    else:
-        assert run.release is None and r.status == "error"
-        assert r.reason.startswith("QEMU exited (status 0) before the guest finished (in each of 2 boots)")
-        assert "Kernel panic" in r.reason.split("console's last lines:\n", 1)[1]
+    assert run.boots == len(boots) == 2 and run.release == kernel612.release
+    [failed] = run.failed_boots
+    assert "Kernel panic - not syncing: VFS: Unable to mount root fs" in failed
+    assert run.results[0].status == "ok"
     assert not qemu_children()
+
+
+PANIC_CONSOLE = ["[    1.5] Oops: general protection fault, probably for non-canonical address", "[    1.5] RIP: x",
+                 "[    1.5] Kernel panic - not syncing: Fatal exception in interrupt"]
+
+
+@pytest.mark.parametrize("panicked, why", [
+    (2, "QEMU exited (status 0) before the guest finished (in each of 2 boots); console's last lines:"),
+    (1, "boot timeout: /init did not start within 60 s (on boot 2; boot 1 panicked before /init: "
+        "[    1.5] Oops: general protection fault, probably for non-canonical address / "
+        "[    1.5] Kernel panic - not syncing: Fatal exception in interrupt); console's last lines:"),
+])
+def test_an_error_after_a_panicked_boot_says_which_boots_failed(panicked, why):
+    """Both boots panicked, or the first did and the second failed otherwise: the reason says which."""
+    session = runner._Session(failure=("QEMU exited (status 0) before the guest finished" if panicked == 2 else
+                                       "boot timeout: /init did not start within 60 s"))
+    assert runner._panicked_before_init(session, PANIC_CONSOLE)
+    failed = [runner._oops(PANIC_CONSOLE)] * panicked
+    r = runner._result(0, CONFIGS[0], session, PANIC_CONSOLE, 2, failed)
+    assert r.status == "error" and r.reason.startswith(why)
+
+
+def test_the_console_tail_starts_with_the_oopss_first_line(tmp_path):
+    """An oops 40 lines up (its call trace fills the tail): its first line, then "...", then the last 20."""
+    lines = [f"[    1.{i:03d}] line {i}" for i in range(60)]
+    lines[10] = "[    1.010] BUG: unable to handle page fault for address: ff13690048001000"
+    (tmp_path / "console").write_text("\r\n".join(lines) + "\r\n")
+    tail = runner._tail(tmp_path / "console", runner.CONSOLE_TAIL)
+    assert tail == [lines[10], "...", *lines[-runner.CONSOLE_TAIL:]]
+    (tmp_path / "console").write_text("\n".join(lines[:15]))  # the oops within the tail: the tail as it is
+    assert runner._tail(tmp_path / "console", runner.CONSOLE_TAIL) == lines[:15]
 
 
 @pytest.mark.guest
