@@ -18,7 +18,7 @@ from pathlib import Path
 import polars as pl
 
 from workers import MODELS
-from workers.calibrate import DEFAULT_STARTS, Calibration, FigureResult, calibrate, predict, validation_figures
+from workers.calibrate import DEFAULT_STARTS, LOO_STARTS, Calibration, FigureResult, calibrate, predict, validation_figures
 from workers.folder import at, part_files, scan
 from workers.exceptions import SweepFolderError
 from workers.fitcheck import cost_orders, impossible
@@ -30,7 +30,8 @@ from .exceptions import DatasetError, FitError, UsageError
 
 def run_calibration(profile_name: str, *, models: list[str] | None, as_json: bool, save: str | None,
                     source: str | None = None, holdout: list[str] | None = None, statistic: str | None = None,
-                    starts: int = DEFAULT_STARTS, fix: list[str] | None = None) -> int:
+                    starts: int = DEFAULT_STARTS, loo_starts: int = LOO_STARTS,
+                    fix: list[str] | None = None) -> int:
     """Calibrate each model to its published figures, or (`source`) to a sweep's measured rows; `fix`: costs
     ("section.key") kept at the profile's values. Costs the figures do not identify, or that no machine can
     have, are warned about; with `save` they are refused (FitError) and nothing is written."""
@@ -45,7 +46,7 @@ def run_calibration(profile_name: str, *, models: list[str] | None, as_json: boo
                 raise UsageError(f"'{flag}' goes with '--from': it chooses how measured rows are fit.")
         jobs = [(model, figures, model.calibration.free_params) for model, figures in published_jobs(models)]
         held, profile = {}, start
-    results, predictions = _fit_all(_unfixed(jobs, fix or [], source), profile, held, starts, source)
+    results, predictions = _fit_all(_unfixed(jobs, fix or [], source), profile, held, (starts, loo_starts), source)
     profile = results[-1].profile  # later models keep earlier fits (they own other sections)
     _print(results, predictions, as_json)
     problems = fit_problems(results)
@@ -61,14 +62,15 @@ def run_calibration(profile_name: str, *, models: list[str] | None, as_json: boo
     return 0
 
 
-def _fit_all(jobs, profile: Profile, held: dict, starts: int, source: str | None):
+def _fit_all(jobs, profile: Profile, held: dict, starts: tuple[int, int], source: str | None):
     """Calibrate each job in turn (a later model starts from the earlier fits: they own other sections);
-    the calibrations, and the held-out figures predicted by the fitted profile."""
+    the calibrations, and the held-out figures predicted by the fitted profile. `starts`: neutral starts of
+    the fit and of each leave-one-out refit."""
     results: list[Calibration] = []
     predictions: list[FigureResult] = []
     for model, figures, free in jobs:
         validation = () if source else validation_figures(model, profile)
-        cal = calibrate(model, profile, figures, free, starts=starts, validation=validation)
+        cal = calibrate(model, profile, figures, free, starts=starts[0], loo_starts=starts[1], validation=validation)
         profile = cal.profile
         results.append(cal)
         if held.get(model.name):

@@ -162,7 +162,9 @@ def _add_calibrate(sub) -> None:
     cal.add_argument("--json", action="store_true",
                      help="print a JSON list of per-figure results; 'use' is 'fit' or 'validation'")
     cal.add_argument("--starts", type=_positive_int, default=10, metavar="N",
-                     help="neutral starts per fit (default 10; leave-one-out refits take 3)")
+                     help="neutral starts of the fit (default 10)")
+    cal.add_argument("--loo-starts", type=_positive_int, default=3, metavar="N",
+                     help="neutral starts of each leave-one-out refit, one per fitted figure (default 3)")
     cal.add_argument("--save", metavar="FILE",
                      help="write the fitted profile to FILE (TOML); refused (exit 2) when a fitted cost is not "
                           "identified by the figures or no machine can have it")
@@ -347,7 +349,7 @@ def cmd_calibrate(args) -> int:
 
     return run_calibration(args.profile, models=args.model, as_json=args.json, save=args.save,
                            source=args.source, holdout=args.holdout, statistic=args.statistic,
-                           starts=args.starts, fix=args.fix)
+                           starts=args.starts, loo_starts=args.loo_starts, fix=args.fix)
 
 
 COMMANDS = {

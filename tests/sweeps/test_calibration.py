@@ -69,6 +69,13 @@ def test_cli_counts_the_costs_that_move_the_figures(capsys):
         ["young.folio_ns", "young.pte_atomic_ns"], ["young.call_ns"], False)
 
 
+@pytest.mark.parametrize("flag", ["--starts", "--loo-starts"])
+def test_a_count_of_starts_below_one_exits_2_naming_it(flag, capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["calibrate", "--model", "young", flag, "0"])
+    assert e.value.code == 2 and f"argument {flag}: must be a positive integer (got '0')" in capsys.readouterr().err
+
+
 def test_validation_figures_come_from_two_sources_at_least():
     """The seed profile holds at least 6 validation figures from at least 2 sources, none a fit figure."""
     seed = load_profile("seed")
@@ -219,7 +226,7 @@ def test_too_few_points_name_the_costs_they_do_not_identify_and_are_not_saved(tm
     loop among the costs named as not identified (calls and loop iterations come in one ratio at P = 64),
     and --save refuses (exit 2) naming each and writes nothing."""
     sweep, out = measured_sweep(tmp_path, dram_rfo_gbs=20.0, llc_gbs=60.0), tmp_path / "host.toml"
-    assert main(["calibrate", "--from", sweep, "--starts", "1", "--save", str(out)]) == 2
+    assert main(["calibrate", "--from", sweep, "--starts", "1", "--loo-starts", "1", "--save", str(out)]) == 2
     text, err = capsys.readouterr()
     assert re.search(r"the 8 figures carry [1-5] independent numbers \(singular values above 1% of the largest\) "
                      r"for 6 fitted costs", text)
@@ -238,10 +245,11 @@ def test_an_impossible_fit_is_refused_with_save_and_warned_about_without(tmp_pat
     fixed = FIX[1::2]
     with pytest.raises(FitError, match=r"'copy\.dram_rfo_gbs' must be at most copy\.llc_gbs = 1\d\.?\d* GB/s: the LLC "
                                        r"sits between the core and DRAM.* \(got 5\d"):
-        run_calibration("seed", models=None, as_json=False, save=str(out), source=sweep, starts=4, fix=fixed)
+        run_calibration("seed", models=None, as_json=False, save=str(out), source=sweep, starts=4, loo_starts=1,
+                        fix=fixed)
     assert out.read_text() == "kept"
     capsys.readouterr()
-    assert main(["calibrate", "--from", sweep, "--starts", "4", *FIX]) == 0
+    assert main(["calibrate", "--from", sweep, "--starts", "4", "--loo-starts", "1", *FIX]) == 0
     err = capsys.readouterr().err
     assert err.startswith("memsweep calibrate: warning: ") and "'copy.dram_rfo_gbs' must be at most copy.llc_gbs" in err
 
@@ -251,7 +259,7 @@ def test_save_names_the_host_and_says_what_when_and_which_costs(tmp_path, capsys
     the statistic and the fitted costs; no section still claims the seed's machine, the seed's validation
     figures are gone, and the file loads back to the same text."""
     sweep, out = measured_sweep(tmp_path, dram_rfo_gbs=6.0, llc_gbs=10.0), tmp_path / "host.toml"
-    assert main(["calibrate", "--from", sweep, "--starts", "2", *FIX, "--save", str(out)]) == 0
+    assert main(["calibrate", "--from", sweep, "--starts", "2", "--loo-starts", "1", *FIX, "--save", str(out)]) == 0
     saved = load_profile(str(out))
     assert saved.name == "host-a"
     assert re.fullmatch(r"AMD EPYC 7B13 \(host host-a\): costs fit by memsweep calibrate on \d{4}-\d\d-\d\d UTC to "

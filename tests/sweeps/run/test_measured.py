@@ -68,9 +68,11 @@ def test_verify_accepts_one_row_per_point_and_source(sweep):
 
 @pytest.mark.slow
 def test_calibrate_from_measured_rows_reports_fit_and_held_out_sizes(sweep, capsys):
-    """--from fits the memmap costs to the measured times; --holdout sizes are predicted, not fit."""
+    """--from fits the memmap costs to the measured times; --holdout sizes are predicted, not fit (few
+    neutral starts: the test reads which figures were fit and which held out, not the optimum)."""
     folder, _ = sweep
-    assert main(["calibrate", "--from", str(folder), "--holdout", "2GiB", "--json"]) == 0
+    assert main(["calibrate", "--from", str(folder), "--holdout", "2GiB", "--json", "--starts", "2",
+                 "--loo-starts", "1"]) == 0
     rows = json.loads(capsys.readouterr().out)
     held = [r for r in rows if r["held_out"]]
     fit = [r for r in rows if not r["held_out"]]
