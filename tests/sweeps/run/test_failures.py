@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -18,7 +17,7 @@ import pytest
 from sweeps.dataset.inspect import verify
 from sweeps.run.driver import run
 from sweeps.spec.load import parse_spec
-from tests.conftest import ROOT, memsweep
+from tests.conftest import ROOT
 from tests.support.probe import SPEC
 
 SLOW = SPEC.replace("{name}", "slow")  # format with last= and delay=
@@ -44,8 +43,9 @@ def kill_tree(proc: psutil.Process) -> None:
 
 
 @pytest.mark.slow
-def test_killed_driver_resumes_with_only_the_missing_chunks(spec_file, tmp_path):
-    """SIGKILL the driver mid-sweep; the rerun computes only missing chunks; every point once."""
+def test_killed_driver_resumes_with_only_the_missing_chunks(ray_local, spec_file, tmp_path):
+    """SIGKILL the driver mid-sweep; the rerun (on this session's Ray) computes only missing chunks; every
+    point once."""
     spec = spec_file(SLOW.format(last=299, delay=400.0))
     out = tmp_path / "out"
     driver = subprocess.Popen(
@@ -67,12 +67,10 @@ def test_killed_driver_resumes_with_only_the_missing_chunks(spec_file, tmp_path)
     before = valid_parts(folder)
     assert 4 <= before < 30
 
-    rerun = memsweep("run", str(spec), "--out", str(out), "--no-report", "--quiet")
-    assert rerun.returncode == 0, rerun.stderr
-    m = re.search(r"(\d+) computed, (\d+) skipped, 0 failed", rerun.stdout)
-    assert m and (int(m.group(1)), int(m.group(2))) == (30 - before, before)
-    check = memsweep("verify", str(out / "slow"))
-    assert check.returncode == 0, check.stdout
+    rerun = run(parse_spec(spec.read_text()), str(out), progress=False)
+    assert not rerun.failed and (rerun.computed, rerun.skipped) == (30 - before, before)
+    problems, _ = verify(str(out / "slow"))
+    assert problems == []
     df = pl.read_parquet(folder / "*.parquet")
     assert df.height == 300 and df["param_i"].sort().to_list() == list(range(300))
 
