@@ -43,9 +43,10 @@ guest: $(STAMP)
 # a probe chunk's sleep, a guest's boot): three processes keep two cores busy (454 s against 565 s with two,
 # benchmarks/RESULTS.md). The fast loop is mostly CPU (model fits, figures), and two are quicker there. One
 # test module runs on one worker (its module fixtures are set up once); the session fixtures of several
-# modules are made once per run (tests/conftest.py's once_per_run). `make test XDIST=` runs the tests one
-# at a time.
-XDIST ?= -n 3 --dist loadfile
+# modules are made once per run (tests/conftest.py's once_per_run). `make test` hands out the longest
+# modules first (tests/conftest.py's LONGEST_FIRST, kept in that order by --no-loadscope-reorder); `make
+# test XDIST=` runs the tests one at a time.
+XDIST ?= -n 3 --dist loadfile --no-loadscope-reorder
 CHECK_XDIST ?= -n 2 --dist loadfile
 
 test: $(STAMP) browser slurm guest

@@ -26,7 +26,28 @@ NEEDS = {"slurm": "slurm", "cluster": "cluster", "s3": "object_store"}
 SLOW_FIXTURES = ("seed_calibration", "default_sweep", "seed_sweep", "small_report")
 
 
+# The modules that take longest, started first: `make test` hands whole modules to its pytest-xdist workers
+# in collection order (--no-loadscope-reorder), and a long module begun last keeps one worker busy while
+# the others have nothing left (the object-store modules, queued last by their few tests, ran 90 s alone
+# at the end of a run). Seconds per module in a loaded run of the suite, benchmarks/RESULTS.md.
+LONGEST_FIRST = (
+    "sweeps/cluster/test_slurm.py",  # 236 s: two two-node Slurm jobs, each with its own Ray cluster
+    "sweeps/dataset/test_faults.py",  # 204 s: a full disk, an object store that fails, its retries
+    "sweeps/cluster/test_jobs.py",  # 142 s: a two-node Ray cluster and two Jobs API submissions
+    "sweeps/run/test_kernel.py",  # 96-125 s: a guest sweep binding 16 namespaces in Debian's 6.12
+    "workers/models/test_pfnmap.py",  # 91 s: the seed fits of every model (once per run)
+    "sweeps/dataset/test_lease.py",  # 128 s: drivers signalled and killed, each with its Ray
+    "workers/guest/test_guest.py",  # 92 s: three boots of 6.12
+    "sweeps/run/test_failures.py",  # 89 s: a killed driver and its Ray
+    "sweeps/run/test_measured.py",  # 111 s: a measured sweep and calibrate --from
+    "sweeps/dataset/test_object_store.py",  # 48 s: a sweep, a resume and a report on S3
+    "test_example_plugin.py",  # 54 s: pip installs the example plugin and runs its sweep
+)
+
+
 def pytest_collection_modifyitems(items):
+    first = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: first.get(item.path.relative_to(ROOT / "tests").as_posix(), len(first)))
     for item in items:
         for fixture, marker in NEEDS.items():
             if fixture in item.fixturenames:
