@@ -8,11 +8,14 @@ assumed. Rows of the measured and kernel sources are observations and carry no l
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
 
 import polars as pl
 
-from workers.evidence import ASSUMED, AT_FIGURE, EXTRAPOLATED, KERNEL_CHECKED, LABELS, SEP
+from workers.evidence import (ASSUMED, AT_FIGURE, BETWEEN, EXTRAPOLATED, KERNEL_CHECKED, LABELS, LARGEST, NO_FIGURE,
+                              SEP, SMALLEST)
+from workers.units import parse_size
 
 from .read import MODELED, ModelRows
 
@@ -21,6 +24,10 @@ MARK = {label: label[0].upper() for label in LABELS}  # F, V, K, E, A: one lette
 LEGEND = ("evidence marks (a cell's weakest row): F fit, V validated, K kernel-checked, E extrapolated, "
           "A assumed")
 FRAGMENTS = 8  # notes listed under a table
+# An axis's note (workers.evidence): the axis, its value, a ratio for a value past the figures' range, and
+# the words every such value of the axis shares: "namespace_size 4TiB: 41x the largest with a figure (100GiB)"
+_AXIS_NOTE = re.compile(rf"^(\w+) ([^:]+): (?:([\d.]+)x |1/([\d.]+) )?"
+                        rf"((?:{NO_FIGURE}|{BETWEEN}|{LARGEST}|{SMALLEST}) .*)$")
 
 
 def _checked(rows: ModelRows, metric: str) -> bool:
@@ -109,13 +116,52 @@ def summarize(rows: ModelRows, lf: pl.LazyFrame, metric: str) -> Evidence:
 
 
 def _fragments(notes: pl.DataFrame) -> tuple[str, ...]:
-    """Each "; "-separated part of the notes once, by the rows it covers (most first)."""
+    """Each "; "-separated part of the notes once, by the rows it covers (most first). The values of one axis
+    that share how far they are from a figure are one line, with the farthest ratio: "namespace_size 112GiB,
+    128GiB, 256GiB, ..., 16TiB (1024 values): up to 164x the largest with a figure (100GiB)"."""
     covered: dict[str, int] = {}
     for note, n in notes.iter_rows():
         for part in (note or "").split(SEP):
             if part and not part.startswith(AT_FIGURE):  # a what-if at a figure's point: the count says it
                 covered[part] = covered.get(part, 0) + n
-    return tuple(p for p, _ in sorted(covered.items(), key=lambda kv: (-kv[1], kv[0])))
+    lines: dict[tuple[str, str | None], _Line] = {}
+    for part, n in sorted(covered.items(), key=lambda kv: (-kv[1], kv[0])):
+        m = _AXIS_NOTE.match(part)
+        axis, value, times, fraction, far = m.groups() if m else (part, part, None, None, None)
+        line = lines.setdefault((axis, far), _Line(part))
+        line.values.append(value)
+        line.rows += n  # a row has one value of an axis: the rows of its values add up
+        line.times = max(line.times, float(times or 0))
+        line.fraction = max(line.fraction, float(fraction or 0))
+    return tuple(line.text(axis, far) for (axis, far), line in sorted(lines.items(), key=lambda kv: -kv[1].rows))
+
+
+@dataclass
+class _Line:
+    """One line of notes: the first note's text, the values of its axis, their rows and farthest ratios."""
+
+    first: str
+    values: list[str] = field(default_factory=list)
+    rows: int = 0
+    times: float = 0.0
+    fraction: float = 0.0
+
+    def text(self, axis: str, far: str | None) -> str:
+        if far is None or len(self.values) == 1:
+            return self.first
+        ratio = f"up to {self.times:g}x " if self.times else f"down to 1/{self.fraction:g} " if self.fraction else ""
+        return f"{axis} {_values(self.values)}: {ratio}{far}"
+
+
+def _values(values: list[str], most: int = 6) -> str:
+    """Values of one axis, in order when they are sizes; the first and last few of many."""
+    try:
+        values = sorted(values, key=parse_size)
+    except ValueError:
+        pass
+    if len(values) <= most:
+        return ", ".join(values)
+    return f"{', '.join(values[:3])}, ..., {values[-1]} ({len(values)} values)"
 
 
 def note_lines(ev: Evidence, limit: int = FRAGMENTS) -> list[str]:

@@ -26,12 +26,18 @@ import polars as pl
 
 from .model import Figure, Model, figure_frame, validation_figures
 from .profiles import Profile, calibration_status
+from .units import format_size
 
 FIT, VALIDATED, KERNEL_CHECKED, EXTRAPOLATED, ASSUMED = LABELS = (
     "fit", "validated", "kernel-checked", "extrapolated", "assumed")
 COLUMNS = {"evidence": pl.Utf8, "evidence_note": pl.Utf8}
 AT_FIGURE = "at the point of "  # a what-if profile's answer at a figure's point
 SEP = "; "  # between the parts of a note (analysis splits notes on it)
+# How far an axis's value is from those with a figure: "no figure (figures at ...)", "between values with
+# figures (...)", "41x the largest with a figure (...)", "1/512 of the smallest with a figure (...)"
+# (analysis lists the values of one axis that share the words on one line)
+NO_FIGURE, BETWEEN = "no figure", "between values with figures"
+LARGEST, SMALLEST = "the largest with a figure", "of the smallest with a figure"
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -168,18 +174,25 @@ def _repeat(name: str, text: str | None, n: int) -> pl.Series:
 
 def _far(axis, value, have: list) -> str:
     """How far `value` of `axis` is from the values some figure has."""
-    name, text = axis.name, axis.label(value)
+    name, text = axis.name, _text(axis, value)
     numbers = [v for v in have if isinstance(v, (int, float)) and not isinstance(v, bool)]
     # an order is an exponent: how many times larger says nothing, so it reads as a value no figure has
     if axis.kind in ("size", "extent", "int", "float") and numbers and min(numbers) > 0 \
             and isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
         lo, hi = min(numbers), max(numbers)
         if value > hi:
-            return f"{name} {text}: {_ratio(value / hi)}x the largest with a figure ({axis.label(hi)})"
+            return f"{name} {text}: {_ratio(value / hi)}x {LARGEST} ({_text(axis, hi)})"
         if value < lo:
-            return f"{name} {text}: 1/{_ratio(lo / value)} of the smallest with a figure ({axis.label(lo)})"
-        return f"{name} {text}: between values with figures ({axis.label(lo)} .. {axis.label(hi)})"
-    return f"{name} {text}: no figure (figures at {', '.join(axis.label(v) for v in have)})"
+            return f"{name} {text}: 1/{_ratio(lo / value)} {SMALLEST} ({_text(axis, lo)})"
+        return f"{name} {text}: {BETWEEN} ({_text(axis, lo)} .. {_text(axis, hi)})"
+    return f"{name} {text}: {NO_FIGURE} (figures at {', '.join(_text(axis, v) for v in have)})"
+
+
+def _text(axis, value) -> str:
+    """A value as the notes give it: a count of bytes as a size (start_offset 10MiB), else the axis's label."""
+    if axis.unit == "bytes" and isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return format_size(value)
+    return axis.label(value)
 
 
 def _ratio(x: float) -> str:

@@ -102,3 +102,9 @@ def test_an_assumption_about_costs_is_no_part_of_a_counts_evidence():
     [(time_label, _)] = labels(MEMMAP, point)
     [(bytes_label, note)] = labels(MEMMAP, point, metric="metric_memmap_dram_bytes")
     assert (time_label, bytes_label) == ("assumed", "extrapolated") and "LLC" not in note
+
+
+def test_a_byte_count_axis_reads_as_a_size():
+    """start_offset counts bytes (an int axis): its note gives 10MiB, not 10485760."""
+    [(label, note)] = labels(MEMMAP, [{**SEED_POINT, "start_offset": 10 * 2 ** 20}])
+    assert label == "extrapolated" and "start_offset 10MiB: no figure (figures at 0)" in note

@@ -1,0 +1,37 @@
+"""What the answers rest on, as tables and findings list it (analysis/evidence.py)."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from analysis.evidence import Evidence, _fragments, note_lines, sentence
+
+
+def test_values_of_an_axis_equally_far_from_a_figure_share_a_line():
+    """Three start offsets with no figure are one line naming them in order; two namespace sizes past the
+    largest with a figure are one line with the farthest ratio; an assumption and a lone value stay whole."""
+    notes = pl.DataFrame({"note": [
+        "start_offset 4MiB: no figure (figures at 0); namespace_size 4TiB: 41x the largest with a figure (100GiB)",
+        "start_offset 10MiB: no figure (figures at 0); namespace_size 1TiB: 10x the largest with a figure (100GiB)",
+        "start_offset 2MiB: no figure (figures at 0); assumed: LLC-warm struct pages (copy.warm_llc)",
+        "align 64KiB: between values with figures (4KiB .. 2MiB)",
+    ], "n": [50, 30, 20, 5]})
+    assert _fragments(notes) == (
+        "start_offset 2MiB, 4MiB, 10MiB: no figure (figures at 0)",
+        "namespace_size 1TiB, 4TiB: up to 41x the largest with a figure (100GiB)",
+        "assumed: LLC-warm struct pages (copy.warm_llc)",
+        "align 64KiB: between values with figures (4KiB .. 2MiB)",
+    )
+    ev = Evidence(counts=(("extrapolated", 85), ("assumed", 20)), notes=_fragments(notes))
+    assert note_lines(ev, limit=2) == ["extrapolated and assumed answers rest on (the first 2 of 4, by rows):",
+                                       "  start_offset 2MiB, 4MiB, 10MiB: no figure (figures at 0)",
+                                       "  namespace_size 1TiB, 4TiB: up to 41x the largest with a figure (100GiB)"]
+    assert "(along start_offset, namespace_size, align)" in sentence(ev)
+
+
+def test_many_values_on_one_line_are_the_first_and_the_last():
+    """31 start offsets (a dataset written before the notes gave bytes as sizes): in order, abbreviated."""
+    offsets = [mib * 2 ** 20 for mib in range(2, 64, 2)]
+    notes = pl.DataFrame({"note": [f"start_offset {b}: no figure (figures at 0)" for b in offsets], "n": [1] * 31})
+    assert _fragments(notes) == ("start_offset 2097152, 4194304, 6291456, ..., 65011712 (31 values): no figure "
+                                 "(figures at 0)",)
