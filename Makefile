@@ -15,7 +15,9 @@ unexport PYTHONDONTWRITEBYTECODE
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test]'
+	@# --no-compile: pip would compile every module of every package (ray, moto, sympy, ...), 34 of its 81 s;
+	@# Python compiles the modules a run imports on first import (and keeps them: see unexport above).
+	$(BIN)/pip install --quiet --no-compile -e '.[test]'
 	@# The measure backend's C kernels, built by this node's compiler (a node without one
 	@# still works: its measured rows say why they are infeasible).
 	$(BIN)/python -m workers.measure.build || echo "memsweep: C kernels not built; measured rows will be infeasible"
