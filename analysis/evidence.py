@@ -118,7 +118,7 @@ def summarize(rows: ModelRows, lf: pl.LazyFrame, metric: str) -> Evidence:
 def _fragments(notes: pl.DataFrame) -> tuple[str, ...]:
     """Each "; "-separated part of the notes once, by the rows it covers (most first). The values of one axis
     that share how far they are from a figure are one line, with the farthest ratio: "namespace_size 112GiB,
-    128GiB, 256GiB, ..., 16TiB (1024 values): up to 164x the largest with a figure (100GiB)"."""
+    128GiB, 144GiB, ..., 16TiB (1018 values): up to 164x the largest with a figure (100GiB)"."""
     covered: dict[str, int] = {}
     for note, n in notes.iter_rows():
         for part in (note or "").split(SEP):
@@ -131,25 +131,25 @@ def _fragments(notes: pl.DataFrame) -> tuple[str, ...]:
         line = lines.setdefault((axis, far), _Line(part))
         line.values.append(value)
         line.rows += n  # a row has one value of an axis: the rows of its values add up
-        line.times = max(line.times, float(times or 0))
-        line.fraction = max(line.fraction, float(fraction or 0))
+        if times or fraction:  # the farthest value's ratio, as its note wrote it
+            line.farthest = max(line.farthest, (float(times or fraction), times and f"{times}x" or f"1/{fraction}"))
     return tuple(line.text(axis, far) for (axis, far), line in sorted(lines.items(), key=lambda kv: -kv[1].rows))
 
 
 @dataclass
 class _Line:
-    """One line of notes: the first note's text, the values of its axis, their rows and farthest ratios."""
+    """One line of notes: the first note's text, the values of its axis, their rows and the farthest ratio."""
 
     first: str
     values: list[str] = field(default_factory=list)
     rows: int = 0
-    times: float = 0.0
-    fraction: float = 0.0
+    farthest: tuple[float, str] = (0.0, "")
 
     def text(self, axis: str, far: str | None) -> str:
         if far is None or len(self.values) == 1:
             return self.first
-        ratio = f"up to {self.times:g}x " if self.times else f"down to 1/{self.fraction:g} " if self.fraction else ""
+        ratio = self.farthest[1]
+        ratio = f"up to {ratio} " if ratio.endswith("x") else f"down to {ratio} " if ratio else ""
         return f"{axis} {_values(self.values)}: {ratio}{far}"
 
 
