@@ -28,10 +28,11 @@ SLOW_FIXTURES = ("seed_calibration", "default_sweep", "seed_sweep", "small_repor
 
 # The modules that take longest, started first: `make test` hands whole modules to its pytest-xdist workers
 # in collection order (--no-loadscope-reorder), and a long module begun last keeps one worker busy while
-# the others have nothing left (the object-store modules, queued last by their few tests, ran 90 s alone
-# at the end of a run). Seconds per module in a loaded run of the suite, benchmarks/RESULTS.md.
+# the others have nothing left (queued by their number of tests, the object-store modules came last and
+# were still running when the rest had finished). Seconds per module: --durations summed per module in one
+# loaded run of the whole suite, before the same change cut some of them (benchmarks/RESULTS.md).
 LONGEST_FIRST = (
-    "sweeps/cluster/test_slurm.py",  # 236 s: two two-node Slurm jobs, each with its own Ray cluster
+    "sweeps/cluster/test_slurm.py",  # 236 s: three two-node Slurm jobs then (two now), each with its Ray
     "sweeps/dataset/test_faults.py",  # 204 s: a full disk, an object store that fails, its retries
     "sweeps/cluster/test_jobs.py",  # 142 s: a two-node Ray cluster and two Jobs API submissions
     "sweeps/run/test_kernel.py",  # 96-125 s: a guest sweep binding 16 namespaces in Debian's 6.12
