@@ -132,7 +132,8 @@ def _fragments(notes: pl.DataFrame) -> tuple[str, ...]:
         line.values.append(value)
         line.rows += n  # a row has one value of an axis: the rows of its values add up
         if times or fraction:  # the farthest value's ratio, as its note wrote it
-            line.farthest = max(line.farthest, (float(times or fraction), times and f"{times}x" or f"1/{fraction}"))
+            line.farthest = max(line.farthest, (float(times or fraction),
+                                                f"up to {times}x " if times else f"down to 1/{fraction} "))
     return tuple(line.text(axis, far) for (axis, far), line in sorted(lines.items(), key=lambda kv: -kv[1].rows))
 
 
@@ -148,9 +149,7 @@ class _Line:
     def text(self, axis: str, far: str | None) -> str:
         if far is None or len(self.values) == 1:
             return self.first
-        ratio = self.farthest[1]
-        ratio = f"up to {ratio} " if ratio.endswith("x") else f"down to {ratio} " if ratio else ""
-        return f"{axis} {_values(self.values)}: {ratio}{far}"
+        return f"{axis} {_values(self.values)}: {self.farthest[1]}{far}"
 
 
 def _values(values: list[str], most: int = 6) -> str:
