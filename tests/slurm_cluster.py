@@ -143,7 +143,11 @@ def _wait_idle(cluster: SlurmCluster) -> None:
 
 
 def stop(cluster: SlurmCluster) -> None:
-    """Stop the daemons we started (by pid: the slurmds first, munged last) and remove the folder."""
+    """Cancel the jobs still queued or running (a failed test leaves its job running, and the job's processes
+    would outlive the daemons), stop the daemons we started (by pid: the slurmds first, munged last) and
+    remove the folder."""
+    if len(cluster.procs) == 2 + len(NODES) and all(p.poll() is None for p in cluster.procs):  # all started
+        _cancel_all(cluster)
     for p in reversed(cluster.procs):
         if p.poll() is None:
             p.terminate()
@@ -153,3 +157,14 @@ def stop(cluster: SlurmCluster) -> None:
                 p.kill()
                 p.wait(timeout=5)
     shutil.rmtree(cluster.root, ignore_errors=True)
+
+
+def _cancel_all(cluster: SlurmCluster) -> None:
+    """scancel every job of this cluster; wait until slurmd has ended their steps (squeue shows none)."""
+    subprocess.run(["scancel", "--user", pwd.getpwuid(os.getuid()).pw_name], env=cluster.env, capture_output=True)
+    deadline = time.monotonic() + START_WAIT_S
+    while time.monotonic() < deadline:
+        r = subprocess.run(["squeue", "-h", "-o", "%i"], env=cluster.env, capture_output=True, text=True)
+        if r.returncode != 0 or not r.stdout.strip():
+            return
+        time.sleep(0.5)

@@ -69,42 +69,21 @@ def job_processes(job_id: str) -> list[str]:
     return found
 
 
-def test_a_two_node_job_runs_the_sweep_on_both_nodes(slurm, spec_file, tmp_path):
-    """submit --slurm --nodes 2 --wait: COMPLETED, a verified dataset whose rows come from the head on n1
-    and the worker on n2, and the job id and script in the manifest, without the token."""
-    out = tmp_path / "out"
-    job = memsweep("submit", str(spec_file(SPEC)), "--slurm", "--nodes", "2", "--out", str(out), "--wait",
-                   env=slurm.env, timeout=600)
-    sweep = out / "slurm"
-    logs = "".join(p.read_text() for p in sweep.glob("_slurm-*.out"))
-    assert job.returncode == 0, job.stdout + job.stderr + logs + slurm.log()
-    assert "COMPLETED" in job.stdout
-    assert RAY_CPUS.search(logs).group(1) == "2, 2"  # the whole node: --exclusive
-    check = memsweep("verify", str(sweep), env=slurm.env)
-    assert check.returncode == 0, check.stdout
-    df = pl.read_parquet(sweep / "model=probe" / "*.parquet")
-    assert df.height == 240 and df["point_id"].n_unique() == 240
-    assert df["env_ray_node_id"].n_unique() == 2
-    [record] = submissions(sweep)
-    manifest = json.loads((sweep / MANIFEST).read_text())
-    assert manifest["slurm"]["jobs"] == [record]
-    assert ds.dataset(str(sweep)).count_rows() == 240  # the job's log, _slurm-<id>.out, is not a part
-    assert "#SBATCH --nodes=2" in record["script"] and "slurm_node head" in record["script"]
-    assert not TOKEN.search(json.dumps(manifest)) and not TOKEN.search(job.stdout + job.stderr + logs)
-    status = memsweep("status", str(sweep), env=slurm.env)
-    assert f"Slurm job {record['job_id']}: COMPLETED" in status.stdout
+def test_a_cancelled_job_leaves_no_ray_process_and_a_resubmission_completes_on_both_nodes(slurm, spec_file, tmp_path,
+                                                                                         monkeypatch):
+    """Two two-node jobs on one sweep, each checking what the other does not ask for.
 
-
-def test_a_cancelled_job_leaves_no_ray_process_and_a_resubmission_completes(slurm, spec_file, tmp_path, monkeypatch):
-    """scancel mid-run: within 15 s no process of the job is left; status says CANCELLED; submitting
-    again resumes and completes with every row once (verify). Both jobs ask for 1 CPU of each node's 2
-    (--cpus-per-node), the second with --mem: sbatch gets both, and each Ray node of the job reports 1 CPU
-    (the job's `wait` step lists every node's CPUs, and fails on a mismatch)."""
+    The first asks for 1 CPU of each node's 2 and 500 MB (--cpus-per-node, --mem): sbatch gets both, and each
+    Ray node of the job reports 1 CPU (the job's `wait` step lists every node's CPUs, and fails on a mismatch).
+    It is cancelled mid-run (scancel): within 15 s no process of it is left, and status says CANCELLED.
+    The second, submitted again with --wait and whole nodes (--exclusive, 2 CPUs each), resumes: COMPLETED,
+    every row once (verify), its rows from the head on n1 and the worker on n2, each job's id and script in
+    the manifest, and the token nowhere."""
     monkeypatch.setenv("SLURM_CONF", slurm.env["SLURM_CONF"])  # for squeue, run from this process
     spec, out = str(spec_file(LONG_SPEC)), tmp_path / "out"
     sweep = out / "slurm-long"
-    first = memsweep("submit", spec, "--slurm", "--nodes", "2", "--cpus-per-node", "1", "--out", str(out),
-                     env=slurm.env)
+    first = memsweep("submit", spec, "--slurm", "--nodes", "2", "--cpus-per-node", "1", "--mem", "500M",
+                     "--out", str(out), env=slurm.env)
     assert first.returncode == 0, first.stdout + first.stderr
     job_id = submissions(sweep)[-1]["job_id"]
     deadline = time.monotonic() + 300
@@ -125,20 +104,35 @@ def test_a_cancelled_job_leaves_no_ray_process_and_a_resubmission_completes(slur
     assert f"Slurm job {job_id}: CANCELLED" in memsweep("status", str(sweep), env=slurm.env).stdout
     done = len(list(sweep.glob("model=probe/part-*.parquet")))
     assert 4 <= done < 40
+    [record] = submissions(sweep)
+    assert RAY_CPUS.search((sweep / f"_slurm-{job_id}.out").read_text()).group(1) == "1, 1"
+    assert (record["cpus_per_node"], record["mem"]) == (1, "500M")
+    for line in ("#SBATCH --cpus-per-task=1", "#SBATCH --mem=500M"):
+        assert line in record["script"].splitlines()
+    nodes_before = set(pl.read_parquet(sweep / "model=probe" / "*.parquet")["env_ray_node_id"])
 
-    again = memsweep("submit", spec, "--slurm", "--nodes", "2", "--cpus-per-node", "1", "--mem", "500M",
-                     "--out", str(out), "--wait", env=slurm.env, timeout=600)
-    assert again.returncode == 0, again.stdout + again.stderr + slurm.log()
+    again = memsweep("submit", spec, "--slurm", "--nodes", "2", "--out", str(out), "--wait", env=slurm.env,
+                     timeout=600)
+    logs = "".join(p.read_text() for p in sweep.glob("_slurm-*.out"))
+    assert again.returncode == 0, again.stdout + again.stderr + logs + slurm.log()
+    assert "COMPLETED" in again.stdout
     check = memsweep("verify", str(sweep), env=slurm.env)
     assert check.returncode == 0, check.stdout
     df = pl.read_parquet(sweep / "model=probe" / "*.parquet")
     assert df.height == 800 and df["point_id"].n_unique() == 800
+    assert len(set(df["env_ray_node_id"]) - nodes_before) == 2  # the second job's rows: from both its nodes
+    assert ds.dataset(str(sweep)).count_rows() == 800  # the jobs' logs, _slurm-<id>.out, are not parts
     first_record, record = submissions(sweep)
     assert first_record["job_id"] == job_id
-    assert RAY_CPUS.search((sweep / f"_slurm-{record['job_id']}.out").read_text()).group(1) == "1, 1"
-    assert (record["cpus_per_node"], record["mem"]) == (1, "500M")
-    for line in ("#SBATCH --cpus-per-task=1", "#SBATCH --mem=500M"):
-        assert line in record["script"].splitlines()
+    assert RAY_CPUS.search((sweep / f"_slurm-{record['job_id']}.out").read_text()).group(1) == "2, 2"  # --exclusive
+    assert "#SBATCH --nodes=2" in record["script"] and "slurm_node head" in record["script"]
+    assert "#SBATCH --exclusive" in record["script"].splitlines()
+    manifest = json.loads((sweep / MANIFEST).read_text())
+    assert manifest["slurm"]["jobs"] == [first_record, record]
+    assert not TOKEN.search(json.dumps(manifest))
+    assert not TOKEN.search(first.stdout + first.stderr + again.stdout + again.stderr + logs)
+    status = memsweep("status", str(sweep), env=slurm.env)
+    assert f"Slurm job {record['job_id']}: COMPLETED" in status.stdout
 
 
 def test_dry_run_prints_the_script_without_a_token_and_submits_nothing(spec_file, tmp_path):
