@@ -57,13 +57,19 @@ def pytest_collection_modifyitems(items):
             item.add_marker("slow")
 
 
+# The test object store's credentials (moto's server takes any). The session's Ray workers are given them
+# when it starts (ray_local), so that a sweep run in this process can write its parts there.
+S3_CREDS = {"AWS_ACCESS_KEY_ID": "memsweep-test", "AWS_SECRET_ACCESS_KEY": "memsweep-test",
+            "AWS_EC2_METADATA_DISABLED": "true"}
+
+
 @pytest.fixture(scope="session")
 def ray_local():
     """One small embedded Ray for all in-process sweeps (2 CPUs, 100 MB object store)."""
     import ray
 
     ray.init(num_cpus=2, include_dashboard=False, object_store_memory=100 * 1024 * 1024,
-             logging_level="WARNING")
+             logging_level="WARNING", runtime_env={"env_vars": S3_CREDS})
     yield ray
     ray.shutdown()
 

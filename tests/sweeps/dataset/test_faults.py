@@ -1,5 +1,8 @@
 """Faults end in one clear message (exit 3) and leave nothing half-written: a full disk while a
-sweep or a report is written, an object store that fails PUTs for a while or for good."""
+sweep or a report is written, an object store that fails PUTs for a while or for good.
+
+The commands run in this process (memsweep_here), the sweeps on the session's Ray: each memsweep process
+would start a Ray of its own, and what is checked here is what the command prints, returns and leaves."""
 
 from __future__ import annotations
 
@@ -15,7 +18,7 @@ import pytest
 from sweeps.dataset.inspect import verify
 from sweeps.run.driver import run
 from sweeps.spec.load import parse_spec
-from tests.conftest import memsweep
+from tests.conftest import memsweep_here
 from tests.support.faulty_proxy import FaultyProxy
 from tests.sweeps.dataset.test_object_store import SPEC as S3_SPEC
 from tests.sweeps.dataset.test_object_store import s3  # noqa: F401 - the moto server fixture
@@ -64,11 +67,11 @@ def one_line(text: str) -> str:
 
 @pytest.mark.slow
 def test_run_into_a_full_disk_stops_with_exit_3_and_resumes_with_space(ray_local, spec_file, tmpfs, tmp_path):
-    """No space while parts are written: exit 3, one line, no temp files; with space, the rerun (on this
-    session's Ray) computes only the chunks not written, and the sweep verifies."""
+    """No space while parts are written: exit 3, one line, no temp files; with space, the rerun computes
+    only the chunks not written, and the sweep verifies."""
     spec = spec_file(MANY)
     small = tmpfs("400k")
-    full = memsweep("run", str(spec), "--out", str(small), "--quiet", "--no-report")
+    full = memsweep_here("run", str(spec), "--out", str(small), "--quiet", "--no-report")
     assert full.returncode == EXIT_IO, full.stdout + full.stderr
     line = one_line(full.stderr)
     assert line.startswith("memsweep run: I/O failure: writing ") and str(small / "many") in line
@@ -77,7 +80,7 @@ def test_run_into_a_full_disk_stops_with_exit_3_and_resumes_with_space(ray_local
     # the folder stays readable. The final manifest cannot be written on a full disk: status reads the one a
     # periodic write saved before the disk filled ("chunks: N of 100 done") or, when none came (the disk
     # fills in less than 5 s on a quiet machine), the parts it finds ("probe: N parts, M rows")
-    status = memsweep("status", str(small / "many"))
+    status = memsweep_here("status", str(small / "many"))
     assert status.returncode == 0 and re.search(r"^(chunks: \d+ of 100 done|  probe: \d+ parts, \d+ rows)$",
                                                 status.stdout, re.M), status.stdout
 
@@ -98,14 +101,14 @@ def test_report_into_a_full_disk_exits_3_and_leaves_no_half_written_files(ray_lo
     shutil.copytree(tmp_path / "s3sweep", small / "s3sweep")
     free = shutil.disk_usage(small).free
     (small / "filler").write_bytes(b"\0" * max(0, free - 16 * 1024))  # leave 16 KiB
-    failed = memsweep("report", str(small / "s3sweep"))
+    failed = memsweep_here("report", str(small / "s3sweep"))
     assert failed.returncode == EXIT_IO, failed.stdout + failed.stderr
     line = one_line(failed.stderr)
     assert line.startswith("memsweep report: I/O failure: writing ") and "no space left on device" in line
     assert leftovers(small) == []
     assert not (small / "s3sweep" / "_report").exists() or not any((small / "s3sweep" / "_report").iterdir())
     (small / "filler").unlink()
-    ok = memsweep("report", str(small / "s3sweep"), "--out", str(tmp_path / "elsewhere") + "/")
+    ok = memsweep_here("report", str(small / "s3sweep"), "--out", str(tmp_path / "elsewhere") + "/")
     assert ok.returncode == 0 and (tmp_path / "elsewhere" / "report.html").stat().st_size > 0, ok.stderr
 
 
@@ -121,24 +124,25 @@ def s3_proxy(s3):  # noqa: F811 - the fixture imported above
         proxy.close()
 
 
-def test_object_store_put_failures_are_retried_and_the_sweep_completes(s3_proxy, spec_file):
+def test_object_store_put_failures_are_retried_and_the_sweep_completes(ray_local, s3_proxy, spec_file):
     """SlowDown on the first PUTs, beyond the AWS SDK's own retries: memsweep retries, the sweep completes."""
-    env, proxy, query, _ = s3_proxy
+    _, proxy, query, _ = s3_proxy
     proxy.fail_puts = 7
-    done = memsweep("run", str(spec_file(S3_SPEC)), "--out", f"s3://sweeps/team?{query}", "--quiet", "--no-report",
-                    env=env)
+    done = memsweep_here("run", str(spec_file(S3_SPEC)), "--out", f"s3://sweeps/team?{query}", "--quiet",
+                         "--no-report")
     assert done.returncode == 0, done.stderr
     assert proxy.failed == 7
-    check = memsweep("verify", f"s3://sweeps/team/s3sweep?{query}", env=env)
+    check = memsweep_here("verify", f"s3://sweeps/team/s3sweep?{query}")
     assert check.returncode == 0, check.stdout
 
 
-def test_persistent_object_store_failure_stops_with_one_message_and_keeps_what_was_written(s3_proxy, spec_file):
+def test_persistent_object_store_failure_stops_with_one_message_and_keeps_what_was_written(ray_local, s3_proxy,
+                                                                                            spec_file):
     """Every PUT of young's part fails: exit 3 with one line; memmap's part and the manifest are intact."""
-    env, proxy, query, fs = s3_proxy
+    _, proxy, query, fs = s3_proxy
     spec = str(spec_file(S3_SPEC))
     proxy.fail_puts_matching = "young"
-    failed = memsweep("run", spec, "--out", f"s3://sweeps/team?{query}", "--quiet", "--no-report", env=env)
+    failed = memsweep_here("run", spec, "--out", f"s3://sweeps/team?{query}", "--quiet", "--no-report")
     assert failed.returncode == EXIT_IO, failed.stdout + failed.stderr
     line = one_line(failed.stderr)
     assert line.startswith("memsweep run: I/O failure: writing s3://sweeps/team/s3sweep/model=young/part-")
@@ -150,6 +154,6 @@ def test_persistent_object_store_failure_stops_with_one_message_and_keeps_what_w
     assert "sweeps/team/s3sweep/_manifest.json" in names and "sweeps/team/s3sweep/_lease.json" not in names
 
     proxy.fail_puts_matching = None
-    again = memsweep("run", spec, "--out", f"s3://sweeps/team?{query}", "--quiet", "--no-report", env=env)
+    again = memsweep_here("run", spec, "--out", f"s3://sweeps/team?{query}", "--quiet", "--no-report")
     assert again.returncode == 0 and "(1 computed, 1 skipped, 0 failed)" in again.stdout, again.stderr
-    assert memsweep("verify", f"s3://sweeps/team/s3sweep?{query}", env=env).returncode == 0
+    assert memsweep_here("verify", f"s3://sweeps/team/s3sweep?{query}").returncode == 0
