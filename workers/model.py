@@ -399,6 +399,29 @@ def status_columns(infeasible_reason: pl.Expr) -> list[pl.Expr]:
     ]
 
 
+class LastPoints:
+    """What a model derives from its points alone, kept for the last small frame it was given.
+
+    A fit evaluates its figures' frame thousands of times, each time with other costs; what depends on the
+    points only (status, inputs, counts) need not be derived again. `get(points, derive)` gives derive(points),
+    or what it gave for the last frame equal to `points` (DataFrame.equals compares every value) if that
+    frame had at most `rows` rows. A model's evaluate must not change what it is given (numpy arrays: make
+    them read-only)."""
+
+    def __init__(self, rows: int = 1000) -> None:
+        self.rows = rows
+        self._last: tuple[pl.DataFrame, object] | None = None
+
+    def get(self, points: pl.DataFrame, derive: Callable[[pl.DataFrame], object]):
+        last = self._last
+        if last is not None and last[0].equals(points):
+            return last[1]
+        value = derive(points)
+        if points.height <= self.rows:
+            self._last = (points, value)
+        return value
+
+
 class Reasons:
     """Builds the `reason` expression from (condition, message) pairs; first match wins."""
 

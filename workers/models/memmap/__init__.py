@@ -74,7 +74,7 @@ import polars as pl
 from workers.axes import ALIGN, COMPOUND_ORDER, NAMESPACE_SIZE, STRUCT_PAGE_SIZE, Axis, choice
 from workers.findings import MAX, MIN, Column, Medians, MedianTable, Pick, Ratio, Winner
 from workers.model import (LAST_LEVEL, Assumption, Calibration, Comparison, Figure, FreeParam, KernelCheck,
-                           Measurement, Metric, Model, Reasons, Report, status_columns)
+                           LastPoints, Measurement, Metric, Model, Reasons, Report, status_columns)
 from workers.models import copy as cp
 from workers.plots import POOL, BestHeatmap, Cond, Lines, Overlay, Panels, Series, X, Y
 from workers.profiles import Profile
@@ -421,6 +421,7 @@ def published_figures(model: str) -> tuple[Figure, ...]:
 class MemmapModel(Model):
     name = "memmap"
     version = "3"  # 3: metric_memmap_pages
+    _points = LastPoints()  # a fit's figures: inputs, layout, walk and status derived once
     description = ("memmap_init_zone_device(): struct pages written, memmap placement and init time of the "
                    "slow / template / template_nt / template_nt_inline strategies")
     axes = (NAMESPACE_SIZE, STRUCT_PAGE_SIZE, ALIGN, COMPOUND_ORDER, MODE, MAP, STRATEGY, START_OFFSET,
@@ -518,16 +519,9 @@ class MemmapModel(Model):
 
     def evaluate(self, points: pl.DataFrame, profile: Profile) -> pl.DataFrame:
         """Layout, counts and modeled init time for every point (see the module doc)."""
-        a = _inputs(points)
-        size, psize, align, start, map_dev, devdax = (a[k] for k in ("size", "psize", "align", "start",
-                                                                     "map_dev", "devdax"))
-        order, kernel_order = resolve_order(a["order"], devdax, align)
-        order = np.clip(order, 0, 18)
-        lay = ml.layout(size, align, start, map_dev, psize, a["kmsan"])
-        w = ml.walk(lay, start, map_dev, order, psize)
-        geo = ml.lines(w["heads"], w["per_compound"], w["optimized"], psize)
+        a, order, lay, w, geo, vm, status = self._points.get(points, self._of_points)
+        size, psize, map_dev = a["size"], a["psize"], a["map_dev"]
         t = _timing_on_medium(a, w, geo["lines"], order, profile)
-        vm = ml.vmemmap(lay, start, map_dev, w["optimized"], w["heads"], psize)
         dram = vm["struct_dram"] + vm["pt_bytes"]
         device = np.where(map_dev, lay["offset"] - ml.INFO_BLOCK, 0)
         written = t["written"]
@@ -557,13 +551,30 @@ class MemmapModel(Model):
                 "metric_dominant": pl.Series(dominant).replace_strict(
                     {0: "compute", 1: "memory", 2: "latency"}, return_dtype=pl.Utf8),
             }, schema=self.metric_dtypes)
+        return pl.concat([status, metrics], how="horizontal")  # evaluate() nulls the metrics of rows not ok
+
+    def _of_points(self, points: pl.DataFrame) -> tuple:
+        """What depends on the points alone: inputs, compound order, layout, walk, lines, vmemmap and status
+        (arrays read-only: see LastPoints)."""
+        a = _inputs(points)
+        size, psize, align, start, map_dev, devdax = (a[k] for k in ("size", "psize", "align", "start",
+                                                                     "map_dev", "devdax"))
+        order, kernel_order = resolve_order(a["order"], devdax, align)
+        order = np.clip(order, 0, 18)
+        lay = ml.layout(size, align, start, map_dev, psize, a["kmsan"])
+        w = ml.walk(lay, start, map_dev, order, psize)
+        geo = ml.lines(w["heads"], w["per_compound"], w["optimized"], psize)
+        vm = ml.vmemmap(lay, start, map_dev, w["optimized"], w["heads"], psize)
         status = pl.DataFrame({
             "p_big": psize > MAX_ZEROED, "p_align": psize % STRUCT_PAGE_ALIGN != 0,
             "bad_align": ~np.isin(align, SUPPORTED_ALIGNS), "bad_start": start % ml.COMPAT_ALIGN != 0,
             "fs_order": ~devdax & (order > 0), "dd_order": devdax & (order != kernel_order), "kmsan": map_dev & (psize > 64) & ~a["kmsan"],
             "dd_mem_start": devdax & ~map_dev & (start % align != 0), "small": ~lay["ok"],
         }).select(*status_columns(self._reasons()))
-        return pl.concat([status, metrics], how="horizontal")  # evaluate() nulls the metrics of rows not ok
+        for v in (order, *(v for part in (a, lay, w, geo, vm) for v in part.values())):
+            if isinstance(v, np.ndarray):
+                v.flags.writeable = False
+        return a, order, lay, w, geo, vm, status
 
     @staticmethod
     @functools.cache  # one expression, built once: a fit evaluates its figures thousands of times

@@ -62,6 +62,7 @@ from workers.model import (
     CostOrder,
     Figure,
     FreeParam,
+    LastPoints,
     Measurement,
     Metric,
     Model,
@@ -217,6 +218,7 @@ def published_figures(model: str) -> tuple[Figure, ...]:
 
 class PfnmapModel(Model):
     name = "pfnmap"
+    _points = LastPoints()  # a fit's figures: status and inputs derived once (a third of an evaluation)
     version = "3"  # 2: no PUD leaves on arm64; 3: the L3 in two parts, datasheet cache sizes, five new costs
     description = ("remap_pfn_range() with PMD (RFC) or PUD (what-if) leaves: leaves, page tables, setup, "
                    "TLB misses, page walks, ns per random load and ms per streaming copy")
@@ -278,8 +280,7 @@ class PfnmapModel(Model):
 
     def evaluate(self, points: pl.DataFrame, profile: Profile) -> pl.DataFrame:
         """Geometry, setup and access cost for every point (see the module doc)."""
-        status = points.select(*status_columns(self._reasons()))
-        a = self._inputs(points)
+        status, a = self._of_points(points)
         m = Machine.from_profile(profile)
         cont_on = a["arm64"] & bool(profile.value("pfnmap", "contpte_special"))
         pa, va = starts(a["align"], a["pa_offset"], a["va_offset"])
@@ -314,6 +315,16 @@ class PfnmapModel(Model):
             *(pl.when(only[c]).then(pl.col(c)).otherwise(None).alias(c) if c in only else pl.col(c)
               for c in self.metric_dtypes),
         )
+
+    def _of_points(self, points: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, np.ndarray]]:
+        """Status and inputs: what depends on the points alone (arrays read-only: see LastPoints)."""
+        def derive(points: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, np.ndarray]]:
+            a = self._inputs(points)
+            for v in a.values():
+                v.flags.writeable = False
+            return points.select(*status_columns(self._reasons())), a
+
+        return self._points.get(points, derive)
 
     @staticmethod
     def _inputs(points: pl.DataFrame) -> dict[str, np.ndarray]:
