@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import random
 import re
 import signal
 import socket
@@ -38,6 +39,9 @@ TERM_GRACE_S = 0.4  # after SIGTERM, the node's processes get this long before S
 STOP_WAIT_S = 10.0
 TEMP_PREFIX = "msray"
 MAX_TEMP_DIR = 40  # Ray's unix socket paths (session dir + sockets/...) must stay under 108 bytes
+PICK_FROM = 20000  # above Ray's default max_worker_port (19999)
+EPHEMERAL_LOW = 32768  # Linux's default start of net.ipv4.ip_local_port_range
+STRIPES = 8  # nodes of one job on one host that never pick the same port
 
 
 def node_address(node: str) -> str:
@@ -54,20 +58,44 @@ def free_port(ip: str) -> int:
 
 def free_ports(ip: str, n: int, taken: tuple[int, ...] = ()) -> list[int]:
     """n distinct TCP ports nothing listens on, on ip, none of `taken`: each is held until all are
-    picked (ports picked one after the other can repeat, and `ray start` refuses a port given twice)."""
+    picked (ports picked one after the other can repeat, and `ray start` refuses a port given twice).
+
+    A port is free only until Ray binds it, seconds later. They are picked at random from pick_window(),
+    where no process that binds port 0 is given one (Ray's own components among them; a head once lost
+    its client server's port so, on a host where other Ray nodes were starting), and each node of a job
+    from its own share of it (every STRIPES-th port, by SLURM_NODEID): two nodes of a job on one host
+    never pick the same port."""
+    window = pick_window()
+    candidates = iter(random.sample(window, len(window)))
     held: list[socket.socket] = []
     ports: list[int] = []
     try:
         while len(ports) < n:
             s = socket.socket()
             held.append(s)
-            s.bind((ip, 0))
+            try:
+                s.bind((ip, next(candidates, 0)))  # 0 (the kernel's choice) once the window is spent
+            except OSError:
+                continue  # in use
             if (port := s.getsockname()[1]) not in taken:
                 ports.append(port)
         return ports
     finally:
         for s in held:
             s.close()
+
+
+def pick_window() -> range:
+    """This node's share of the ports above Ray's worker ports (10002-19999 by default) and below the
+    kernel's ephemeral range (net.ipv4.ip_local_port_range, where bind(("", 0)) and connect() take
+    theirs); empty when that leaves fewer than 1,000 in all."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            low = int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = EPHEMERAL_LOW
+    stripe = int(os.environ.get("SLURM_NODEID", "0")) % STRIPES
+    return range(PICK_FROM + stripe, low, STRIPES) if low - PICK_FROM >= 1000 else range(0)
 
 
 def temp_dir() -> str:

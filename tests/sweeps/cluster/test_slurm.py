@@ -242,6 +242,20 @@ def test_a_nodes_ray_ports_are_distinct_and_never_the_gcs_port():
         assert len(ports) == (7 if head else 6) and len(set(ports)) == len(ports) and gcs not in ports
 
 
+def test_a_nodes_ports_are_outside_the_ephemeral_range_and_its_own_share(monkeypatch):
+    """No process binding port 0 can take a node's ports before Ray binds them: they lie between Ray's worker
+    ports and the kernel's ephemeral range; nodes 0 and 1 of a job (SLURM_NODEID) pick from disjoint shares."""
+    from sweeps.cluster.slurm_node import PICK_FROM, STRIPES, free_ports
+
+    low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    picked = {}
+    for node in ("0", "1"):
+        monkeypatch.setenv("SLURM_NODEID", node)
+        picked[node] = free_ports("127.0.0.1", 50)
+        assert len(set(picked[node])) == 50 and all(PICK_FROM <= p < low for p in picked[node])
+        assert {(p - PICK_FROM) % STRIPES for p in picked[node]} == {int(node)}
+
+
 def written_by_the_job(script: str, folder: Path) -> Path:
     """Run the part of a batch script that writes the job's own files, in `folder`; the spec's path."""
     start, end = script.index("files=$(mktemp"), script.index('echo "memsweep: Ray head')
