@@ -64,10 +64,11 @@ def test_plan_default_counts_the_points_and_chunks_the_runner_plans(tmp_path):
 
 
 @pytest.mark.slow
-def test_plan_counts_equal_the_statuses_and_reasons_of_a_real_run(spec_file, tmp_path):
-    """Feasible, infeasible and per-reason counts equal the rows of `run` on an embedded Ray (--cpus 1)."""
+def test_plan_counts_equal_the_statuses_and_reasons_of_a_real_run(ray_local, spec_file, tmp_path):
+    """Feasible, infeasible and per-reason counts equal the rows of `run` (in this process, on the session's
+    Ray)."""
     path = spec_file(TINY)
-    run = memsweep("run", str(path), "--out", str(tmp_path / "out"), "--cpus", "1", "--no-report", "--quiet")
+    run = memsweep_here("run", str(path), "--out", str(tmp_path / "out"), "--no-report", "--quiet")
     assert run.returncode == 0, run.stderr
     manifest = json.loads((tmp_path / "out" / "tiny" / "_manifest.json").read_text())
     d = plan_json(str(path), "--out", str(tmp_path / "elsewhere"))

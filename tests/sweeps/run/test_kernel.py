@@ -13,7 +13,7 @@ import pytest
 from sweeps.exceptions import SpecError
 from sweeps.run.chunks import plan
 from sweeps.spec.load import parse_spec, with_kernel
-from tests.conftest import memsweep, tree_state
+from tests.conftest import memsweep, memsweep_here, tree_state
 from workers import get_model
 from workers.guest import GuestConfig
 from workers.guest.settings import KernelSettings
@@ -138,7 +138,9 @@ def kernel_sweep(tmp_path_factory):
 
 
 @pytest.mark.guest
-def test_every_kernel_row_has_its_model_row_and_verify_passes(kernel_sweep):
+def test_every_kernel_row_has_its_model_row_and_verify_passes(kernel_sweep, ray_local):
+    """Each kernel row beside its point's model row, from the guest's 6.12 under TCG; verify passes, and a
+    rerun (in this process, on the session's Ray) computes nothing."""
     folder, run = kernel_sweep
     df = pl.read_parquet(folder / "model=memmap" / "*.parquet")
     kernel, model = df.filter(pl.col("source") == "kernel"), df.filter(pl.col("source") == "model")
@@ -148,9 +150,9 @@ def test_every_kernel_row_has_its_model_row_and_verify_passes(kernel_sweep):
     assert ok["env_guest_kernel"].str.starts_with("6.12.").all() and set(ok["env_accel"]) == {"tcg"}
     assert ok["env_guest_cmdline"].str.contains("console=").all()
     assert model["env_guest_kernel"].is_null().all()
-    assert memsweep("verify", str(folder)).returncode == 0
-    again = memsweep("run", str(folder.parent.parent / "kern.toml"), "--out", str(folder.parent), "--quiet",
-                     "--no-report")
+    assert memsweep_here("verify", str(folder)).returncode == 0
+    again = memsweep_here("run", str(folder.parent.parent / "kern.toml"), "--out", str(folder.parent), "--quiet",
+                          "--no-report")
     assert again.returncode == 0 and "0 computed" in again.stdout, again.stdout + again.stderr
 
 
