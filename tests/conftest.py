@@ -19,10 +19,10 @@ ARTIFACTS = ROOT / "test-artifacts"
 # tests' modules set their marker themselves; `guest` is for tests that boot a kernel in QEMU.
 NEEDS = {"slurm": "slurm", "cluster": "cluster", "s3": "object_store"}
 # Fixtures that make a test `slow` (`make check` leaves it to `make test`): the seed fits of every model,
-# with their leave-one-out refits, take a minute and a half on 2 cores; the shipped default sweep (about
-# 30,000 points, all four models) is computed whole before its findings are read; the seed sweep and the
-# small sweep's whole report are each a Ray start and a run, 14-18 s on a busy 2-core machine (the hand-built
-# sweeps of the same modules' other tests stay in `make check`).
+# with their leave-one-out refits, take 45 s of CPU; the shipped default sweep (about 30,000 points, all four
+# models) is computed whole before its findings are read; the seed sweep and the small sweep's whole report
+# are each a Ray start and a run, 14-18 s on a busy 2-core machine (the hand-built sweeps of the same
+# modules' other tests stay in `make check`).
 SLOW_FIXTURES = ("seed_calibration", "default_sweep", "seed_sweep", "small_report")
 
 
@@ -30,19 +30,19 @@ SLOW_FIXTURES = ("seed_calibration", "default_sweep", "seed_sweep", "small_repor
 # in collection order (--no-loadscope-reorder), and a long module begun last keeps one worker busy while
 # the others have nothing left (queued by their number of tests, the object-store modules came last and
 # were still running when the rest had finished). Seconds per module: --durations summed per module in one
-# loaded run of the whole suite, before the same change cut some of them (benchmarks/RESULTS.md).
+# run of the whole suite on a fresh clone (benchmarks/RESULTS.md, "Fewer Ray starts").
 LONGEST_FIRST = (
-    "sweeps/cluster/test_slurm.py",  # 236 s: three two-node Slurm jobs then (two now), each with its Ray
-    "sweeps/dataset/test_faults.py",  # 204 s: a full disk, an object store that fails, its retries
-    "sweeps/cluster/test_jobs.py",  # 142 s: a two-node Ray cluster and two Jobs API submissions
-    "sweeps/run/test_kernel.py",  # 96-125 s: a guest sweep binding 16 namespaces in Debian's 6.12
-    "workers/models/test_pfnmap.py",  # 91 s: the seed fits of every model (once per run)
-    "sweeps/dataset/test_lease.py",  # 128 s: drivers signalled and killed, each with its Ray
-    "workers/guest/test_guest.py",  # 92 s: three boots of 6.12
-    "sweeps/run/test_failures.py",  # 89 s: a killed driver and its Ray
-    "sweeps/run/test_measured.py",  # 111 s: a measured sweep and calibrate --from
-    "sweeps/dataset/test_object_store.py",  # 48 s: a sweep, a resume and a report on S3
-    "test_example_plugin.py",  # 54 s: pip installs the example plugin and runs its sweep
+    "sweeps/cluster/test_slurm.py",  # 130 s: a cancelled two-node Slurm job and its resubmission, each with its Ray
+    "sweeps/cluster/test_jobs.py",  # 118 s: a two-node Ray cluster and two Jobs API submissions
+    "sweeps/dataset/test_lease.py",  # 105 s: drivers signalled and killed, each with its Ray
+    "sweeps/run/test_kernel.py",  # 70 s: a guest sweep binding 16 namespaces in Debian's 6.12
+    "sweeps/dataset/test_faults.py",  # 68 s: a full disk, an object store that fails, its retries
+    "sweeps/run/test_failures.py",  # 53 s: a killed driver and its Ray
+    "test_example_plugin.py",  # 42 s: pip installs the example plugin and runs its sweep
+    "workers/models/test_pfnmap.py",  # 42 s: the seed fits of every model (once per run)
+    "sweeps/run/test_reaper.py",  # 35 s: a SIGKILLed driver's Ray, reaped
+    "workers/guest/test_guest.py",  # 32 s: two boots of 6.12 (one panics before /init) and a timeout
+    "sweeps/dataset/test_object_store.py",  # 29 s: a sweep, a resume and a report on S3
 )
 
 
