@@ -86,16 +86,22 @@ def free_ports(ip: str, n: int, taken: tuple[int, ...] = ()) -> list[int]:
 
 
 def pick_window() -> range:
-    """This node's share of the ports above Ray's worker ports (10002-19999 by default) and below the
-    kernel's ephemeral range (net.ipv4.ip_local_port_range, where bind(("", 0)) and connect() take
-    theirs); empty when that leaves fewer than 1,000 in all."""
+    """This node's share of port_window(): every STRIPES-th port, by its SLURM_NODEID."""
+    whole = port_window()
+    stripe = int(os.environ.get("SLURM_NODEID", "0")) % STRIPES
+    return range(whole.start + stripe, whole.stop, STRIPES) if whole else whole
+
+
+def port_window() -> range:
+    """The ports above Ray's worker ports (10002-19999 by default) and below the kernel's ephemeral range
+    (net.ipv4.ip_local_port_range, where bind(("", 0)) and connect() take theirs); empty when that leaves
+    fewer than 1,000."""
     try:
         with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
             low = int(f.read().split()[0])
     except (OSError, ValueError, IndexError):
         low = EPHEMERAL_LOW
-    stripe = int(os.environ.get("SLURM_NODEID", "0")) % STRIPES
-    return range(PICK_FROM + stripe, low, STRIPES) if low - PICK_FROM >= 1000 else range(0)
+    return range(PICK_FROM, low) if low - PICK_FROM >= 1000 else range(0)
 
 
 def temp_dir() -> str:
