@@ -65,11 +65,13 @@ S3_CREDS = {"AWS_ACCESS_KEY_ID": "memsweep-test", "AWS_SECRET_ACCESS_KEY": "mems
 
 @pytest.fixture(scope="session")
 def ray_local():
-    """One small embedded Ray for all in-process sweeps (2 CPUs, 100 MB object store)."""
+    """One small embedded Ray for all in-process sweeps (2 CPUs, 100 MB object store). Its workers' output
+    stays in Ray's log files, as a `memsweep run` keeps it unless --verbose: a command run in this process
+    (memsweep_here) prints what the command prints, and nothing of Ray's workers."""
     import ray
 
     ray.init(num_cpus=2, include_dashboard=False, object_store_memory=100 * 1024 * 1024,
-             logging_level="WARNING", runtime_env={"env_vars": S3_CREDS})
+             logging_level="WARNING", log_to_driver=False, runtime_env={"env_vars": S3_CREDS})
     yield ray
     ray.shutdown()
 
