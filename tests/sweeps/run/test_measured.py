@@ -29,11 +29,14 @@ namespace_size = ["1GiB"]
 
 @pytest.fixture(scope="module")
 def sweep(ray_local, tmp_path_factory):
+    """The spec run for real, its memmap points timed by the C kernels on this host: an end-to-end run of 7 s
+    on a quiet machine, 28 s in a loaded `make test`; its tests are `slow`, so `make check` leaves them."""
     out = tmp_path_factory.mktemp("measured")
     summary = run(parse_spec(SPEC), str(out), progress=False)
     return out / "measured", summary
 
 
+@pytest.mark.slow
 def test_every_point_has_a_model_row_and_a_measured_row(sweep):
     """source = both: each point twice, once per source, with measured medians and host provenance."""
     folder, summary = sweep
@@ -52,6 +55,7 @@ def test_every_point_has_a_model_row_and_a_measured_row(sweep):
     assert set(measured["point_id"]) == set(model["point_id"])
 
 
+@pytest.mark.slow
 def test_unmeasurable_model_gives_infeasible_measured_rows(sweep):
     """young has no user-space analog: its measured row is infeasible with the reason."""
     folder, _ = sweep
@@ -59,6 +63,7 @@ def test_unmeasurable_model_gives_infeasible_measured_rows(sweep):
     assert young["status"].to_list() == ["infeasible"] and "no user-space analog" in young["reason"][0]
 
 
+@pytest.mark.slow
 def test_verify_accepts_one_row_per_point_and_source(sweep):
     """The same point_id once per source is not a duplicate."""
     folder, _ = sweep
