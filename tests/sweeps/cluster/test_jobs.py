@@ -42,13 +42,14 @@ def ray_start(args: list[str], env: dict) -> int:
     return proc.pid
 
 
-def stop_sessions(sids: list[int]) -> None:
-    """Stop this test's Ray nodes only: every process of their sessions (not `ray stop`, which
-    would also stop any other Ray on the machine, the test process's own among them)."""
+def stop_sessions(sids: list[int], temp: str) -> None:
+    """Stop this test's Ray nodes only: every process of their sessions, or naming their temp folder (a
+    log monitor of a head whose second node failed to start outlived its session's end) (not `ray stop`,
+    which would also stop any other Ray on the machine, the test process's own among them)."""
     procs = []
     for p in psutil.process_iter():
         try:
-            if os.getsid(p.pid) in sids:
+            if os.getsid(p.pid) in sids or any(temp in a for a in p.cmdline()):
                 procs.append(p)
         except (ProcessLookupError, PermissionError, psutil.Error):
             pass
@@ -110,7 +111,7 @@ def cluster():
                                *own_ports(), *common], {**env, "HOME": str(homes[1])}))
         yield env, f"http://127.0.0.1:{dash}", homes
     finally:
-        stop_sessions(sids)
+        stop_sessions(sids, temp)
         shutil.rmtree(temp, ignore_errors=True)
         for home in homes:
             shutil.rmtree(home, ignore_errors=True)
