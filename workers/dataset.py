@@ -39,6 +39,7 @@ SLURM_LOG = "_slurm-%j.out"  # a Slurm job's output (sbatch expands %j to the jo
 LEASE_FILE = "_lease.json"
 REPORT_DIR = "_report"
 TEMP_PREFIX = ".tmp-"  # every temporary file of a write starts with it (and lives beside its target)
+LEASE_TEMP_PREFIX = TEMP_PREFIX + "lease-"  # a driver's attempt at the lease (sweeps.dataset.lease), in progress
 # A folder holds the rows of one computation (sweeps.dataset.computation): the manifest records its digest under
 # this key, and every part carries the digest of the computation that wrote it in its footer.
 COMPUTATION = "computation"

@@ -36,7 +36,7 @@ from dataclasses import asdict, dataclass
 import psutil
 
 from sweeps.exceptions import LeaseError
-from workers.dataset import LEASE_FILE, TEMP_PREFIX
+from workers.dataset import LEASE_FILE, LEASE_TEMP_PREFIX, TEMP_PREFIX
 from workers.exceptions import StoreIOError
 from workers.folder import Location, read_text, remove_quietly, retrying, write_bytes
 
@@ -177,7 +177,7 @@ class Lease:
 
     def _create_local(self) -> tuple[bool, Holder | None]:
         parent = os.path.dirname(self.path)
-        tmp = os.path.join(parent, f"{TEMP_PREFIX}lease-{self.me.token}")
+        tmp = os.path.join(parent, f"{LEASE_TEMP_PREFIX}{self.me.token}")
 
         def link() -> bool:
             os.makedirs(parent, exist_ok=True)

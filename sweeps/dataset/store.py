@@ -12,17 +12,20 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import time
 
 import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from sweeps.exceptions import DatasetError, UsageError
-from workers.dataset import LAYOUT, MANIFEST, SCHEMA_VERSION, SUBMISSIONS, TEMP_PREFIX, Layout
+from workers.dataset import LAYOUT, LEASE_TEMP_PREFIX, MANIFEST, SCHEMA_VERSION, SUBMISSIONS, TEMP_PREFIX, Layout
 from workers.exceptions import SweepFolderError
 from workers.folder import (
     Location, exists, filesystem, layout, read_json, read_manifest, remove_quietly, retrying, write_bytes,
 )
+
+LEASE_TEMP_STALE_S = 60.0  # a lease attempt's file older than this is a killed driver's
 
 
 def locate(out: str, sweep: str | None = None) -> Location:
@@ -40,14 +43,22 @@ def locate(out: str, sweep: str | None = None) -> Location:
 
 def remove_temp_files(loc: Location) -> int:
     """Delete the temporary files (.tmp-*) writes left in the sweep folder and its model folders
-    (a worker killed mid-write leaves one); only the lease holder calls this. Returns how many."""
+    (a worker killed mid-write leaves one); only the lease holder calls this. Returns how many.
+
+    Another driver's attempt at the lease, a .tmp-lease-* file younger than LEASE_TEMP_STALE_S, is left:
+    removed between its creation and its link, it failed that driver with an I/O error where it must
+    be told who holds the lease (seen in CI, two drivers started together)."""
     if not loc.is_local or not exists(loc, loc.root):
         return 0
     n = 0
     for info in loc.fs.get_file_info(pafs.FileSelector(loc.root, recursive=True)):
-        if info.type == pafs.FileType.File and info.base_name.startswith(TEMP_PREFIX):
-            remove_quietly(loc, info.path)
-            n += 1
+        if info.type != pafs.FileType.File or not info.base_name.startswith(TEMP_PREFIX):
+            continue
+        if info.base_name.startswith(LEASE_TEMP_PREFIX) and info.mtime is not None \
+                and time.time() - info.mtime.timestamp() < LEASE_TEMP_STALE_S:
+            continue
+        remove_quietly(loc, info.path)
+        n += 1
     return n
 
 

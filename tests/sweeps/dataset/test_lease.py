@@ -148,3 +148,21 @@ def test_ctrl_c_to_the_process_group_prints_one_line_and_releases_the_lease(spec
     _, err = proc.communicate(timeout=120)
     assert (proc.returncode, err) == (130, "memsweep run: interrupted; rerun the same command to resume.\n")
     assert not (tmp_path / "leased" / LEASE_FILE).exists()
+
+
+def test_the_holders_cleanup_leaves_another_drivers_attempt_at_the_lease(tmp_path):
+    """The holder removes the temporary files of killed writes, but not a .tmp-lease-* file another driver
+    has just made to link as the lease (it failed with an I/O error, exit 3, where it must exit 2 naming the
+    holder): only one older than LEASE_TEMP_STALE_S, which a killed driver left."""
+    from sweeps.dataset.store import LEASE_TEMP_STALE_S, remove_temp_files
+    from workers.dataset import LEASE_TEMP_PREFIX, TEMP_PREFIX
+
+    folder = tmp_path / "leased"
+    (folder / "model=probe").mkdir(parents=True)
+    fresh, old = folder / f"{LEASE_TEMP_PREFIX}{'a' * 32}", folder / f"{LEASE_TEMP_PREFIX}{'b' * 32}"
+    killed_write = folder / "model=probe" / f"{TEMP_PREFIX}c-part-1.parquet"
+    for f in (fresh, old, killed_write):
+        f.write_text("x")
+    os.utime(old, (time.time() - LEASE_TEMP_STALE_S - 5,) * 2)
+    assert remove_temp_files(locate(str(tmp_path), "leased")) == 2
+    assert fresh.exists() and not old.exists() and not killed_write.exists()
