@@ -65,12 +65,14 @@ class Run:
 
 def summarize(run: Run, runs: list[Stretches]) -> Samples:
     """Samples of `runs` (the repeats of one point, each one sample() of `run`)."""
+    # A stretch timed at 0 ns measured nothing (the clock did not move on: one memmap run of a loaded CI
+    # host gave a floor of 0): it is left out of the floor, which it would otherwise be.
     if run.per_unit:
         values = tuple(sum(ns for ns, _ in r) / sum(n for _, n in r) * run.scale for r in runs)
-        floor = min(ns / n for r in runs for ns, n in r) * run.scale
+        floor = min((ns / n for r in runs for ns, n in r if ns > 0), default=0.0) * run.scale
     else:
         values = tuple(sum(ns for ns, _ in r) * run.scale for r in runs)
-        floor = sum(min(ns for ns, _ in part) for part in zip(*runs)) * run.scale
+        floor = sum(min((ns for ns, _ in part if ns > 0), default=0) for part in zip(*runs)) * run.scale
     return Samples(values=values, huge_pages=run.huge_pages, floor=floor)
 
 

@@ -188,3 +188,11 @@ def test_a_per_unit_floor_is_the_fastest_slice():
     s = plans.summarize(run, [[(400, 2), (900, 3)], [(500, 5)]])
     assert s.values == pytest.approx((260.0, 100.0)) and s.floor == pytest.approx(100.0)
     assert s.huge_pages is True
+
+
+def test_a_stretch_timed_at_zero_is_left_out_of_the_floor():
+    """A stretch of 0 ns measured nothing (the clock did not move on): the floor is the least time measured."""
+    total = plans.summarize(plans.Run(sample=lambda: [], scale=1e-6), [[(0, 1)], [(300, 1)], [(250, 1)]])
+    assert total.floor == pytest.approx(250e-6)
+    per_unit = plans.summarize(plans.Run(sample=lambda: [], scale=1.0, per_unit=True), [[(0, 2), (900, 3)]])
+    assert per_unit.floor == pytest.approx(300.0)
