@@ -39,6 +39,7 @@ import importlib
 from dataclasses import dataclass, field
 from typing import Callable, Literal, Mapping, get_args
 
+import numpy as np
 import polars as pl
 
 from .axes import Axis
@@ -405,8 +406,8 @@ class LastPoints:
     A fit evaluates its figures' frame thousands of times, each time with other costs; what depends on the
     points only (status, inputs, counts) need not be derived again. `get(points, derive)` gives derive(points),
     or what it gave for the last frame equal to `points` (DataFrame.equals compares every value) if that
-    frame had at most `rows` rows. A model's evaluate must not change what it is given (numpy arrays: make
-    them read-only)."""
+    frame had at most `rows` rows. The numpy arrays in what derive gives (in tuples and dicts) are made
+    read-only, so no evaluation can change what the next one is given."""
 
     def __init__(self, rows: int = 1000) -> None:
         self.rows = rows
@@ -417,9 +418,18 @@ class LastPoints:
         if last is not None and last[0].equals(points):
             return last[1]
         value = derive(points)
+        _read_only(value)
         if points.height <= self.rows:
             self._last = (points, value)
         return value
+
+
+def _read_only(value) -> None:
+    if isinstance(value, np.ndarray):
+        value.flags.writeable = False
+    elif isinstance(value, (tuple, list, dict)):
+        for v in value.values() if isinstance(value, dict) else value:
+            _read_only(v)
 
 
 class Reasons:

@@ -555,7 +555,7 @@ class MemmapModel(Model):
 
     def _of_points(self, points: pl.DataFrame) -> tuple:
         """What depends on the points alone: inputs, compound order, layout, walk, lines, vmemmap and status
-        (arrays read-only: see LastPoints)."""
+        (kept by LastPoints)."""
         a = _inputs(points)
         size, psize, align, start, map_dev, devdax = (a[k] for k in ("size", "psize", "align", "start",
                                                                      "map_dev", "devdax"))
@@ -571,9 +571,6 @@ class MemmapModel(Model):
             "fs_order": ~devdax & (order > 0), "dd_order": devdax & (order != kernel_order), "kmsan": map_dev & (psize > 64) & ~a["kmsan"],
             "dd_mem_start": devdax & ~map_dev & (start % align != 0), "small": ~lay["ok"],
         }).select(*status_columns(self._reasons()))
-        for v in (order, *(v for part in (a, lay, w, geo, vm) for v in part.values())):
-            if isinstance(v, np.ndarray):
-                v.flags.writeable = False
         return a, order, lay, w, geo, vm, status
 
     @staticmethod

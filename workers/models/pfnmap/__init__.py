@@ -317,14 +317,8 @@ class PfnmapModel(Model):
         )
 
     def _of_points(self, points: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, np.ndarray]]:
-        """Status and inputs: what depends on the points alone (arrays read-only: see LastPoints)."""
-        def derive(points: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, np.ndarray]]:
-            a = self._inputs(points)
-            for v in a.values():
-                v.flags.writeable = False
-            return points.select(*status_columns(self._reasons())), a
-
-        return self._points.get(points, derive)
+        """Status and inputs: what depends on the points alone (kept by LastPoints)."""
+        return self._points.get(points, lambda p: (p.select(*status_columns(self._reasons())), self._inputs(p)))
 
     @staticmethod
     def _inputs(points: pl.DataFrame) -> dict[str, np.ndarray]:
