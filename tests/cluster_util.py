@@ -5,7 +5,7 @@ import socket
 
 from sweeps.cluster.slurm_node import STRIPES, port_window
 
-# The shares of the port window that the Slurm tests' nodes (SLURM_NODEID 0 and 1) pick from; the tests'
+# The shares of the port window that the Slurm tests' nodes (nodes 0 and 1 of a job) pick from; the tests'
 # own servers take theirs from the other six.
 SLURM_SHARES = 2
 _given: set[int] = set()

@@ -3,7 +3,7 @@
     python -m sweeps.cluster.slurm_node address NODE                         # NODE's Slurm NodeAddr, as an IPv4 address
     python -m sweeps.cluster.slurm_node free-port IP                         # a TCP port nothing listens on, on IP
     python -m sweeps.cluster.slurm_node head --address IP:PORT [--cpus C]    # (srun, first node) the Ray head, GCS on PORT
-    python -m sweeps.cluster.slurm_node worker --address IP:PORT [--cpus C]  # (srun, other nodes) a Ray node joining it
+    python -m sweeps.cluster.slurm_node worker --address IP:PORT --index I [--cpus C]  # (srun, node I > 0) a Ray node joining it
     python -m sweeps.cluster.slurm_node wait --address IP:PORT --nodes N [--cpus C]  # until N Ray nodes are alive
 
 A Ray node has C CPUs (`submit --cpus-per-node`), else the CPUs Slurm gave the job on its node
@@ -11,10 +11,11 @@ A Ray node has C CPUs (`submit --cpus-per-node`), else the CPUs Slurm gave the j
 and fails when one of them does not have the C asked for.
 
 A node binds to its own NodeAddr and takes ports that are free on it (several slurmd may share a
-host), keeps Ray's files under $TMPDIR/msray-<job>-<node>, and runs `ray start --block` in a
+host; node I of the job's node list picks from its own share of them), keeps Ray's files under $TMPDIR/msray-<job>-<node>, and runs `ray start --block` in a
 session of its own. On SIGTERM (scancel, or the batch script ending) it stops `ray start`, then
 every process left in that session or naming its temp folder: no Ray process of the job outlives
-its step. Nothing here uses `ray stop`, which would stop every Ray of the user on the host.
+its step. A worker whose `ray start` fails while starting (its raylet never registers with the head)
+prints Ray's error lines and starts again with new ports, up to START_TRIES times. Nothing here uses `ray stop`, which would stop every Ray of the user on the host.
 """
 
 from __future__ import annotations
@@ -42,6 +43,10 @@ MAX_TEMP_DIR = 40  # Ray's unix socket paths (session dir + sockets/...) must st
 PICK_FROM = 20000  # above Ray's default max_worker_port (19999)
 EPHEMERAL_LOW = 32768  # Linux's default start of net.ipv4.ip_local_port_range
 STRIPES = 8  # nodes of one job on one host that never pick the same port
+START_TRIES = 3  # a worker's `ray start` attempts, when it fails while starting
+STARTING_S = 120.0  # a `ray start --block` that ends sooner failed while starting
+ERROR_LINES = 20  # of each Ray log, the last error lines printed when a start fails
+RAY_ERROR = re.compile(r"\[[-0-9 :,]+ [EC] \d+ \d+\]")  # Ray's C++ log line of level error or fatal
 
 
 def node_address(node: str) -> str:
@@ -53,19 +58,20 @@ def node_address(node: str) -> str:
 
 
 def free_port(ip: str) -> int:
+    """A free port for the head's GCS (picked by the batch script, from the head's share: node 0)."""
     return free_ports(ip, 1)[0]
 
 
-def free_ports(ip: str, n: int, taken: tuple[int, ...] = ()) -> list[int]:
+def free_ports(ip: str, n: int, taken: tuple[int, ...] = (), index: int = 0) -> list[int]:
     """n distinct TCP ports nothing listens on, on ip, none of `taken`: each is held until all are
     picked (ports picked one after the other can repeat, and `ray start` refuses a port given twice).
 
     A port is free only until Ray binds it, seconds later. They are picked at random from pick_window(),
     where no process that binds port 0 is given one (Ray's own components among them; a head once lost
     its client server's port so, on a host where other Ray nodes were starting), and each node of a job
-    from its own share of it (every STRIPES-th port, by SLURM_NODEID): two nodes of a job on one host
-    never pick the same port."""
-    window = pick_window()
+    from its own share of it (every STRIPES-th port, by its index in the job's node list): two nodes of a
+    job on one host never pick the same port."""
+    window = pick_window(index)
     candidates = iter(random.sample(window, len(window)))
     held: list[socket.socket] = []
     ports: list[int] = []
@@ -85,10 +91,11 @@ def free_ports(ip: str, n: int, taken: tuple[int, ...] = ()) -> list[int]:
             s.close()
 
 
-def pick_window() -> range:
-    """This node's share of port_window(): every STRIPES-th port, by its SLURM_NODEID."""
+def pick_window(index: int = 0) -> range:
+    """Node `index`'s share of port_window(): every STRIPES-th port. The index is the node's place in the
+    job's node list, given by the batch script: SLURM_NODEID is 0 in every one-node step."""
     whole = port_window()
-    stripe = int(os.environ.get("SLURM_NODEID", "0")) % STRIPES
+    stripe = index % STRIPES
     return range(whole.start + stripe, whole.stop, STRIPES) if whole else whole
 
 
@@ -113,7 +120,7 @@ def temp_dir() -> str:
                               f"{os.environ.get('SLURMD_NODENAME', socket.gethostname())}")
 
 
-def ray_args(head: bool, address: str, ip: str, temp: str, cpus: int | None = None) -> list[str]:
+def ray_args(head: bool, address: str, ip: str, temp: str, cpus: int | None = None, index: int = 0) -> list[str]:
     """`ray start` arguments: this node's address, its CPUs, its own free ports, the dashboard off."""
 
     cpus = cpus or os.environ.get("SLURM_CPUS_ON_NODE") or os.cpu_count()
@@ -122,7 +129,7 @@ def ray_args(head: bool, address: str, ip: str, temp: str, cpus: int | None = No
     opts = ["node-manager-port", "object-manager-port", "dashboard-agent-listen-port", "dashboard-agent-grpc-port",
             "runtime-env-agent-port", "metrics-export-port", *(["ray-client-server-port"] if head else [])]
     port = address.rsplit(":", 1)[1]  # the head's GCS port, not listening yet when the head starts
-    args += [f"--{opt}={p}" for opt, p in zip(opts, free_ports(ip, len(opts), taken=(int(port),)))]
+    args += [f"--{opt}={p}" for opt, p in zip(opts, free_ports(ip, len(opts), (int(port),), index))]
     if head:
         return [*args, "--head", f"--port={port}", "--include-dashboard=false"]
     return [*args, f"--address={address}"]
@@ -140,8 +147,14 @@ def wait_for_port(address: str, timeout: float) -> bool:
     return False
 
 
-def run_node(head: bool, address: str, cpus: int | None = None) -> int:
-    """Run `ray start --block` until it ends or we are signalled; then leave no process of it behind."""
+def run_node(head: bool, address: str, cpus: int | None = None, index: int = 0) -> int:
+    """Run `ray start --block` until it ends or we are signalled; then leave no process of it behind.
+
+    A worker whose `ray start` ends within STARTING_S failed while starting. The raylet aborts when the
+    node's dashboard agent has not written its port files 15 s after it started (NodeManager::
+    WaitForDashboardAgentPorts in Ray's src/ray/raylet/node_manager.cc; the 15 s is fixed), which a
+    busy host can make it miss: Ray's error lines are printed and the node starts again with new ports,
+    up to START_TRIES times. The head gets one try: the other steps are connected to the GCS it started."""
     ip = node_address(os.environ["SLURMD_NODENAME"]) if "SLURMD_NODENAME" in os.environ else address.rsplit(":", 1)[0]
     if not head and not wait_for_port(address, JOIN_WAIT_S):
         print(f"memsweep slurm node: the Ray head at {address} did not answer in {JOIN_WAIT_S:.0f} s", file=sys.stderr)
@@ -151,14 +164,36 @@ def run_node(head: bool, address: str, cpus: int | None = None) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, lambda *_: stop.set())
     ray = Path(sys.executable).with_name("ray")
-    proc = subprocess.Popen([str(ray) if ray.exists() else "ray", *ray_args(head, address, ip, temp, cpus)],
-                            start_new_session=True)
-    try:
-        while not stop.is_set() and proc.poll() is None:
-            stop.wait(1.0)
-    finally:
-        stop_node(proc, temp)
-    return 0 if stop.is_set() else (proc.returncode or 1)
+    tries = 1 if head else START_TRIES
+    for attempt in range(1, tries + 1):
+        started = time.monotonic()
+        proc = subprocess.Popen([str(ray) if ray.exists() else "ray", *ray_args(head, address, ip, temp, cpus, index)],
+                                start_new_session=True)
+        try:
+            while not stop.is_set() and proc.poll() is None:
+                stop.wait(1.0)
+        finally:
+            stop_node(proc, temp)
+        if stop.is_set():
+            return 0
+        print_ray_errors(temp)
+        if attempt == tries or time.monotonic() - started > STARTING_S:
+            break
+        print(f"memsweep slurm node: `ray start` failed while starting (try {attempt} of {tries}); "
+              "starting it again with new ports", file=sys.stderr, flush=True)
+    return proc.returncode or 1
+
+
+def print_ray_errors(temp: str) -> None:
+    """The last error lines (levels E and C, Ray's fatal) of the raylet's and the GCS's logs of the node's
+    latest session, on stderr: `ray start` shows only the stack of a raylet that aborted, not why."""
+    for log in (Path(temp, "session_latest", "logs", name) for name in ("gcs_server.out", "raylet.out")):
+        if not log.exists():
+            continue
+        lines = [line for line in log.read_text(errors="replace").splitlines() if RAY_ERROR.match(line)]
+        for line in lines[-ERROR_LINES:]:
+            print(f"memsweep slurm node: {log.name}: {line}", file=sys.stderr)
+    sys.stderr.flush()
 
 
 def stop_node(proc: subprocess.Popen, temp: str) -> None:
@@ -239,6 +274,8 @@ def main(argv: list[str] | None = None) -> int:
         node = sub.add_parser(name)
         node.add_argument("--address", required=True)
         node.add_argument("--cpus", type=int, help="the Ray node's CPUs (default: SLURM_CPUS_ON_NODE)")
+    sub.choices["worker"].add_argument("--index", type=int, required=True,
+                                       help="the node's place in the job's node list (the head is 0)")
     w = sub.choices["wait"]
     w.add_argument("--nodes", type=int, required=True)
     w.add_argument("--timeout", type=float, default=JOIN_WAIT_S)
@@ -251,7 +288,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.cmd == "wait":
         return wait_for_nodes(args.address, args.nodes, args.timeout, args.cpus)
-    return run_node(args.cmd == "head", args.address, args.cpus)
+    return run_node(args.cmd == "head", args.address, args.cpus, getattr(args, "index", 0))
 
 
 if __name__ == "__main__":

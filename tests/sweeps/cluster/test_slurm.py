@@ -69,6 +69,24 @@ def job_processes(job_id: str) -> list[str]:
     return found
 
 
+def planted(env: dict, folder: Path, code: str) -> dict:
+    """`env` in which every Python process of the job first runs `code` (a sitecustomize.py on PYTHONPATH):
+    a fault planted in the job's own processes, the real ones otherwise."""
+    folder.mkdir()
+    (folder / "sitecustomize.py").write_text(f"import os, time\nCMD = open('/proc/self/cmdline', 'rb').read()\n{code}")
+    return {**env, "PYTHONPATH": os.pathsep.join((str(folder), env["PYTHONPATH"]))}
+
+
+# The first dashboard agent of n2 starts in 20 s, where Ray's raylet waits 15 s for its ports and aborts.
+SLOW_AGENT = """if os.environ.get("SLURMD_NODENAME") == "n2" and b"dashboard/agent.py" in CMD:
+    try:
+        os.close(os.open(os.path.join(os.path.dirname(__file__), "slowed"), os.O_CREAT | os.O_EXCL))
+        time.sleep(20)
+    except FileExistsError:
+        pass
+"""
+
+
 def test_a_cancelled_job_leaves_no_ray_process_and_a_resubmission_completes_on_both_nodes(slurm, spec_file, tmp_path,
                                                                                          monkeypatch):
     """Two two-node jobs on one sweep, each checking what the other does not ask for.
@@ -78,7 +96,9 @@ def test_a_cancelled_job_leaves_no_ray_process_and_a_resubmission_completes_on_b
     It is cancelled mid-run (scancel): within 15 s no process of it is left, and status says CANCELLED.
     The second, submitted again with --wait and whole nodes (--exclusive, 2 CPUs each), resumes: COMPLETED,
     every row once (verify), its rows from the head on n1 and the worker on n2, each job's id and script in
-    the manifest, and the token nowhere."""
+    the manifest, and the token nowhere. Its worker's first dashboard agent is slowed past the 15 s its raylet
+    waits (planted; a busy host once made a node miss it so): the raylet aborts, the node prints Ray's error
+    lines and starts again."""
     monkeypatch.setenv("SLURM_CONF", slurm.env["SLURM_CONF"])  # for squeue, run from this process
     spec, out = str(spec_file(LONG_SPEC)), tmp_path / "out"
     sweep = out / "slurm-long"
@@ -111,11 +131,14 @@ def test_a_cancelled_job_leaves_no_ray_process_and_a_resubmission_completes_on_b
         assert line in record["script"].splitlines()
     nodes_before = set(pl.read_parquet(sweep / "model=probe" / "*.parquet")["env_ray_node_id"])
 
-    again = memsweep("submit", spec, "--slurm", "--nodes", "2", "--out", str(out), "--wait", env=slurm.env,
-                     timeout=600)
+    slowed = planted(slurm.env, tmp_path / "slowed", SLOW_AGENT)
+    again = memsweep("submit", spec, "--slurm", "--nodes", "2", "--out", str(out), "--wait", env=slowed, timeout=600)
     logs = "".join(p.read_text() for p in sweep.glob("_slurm-*.out"))
     assert again.returncode == 0, again.stdout + again.stderr + logs + slurm.log()
     assert "COMPLETED" in again.stdout
+    assert (tmp_path / "slowed" / "slowed").exists()
+    assert "memsweep slurm node: `ray start` failed while starting (try 1 of 3)" in logs
+    assert re.search(r"^memsweep slurm node: raylet.out: .* C .*Check failed", logs, re.M), logs
     check = memsweep("verify", str(sweep), env=slurm.env)
     assert check.returncode == 0, check.stdout
     df = pl.read_parquet(sweep / "model=probe" / "*.parquet")
@@ -135,6 +158,24 @@ def test_a_cancelled_job_leaves_no_ray_process_and_a_resubmission_completes_on_b
     assert f"Slurm job {record['job_id']}: COMPLETED" in status.stdout
 
 
+def test_a_job_fails_as_soon_as_a_ray_node_step_ends_before_its_node_joined(slurm, spec_file, tmp_path):
+    """A worker's step that ends before its node joins (planted: it exits at once) fails the job then, with
+    one message, not after the `wait` step's 300 s; nothing is left running."""
+    ends = planted(slurm.env, tmp_path / "ends", "if b'slurm_node\\0worker' in CMD:\n    os._exit(3)\n")
+    out = tmp_path / "out"
+    r = memsweep("submit", str(spec_file(SPEC)), "--slurm", "--nodes", "2", "--cpus-per-node", "1", "--out", str(out),
+                 "--wait", env=ends, timeout=600)
+    log = "".join(p.read_text() for p in (out / "slurm").glob("_slurm-*.out"))
+    assert r.returncode == 1 and "ended FAILED" in r.stderr, r.stdout + r.stderr + log
+    assert "memsweep slurm: a Ray node's step ended before every node joined" in log
+    assert "Ray nodes joined in" not in log
+    job_id = submissions(out / "slurm")[-1]["job_id"]
+    deadline = time.monotonic() + CANCEL_WAIT_S  # the head's step may still be stopping its node
+    while (left := job_processes(job_id)) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not left, "\n".join(left)
+
+
 def test_dry_run_prints_the_script_without_a_token_and_submits_nothing(spec_file, tmp_path):
     """--dry-run prints #SBATCH lines for every option, srun steps for the head and the workers, a
     placeholder where the token would be noted; it needs no sbatch and writes nothing."""
@@ -147,7 +188,7 @@ def test_dry_run_prints_the_script_without_a_token_and_submits_nothing(spec_file
                  "#SBATCH --account=lab", "#SBATCH --exclusive", "#SBATCH --mem=0"):
         assert line in r.stdout.splitlines()
     assert re.search(r'^srun .*--nodelist="\$\{nodes\[0\]\}" .*slurm_node head', r.stdout, re.M)
-    assert re.search(r'^  srun .*--nodelist="\$node" .*slurm_node worker', r.stdout, re.M)
+    assert re.search(r'^  srun .*--nodelist="\$\{nodes\[i\]\}" .*slurm_node worker .*--index \$i &$', r.stdout, re.M)
     assert "RAY_AUTH_TOKEN=<generated per job" in r.stdout and not TOKEN.search(r.stdout)
     assert not out.exists()
 
@@ -203,7 +244,7 @@ def test_dry_run_takes_whole_nodes_unless_cpus_per_node_is_given(spec_file, tmp_
     assert "#SBATCH --cpus-per-task=3" in lines and "#SBATCH --mem=8G" in lines and "#SBATCH --exclusive" not in lines
     steps = [line for line in lines if "sweeps.cluster.slurm_node head" in line or "sweeps.cluster.slurm_node worker" in line]
     assert len(steps) == 2 and all("srun " in s and " --whole " in s and s.endswith("--cpus 3 &") for s in steps)
-    assert re.search(r"slurm_node wait .* --cpus 3 \|\| exit 1$", asked.stdout, re.M)
+    assert re.search(r"slurm_node wait .* --cpus 3 & children\+=\(\$!\)$", asked.stdout, re.M)
 
 
 def test_dry_run_warns_on_a_node_local_interpreter_and_embeds_the_spec(spec_file, tmp_path, monkeypatch, capsys):
@@ -244,16 +285,17 @@ def test_a_nodes_ray_ports_are_distinct_and_never_the_gcs_port():
 
 def test_a_nodes_ports_are_outside_the_ephemeral_range_and_its_own_share(monkeypatch):
     """No process binding port 0 can take a node's ports before Ray binds them: they lie between Ray's worker
-    ports and the kernel's ephemeral range; nodes 0 and 1 of a job (SLURM_NODEID) pick from disjoint shares."""
+    ports and the kernel's ephemeral range; nodes 0 and 1 of a job's node list pick from disjoint shares (by
+    the index the batch script gives: SLURM_NODEID is 0 in every one-node step, and once gave two nodes of a
+    job on one host the same share)."""
     from sweeps.cluster.slurm_node import PICK_FROM, STRIPES, free_ports
 
     low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
-    picked = {}
-    for node in ("0", "1"):
-        monkeypatch.setenv("SLURM_NODEID", node)
-        picked[node] = free_ports("127.0.0.1", 50)
-        assert len(set(picked[node])) == 50 and all(PICK_FROM <= p < low for p in picked[node])
-        assert {(p - PICK_FROM) % STRIPES for p in picked[node]} == {int(node)}
+    monkeypatch.setenv("SLURM_NODEID", "0")
+    for index in (0, 1):
+        picked = free_ports("127.0.0.1", 50, index=index)
+        assert len(set(picked)) == 50 and all(PICK_FROM <= p < low for p in picked)
+        assert {(p - PICK_FROM) % STRIPES for p in picked} == {index}
 
 
 def written_by_the_job(script: str, folder: Path) -> Path:
