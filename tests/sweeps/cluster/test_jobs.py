@@ -10,6 +10,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Callable
 
 import polars as pl
 import psutil
@@ -22,6 +23,7 @@ BIN = Path(sys.executable).parent
 # After SIGTERM, how long the test's Ray nodes get before SIGKILL: nothing is checked after the stop, and
 # with 15 s the module's teardown took all of them (a process of the nodes outlasted SIGTERM).
 STOP_GRACE_S = 3.0
+START_TRIES = 3
 SPEC = """name = "cluster"
 models = ["probe"]
 plugins = ["tests.support.probe"]
@@ -32,24 +34,29 @@ delay_ms = [300.0]
 """
 
 
-def ray_start(args: list[str], env: dict) -> int:
-    """`ray start ...` in a session of its own; returns the session id its daemons keep."""
-    proc = subprocess.Popen([str(BIN / "ray"), "start", *args], env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
-    out, _ = proc.communicate(timeout=180)
-    if proc.returncode != 0:
-        raise RuntimeError(f"ray start {' '.join(args)} failed:\n{out}")
-    return proc.pid
+def ray_start(args: Callable[[], list[str]], env: dict) -> int:
+    """`ray start ARGS()` in a session of its own; returns the session id its daemons keep. A start that fails
+    is stopped and tried again with new arguments (new ports), up to START_TRIES times: the raylet aborts
+    when the node's dashboard agent has not written its ports 15 s after it started, which a busy
+    machine can make it miss (sweeps.cluster.slurm_node.run_node)."""
+    for _ in range(START_TRIES):
+        proc = subprocess.Popen([str(BIN / "ray"), "start", *args()], env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True, start_new_session=True)
+        out = proc.communicate(timeout=180)[0]
+        if proc.returncode == 0:
+            return proc.pid
+        stop_sessions([proc.pid])
+    raise RuntimeError(f"ray start failed {START_TRIES} times; the last time:\n{out}")
 
 
-def stop_sessions(sids: list[int], temp: str) -> None:
+def stop_sessions(sids: list[int], temp: str | None = None) -> None:
     """Stop this test's Ray nodes only: every process of their sessions, or naming their temp folder (a
     log monitor of a head whose second node failed to start outlived its session's end) (not `ray stop`,
     which would also stop any other Ray on the machine, the test process's own among them)."""
     procs = []
     for p in psutil.process_iter():
         try:
-            if os.getsid(p.pid) in sids or any(temp in a for a in p.cmdline()):
+            if os.getsid(p.pid) in sids or (temp and any(temp in a for a in p.cmdline())):
                 procs.append(p)
         except (ProcessLookupError, PermissionError, psutil.Error):
             pass
@@ -103,12 +110,12 @@ def cluster():
     homes = [Path(tempfile.mkdtemp(prefix=f"home-{n}-")) for n in ("head", "second")]
     sids: list[int] = []
     try:
-        sids.append(ray_start(["--head", f"--port={port}", "--include-dashboard=true", "--dashboard-host=127.0.0.1",
-                               f"--dashboard-port={dash}", f"--temp-dir={temp}",
-                               f"--ray-client-server-port={free_port()}", *own_ports(), *common],
+        sids.append(ray_start(lambda: ["--head", f"--port={port}", "--include-dashboard=true",
+                                       "--dashboard-host=127.0.0.1", f"--dashboard-port={dash}", f"--temp-dir={temp}",
+                                       f"--ray-client-server-port={free_port()}", *own_ports(), *common],
                               {**env, "HOME": str(homes[0])}))
-        sids.append(ray_start([f"--address=127.0.0.1:{port}", "--resources", json.dumps({"second_node": 1}),
-                               *own_ports(), *common], {**env, "HOME": str(homes[1])}))
+        sids.append(ray_start(lambda: [f"--address=127.0.0.1:{port}", "--resources", json.dumps({"second_node": 1}),
+                                       *own_ports(), *common], {**env, "HOME": str(homes[1])}))
         yield env, f"http://127.0.0.1:{dash}", homes
     finally:
         stop_sessions(sids, temp)
