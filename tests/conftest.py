@@ -154,6 +154,14 @@ def memsweep_here(*args: str, cwd: Path | str | None = None) -> subprocess.Compl
     return subprocess.CompletedProcess(["memsweep", *args], code, out.getvalue(), err.getvalue())
 
 
+def planted(env: dict, folder: Path, code: str) -> dict:
+    """`env` in which every Python process started with it first runs `code` (a sitecustomize.py on PYTHONPATH):
+    a fault planted in the processes of a command, a job or a Ray node; the real ones otherwise."""
+    folder.mkdir()
+    (folder / "sitecustomize.py").write_text(f"import os, time\nCMD = open('/proc/self/cmdline', 'rb').read()\n{code}")
+    return {**env, "PYTHONPATH": os.pathsep.join((str(folder), env["PYTHONPATH"]))}
+
+
 def tree_state(path: Path) -> dict[str, tuple[int, int]]:
     """Every file below path with its size and mtime: to show a command wrote nothing."""
     return {

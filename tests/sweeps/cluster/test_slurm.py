@@ -20,7 +20,7 @@ import sweeps.cluster.slurm
 from sweeps.cluster.mounts import Mount
 from sweeps.cluster.slurm import job_state
 from tests import slurm_cluster
-from tests.conftest import ROOT, memsweep, tree_state
+from tests.conftest import ROOT, memsweep, planted, tree_state
 from workers.dataset import MANIFEST, SUBMISSIONS
 
 BIN = Path(sys.executable).parent
@@ -67,14 +67,6 @@ def job_processes(job_id: str) -> list[str]:
         if state != b"Z" and (f"SLURM_JOB_ID={job_id}\0".encode() in env or f"msray-{job_id}-".encode() in cmd):
             found.append(f"{pid}: " + cmd.replace(b"\0", b" ").decode(errors="replace")[:200])
     return found
-
-
-def planted(env: dict, folder: Path, code: str) -> dict:
-    """`env` in which every Python process of the job first runs `code` (a sitecustomize.py on PYTHONPATH):
-    a fault planted in the job's own processes, the real ones otherwise."""
-    folder.mkdir()
-    (folder / "sitecustomize.py").write_text(f"import os, time\nCMD = open('/proc/self/cmdline', 'rb').read()\n{code}")
-    return {**env, "PYTHONPATH": os.pathsep.join((str(folder), env["PYTHONPATH"]))}
 
 
 # The first dashboard agent of n2 starts in 20 s, where Ray's raylet waits 15 s for its ports and aborts.
