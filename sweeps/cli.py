@@ -19,7 +19,7 @@ from analysis.exceptions import AnalysisError
 from workers.exceptions import PluginError, ProfileError, StoreIOError, SweepFolderError
 from workers.registry import MODELS
 
-from .exceptions import DatasetError, LeaseError, SpecError, UsageError
+from .exceptions import DatasetError, LeaseError, RayStartError, SpecError, UsageError
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, EXIT_IO = 0, 1, 2, 3
 # Commands that read the models: they discover the memsweep.models plugins first, so a broken one
@@ -213,6 +213,9 @@ def _main(argv: list[str] | None) -> int:
             PluginError) as e:
         print(f"memsweep {args.command}: error: {e}", file=sys.stderr)
         return EXIT_USAGE
+    except RayStartError as e:
+        print(f"memsweep {args.command}: error: {e}", file=sys.stderr)
+        return EXIT_PROBLEMS
     except OSError as e:  # StoreIOError from the dataset, or any other failed write (the report)
         text = str(e) if isinstance(e, StoreIOError) else _os_error_line(e)
         print(f"memsweep {args.command}: I/O failure: {text}", file=sys.stderr)

@@ -1,7 +1,7 @@
 """Errors of the sweeps package; each derives from the nearest builtin.
 
 Every message follows one template: "'{field}' must be {rule} (got {value!r})."
-plus, where it helps, what to do. The CLI prints it and exits with status 2 (3 for StoreIOError).
+plus, where it helps, what to do. The CLI prints it and exits with status 2 (3 for StoreIOError, 1 for RayStartError).
 """
 
 class SpecError(ValueError):
@@ -23,3 +23,7 @@ class DatasetError(RuntimeError):
 
 class LeaseError(RuntimeError):
     """Another driver holds the sweep's lease (or took it over from this one)."""
+
+
+class RayStartError(RuntimeError):
+    """The embedded Ray did not start, after every try; the message says why, as Ray said it."""

@@ -19,21 +19,24 @@ import contextlib
 import logging
 import os
 import signal
+import socket
 import sys
 import threading
 import time
 from dataclasses import dataclass, field
 
 import pyarrow.compute as pc
+import psutil
 import pyarrow.parquet as pq
 import ray
+import ray._private.services
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 from tqdm import tqdm
 
 from sweeps.dataset.computation import check_spec, record, refuse_foreign
 from sweeps.dataset.lease import Lease
 from sweeps.dataset.store import delete_sweep, locate, part_checksum, part_rows, remove_temp_files, write_manifest
-from sweeps.exceptions import DatasetError
+from sweeps.exceptions import DatasetError, RayStartError, UsageError
 from sweeps.spec.load import SweepSpec
 from workers import get_model
 from workers.dataset import COMPUTATION, LAYOUT, LEASE_FILE, SCHEMA_VERSION, SPEC_FILE
@@ -43,7 +46,7 @@ from workers.folder import Location, exists, list_parts, read_manifest, write_by
 from .chunks import Chunk, plan
 from .provenance import git_sha, host_provenance
 from .ray_env import JOB_DRIVER_VAR, OBJECT_STORE_BYTES, RUNTIME_ENV
-from .reaper import Reaper
+from .reaper import Reaper, reap
 from .sources import BACKENDS, NODE_ALONE, SHARED
 from .task import TaskConfig, run_chunk
 
@@ -52,6 +55,8 @@ MANIFEST_EVERY_S = 5.0
 TOKEN_NOTICE_LOGGER = "ray._private.authentication.authentication_token_setup"
 TOKEN_NOTICE = "Token authentication is enabled for this Ray cluster"
 IN_FLIGHT_WAIT_S = 120.0  # after an I/O failure: how long the tasks in flight may take to finish
+START_TRIES = 3  # attempts at starting the embedded Ray (its raylet can abort while the host is busy)
+ADDRESS_WAIT_S = 5.0  # how long --address HOST:PORT may take to accept a connection
 
 
 @dataclass
@@ -195,20 +200,72 @@ def init_ray(address: str | None, cpus: int | None = None, verbose: bool = False
     logs = {"logging_level": "INFO" if verbose else "WARNING", "log_to_driver": verbose}
     with _signals_held() as came:
         if address:
-            ray.init(address=address, **logs, **job_env)
+            try:
+                ray.init(address=address, **logs, **job_env)
+            except ConnectionError as e:  # something answers there (check_address), but not Ray's GCS
+                raise UsageError(f"'--address' must be a running Ray cluster's head: {address} answers, but not as "
+                                 f"Ray ({e}). A head takes clients at HOST:6379 unless `ray start --port` said "
+                                 "otherwise; http://HOST:8265 is its Jobs address, for `memsweep submit`.") from None
             embedded = _EmbeddedRay(False)
         else:
             if not verbose:
                 _quiet_token_notice()
-            ray.init(
-                num_cpus=cpus or os.cpu_count(), include_dashboard=False, object_store_memory=OBJECT_STORE_BYTES,
-                configure_logging=True, **logs, **job_env,
-            )
+            _start_embedded(cpus, logs, job_env)
             embedded = _EmbeddedRay(True, Reaper.start(_session_dir()), verbose)
     if came:
         embedded.shutdown()
         raise KeyboardInterrupt
     return embedded
+
+
+def _start_embedded(cpus: int | None, logs: dict, job_env: dict) -> None:
+    """ray.init of the embedded Ray, up to START_TRIES times. Its raylet aborts when the node's dashboard
+    agent (a Python process) has not written its ports 15 s after it started (NodeManager::
+    WaitForDashboardAgentPorts, src/ray/raylet/node_manager.cc; the 15 s is fixed), which a busy host can
+    make it miss; ray.init then raises a bare Exception 30 s later. The processes that attempt started are
+    ended before the next (ray.shutdown does not know them: the node never came up)."""
+    for attempt in range(1, START_TRIES + 1):
+        before = {p.pid for p in psutil.Process().children(recursive=True)}
+        try:
+            ray.init(num_cpus=cpus or os.cpu_count(), include_dashboard=False, object_store_memory=OBJECT_STORE_BYTES,
+                     configure_logging=True, **logs, **job_env)
+            return
+        except Exception as e:  # Ray raises a bare Exception when its node does not come up
+            reap([p for p in psutil.Process().children(recursive=True) if p.pid not in before])
+            ray.shutdown()
+            error = f"{type(e).__name__}: {e}"
+        if attempt < START_TRIES:
+            print(f"memsweep: the embedded Ray did not start (try {attempt} of {START_TRIES}: {error}); "
+                  "starting it again", file=sys.stderr, flush=True)
+    raise RayStartError(f"the embedded Ray did not start in {START_TRIES} tries; the last: {error}. Its logs are "
+                        "in the newest session_* folder of Ray's temp folder (/tmp/ray unless RAY_TMPDIR is set).")
+
+
+def check_address(address: str | None) -> None:
+    """Refuse an --address where no Ray cluster answers, before the sweep folder is touched: ray.init
+    retries an unreachable GCS for minutes, and `auto` without a cluster failed only once the folder was
+    made. `auto` is resolved as ray.init resolves it (RAY_ADDRESS, else the cluster last started with
+    `ray start` on this host: ray._private.services.canonicalize_bootstrap_address)."""
+    if address is None:
+        return
+    target = address
+    if address == "auto":
+        try:
+            target = ray._private.services.canonicalize_bootstrap_address(address) or ""
+        except ConnectionError:
+            raise UsageError("'--address' auto found no Ray cluster: RAY_ADDRESS is unset and no `ray start` runs "
+                             "on this host; give the head's HOST:PORT, or leave '--address' out for an embedded "
+                             "Ray.") from None
+    host, sep, port = target.removeprefix("ray://").rpartition(":")
+    if not (sep and host and port.isdigit()):
+        raise UsageError(f"'--address' must be auto, HOST:PORT or ray://HOST:PORT (got {address!r}).")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=ADDRESS_WAIT_S).close()
+    except OSError as e:
+        reason = e.strerror or str(e) or type(e).__name__
+        where = "" if target == address else f" ({address} is {target})"
+        raise UsageError(f"'--address' must be a running Ray cluster's head: nothing answers at {host}:{port}"
+                         f"{where}: {reason}.") from None
 
 
 class _DropTokenNotice(logging.Filter):
@@ -237,20 +294,32 @@ def run(spec: SweepSpec, out: str, *, address: str | None = None, fresh: bool = 
     """Evaluate every point of the spec into OUT/<sweep>; resume what exists.
 
     Holds the sweep's lease throughout (LeaseError if another driver has it and not wait_lease);
-    `say` prints the lease's messages (default: stderr)."""
-    loc = locate(out, spec.name)
-    say = say or (lambda m: print(m, file=sys.stderr))
-    if not fresh:
-        spec = check_spec(loc, spec, say)  # a refusal writes nothing, not even a lease
-        refuse_foreign(loc, {c.chunk_id for c in plan(spec)})
-    lease = Lease(loc, say=say)
-    lease.acquire(wait=wait_lease)
+    `say` prints the lease's messages (default: stderr). A cluster (`address`) is joined first, so that an
+    address where no Ray cluster answers is refused before the sweep folder is touched; the embedded Ray
+    starts only when there is work."""
+    check_address(address)
+    t0 = time.perf_counter()
+    cluster = init_ray(address, cpus, verbose) if address else _EmbeddedRay(False)
+    joined = time.perf_counter() - t0  # joining the cluster (the embedded Ray's start is timed in _run_leased)
     try:
-        remove_temp_files(loc)  # left by a driver or worker that was killed mid-write
-        return _run_leased(spec, out, lease, address=address, fresh=fresh, progress=progress, cpus=cpus,
-                           verbose=verbose)
+        loc = locate(out, spec.name)
+        say = say or (lambda m: print(m, file=sys.stderr))
+        if not fresh:
+            spec = check_spec(loc, spec, say)  # a refusal writes nothing, not even a lease
+            refuse_foreign(loc, {c.chunk_id for c in plan(spec)})
+        lease = Lease(loc, say=say)
+        lease.acquire(wait=wait_lease)
+        try:
+            remove_temp_files(loc)  # left by a driver or worker that was killed mid-write
+            summary = _run_leased(spec, out, lease, address=address, fresh=fresh, progress=progress, cpus=cpus,
+                                  verbose=verbose)
+        finally:
+            lease.release()
     finally:
-        lease.release()
+        cluster.shutdown()
+    summary.ray_start_seconds += joined
+    summary.seconds += joined
+    return summary
 
 
 def _run_leased(spec, out, lease, *, address, fresh, progress, cpus, verbose) -> RunSummary:

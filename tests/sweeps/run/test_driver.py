@@ -108,3 +108,27 @@ def test_verify_reports_a_stray_and_a_corrupt_part(ray_local, tmp_path):
     assert any("not in the manifest" in p for p in problems)
     assert any(first.name in p and ("checksum" in p or "unreadable" in p) for p in problems)
     assert any("duplicate point_id" in p for p in problems)
+
+
+@pytest.mark.parametrize("address, message", [
+    ("<port>", "'--address' must be a running Ray cluster's head: nothing answers at 127.0.0.1:<port>: Connection "
+               "refused."),
+    ("auto", ":<port> (auto is "),  # as ray.init resolves it: this host's address for 127.0.0.1
+    ("head-node", "'--address' must be auto, HOST:PORT or ray://HOST:PORT (got 'head-node')."),
+])
+def test_an_address_where_no_ray_answers_exits_2_and_writes_nothing(tmp_path, monkeypatch, capsys, address, message):
+    """`run --address` where nothing listens (given, or `auto` resolved through RAY_ADDRESS as ray.init would),
+    or that is no address: one message naming '--address', exit 2, and no sweep folder; at once, where
+    ray.init would retry the address for minutes."""
+    from sweeps.cli import main
+    from tests.cluster_util import free_port
+
+    port = str(free_port())  # nothing listens there: the tests' servers never take a port given before
+    monkeypatch.setenv("RAY_ADDRESS", f"127.0.0.1:{port}")
+    spec = tmp_path / "rt.toml"
+    spec.write_text(PROBE + "[axes.probe]\ni = [1, 2]\n")
+    given = f"127.0.0.1:{port}" if address == "<port>" else address
+    assert main(["run", str(spec), "--out", str(tmp_path / "out"), "--address", given]) == 2
+    err = capsys.readouterr().err
+    assert message.replace("<port>", port) in err and len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "out").exists()

@@ -13,7 +13,7 @@ import time
 import psutil
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, planted
 from tests.sweeps.dataset.test_lease import SLOW
 
 SESSION = re.compile(r"/session_[0-9_-]+_(\d+)")
@@ -88,3 +88,45 @@ def test_sigkilled_driver_leaves_no_ray_process_after_10_s(spec_file, tmp_path):
             except psutil.Error:
                 pass
     assert "Token authentication" not in log.read_text()
+
+
+# The embedded Ray's first dashboard agent starts in 20 s, where Ray's raylet waits 15 s for its ports and aborts.
+SLOW_FIRST_AGENT = """if b"dashboard/agent.py" in CMD:
+    try:
+        os.close(os.open(os.path.join(os.path.dirname(__file__), "slowed"), os.O_CREAT | os.O_EXCL))
+        time.sleep(20)
+    except FileExistsError:
+        pass
+"""
+
+
+@pytest.mark.slow
+def test_an_embedded_ray_whose_raylet_aborts_is_started_again_and_leaves_nothing(spec_file, tmp_path):
+    """A raylet that aborts while the embedded Ray starts (planted: its dashboard agent is slowed past the 15 s
+    the raylet waits for it, as a busy host once did): `memsweep run` says so, starts Ray again and completes;
+    no process of either attempt outlives the command."""
+    tag = f"memsweep-test-{os.getpid()}-{time.monotonic_ns()}"
+    env = planted({**os.environ, "MEMSWEEP_TEST_TAG": tag}, tmp_path / "slowed", SLOW_FIRST_AGENT)
+    r = subprocess.run([sys.executable, "-m", "sweeps.cli", "run", str(spec_file(SLOW.format(last=9, delay=0.0))),
+                        "--out", str(tmp_path / "out"), "--no-report", "--quiet"], cwd=ROOT, env=env,
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert (tmp_path / "slowed" / "slowed").exists()
+    assert "memsweep: the embedded Ray did not start (try 1 of 3: Exception: The current node timed out" in r.stderr
+    assert "10 points in" in r.stdout and "0 failed" in r.stdout
+    deadline = time.monotonic() + 10  # the reaper ends the second attempt's session after the driver exits
+    while (left := tagged(tag)) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not left, left
+
+
+def tagged(tag: str) -> list[str]:
+    """Live processes whose environment carries `tag`."""
+    found = []
+    for p in psutil.process_iter():
+        try:
+            if p.environ().get("MEMSWEEP_TEST_TAG") == tag and p.status() != psutil.STATUS_ZOMBIE:
+                found.append(cmdline(p)[:160])
+        except psutil.Error:
+            pass
+    return found
