@@ -3,7 +3,7 @@
     python -m sweeps.cluster.slurm_node address NODE                         # NODE's Slurm NodeAddr, as an IPv4 address
     python -m sweeps.cluster.slurm_node free-port IP                         # a TCP port nothing listens on, on IP
     python -m sweeps.cluster.slurm_node head --address IP:PORT [--cpus C]    # (srun, first node) the Ray head, GCS on PORT
-    python -m sweeps.cluster.slurm_node worker --address IP:PORT --index I [--cpus C]  # (srun, node I > 0) a Ray node joining it
+    python -m sweeps.cluster.slurm_node worker --address IP:PORT --index I [--cpus C]  # (srun, node I > 0) joins it
     python -m sweeps.cluster.slurm_node wait --address IP:PORT --nodes N [--cpus C]  # until N Ray nodes are alive
 
 A Ray node has C CPUs (`submit --cpus-per-node`), else the CPUs Slurm gave the job on its node
@@ -11,11 +11,13 @@ A Ray node has C CPUs (`submit --cpus-per-node`), else the CPUs Slurm gave the j
 and fails when one of them does not have the C asked for.
 
 A node binds to its own NodeAddr and takes ports that are free on it (several slurmd may share a
-host; node I of the job's node list picks from its own share of them), keeps Ray's files under $TMPDIR/msray-<job>-<node>, and runs `ray start --block` in a
-session of its own. On SIGTERM (scancel, or the batch script ending) it stops `ray start`, then
-every process left in that session or naming its temp folder: no Ray process of the job outlives
-its step. A worker whose `ray start` fails while starting (its raylet never registers with the head)
-prints Ray's error lines and starts again with new ports, up to START_TRIES times. Nothing here uses `ray stop`, which would stop every Ray of the user on the host.
+host; node I of the job's node list picks from its own share of them), keeps Ray's files under
+$TMPDIR/msray-<job>-<node>, and runs `ray start --block` in a session of its own. On SIGTERM
+(scancel, or the batch script ending) it stops `ray start`, then every process left in that session
+or naming its temp folder: no Ray process of the job outlives its step. A worker whose `ray start`
+fails while starting (its raylet never registers with the head) prints Ray's error lines and starts
+again with new ports, up to START_TRIES times. Nothing here uses `ray stop`, which would stop every
+Ray of the user on the host.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ import threading
 import time
 from pathlib import Path
 
-from sweeps.run.ray_env import OBJECT_STORE_BYTES
+from sweeps.run.ray_env import OBJECT_STORE_BYTES, START_TRIES
 
 JOIN_WAIT_S = 300.0  # a worker waits this long for the head's GCS port; `wait` for all nodes
 TERM_GRACE_S = 0.4  # after SIGTERM, the node's processes get this long before SIGKILL
@@ -43,7 +45,6 @@ MAX_TEMP_DIR = 40  # Ray's unix socket paths (session dir + sockets/...) must st
 PICK_FROM = 20000  # above Ray's default max_worker_port (19999)
 EPHEMERAL_LOW = 32768  # Linux's default start of net.ipv4.ip_local_port_range
 STRIPES = 8  # nodes of one job on one host that never pick the same port
-START_TRIES = 3  # a worker's `ray start` attempts, when it fails while starting
 STARTING_S = 120.0  # a `ray start --block` that ends sooner failed while starting
 ERROR_LINES = 20  # of each Ray log, the last error lines printed when a start fails
 RAY_ERROR = re.compile(r"\[[-0-9 :,]+ [EC] \d+ \d+\]")  # Ray's C++ log line of level error or fatal

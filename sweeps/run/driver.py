@@ -45,7 +45,7 @@ from workers.folder import Location, exists, list_parts, read_manifest, write_by
 
 from .chunks import Chunk, plan
 from .provenance import git_sha, host_provenance
-from .ray_env import JOB_DRIVER_VAR, OBJECT_STORE_BYTES, RUNTIME_ENV
+from .ray_env import JOB_DRIVER_VAR, OBJECT_STORE_BYTES, RUNTIME_ENV, START_TRIES
 from .reaper import Reaper, reap
 from .sources import BACKENDS, NODE_ALONE, SHARED
 from .task import TaskConfig, run_chunk
@@ -55,7 +55,6 @@ MANIFEST_EVERY_S = 5.0
 TOKEN_NOTICE_LOGGER = "ray._private.authentication.authentication_token_setup"
 TOKEN_NOTICE = "Token authentication is enabled for this Ray cluster"
 IN_FLIGHT_WAIT_S = 120.0  # after an I/O failure: how long the tasks in flight may take to finish
-START_TRIES = 3  # attempts at starting the embedded Ray (its raylet can abort while the host is busy)
 ADDRESS_WAIT_S = 5.0  # how long --address HOST:PORT may take to accept a connection
 
 
@@ -331,7 +330,7 @@ def _run_leased(spec, out, lease, *, address, fresh, progress, cpus, verbose) ->
     summary = RunSummary(location=loc, chunks=len(chunks), skipped=len(records), points=spec.total_points)
     state = _RunState(spec=spec, loc=loc, chunks=chunks, lease=lease, records=records, summary=summary)
     t0 = time.perf_counter()
-    embedded = init_ray(address, cpus, verbose) if todo else _EmbeddedRay(False)
+    embedded = init_ray(None, cpus, verbose) if todo and not address else _EmbeddedRay(False)  # run() joined a cluster
     summary.ray_start_seconds = time.perf_counter() - t0
     failure: StoreIOError | None = None
     try:

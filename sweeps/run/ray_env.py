@@ -12,3 +12,6 @@ TASK_ENV = {"POLARS_MAX_THREADS": "1", "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THR
 # Workers import the task code (polars, pyarrow, the models) as they start, not on their first task.
 RUNTIME_ENV = {"env_vars": TASK_ENV, "worker_process_setup_hook": "sweeps.run.task.warm_up"}
 JOB_DRIVER_VAR = "RAY_JOB_CONFIG_JSON_ENV_VAR"  # set by Ray for the entrypoint of a submitted job
+# Attempts at starting a Ray node (the embedded Ray, a Slurm worker): its raylet aborts when the node's
+# dashboard agent has not written its ports 15 s after it started, which a busy host can make it miss.
+START_TRIES = 3

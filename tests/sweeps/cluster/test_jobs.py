@@ -16,6 +16,7 @@ import polars as pl
 import psutil
 import pytest
 
+from sweeps.run.ray_env import START_TRIES
 from tests.cluster_util import free_port
 from tests.conftest import memsweep
 
@@ -23,7 +24,6 @@ BIN = Path(sys.executable).parent
 # After SIGTERM, how long the test's Ray nodes get before SIGKILL: nothing is checked after the stop, and
 # with 15 s the module's teardown took all of them (a process of the nodes outlasted SIGTERM).
 STOP_GRACE_S = 3.0
-START_TRIES = 3
 SPEC = """name = "cluster"
 models = ["probe"]
 plugins = ["tests.support.probe"]
