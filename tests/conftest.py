@@ -32,11 +32,11 @@ SLOW_FIXTURES = ("seed_calibration", "default_sweep", "seed_sweep", "small_repor
 # were still running when the rest had finished). Seconds per module: --durations summed per module in one
 # run of the whole suite on a fresh clone (benchmarks/RESULTS.md, "Fewer Ray starts").
 LONGEST_FIRST = (
-    "sweeps/cluster/test_slurm.py",  # 190 s: a cancelled two-node Slurm job and its resubmission (a worker's
-    # raylet aborts and is started again), a job whose worker's step ends at once
+    "sweeps/cluster/test_slurm.py",  # the cancel-and-resubmit test alone 132-170 s: two two-node Slurm jobs, a
+    # worker's raylet aborted and started again; then a job whose worker's step ends at once
     "sweeps/cluster/test_jobs.py",  # 118 s: a two-node Ray cluster and two Jobs API submissions
     "sweeps/dataset/test_lease.py",  # 105 s: drivers signalled and killed, each with its Ray
-    "sweeps/run/test_reaper.py",  # 100 s: a SIGKILLed driver's Ray, reaped; an embedded Ray whose raylet aborts
+    "sweeps/run/test_reaper.py",  # 86-98 s: a SIGKILLed driver's Ray reaped (29-31 s); a raylet abort (56-67 s)
     "sweeps/run/test_kernel.py",  # 70 s: a guest sweep binding 16 namespaces in Debian's 6.12
     "sweeps/dataset/test_faults.py",  # 68 s: a full disk, an object store that fails, its retries
     "sweeps/run/test_failures.py",  # 53 s: a killed driver and its Ray

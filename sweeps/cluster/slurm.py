@@ -88,14 +88,17 @@ echo "memsweep: Ray head on ${{nodes[0]}} at $address; $((${{#nodes[@]}} - 1)) m
 srun --nodes=1 --ntasks=1 --whole --nodelist="${{nodes[0]}}" "$python" -m sweeps.cluster.slurm_node head --address "$address"{cpus} &
 steps+=($!)
 for ((i = 1; i < ${{#nodes[@]}}; i++)); do
-  srun --nodes=1 --ntasks=1 --whole --nodelist="${{nodes[i]}}" "$python" -m sweeps.cluster.slurm_node worker --address "$address" --index $i{cpus} &
+  srun --nodes=1 --ntasks=1 --whole --nodelist="${{nodes[i]}}" \\
+    "$python" -m sweeps.cluster.slurm_node worker --address "$address" --index $i{cpus} &
   steps+=($!)
 done
 # until every Ray node has joined; at once when a node's step ends before that (its node will never join)
 "$python" -m sweeps.cluster.slurm_node wait --address "$address" --nodes "${{#nodes[@]}}"{cpus} & children+=($!)
 while kill -0 "${{children[-1]}}" 2>/dev/null; do
   for step in "${{steps[@]}}"; do
-    kill -0 "$step" 2>/dev/null || {{ echo "memsweep slurm: a Ray node's step ended before every node joined" >&2; exit 1; }}
+    kill -0 "$step" 2>/dev/null && continue
+    echo "memsweep slurm: a Ray node's step ended before every node joined" >&2
+    exit 1
   done
   sleep 1
 done

@@ -180,7 +180,7 @@ def test_dry_run_prints_the_script_without_a_token_and_submits_nothing(spec_file
                  "#SBATCH --account=lab", "#SBATCH --exclusive", "#SBATCH --mem=0"):
         assert line in r.stdout.splitlines()
     assert re.search(r'^srun .*--nodelist="\$\{nodes\[0\]\}" .*slurm_node head', r.stdout, re.M)
-    assert re.search(r'^  srun .*--nodelist="\$\{nodes\[i\]\}" .*slurm_node worker .*--index \$i &$', r.stdout, re.M)
+    assert re.search(r'^  srun .*--nodelist="\$\{nodes\[i\]\}" \\\n +.*slurm_node worker .*--index \$i &$', r.stdout, re.M)
     assert "RAY_AUTH_TOKEN=<generated per job" in r.stdout and not TOKEN.search(r.stdout)
     assert not out.exists()
 
@@ -232,9 +232,9 @@ def test_dry_run_takes_whole_nodes_unless_cpus_per_node_is_given(spec_file, tmp_
     asked = memsweep("submit", spec, "--slurm", "--nodes", "2", "--cpus-per-node", "3", "--mem", "8G", "--out", out,
                      "--dry-run")
     assert asked.returncode == 0, asked.stderr
-    lines = asked.stdout.splitlines()
+    lines = asked.stdout.replace("\\\n", "").splitlines()  # a step's command, continued lines joined
     assert "#SBATCH --cpus-per-task=3" in lines and "#SBATCH --mem=8G" in lines and "#SBATCH --exclusive" not in lines
-    steps = [line for line in lines if "sweeps.cluster.slurm_node head" in line or "sweeps.cluster.slurm_node worker" in line]
+    steps = [line for line in lines if re.search(r"sweeps\.cluster\.slurm_node (head|worker)", line)]
     assert len(steps) == 2 and all("srun " in s and " --whole " in s and s.endswith("--cpus 3 &") for s in steps)
     assert re.search(r"slurm_node wait .* --cpus 3 & children\+=\(\$!\)$", asked.stdout, re.M)
 
