@@ -34,7 +34,10 @@ delay_ms = [300.0]
 """
 # 40 chunks of half a second on 2 CPUs: long enough to be cancelled mid-run
 LONG_SPEC = SPEC.replace('"slurm"', '"slurm-long"').replace("to = 239", "to = 799").replace("300.0", "500.0")
-TOKEN = re.compile(r"\b[0-9a-f]{64}\b")  # secrets.token_hex(32)
+# secrets.token_hex(32); not a Ray ID of the same length, which a job's log can print ("Lease ID: 1800000002000000
+# ffff..." of a worker killed with its job): Ray pads its IDs with 0xff bytes, and a random token holds eight f
+# in a row about once in 10^8.
+TOKEN = re.compile(r"\b(?![0-9a-f]*f{8})[0-9a-f]{64}\b")
 RAY_CPUS = re.compile(r"^memsweep slurm: Ray cluster at \S+ with 2 nodes; CPUs per node: (.*)$", re.M)
 CANCEL_WAIT_S = 15.0
 
