@@ -116,6 +116,13 @@ def identify(jac: np.ndarray, x: np.ndarray, keys: list[str], spans: list[float]
                           unidentified=tuple(k for k, w, lo in zip(keys, weak, loose) if w or lo))
 
 
+def free_directions(jac: np.ndarray, x: np.ndarray) -> list[int]:
+    """The costs the points leave free: for each direction of the relative sensitivity they barely see (a
+    singular value below RANK_SHARE of the largest), the index of the cost with the largest share in it."""
+    _, strong, vt = _svd(jac * x)
+    return list(dict.fromkeys(int(np.argmax(np.abs(v))) for v in vt[~strong]))
+
+
 def cost_orders(models: Iterable[Model]) -> list[tuple[str, CostOrder]]:
     """(section, CostOrder) of every order the models declare for their own sections."""
     return [(m.name, o) for m in models for o in m.calibration.cost_orders]

@@ -55,6 +55,37 @@ def test_an_outlier_shows_in_its_leave_one_out_error():
     assert all(math.isfinite(r.loo_error) for r in cal.results)
 
 
+class Bump(Line):
+    """time = per_unit * x + fixed, plus `bump` at x = 8 only: a third cost only that figure sees."""
+
+    FREE = (*Line.FREE, FreeParam(section="line", key="bump", lower=0.0, upper=100.0))
+
+    def __init__(self, published):
+        super().__init__(published, self.FREE)
+
+    def evaluate(self, points, profile):
+        out = super().evaluate(points, profile)
+        bump = pl.when(points["param_x"] == 8.0).then(profile.value("line", "bump")).otherwise(0.0)
+        return out.with_columns(pl.col("metric_time_ms") + points.select(bump).to_series())
+
+
+def test_a_figure_whose_cost_the_others_leave_free_gets_the_range_of_every_equally_good_fit():
+    """Without the x = 8 figure the others say nothing of `bump`: every bump in its bounds (0 .. 100) fits them
+    as well, so the leave-one-out error is the range those fits predict (26 .. 126 ms against 31), whichever
+    start the refit took; the other figures' leave-one-out errors stay single values."""
+    profile = profile_from_dict({"name": "p", "line": {
+        **{k: {"value": 1.0, "unit": "ms", "source": "assumed"} for k in ("per_unit", "fixed")},
+        "bump": {"value": 50.0, "unit": "ms", "source": "assumed"}}})
+    model = Bump([(1.0, 5.0), (2.0, 8.0), (4.0, 14.0), (8.0, 31.0)])
+    for loo_starts in (1, 3):
+        cal = calibrate(model, profile, loo_starts=loo_starts)
+        *others, eight = cal.results
+        assert eight.loo_free == ("bump",)
+        assert eight.loo_range == pytest.approx((26.0 / 31.0 - 1.0, 126.0 / 31.0 - 1.0), abs=1e-4)
+        assert eight.loo_error == eight.loo_range[1]  # the end farther from 0
+        assert all(r.loo_free == () and r.loo_low == r.loo_high == r.loo_error for r in others)
+
+
 def test_as_many_parameters_as_figures_is_refused():
     """Two costs for two figures prove nothing: calibrate says so."""
     with pytest.raises(ValueError, match="2 free parameters for 2 figures"):
