@@ -426,7 +426,8 @@ def published_comparison(sweep: Sweep) -> pl.DataFrame:
     """Every published figure of every model in the sweep (`use` "fit": the models' calibration figures;
     "validation": the profile's validation figures, never fit): published value, the sweep's modeled value
     at the same point (and its measured value, when the sweep measured that point), relative error
-    of the model, the leave-one-out error the profile records for a fit figure (`loo_error`), and whether
+    of the model, the leave-one-out error the profile records for a fit figure (`loo_low` .. `loo_high`, a range
+where the other figures leave a cost free; `loo_error` the end farther from 0), and whether
     the point is in the sweep at all."""
     rows, queries = [], {MODELED: [], MEASURED: []}
     profile = sweep.profile_object()
@@ -439,16 +440,19 @@ def published_comparison(sweep: Sweep) -> pl.DataFrame:
         figures += [(f, VALIDATION) for f in (validation_figures(model, profile) if profile else ())]
         for f, use in figures:
             expr = figure_filter(model, f, columns) if f.metric in columns else None
-            loo = profile.leave_one_out.get(f.id) if profile is not None and use == FIT else None
+            low, high = (profile.leave_one_out.get(f.id) if profile is not None and use == FIT else None) or (None,) * 2
+            farther = None if low is None else (high if abs(high) > abs(low) else low)
             rows.append({"id": f.id, "model": name, "metric": f.metric, "unit": f.unit,
-                         "published": float(f.published), "source": f.source, "use": use, "loo_error": loo})
+                         "published": float(f.published), "source": f.source, "use": use, "loo_error": farther,
+                         "loo_low": low, "loo_high": high})
             for src, qs in queries.items():
                 if expr is not None and src in sweep.sources(name):
                     qs.append(sweep.scan(name, src).filter(expr).select(
                         pl.lit(f.id).alias("id"), pl.col(f.metric).cast(pl.Float64).median().alias(f"{src}_value"),
                         pl.len().alias(f"{src}_rows")))
     schema = {"id": pl.Utf8, "model": pl.Utf8, "metric": pl.Utf8, "unit": pl.Utf8, "published": pl.Float64,
-              "source": pl.Utf8, "use": pl.Utf8, "loo_error": pl.Float64}
+              "source": pl.Utf8, "use": pl.Utf8, "loo_error": pl.Float64, "loo_low": pl.Float64,
+              "loo_high": pl.Float64}
     out = pl.DataFrame(rows, schema=schema)
     for src, qs in queries.items():
         found = pl.concat(pl.collect_all(qs)) if qs else pl.DataFrame(

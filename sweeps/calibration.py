@@ -18,7 +18,9 @@ from pathlib import Path
 import polars as pl
 
 from workers import MODELS
-from workers.calibrate import DEFAULT_STARTS, LOO_STARTS, Calibration, FigureResult, calibrate, predict, validation_figures
+from workers.calibrate import (
+    DEFAULT_STARTS, LOO_STARTS, Calibration, FigureResult, calibrate, loo_text, predict, validation_figures,
+)
 from workers.folder import at, part_files, scan
 from workers.exceptions import SweepFolderError
 from workers.fitcheck import cost_orders, impossible
@@ -143,7 +145,7 @@ def saved_profile(profile: Profile, start: Profile, results: list[Calibration], 
     counts = ", ".join(f"{len(cal.results)} {cal.model}" for cal in results)
     rest = f"Every other entry is {start.name}'s ({start.description or 'no description'})."
     if measured is None:
-        loo = {r.figure: r.loo_error for cal in results for r in cal.results}
+        loo = {r.figure: r.loo_range for cal in results for r in cal.results}
         return Profile(name=Path(save).stem, sections=profile.sections, validation=profile.validation,
                        description=f"Costs fit by memsweep calibrate on {today} UTC to the published figures "
                                    f"({counts}): {fitted}. {rest}", leave_one_out=loo)
@@ -304,13 +306,15 @@ def format_calibration(cal: Calibration) -> str:
           + ("   (not identified by these points)" if p.key in unidentified
              else _interval(cal.uncertainty.get((p.section, p.key)))) for p in cal.free),
         *_identification(cal),
-        f"  {'figure':<{width}}  {'published':>12}  {'model':>12}  {'error':>8}  {'LOO error':>9}",
+        f"  {'figure':<{width}}  {'published':>12}  {'model':>12}  {'error':>8}  {'LOO error':>15}",
     ]
     for r in cal.results:
-        lines.append(
-            f"  {r.figure:<{width}}  {r.published:>12.4g}  {r.model:>12.4g}  {r.error:>+8.1%}  {r.loo_error:>+9.1%}"
-        )
+        lines.append(f"  {r.figure:<{width}}  {r.published:>12.4g}  {r.model:>12.4g}  {r.error:>+8.1%}  "
+                     f"{loo_text(r.loo_range):>15}")
     lines.append(f"  max |error| {cal.max_error:.1%}, max |LOO error| {cal.max_loo_error:.1%}")
+    for r in (r for r in cal.results if r.loo_free and r.loo_low != r.loo_high):
+        lines.append(f"  {r.figure}: the other {len(cal.results) - 1} figures leave {', '.join(r.loo_free)} free; "
+                     f"the fits to them that are as good as the best predict it at {loo_text(r.loo_range)}")
     for s in cal.disagreeing_starts:
         costs = ", ".join(f"{p.key} {v:.4g}" for p, v in zip(cal.free, s.values))
         lines.append(f"  a start ended elsewhere: {costs} (max |error| {s.max_error:.1%})")

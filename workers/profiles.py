@@ -53,9 +53,11 @@ class Profile:
     # make its answers what-ifs of the base's fitted costs (workers.evidence). Not part of the digest.
     base: str = ""
     overrides: frozenset[tuple[str, str]] = frozenset()
-    # `[leave_one_out]`: published figure id -> the relative error of its prediction by a fit that did not
-    # see it (memsweep calibrate; refits are too slow for a report to redo). Not part of the digest.
-    leave_one_out: Mapping[str, float] = field(default_factory=dict)
+    # `[leave_one_out]`: published figure id -> the range (low, high) of the relative error of its prediction
+    # by fits that did not see it (memsweep calibrate; refits are too slow for a report to redo): one value
+    # (low == high) where the other figures identify every cost, a range where they leave one free. In TOML
+    # a number or [low, high]. Not part of the digest.
+    leave_one_out: Mapping[str, tuple[float, float]] = field(default_factory=dict)
 
     def value(self, section: str, key: str) -> float:
         """The number at section.key; ProfileError naming the key if it is missing."""
@@ -102,7 +104,7 @@ class Profile:
         if self.validation:
             out["validation"] = list(self.validation)
         if self.leave_one_out:
-            out[LOO] = dict(self.leave_one_out)
+            out[LOO] = {k: lo if lo == hi else [lo, hi] for k, (lo, hi) in self.leave_one_out.items()}
         return out
 
     def digest(self) -> str:
@@ -188,10 +190,7 @@ def profile_from_dict(data: dict, *, origin: str = "<dict>") -> Profile:
         raise ProfileError(f"{origin}: 'name' must be a non-empty string (got {name!r}).")
     sections: dict[str, dict[str, Quantity | str]] = {}
     validation = _validation(origin, data.get("validation", []))
-    loo = data.get(LOO, {})
-    if not isinstance(loo, dict) or not all(isinstance(v, (int, float)) and not isinstance(v, bool)
-                                            for v in loo.values()):
-        raise ProfileError(f"{origin}: '{LOO}' must be a table of figure id = relative error (got {loo!r}).")
+    loo = _leave_one_out(origin, data.get(LOO, {}))
     for section, entries in data.items():
         if section in ("name", "description", "validation", LOO):
             continue
@@ -199,7 +198,27 @@ def profile_from_dict(data: dict, *, origin: str = "<dict>") -> Profile:
             raise ProfileError(f"{origin}: '{section}' must be a table of entries (got {entries!r}).")
         sections[section] = {k: _entry(origin, f"{section}.{k}", e) for k, e in entries.items()}
     return Profile(name=name, description=str(data.get("description", "")), sections=sections,
-                   validation=validation, leave_one_out={str(k): float(v) for k, v in loo.items()})
+                   validation=validation, leave_one_out=loo)
+
+
+def _leave_one_out(origin: str, table: object) -> dict[str, tuple[float, float]]:
+    """`[leave_one_out]`: figure id -> a relative error, or [low, high] where the other figures leave a cost
+    free; as (low, high) pairs."""
+    def number(v: object) -> bool:
+        return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+    def pair(v: object) -> tuple[float, float] | None:
+        if number(v):
+            return float(v), float(v)
+        if isinstance(v, list) and len(v) == 2 and all(number(e) for e in v) and v[0] <= v[1]:
+            return float(v[0]), float(v[1])
+        return None
+
+    pairs = {str(k): pair(v) for k, v in table.items()} if isinstance(table, dict) else None
+    if pairs is None or any(p is None for p in pairs.values()):
+        raise ProfileError(f"{origin}: '{LOO}' must be a table of figure id = relative error, or [low, high] "
+                           f"with low <= high (got {table!r}).")
+    return pairs
 
 
 VALIDATION_KEYS = {"model", "id", "metric", "published", "unit", "params", "source"}
@@ -267,7 +286,8 @@ def dump_profile(profile: Profile) -> str:
             bounds = f", bounds = [{e.bounds[0]!r}, {e.bounds[1]!r}]" if e.bounds else ""
             lines.append(f'{key} = {{ value = {v}, unit = {json.dumps(e.unit)}, source = "{e.source}"{bounds}{note} }}')
     if profile.leave_one_out:
-        lines += ["", f"[{LOO}]", *(f"{json.dumps(k)} = {v!r}" for k, v in profile.leave_one_out.items())]
+        lines += ["", f"[{LOO}]", *(f"{json.dumps(k)} = {lo!r}" if lo == hi else f"{json.dumps(k)} = [{lo!r}, {hi!r}]"
+                                    for k, (lo, hi) in profile.leave_one_out.items())]
     for item in profile.validation:
         lines += ["", "[[validation]]"]
         for k, v in item.items():

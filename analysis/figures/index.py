@@ -51,6 +51,11 @@ def parity(sweep: Sweep, outdir: Path) -> Rendered | Skipped:
     if loo:  # each fitted figure's error when a fit did not see it
         bx.scatter([v for _, v in loo], [i for i, _ in loo], marker="D", s=14, color="0.1", zorder=3,
                    label="leave-one-out error")
+        ranges = [(i, lo * 100, hi * 100) for i, (lo, hi) in enumerate(zip(err["loo_low"], err["loo_high"]))
+                  if lo is not None and lo != hi]
+        if ranges:  # the other figures leave a cost free: every equally good fit predicts somewhere in the range
+            bx.hlines([i for i, _, _ in ranges], [lo for _, lo, _ in ranges], [hi for _, _, hi in ranges],
+                      color="0.1", lw=2.2, zorder=3, label="leave-one-out range (a cost left free)")
         bx.legend(loc="lower right", fontsize=7)
     bx.set_yticks(range(err.height), err["id"].to_list(), fontsize=7)
     bx.invert_yaxis()
@@ -68,7 +73,8 @@ def parity(sweep: Sweep, outdir: Path) -> Rendered | Skipped:
                f"and never fit; "
                f"the parity panel's grey bands are ±10% and ±25%; open circles, if any, are this sweep's own "
                f"measurements at that point; black diamonds are each fitted figure's leave-one-out error (predicted by "
-               f"a fit without it). {_errors(fit, 'Leave-one-out (fitted figures, each left out of its fit)', 'loo_error')} "
+               f"a fit without it; a black bar where the other figures leave a cost free and the equally good fits "
+               f"to them predict anywhere along it, the diamond at its end farther from 0). {_errors(fit, 'Leave-one-out (fitted figures, each left out of its fit)', 'loo_error')} "
                f"{_errors(val, 'Validation figures (never fit)')} "
                f"{_errors(fit, 'Fitted figures (in-sample, not a test of accuracy)')} "
                f"Profile: {sweep.manifest.get('profile', '?')}.")

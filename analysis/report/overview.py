@@ -35,6 +35,7 @@ from analysis.kernel import checked as kernel_checked
 from analysis.kernel import exact_metrics
 from analysis.read import MEASURED, MODELED, SOURCE, ModelRows, Sweep
 from analysis.tables import format_value, metric_unit
+from workers.calibrate import loo_text
 from workers.findings import Column, MedianTable
 from workers.model import STATUS_ERROR, STATUS_INFEASIBLE, STATUS_OK
 
@@ -306,7 +307,7 @@ def published_table(sweep: Sweep) -> Table:
                "metric": r["metric"], "published": format_value(r["published"], r["unit"]),
                "model": format_value(r["model_value"], r["unit"]) if r["in_sweep"] else "not in sweep",
                "error": "-" if r["error"] is None else f"{r['error']:+.1%}",
-               "leave-one-out": "-" if r["loo_error"] is None else f"{r['loo_error']:+.1%}"}
+               "leave-one-out": "-" if r["loo_error"] is None else loo_text((r["loo_low"], r["loo_high"]))}
         if measured:
             row["measured here"] = format_value(r["measured_value"], r["unit"])
             row["measured vs published"] = "-" if r["measured_error"] is None else f"{r['measured_error']:+.1%}"

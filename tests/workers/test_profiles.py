@@ -1,5 +1,7 @@
 """Machine profiles: loading, validation, inheritance, calibration copies, TOML round trip."""
 
+import tomllib
+
 import pytest
 
 from workers.exceptions import ProfileError
@@ -37,12 +39,18 @@ def test_malformed_entries_are_rejected_by_name(entry, match):
         profile_from_dict({"name": "p", "x": {"k": entry}})
 
 
-def test_leave_one_out_is_a_table_of_errors_by_figure():
-    """[leave_one_out] maps figure ids to relative errors; anything else names the table."""
-    p = profile_from_dict({"name": "p", "leave_one_out": {"memmap/fsdax/slow": -0.035}})
-    assert p.leave_one_out == {"memmap/fsdax/slow": -0.035} and "leave_one_out" not in p.sections
-    with pytest.raises(ProfileError, match="'leave_one_out' must be a table of figure id = relative error"):
-        profile_from_dict({"name": "p", "leave_one_out": {"memmap/fsdax/slow": "small"}})
+def test_leave_one_out_is_a_table_of_errors_or_ranges_by_figure():
+    """[leave_one_out] maps figure ids to a relative error or a [low, high] range, read as (low, high) pairs
+    and written back as they came; anything else names the table."""
+    table = {"memmap/fsdax/slow": -0.035, "memmap/devdax/template_nt_inline": [-0.1563, -0.0684]}
+    p = profile_from_dict({"name": "p", "leave_one_out": table})
+    assert p.leave_one_out == {"memmap/fsdax/slow": (-0.035, -0.035),
+                               "memmap/devdax/template_nt_inline": (-0.1563, -0.0684)}
+    assert "leave_one_out" not in p.sections and p.to_dict()["leave_one_out"] == table
+    assert profile_from_dict(tomllib.loads(dump_profile(p))).leave_one_out == p.leave_one_out
+    for bad in ("small", [-0.01, -0.02], [0.1], True):
+        with pytest.raises(ProfileError, match="'leave_one_out' must be a table of figure id = relative error"):
+            profile_from_dict({"name": "p", "leave_one_out": {"memmap/fsdax/slow": bad}})
 
 
 def test_a_profile_inherits_from_its_base(tmp_path):
