@@ -63,7 +63,11 @@ class Location:
 
 def filesystem(uri: str, field: str = "sweep_dir") -> tuple[pafs.FileSystem, str]:
     """(filesystem, path on it) of a local path or a pyarrow filesystem URI (s3://bucket/p?endpoint_override=...).
-    `field`: what the caller's user calls `uri` (an argument, an option), named in the error."""
+    `field`: what the caller's user calls `uri` (an argument, an option), named in the error. An empty
+    `uri` is refused: os.path.abspath would make it the current folder."""
+    if not str(uri).strip():
+        raise SweepFolderError(f"'{field}' must be a local path or a filesystem URI such as s3://bucket/path "
+                               f"(got {uri!r}).")
     try:
         if "://" in str(uri):
             return pafs.FileSystem.from_uri(str(uri))

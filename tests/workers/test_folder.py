@@ -55,6 +55,12 @@ def test_filesystem_names_the_field_the_user_gave():
         folder.filesystem("nosuchfs://bucket/x", field="--from")
 
 
+def test_an_empty_path_is_refused_not_taken_for_the_current_folder():
+    """'' would be os.path.abspath(''), the current folder: refused, naming the field."""
+    with pytest.raises(SweepFolderError, match=r"^'--out' must be a local path or a filesystem URI .*\(got ''\)\.$"):
+        folder.at("", field="--out")
+
+
 def test_scan_of_a_missing_model_or_an_empty_folder_names_what_is_there(tmp_path):
     """SweepFolderError names the models with parts, or says there are none."""
     with pytest.raises(SweepFolderError, match=r"'sweep_dir' must be a sweep folder with parts"):
