@@ -272,14 +272,17 @@ def _os_error_line(e: OSError) -> str:
 
 
 def cmd_run(args) -> int:
+    from workers.dataset import REPORT_DIR
+
     from .run.driver import run
     from .spec.load import load_spec, with_kernel
 
     spec = with_kernel(load_spec(args.spec), args.kernel, args.modules, args.accel)
     if args.cpus and args.address:
         raise UsageError("'--cpus' sizes the embedded Ray; it cannot be given with '--address'.")
+    report = () if args.no_report else (REPORT_DIR,)  # refused with the run's own writes, before any
     summary = run(spec, args.out, address=args.address, fresh=args.fresh, progress=not args.quiet, cpus=args.cpus,
-                  wait_lease=args.wait_lease, verbose=args.verbose)
+                  wait_lease=args.wait_lease, verbose=args.verbose, also_writes=report)
     rate = summary.points / summary.seconds if summary.seconds else 0.0
     print(
         f"{spec.name}: {summary.points} points in {summary.chunks} chunks "

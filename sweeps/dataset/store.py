@@ -23,7 +23,8 @@ from sweeps.exceptions import OUT_RULE, DatasetError, UsageError
 from workers.dataset import LAYOUT, LEASE_TEMP_PREFIX, MANIFEST, SCHEMA_VERSION, SUBMISSIONS, TEMP_PREFIX, Layout
 from workers.exceptions import SweepFolderError
 from workers.folder import (
-    Location, exists, filesystem, layout, read_json, read_manifest, remove_quietly, retrying, write_bytes,
+    Location, exists, filesystem, layout, link_out, read_json, read_manifest, remove_quietly, retrying,
+    write_bytes,
 )
 
 LEASE_TEMP_STALE_S = 60.0  # a lease attempt's file older than this is a killed driver's
@@ -70,6 +71,8 @@ def remove_temp_files(loc: Location) -> int:
     for info in loc.fs.get_file_info(pafs.FileSelector(loc.root, recursive=True)):
         if info.type != pafs.FileType.File or not info.base_name.startswith(TEMP_PREFIX):
             continue
+        if link_out(loc, info.path) is not None:
+            continue  # the listing follows links: what lies out of the folder is not the sweep's to delete
         if info.base_name.startswith(LEASE_TEMP_PREFIX) and info.mtime is not None \
                 and time.time() - info.mtime.timestamp() < LEASE_TEMP_STALE_S:
             continue

@@ -17,10 +17,10 @@ from sweeps.exceptions import DatasetError
 from sweeps.dataset.inspect import status, verify
 from sweeps.run.driver import run
 from sweeps.spec.load import parse_spec
-from sweeps.dataset.store import check_schema, checksum, locate, parquet_bytes
+from sweeps.dataset.store import check_schema, checksum, locate, parquet_bytes, remove_temp_files
 from tests.conftest import memsweep, tree_state
 from tests.support.probe import SPEC
-from workers.dataset import LEGACY_LAYOUT, MANIFEST, REPORT_DIR, SPEC_FILE, part_path
+from workers.dataset import LEGACY_LAYOUT, MANIFEST, REPORT_DIR, SPEC_FILE, TEMP_PREFIX, part_path
 
 OLD = SPEC.format(name="old", last=29, delay=0.0)
 HOST_COLUMNS = ["env_l1d_bytes", "env_l2_bytes", "env_l3_bytes", "env_tlb_4k_entries"]
@@ -97,3 +97,17 @@ def test_check_schema_refuses_older_and_newer_folders(tmp_path):
     (folder / LEGACY_LAYOUT.spec).write_text("")
     with pytest.raises(DatasetError, match=r"s holds a sweep written with dataset schema 1-2; .*another --out"):
         check_schema(locate(str(folder)))
+
+
+def test_removing_temporary_files_stays_inside_the_sweep_folder(tmp_path):
+    """The folder's listing follows symlinks: a .tmp-* file reached through a link out of the folder is
+    not the sweep's, and is left; the sweep's own is removed."""
+    sweep, outside = tmp_path / "out" / "s", tmp_path / "outside"
+    (sweep / "model=a").mkdir(parents=True)
+    outside.mkdir()
+    (sweep / "elsewhere").symlink_to(outside)
+    theirs, mine = outside / f"{TEMP_PREFIX}theirs", sweep / "model=a" / f"{TEMP_PREFIX}mine"
+    theirs.write_text("x")
+    mine.write_text("x")
+    assert remove_temp_files(locate(str(tmp_path / "out"), "s")) == 1
+    assert theirs.exists() and not mine.exists()
