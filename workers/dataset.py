@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-SCHEMA_VERSION = "5"
+SCHEMA_VERSION = "6"
 # Schema history:
 #   1: identity, param_*, metric_*, env_* columns; key-value metadata memsweep.*
 #   2: `source` ("model" | "measured") among the identity columns; measure_* columns after the
@@ -31,6 +31,9 @@ SCHEMA_VERSION = "5"
 #      env_l1d_bytes, env_l2_bytes, env_l3_bytes, env_tlb_4k_entries
 #   4: `source` "kernel" (the real kernel path in a guest); env_guest_kernel, env_guest_cmdline, env_accel
 #   5: `evidence` and `evidence_note` (what a modeled row's answer rests on, workers.evidence) after measure_*
+#   6: one dtype per column across models (workers.registry refuses a model that breaks it): copy's per-copy
+#      means metric_lines_partial, metric_rfo_bytes, metric_serial_misses (Float64) are named *_per_copy;
+#      memmap's columns of those names stay Int64 counts
 
 MANIFEST = "_manifest.json"
 SPEC_FILE = "_spec.toml"
