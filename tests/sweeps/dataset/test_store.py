@@ -128,7 +128,8 @@ SCHEMA_5_NAMES = {f"metric_{n}_per_copy": f"metric_{n}" for n in ("lines_partial
 
 def as_schema_5(folder: Path) -> None:
     """Rewrite a schema-6 sweep folder of memmap and copy as schema 5 wrote it: copy (version 1) named its
-    per-copy means as memmap names its Int64 counts, schema_version "5" (and the manifest's checksums)."""
+    per-copy means as memmap names its Int64 counts, `model` was polars' large_string, schema_version "5"
+    (and the manifest's checksums)."""
     manifest = json.loads((folder / MANIFEST).read_text())
     for cid, rec in manifest["parts"].items():
         path = folder / part_path(rec["model"], cid)
@@ -138,6 +139,8 @@ def as_schema_5(folder: Path) -> None:
             table = table.rename_columns([SCHEMA_5_NAMES.get(c, c) for c in table.column_names])
             table = table.set_column(table.column_names.index("model_version"), "model_version",
                                      pa.array(["1"] * table.num_rows, table.schema.field("model_version").type))
+        i = table.column_names.index("model")
+        table = table.set_column(i, pa.field("model", pa.large_string()), table.column(i).cast(pa.large_string()))
         table = table.replace_schema_metadata({**kv, b"memsweep.schema_version": b"5"})
         data = parquet_bytes(table)
         path.write_bytes(data)

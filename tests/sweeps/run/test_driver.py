@@ -7,6 +7,7 @@ import os
 import re
 
 import polars as pl
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -48,13 +49,15 @@ def test_round_trip_one_row_per_point_with_the_spec_values(ray_local, tmp_path):
 
 
 def test_parts_carry_schema_version_and_provenance_metadata(ray_local, tmp_path):
-    """Each part's Parquet key-value metadata names the schema version, chunk and provenance."""
+    """Each part's Parquet key-value metadata names the schema version, chunk and provenance; `model` is
+    stored as Arrow string, the type pyarrow.dataset's hive partitioning gives the model=<name> key."""
     run(parse_spec(PROBE + "[axes.probe]\ni = [1, 2, 3]\n"), str(tmp_path), progress=False)
     part = next((tmp_path / "rt" / "model=probe").glob("part-*.parquet"))
     kv = pq.read_metadata(part).metadata
     assert kv[b"memsweep.schema_version"].decode() == SCHEMA_VERSION == "6"
     assert part.name == f"part-{kv[b'memsweep.chunk_id'].decode()}.parquet"
     assert set(json.loads(kv[b"memsweep.provenance"])) == set(PROVENANCE_COLUMNS)
+    assert pq.read_schema(part).field("model").type == pa.string()
     manifest = json.loads((tmp_path / "rt" / MANIFEST).read_text())
     assert manifest["chunks_done"] == manifest["chunks_expected"] == 1 and manifest["rows"] == 3
     assert (tmp_path / "rt" / SPEC_FILE).read_text() == PROBE + "[axes.probe]\ni = [1, 2, 3]\n"
