@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import sys
 
@@ -19,12 +20,30 @@ from analysis.exceptions import AnalysisError
 from workers.exceptions import PluginError, ProfileError, StoreIOError, SweepFolderError
 from workers.registry import MODELS
 
-from .exceptions import DatasetError, LeaseError, RayStartError, SpecError, UsageError
+from .exceptions import OUT_RULE, DatasetError, LeaseError, RayStartError, SpecError, UsageError
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, EXIT_IO = 0, 1, 2, 3
 # Commands that read the models: they discover the memsweep.models plugins first, so a broken one
 # stops them (exit 2, one line naming it) before anything is started or written.
 NEEDS_MODELS = {"run", "plan", "submit", "report", "table", "compare", "calibrate"}
+SWEEP_RULE = "a sweep folder written by 'memsweep run'"
+PAGE_RULE = "a file to write the page to, or a folder to put it in"
+# The arguments that name a sweep folder or where to write, per command: (attribute, the name the user knows,
+# the rule, whether it must be a folder). None is an option not given. A folder argument that is an existing
+# file is refused as bad input, not left to fail as I/O later; submit's --out is checked by the submit path
+# (Ray Jobs: a path as the cluster sees it; Slurm: sweeps.cluster.slurm.check_out_folder), and report's and
+# compare's --out may be a file.
+PATH_ARGUMENTS = {
+    "run": (("out", "--out", OUT_RULE, True),),
+    "plan": (("out", "--out", OUT_RULE, True),),
+    "submit": (("out", "--out", OUT_RULE, False),),
+    "status": (("sweep_dir", "OUT/SWEEP", SWEEP_RULE, True),),
+    "verify": (("sweep_dir", "OUT/SWEEP", SWEEP_RULE, True),),
+    "report": (("sweep_dir", "OUT/SWEEP", SWEEP_RULE, True), ("out", "--out", PAGE_RULE, False)),
+    "table": (("sweep_dir", "OUT/SWEEP", SWEEP_RULE, True),),
+    "compare": (("a", "A", SWEEP_RULE, True), ("b", "B", SWEEP_RULE, True), ("out", "--out", PAGE_RULE, False)),
+    "calibrate": (("source", "--from", SWEEP_RULE, True),),
+}
 
 
 def _positive_int(text: str) -> int:
@@ -35,6 +54,20 @@ def _positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be a positive integer (got {text!r})")
     return value
+
+
+def check_paths(args: argparse.Namespace) -> None:
+    """Refuse (UsageError, exit 2) an empty sweep folder or output argument, and a folder argument that is
+    an existing file, before the command reads or writes anything: an empty --out was the current folder,
+    and a file failed later as an I/O error (exit 3)."""
+    for attr, field, rule, folder in PATH_ARGUMENTS.get(args.command, ()):
+        value = getattr(args, attr)
+        if value is None:
+            continue
+        if not value.strip():
+            raise UsageError(f"'{field}' must be {rule} (got {value!r}).")
+        if folder and "://" not in value and os.path.exists(value) and not os.path.isdir(value):
+            raise UsageError(f"'{field}' must be {rule} (got {value!r}: a file).")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -206,6 +239,7 @@ def _main(argv: list[str] | None) -> int:
     if args.command == "run":  # SIGTERM (kill, ray job stop) ends a run as Ctrl-C does: lease released
         signal.signal(signal.SIGTERM, _interrupt)
     try:
+        check_paths(args)
         if args.command in NEEDS_MODELS:
             MODELS.load()
         return COMMANDS[args.command](args)
@@ -238,14 +272,17 @@ def _os_error_line(e: OSError) -> str:
 
 
 def cmd_run(args) -> int:
+    from workers.dataset import REPORT_DIR
+
     from .run.driver import run
     from .spec.load import load_spec, with_kernel
 
     spec = with_kernel(load_spec(args.spec), args.kernel, args.modules, args.accel)
     if args.cpus and args.address:
         raise UsageError("'--cpus' sizes the embedded Ray; it cannot be given with '--address'.")
+    report = () if args.no_report else (REPORT_DIR,)  # refused with the run's own writes, before any
     summary = run(spec, args.out, address=args.address, fresh=args.fresh, progress=not args.quiet, cpus=args.cpus,
-                  wait_lease=args.wait_lease, verbose=args.verbose)
+                  wait_lease=args.wait_lease, verbose=args.verbose, also_writes=report)
     rate = summary.points / summary.seconds if summary.seconds else 0.0
     print(
         f"{spec.name}: {summary.points} points in {summary.chunks} chunks "

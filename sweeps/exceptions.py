@@ -4,6 +4,9 @@ Every message follows one template: "'{field}' must be {rule} (got {value!r})."
 plus, where it helps, what to do. The CLI prints it and exits with status 2 (3 for StoreIOError, 1 for RayStartError).
 """
 
+OUT_RULE = "a folder or a filesystem URI such as s3://bucket/prefix"  # what --out may be (run, plan, submit)
+
+
 class SpecError(ValueError):
     """A sweep spec (or a command-line argument standing for one) is invalid."""
 

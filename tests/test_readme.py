@@ -1,11 +1,23 @@
-"""The README stays true: its schema table is the code's, its Quick start is the two commands."""
+"""The README stays true: its schema table is the code's, its Quick start is the two commands, its dataset
+examples run as printed."""
 
+import ast
 import re
+import shutil
+
+import duckdb
+import polars as pl
+import pyarrow as pa
+import pyarrow.dataset as ds
 
 from sweeps.dataset.schema import markdown
+from tests.analysis.conftest import small_sweep  # noqa: F401 - the fixture: a real sweep of all four models
 from tests.conftest import ROOT
 
 README = (ROOT / "README.md").read_text()
+# What the README's python blocks open the dataset with, each of which must be among them: polars, pyarrow
+# without and with hive partitioning, duckdb, memsweep's own reader.
+EXAMPLES = ("pl.scan_parquet(", 'ds.dataset("results/default")', 'partitioning="hive"', "duckdb.sql(", "analysis.scan(")
 
 
 def test_schema_table_matches_the_models():
@@ -31,3 +43,48 @@ def test_schema_table_names_every_column_a_part_holds():
     assert documented[: len(IDENTITY_COLUMNS)] == list(IDENTITY_COLUMNS)
     tail = [*MEASURE_COLUMNS, *EVIDENCE_COLUMNS, *PROVENANCE_COLUMNS]
     assert documented[-len(tail):] == tail
+
+
+def python_blocks() -> list[str]:
+    """The README's ```python blocks, as printed."""
+    return re.findall(r"^```python\n(.*?)^```", README, re.S | re.M)
+
+
+def run_as_printed(code: str, namespace: dict) -> list:
+    """Run a README block statement by statement in `namespace`; return what each expression and each
+    assignment gave (what a user would look at)."""
+    values = []
+    for node in ast.parse(code).body:
+        if isinstance(node, ast.Expr):
+            values.append(eval(compile(ast.Expression(node.value), "README.md", "eval"), namespace))
+            continue
+        exec(compile(ast.Module([node], type_ignores=[]), "README.md", "exec"), namespace)
+        if isinstance(node, ast.Assign):
+            values += [namespace[t.id] for t in node.targets if isinstance(t, ast.Name)]
+    return values
+
+
+def rows_of(value) -> int:
+    """How many rows (or the count) a README example gave, whatever library it came from."""
+    if isinstance(value, pl.LazyFrame):
+        value = value.collect()
+    if isinstance(value, duckdb.DuckDBPyRelation):
+        return len(value.fetchall())
+    if isinstance(value, ds.Dataset):
+        return value.count_rows()
+    if isinstance(value, (pl.DataFrame, pa.Table)):
+        return value.height if isinstance(value, pl.DataFrame) else value.num_rows
+    return int(value)
+
+
+def test_the_dataset_examples_run_as_printed_against_a_real_sweep(small_sweep, tmp_path, monkeypatch):
+    """Every ```python block (polars, pyarrow with and without hive partitioning, duckdb, analysis.scan) runs
+    unchanged in a folder holding results/default, a real sweep of all four models, and each expression
+    or assignment gives rows: a README edit or a dataset change that breaks one fails here."""
+    blocks = python_blocks()
+    assert all(any(e in b for b in blocks) for e in EXAMPLES), EXAMPLES
+    shutil.copytree(small_sweep, tmp_path / "results" / "default")
+    monkeypatch.chdir(tmp_path)
+    for block in blocks:
+        values = run_as_printed(block, {})
+        assert values and all(rows_of(v) > 0 for v in values), block

@@ -20,8 +20,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 import polars as pl
+import pyarrow as pa
 
-SCHEMA_VERSION = "5"
+SCHEMA_VERSION = "6"
 # Schema history:
 #   1: identity, param_*, metric_*, env_* columns; key-value metadata memsweep.*
 #   2: `source` ("model" | "measured") among the identity columns; measure_* columns after the
@@ -31,6 +32,9 @@ SCHEMA_VERSION = "5"
 #      env_l1d_bytes, env_l2_bytes, env_l3_bytes, env_tlb_4k_entries
 #   4: `source` "kernel" (the real kernel path in a guest); env_guest_kernel, env_guest_cmdline, env_accel
 #   5: `evidence` and `evidence_note` (what a modeled row's answer rests on, workers.evidence) after measure_*
+#   6: one dtype per column across models (workers.registry refuses a model that breaks it): copy's per-copy
+#      means metric_lines_partial, metric_rfo_bytes, metric_serial_misses (Float64) are named *_per_copy;
+#      memmap's columns of those names stay Int64 counts. `model` is stored as Arrow string (ARROW_TYPES)
 
 MANIFEST = "_manifest.json"
 SPEC_FILE = "_spec.toml"
@@ -137,6 +141,10 @@ PROVENANCE = (
     ("env_accel", pl.Utf8, "", "kernel rows: the guest's accelerator, `kvm` (times are a machine's) or `tcg` (emulated: "
      "times proportional to the work, never compared with model or measured times)"),
 )
+# Arrow types a part stores in place of polars' own: `model` as string, not polars' large_string, because
+# pyarrow.dataset's hive partitioning reads the model=<name> folder key as string and refuses to merge
+# the two (ds.dataset(sweep, partitioning="hive") failed: "Field model has incompatible types").
+ARROW_TYPES = {"model": pa.string()}
 GUEST_COLUMNS = ("env_guest_kernel", "env_guest_cmdline", "env_accel")  # filled by the kernel row source
 IDENTITY_COLUMNS = tuple(c[0] for c in IDENTITY)
 MEASURE_COLUMNS = tuple(c[0] for c in MEASURE)
@@ -159,3 +167,13 @@ def unit_of(column: str) -> str:
         if token in UNIT_TOKENS:
             return UNIT_TOKENS[token]
     return ""
+
+
+def part_table(frame: pl.DataFrame) -> pa.Table:
+    """A chunk's rows as the Arrow table its part stores: polars' types, and ARROW_TYPES' where it names one."""
+    table = frame.to_arrow()
+    for name, arrow_type in ARROW_TYPES.items():
+        i = table.schema.get_field_index(name)
+        if i >= 0:
+            table = table.set_column(i, pa.field(name, arrow_type), table.column(i).cast(arrow_type))
+    return table

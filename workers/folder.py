@@ -5,10 +5,11 @@ the JSON reader of its manifest and submissions (`read_json`). The driver and it
 manifests through here; status, verify, calibrate, report and compare read through here, and the report
 and compare pages are written with the same `write_bytes`. workers.dataset has the names and columns.
 
-A file is written whole or not at all: under a temporary name and renamed on a local filesystem, one PUT
-on an object store. A reader never sees half a file. A write that fails (no space, no permission, an I/O
-error) removes its temporary file and raises StoreIOError naming the file; object-store requests that
-fail transiently (HTTP 5xx, SlowDown/throttling, timeouts) are retried with backoff.
+Nothing is written through a symlink out of the sweep folder (`check_inside`). A file is written whole or
+not at all: under a temporary name and renamed on a local filesystem, one PUT on an object store. A reader
+never sees half a file. A write that fails (no space, no permission, an I/O error) removes its temporary
+file and raises StoreIOError naming the file; object-store requests that fail transiently (HTTP 5xx,
+SlowDown/throttling, timeouts) are retried with backoff.
 """
 
 from __future__ import annotations
@@ -63,7 +64,11 @@ class Location:
 
 def filesystem(uri: str, field: str = "sweep_dir") -> tuple[pafs.FileSystem, str]:
     """(filesystem, path on it) of a local path or a pyarrow filesystem URI (s3://bucket/p?endpoint_override=...).
-    `field`: what the caller's user calls `uri` (an argument, an option), named in the error."""
+    `field`: what the caller's user calls `uri` (an argument, an option), named in the error. An empty
+    `uri` is refused: os.path.abspath would make it the current folder."""
+    if not str(uri).strip():
+        raise SweepFolderError(f"'{field}' must be a local path or a filesystem URI such as s3://bucket/path "
+                               f"(got {uri!r}).")
     try:
         if "://" in str(uri):
             return pafs.FileSystem.from_uri(str(uri))
@@ -121,10 +126,45 @@ def exists(loc: Location, path: str) -> bool:
     return retrying(loc, "reading", path, lambda: loc.fs.get_file_info(path).type != pafs.FileType.NotFound)
 
 
+def link_out(loc: Location, path: str) -> tuple[str, str] | None:
+    """(the link, where it resolves) when `path` on a local filesystem resolves outside loc.root through a
+    symlink at or below loc.root; None when it stays inside (or on an object store, which has no links).
+    loc.root may itself be a link (results -> /scratch/results): the folder is where it resolves."""
+    if not loc.is_local:
+        return None
+    root = os.path.realpath(loc.root)
+    if _inside(os.path.realpath(path), root):
+        return None
+    here, chain = path, []
+    while os.path.dirname(here) != here:
+        chain.append(here)
+        here = os.path.dirname(here)
+    for entry in reversed(chain):  # from the top: the first link out of the folder is the one to name
+        if os.path.islink(entry) and _inside(os.path.realpath(os.path.dirname(entry)), root):
+            return entry, os.path.realpath(entry)
+    return path, os.path.realpath(path)
+
+
+def _inside(path: str, root: str) -> bool:
+    return os.path.commonpath([path, root]) == root
+
+
+def check_inside(loc: Location, path: str) -> None:
+    """Refuse (SweepFolderError, exit 2) a write to `path` that a symlink would take out of the sweep folder
+    (a _report or model=<name> folder, or _manifest.json, linked elsewhere); every write goes through here."""
+    found = link_out(loc, path)
+    if found is not None:
+        link, target = found
+        raise SweepFolderError(f"'{link}' must be a file or folder inside {loc.uri}, not a symlink out of it (got "
+                               f"a link to {target!r}); nothing is written through it: remove the link.")
+
+
 def write_bytes(loc: Location, path: str, data: bytes) -> None:
     """Write a whole file atomically: temp name + rename locally, one PUT on object stores.
 
-    On failure nothing is left behind (the temp file is removed) and StoreIOError names the file."""
+    On failure nothing is left behind (the temp file is removed) and StoreIOError names the file. A path
+    that a symlink takes out of the folder is refused first (check_inside)."""
+    check_inside(loc, path)
     parent, name = path.rsplit("/", 1)
     if not loc.is_local:
         def put() -> None:

@@ -5,7 +5,8 @@ way as a third-party package's (as xarray finds its backends): adding a model is
 `MODEL` and one entry-point line. `MODELS` is a read-only mapping from name to model that discovers
 the entry points on first use, not at import, so a broken plugin surfaces as one PluginError inside
 the command that needed the models. Every model loaded is held to the contract (workers.contract);
-two models of one name are refused.
+two models of one name are refused, and so is a model that writes a column another model writes with
+another dtype (a folder of both would not open as one dataset).
 
 A spec's `plugins` key names modules to import on the driver and on every worker: models that are
 not installed packages (test-only models). Each calls `register`, which checks its model the same way.
@@ -103,7 +104,28 @@ def _add(table: dict[str, tuple[Model, Plugin]], model: Model, plugin: Plugin) -
     if old is not None and type(old[0]) is not type(model):
         raise PluginError(f"two plugins declare a model named {model.name!r}: {old[1]} and {plugin}. "
                           "Model names must be unique: uninstall one, or rename its model.")
+    clash = _dtype_clash(model, [m for name, (m, _) in table.items() if name != model.name])
+    if clash is not None:
+        raise _error(plugin, clash)
     table[model.name] = (model, plugin)  # new, or the same class again (its module was reloaded)
+
+
+def column_dtypes(model: Model) -> dict[str, object]:
+    """Every param_* and metric_* column `model` writes -> its polars dtype."""
+    return {**{a.column: a.dtype for a in model.axes}, **model.metric_dtypes}
+
+
+def _dtype_clash(model: Model, others: list[Model]) -> str | None:
+    """The rule `model` breaks when it writes a column another model writes with another dtype, else None:
+    one column, one dtype across models, so that one scan of a sweep folder (polars' scan_parquet of
+    **/*.parquet, a pyarrow dataset) reads every model's parts."""
+    mine = column_dtypes(model)
+    for other in others:
+        for column, dtype in column_dtypes(other).items():
+            if column in mine and mine[column] != dtype:
+                return (f"column {column!r} must have one dtype in every model: model {other.name!r} writes it "
+                        f"as {dtype} (got {mine[column]} in model {model.name!r}); give one of them another name.")
+    return None
 
 
 class Registry(Mapping[str, Model]):

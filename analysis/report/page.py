@@ -17,7 +17,7 @@ from pathlib import Path
 from analysis.figures.index import render_all
 from analysis.figures.plotting import Rendered, Skipped
 from analysis.read import Sweep
-from workers.folder import at, write_files
+from workers.folder import at, check_inside, write_files
 
 from .findings import findings_html, key_findings
 from .overview import (
@@ -147,6 +147,7 @@ def write_report(sweep_dir: str, out: str | None = None) -> str:
         base, sep, query = sweep.uri.partition("?")  # keep the URI's options last
         shown = (str(Path(folder) / REPORT_FILE) if loc.is_local
                  else f"{base}/{sweep.layout.report}/{REPORT_FILE}{sep}{query}")
+    check_inside(loc, f"{folder}/{name}")  # a _report linked out of the sweep: refused before rendering
     with tempfile.TemporaryDirectory(prefix="memsweep-report-") as tmp:
         work = Path(tmp)
         figures = render_all(sweep, work)

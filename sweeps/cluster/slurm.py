@@ -229,10 +229,10 @@ def prepare(spec: str, out: str | None, options: SlurmOptions) -> Job:
                          "write (a shared file system) or an object-store URI such as s3://bucket/prefix.")
     parsed = load_spec(spec)  # a bad spec never reaches the queue
     out = out if "://" in out else os.path.abspath(out)
+    if "://" not in out:  # before locate, which refuses a file in the way without saying what was tried
+        check_out_folder(out, os.path.join(out, parsed.name))
     loc = locate(out, parsed.name)
     log = os.path.join(loc.root, SLURM_LOG) if loc.is_local else None
-    if loc.is_local:
-        check_out_folder(out, loc.root)
     for line in placement_warnings(out if loc.is_local else None) + cluster_warnings(parsed, options):
         print(f"memsweep submit: warning: {line}", file=sys.stderr)
     text, beside = portable_spec(spec)  # the spec, and the profile file it names (then named beside it)

@@ -12,24 +12,27 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import os
 import time
 
 import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from sweeps.exceptions import DatasetError, UsageError
+from sweeps.exceptions import OUT_RULE, DatasetError, UsageError
 from workers.dataset import LAYOUT, LEASE_TEMP_PREFIX, MANIFEST, SCHEMA_VERSION, SUBMISSIONS, TEMP_PREFIX, Layout
 from workers.exceptions import SweepFolderError
 from workers.folder import (
-    Location, exists, filesystem, layout, read_json, read_manifest, remove_quietly, retrying, write_bytes,
+    Location, exists, filesystem, layout, link_out, read_json, read_manifest, remove_quietly, retrying,
+    write_bytes,
 )
 
 LEASE_TEMP_STALE_S = 60.0  # a lease attempt's file older than this is a killed driver's
 
 
 def locate(out: str, sweep: str | None = None) -> Location:
-    """The Location of OUT/<sweep> (or of OUT itself when sweep is None)."""
+    """The Location of OUT/<sweep> (or of OUT itself when sweep is None). A local OUT/<sweep> that is, or
+    lies under, a file is refused (UsageError): the sweep's folder cannot be made there."""
     try:
         fs, root = filesystem(out, field="--out")
     except SweepFolderError as e:
@@ -38,7 +41,21 @@ def locate(out: str, sweep: str | None = None) -> Location:
     uri = base.rstrip("/")
     if sweep:
         root, uri = f"{root.rstrip('/')}/{sweep}", f"{uri}/{sweep}"
+        blocker = _file_in_the_way(root) if isinstance(fs, pafs.LocalFileSystem) else None
+        if blocker is not None:
+            raise UsageError(f"'--out' must be {OUT_RULE} (got {out!r}: {blocker} is a file).")
     return Location(fs=fs, root=root, uri=uri + sep + query)
+
+
+def _file_in_the_way(path: str) -> str | None:
+    """The existing file at `path`, or at the nearest ancestor of it that exists, where folders would have to
+    be; None when that ancestor is a folder."""
+    while not os.path.exists(path):
+        parent = os.path.dirname(path)
+        if parent == path:
+            return None
+        path = parent
+    return None if os.path.isdir(path) else path
 
 
 def remove_temp_files(loc: Location) -> int:
@@ -54,6 +71,8 @@ def remove_temp_files(loc: Location) -> int:
     for info in loc.fs.get_file_info(pafs.FileSelector(loc.root, recursive=True)):
         if info.type != pafs.FileType.File or not info.base_name.startswith(TEMP_PREFIX):
             continue
+        if link_out(loc, info.path) is not None:
+            continue  # the listing follows links: what lies out of the folder is not the sweep's to delete
         if info.base_name.startswith(LEASE_TEMP_PREFIX) and info.mtime is not None \
                 and time.time() - info.mtime.timestamp() < LEASE_TEMP_STALE_S:
             continue

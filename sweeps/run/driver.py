@@ -39,9 +39,9 @@ from sweeps.dataset.store import delete_sweep, locate, part_checksum, part_rows,
 from sweeps.exceptions import DatasetError, RayStartError, UsageError
 from sweeps.spec.load import SweepSpec
 from workers import get_model
-from workers.dataset import COMPUTATION, LAYOUT, LEASE_FILE, SCHEMA_VERSION, SPEC_FILE
+from workers.dataset import COMPUTATION, LAYOUT, LEASE_FILE, MANIFEST, SCHEMA_VERSION, SPEC_FILE, model_dir
 from workers.exceptions import StoreIOError
-from workers.folder import Location, exists, list_parts, read_manifest, write_bytes
+from workers.folder import Location, check_inside, exists, list_parts, read_manifest, write_bytes
 
 from .chunks import Chunk, plan
 from .provenance import git_sha, host_provenance
@@ -119,6 +119,15 @@ def prepare(spec: SweepSpec, out: str, fresh: bool) -> Location:
     if fresh or not exists(loc, spec_path):
         write_bytes(loc, spec_path, spec.text.encode())
     return loc
+
+
+def refuse_links_out(loc: Location, spec: SweepSpec, also: tuple[str, ...] = ()) -> None:
+    """Refuse (SweepFolderError) a run whose writes a symlink would take out of the sweep folder: its
+    _spec.toml, _manifest.json, _lease.json, each model's model=<name>/ folder of parts, and `also` (the
+    report's folder), all checked before anything is written (write_bytes checks each write again)."""
+    names = (SPEC_FILE, MANIFEST, LEASE_FILE, *(model_dir(m) for m in spec.models), *also)
+    for name in names:
+        check_inside(loc, loc.path(name))
 
 
 class _EmbeddedRay:
@@ -289,19 +298,21 @@ def _session_dir() -> str | None:
 
 def run(spec: SweepSpec, out: str, *, address: str | None = None, fresh: bool = False,
         progress: bool = True, cpus: int | None = None, wait_lease: bool = False, verbose: bool = False,
-        say=None) -> RunSummary:
+        say=None, also_writes: tuple[str, ...] = ()) -> RunSummary:
     """Evaluate every point of the spec into OUT/<sweep>; resume what exists.
 
     Holds the sweep's lease throughout (LeaseError if another driver has it and not wait_lease);
     `say` prints the lease's messages (default: stderr). A cluster (`address`) is joined first, so that an
     address where no Ray cluster answers is refused before the sweep folder is touched; the embedded Ray
-    starts only when there is work."""
+    starts only when there is work. `also_writes`: names in the sweep folder the caller writes after the run
+    (the report's folder), refused with the run's own when a symlink leads out of it."""
     check_address(address)
     t0 = time.perf_counter()
     cluster = init_ray(address, cpus, verbose) if address else _EmbeddedRay(False)
     joined = time.perf_counter() - t0  # joining the cluster (the embedded Ray's start is timed in _run_leased)
     try:
         loc = locate(out, spec.name)
+        refuse_links_out(loc, spec, also_writes)  # before the lease: a refusal writes nothing
         say = say or (lambda m: print(m, file=sys.stderr))
         if not fresh:
             spec = check_spec(loc, spec, say)  # a refusal writes nothing, not even a lease

@@ -18,7 +18,7 @@ from sweeps.spec.grid import Grid, decode, grid_for
 from sweeps.spec.load import SweepSpec
 from workers import get_model, load_plugins
 from workers.dataset import (DTYPES, EVIDENCE_COLUMNS, IDENTITY_COLUMNS, PART_COMPUTATION, PROVENANCE_COLUMNS,
-                             SCHEMA_VERSION)
+                             SCHEMA_VERSION, part_table)
 from workers.exceptions import StoreIOError
 from workers.folder import Location
 from workers.measure.measure import MEASURE_COLUMNS
@@ -81,7 +81,7 @@ def run_chunk(cfg: TaskConfig, chunk: Chunk, node_id: str = "") -> dict:
     part could not be written (the message reaches the driver as it is, not as a Ray traceback)."""
     t0 = time.perf_counter()
     frame = chunk_frame(cfg, chunk, node_id)
-    table = frame.to_arrow()
+    table = part_table(frame)
     kv = {
         "memsweep.schema_version": SCHEMA_VERSION,
         "memsweep.chunk_id": chunk.chunk_id,

@@ -54,6 +54,11 @@ def figure(**kw) -> Figure:
 
 
 GOOD = Good()
+# memmap's Int64 count as a float: the clash between memmap and copy that broke one scan of a sweep folder
+LINES_PARTIAL_AS_FLOAT = variant(name="other", metrics=(
+    Metric(column="metric_y", dtype=pl.Int64, doc="x + 1", better="lower"),
+    Metric(column="metric_lines_partial", dtype=pl.Float64, doc="lines partly covered, averaged"),
+))
 TWIN = Twin()
 NOT_A_MODEL = {"name": "good"}
 BAD_NAME = variant(name="Good-Model")

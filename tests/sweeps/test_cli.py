@@ -1,13 +1,17 @@
-"""The command line: errors map to exit statuses with one line that says what to do."""
+"""The command line: errors map to exit statuses with one line that says what to do; a bad sweep folder or
+output argument is refused before anything is read or written."""
 
 from __future__ import annotations
 
 from importlib.metadata import EntryPoint
+from pathlib import Path
 
 import pytest
 
 import workers.registry as registry
-from sweeps.cli import main
+from sweeps.cli import PAGE_RULE, SWEEP_RULE, main
+from sweeps.exceptions import OUT_RULE
+from tests.conftest import memsweep, memsweep_here, tree_state
 from workers.registry import GROUP, MODELS
 
 
@@ -41,3 +45,75 @@ def test_commands_that_read_no_model_ignore_a_broken_plugin(broken_plugin, capsy
     """`status` reads only the sweep folder: a broken plugin does not stop it (its own error does)."""
     assert main(["status", str(tmp_path / "nothing")]) == 2
     assert "entry point 'broken'" not in capsys.readouterr().err
+
+
+# Each command's sweep folder or output argument, with the bad value in place of X: (argv, field, rule).
+X = object()
+FOLDER_ARGUMENTS = [
+    (["plan", "default", "--quiet", "--out", X], "--out", OUT_RULE),
+    (["status", X], "OUT/SWEEP", SWEEP_RULE),
+    (["verify", X], "OUT/SWEEP", SWEEP_RULE),
+    (["report", X], "OUT/SWEEP", SWEEP_RULE),
+    (["table", X, "--model", "memmap", "--rows", "namespace_size", "--cols", "strategy"], "OUT/SWEEP", SWEEP_RULE),
+    (["compare", X, "nosuch"], "A", SWEEP_RULE),
+    (["compare", "nosuch", X], "B", SWEEP_RULE),
+    (["calibrate", "--from", X], "--from", SWEEP_RULE),
+]
+OUTPUT_ARGUMENTS = [  # may name a file (or a path as the cluster sees it), never be empty
+    (["report", "nosuch", "--out", X], "--out", PAGE_RULE),
+    (["compare", "nosuch", "nosuch", "--out", X], "--out", PAGE_RULE),
+    (["submit", "default", "--address", "http://127.0.0.1:9", "--out", X], "--out", OUT_RULE),
+    (["submit", "default", "--slurm", "--dry-run", "--out", X], "--out", OUT_RULE),
+]
+
+
+def everything_below(path: Path) -> dict[str, tuple[int, int] | None]:
+    """tree_state, and every folder below path (None): an empty folder made is something written too."""
+    return {**{str(p.relative_to(path)): None for p in path.rglob("*") if p.is_dir()}, **tree_state(path)}
+
+
+def refused(tmp_path: Path, argv: list, value: str, run) -> str:
+    """Run argv with `value` for X in tmp_path (holding a file 'afile'); assert exit 2 and nothing written
+    below tmp_path; return its one line of stderr."""
+    (tmp_path / "afile").write_text("not a folder")
+    before = everything_below(tmp_path)
+    r = run(*[value if a is X else a for a in argv], cwd=tmp_path)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert everything_below(tmp_path) == before
+    assert r.stderr.count("\n") == 1, r.stderr
+    return r.stderr.strip()
+
+
+@pytest.mark.parametrize("argv, field, rule", FOLDER_ARGUMENTS + OUTPUT_ARGUMENTS)
+def test_an_empty_folder_or_output_argument_exits_2_and_writes_nothing(tmp_path, argv, field, rule):
+    """'' as a sweep folder or an output is refused, naming the argument and what it may be."""
+    assert refused(tmp_path, argv, "", memsweep_here) == f"memsweep {argv[0]}: error: '{field}' must be {rule} (got '')."
+
+
+@pytest.mark.parametrize("argv, field, rule", FOLDER_ARGUMENTS)
+def test_a_file_where_a_folder_is_needed_exits_2_and_writes_nothing(tmp_path, argv, field, rule):
+    """An existing file given as a sweep folder or as --out is bad input (not an I/O failure, exit 3)."""
+    assert refused(tmp_path, argv, "afile", memsweep_here) == (
+        f"memsweep {argv[0]}: error: '{field}' must be {rule} (got 'afile': a file).")
+
+
+@pytest.mark.parametrize("value, why", [("", ""), ("afile", ": a file"), ("afile/x", ": {tmp}/afile is a file")])
+def test_run_refuses_an_empty_out_or_a_file_in_its_way(tmp_path, value, why):
+    """`memsweep run --out ''` no longer writes ./default in the current folder; an --out that is, or lies
+    under, a file is refused before the lease or _spec.toml is written."""
+    line = refused(tmp_path, ["run", "default", "--quiet", "--no-report", "--out", X], value, memsweep)
+    assert line == f"memsweep run: error: '--out' must be {OUT_RULE} (got {value!r}{why.format(tmp=tmp_path)})."
+
+
+def test_run_refuses_an_out_whose_sweep_folder_is_a_file(tmp_path):
+    """OUT/<sweep> a file: exit 2 naming '--out' and that file, OUT untouched."""
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "default").write_text("not a folder")
+    line = refused(tmp_path, ["run", "default", "--quiet", "--no-report", "--out", X], "out", memsweep)
+    assert line == f"memsweep run: error: '--out' must be {OUT_RULE} (got 'out': {tmp_path}/out/default is a file)."
+
+
+def test_verify_of_a_file_exits_2_in_a_real_process(tmp_path):
+    """`memsweep verify FILE`, as the user ran it: bad input (2), not an I/O failure (3)."""
+    line = refused(tmp_path, ["verify", X], "afile", memsweep)
+    assert line == f"memsweep verify: error: 'OUT/SWEEP' must be {SWEEP_RULE} (got 'afile': a file)."

@@ -3,12 +3,16 @@
 
 from __future__ import annotations
 
+import os
+import re
+
 import polars as pl
 import pytest
 
 from workers import folder
 from workers.dataset import part_path
 from workers.exceptions import SweepFolderError
+from tests.conftest import tree_state
 
 
 def test_the_part_lister_sees_parts_only(tmp_path):
@@ -55,6 +59,12 @@ def test_filesystem_names_the_field_the_user_gave():
         folder.filesystem("nosuchfs://bucket/x", field="--from")
 
 
+def test_an_empty_path_is_refused_not_taken_for_the_current_folder():
+    """'' would be os.path.abspath(''), the current folder: refused, naming the field."""
+    with pytest.raises(SweepFolderError, match=r"^'--out' must be a local path or a filesystem URI .*\(got ''\)\.$"):
+        folder.at("", field="--out")
+
+
 def test_scan_of_a_missing_model_or_an_empty_folder_names_what_is_there(tmp_path):
     """SweepFolderError names the models with parts, or says there are none."""
     with pytest.raises(SweepFolderError, match=r"'sweep_dir' must be a sweep folder with parts"):
@@ -64,3 +74,49 @@ def test_scan_of_a_missing_model_or_an_empty_folder_names_what_is_there(tmp_path
     with pytest.raises(SweepFolderError, match=r"'model' must be a model with parts in .*\['a'\] \(got 'b'\)"):
         folder.scan(str(tmp_path), model="b")
     assert folder.scan(str(tmp_path)).collect().rows() == [("a", 1)]
+
+
+def test_nothing_is_written_through_a_symlink_out_of_the_sweep_folder(tmp_path):
+    """A model=<name>/ folder or a _manifest.json linked out of the sweep: write_bytes refuses, naming the
+    link and where it resolves, and writes nothing there or in the folder."""
+    sweep, outside = tmp_path / "sweep", tmp_path / "outside"
+    sweep.mkdir()
+    outside.mkdir()
+    (outside / "theirs.json").write_text("not the sweep's")
+    (sweep / "model=a").symlink_to(outside)
+    (sweep / "_manifest.json").symlink_to(outside / "theirs.json")
+    loc = folder.at(str(sweep))
+    before = {p: tree_state(p) for p in (sweep, outside)}
+    for path, link, target in ((loc.part_path("a", "1"), sweep / "model=a", outside),
+                               (loc.path("_manifest.json"), sweep / "_manifest.json", outside / "theirs.json")):
+        with pytest.raises(SweepFolderError, match=re.escape(
+                f"'{link}' must be a file or folder inside {sweep}, not a symlink out of it (got a link to "
+                f"'{target}'); nothing is written through it: remove the link.")):
+            folder.write_bytes(loc, path, b"x")
+    assert {p: tree_state(p) for p in (sweep, outside)} == before and sorted(os.listdir(outside)) == ["theirs.json"]
+
+
+def test_links_that_stay_inside_the_folder_and_a_linked_folder_are_written_through(tmp_path):
+    """A link to a folder inside the sweep, and a sweep folder that is itself a link (results -> scratch),
+    are the sweep's own: written as usual."""
+    real = tmp_path / "scratch" / "sweep"
+    (real / "kept").mkdir(parents=True)
+    (real / "_report").symlink_to(real / "kept")
+    (tmp_path / "results").symlink_to(tmp_path / "scratch")
+    loc = folder.at(str(tmp_path / "results" / "sweep"))
+    folder.write_bytes(loc, loc.path("_report", "report.html"), b"page")
+    folder.write_bytes(loc, loc.part_path("a", "1"), b"part")
+    assert (real / "kept" / "report.html").read_bytes() == b"page" and (real / "model=a" / "part-1.parquet").exists()
+
+
+def test_write_files_into_a_report_folder_linked_out_writes_no_file(tmp_path):
+    """The report's and compare's pages and figures go through write_bytes: the first is refused, none written."""
+    work, outside, sweep = tmp_path / "work", tmp_path / "outside", tmp_path / "sweep"
+    for d in (work, outside, sweep):
+        d.mkdir()
+    for name in ("fig.png", "report.html"):
+        (work / name).write_text(name)
+    (sweep / "_report").symlink_to(outside)
+    with pytest.raises(SweepFolderError, match=r"_report' must be a file or folder inside .* not a symlink out of it"):
+        folder.write_files(folder.at(str(sweep)), str(sweep / "_report"), [work / "fig.png", work / "report.html"])
+    assert list(outside.iterdir()) == []

@@ -6,12 +6,13 @@ from __future__ import annotations
 import re
 from importlib.metadata import EntryPoint
 
+import polars as pl
 import pytest
 
 import workers.registry as registry
 from tests.support import bad_models
 from workers.exceptions import PluginError
-from workers.registry import GROUP, MODELS, Plugin, Registry, shipped_models
+from workers.registry import GROUP, MODELS, Plugin, Registry, column_dtypes, shipped_models
 
 MODULE = "tests.support.bad_models"
 
@@ -40,6 +41,28 @@ def test_shipped_models_are_entry_points_of_memsweep_and_keep_the_contract():
         assert MODELS[name] is model
         plugin = MODELS.plugin(name)
         assert plugin.value == f"workers.models.{name}:MODEL" and plugin.dist == "memsweep"
+
+
+def test_no_two_shipped_models_write_one_column_with_two_dtypes():
+    """Every param_* and metric_* column has one dtype across the shipped models (the README's
+    pl.scan_parquet of a whole sweep folder failed on memmap's Int64 and copy's Float64 metric_lines_partial)."""
+    seen: dict[str, tuple[object, str]] = {}
+    for name, model in sorted(shipped_models().items()):
+        for column, dtype in column_dtypes(model).items():
+            first = seen.setdefault(column, (dtype, name))
+            assert first[0] == dtype, f"{column}: {first[1]} writes {first[0]}, {name} writes {dtype}"
+    assert seen["metric_lines_partial"] == (pl.Int64, "memmap")
+
+
+def test_a_model_writing_a_shipped_column_with_another_dtype_is_refused_naming_both():
+    """The rule holds by construction: a model that writes a column another model writes with another dtype
+    does not register, and the error names the column, both models and both dtypes."""
+    reg = Registry().load()  # the installed entry points: the shipped models
+    with pytest.raises(PluginError, match=re.escape(
+            "plugin module 'tests.support.other': column 'metric_lines_partial' must have one dtype in every model: "
+            "model 'memmap' writes it as Int64 (got Float64 in model 'other'); give one of them another name.")):
+        reg.register(bad_models.LINES_PARTIAL_AS_FLOAT, Plugin(name="tests.support.other"))
+    assert "other" not in reg and "memmap" in reg
 
 
 def test_discovery_waits_for_the_first_lookup(monkeypatch):

@@ -409,3 +409,18 @@ def test_across_sources_a_change_says_what_the_model_does(unit, higher, sources,
     """(better, worse) read "model over-predicts" exactly when the modeled value is above the measured one,
     whichever side the model is and whichever direction is better."""
     assert vocabulary(unit, higher, *sources) == words
+
+
+def test_the_default_comparison_page_is_not_written_through_a_report_folder_linked_out(tmp_path):
+    """compare's page goes to B/_report by default: linked out of B, exit 2 naming the link, nothing written."""
+    df = pl.concat([memmap_rows("model", [1.0, 2.0]), memmap_rows("measured", [1.1, 2.1], [1.0, 2.0])])
+    sweep, outside = Path(write_sweep(tmp_path, "twin", {"memmap": df})), tmp_path / "outside"
+    outside.mkdir()
+    (sweep / "_report").symlink_to(outside)
+    before = tree_state(tmp_path)
+    r = memsweep_here("compare", str(sweep), str(sweep), "--sources", "measured:model")
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert r.stderr.strip() == (f"memsweep compare: error: '{sweep}/_report' must be a file or folder inside "
+                                f"{sweep}, not a symlink out of it (got a link to '{outside}'); nothing is written "
+                                "through it: remove the link.")
+    assert tree_state(tmp_path) == before

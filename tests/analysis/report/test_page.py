@@ -14,7 +14,7 @@ from analysis.report.page import esc, html_table, render_html, write_report
 from analysis.report.overview import Table
 from analysis.read import Sweep
 from tests.analysis.conftest import SMALL_SPEC, write_sweep
-from tests.conftest import memsweep
+from tests.conftest import memsweep, tree_state
 
 
 def test_report_holds_summary_provenance_figures_tables_and_spec(small_report):
@@ -128,3 +128,19 @@ def test_every_figure_says_how_many_panels_it_has_and_none_is_empty(small_report
     assert len(figures) == 8
     assert all(int(panels) >= 1 for _, panels, _ in figures)
     assert [(fid, empty) for fid, _, empty in figures if empty != "0"] == []
+
+
+def test_memsweep_report_refuses_a_report_folder_linked_out_of_the_sweep(tmp_path):
+    """`memsweep report OUT/SWEEP` whose _report is a symlink out of the sweep folder: one line naming the
+    link and where it points, exit 2, nothing written there or in the sweep."""
+    df = pl.DataFrame({"param_i": [1], "status": "ok", "metric_i_squared": [1]})
+    sweep, outside = Path(write_sweep(tmp_path, "tiny", {"probe": df})), tmp_path / "outside"
+    outside.mkdir()
+    (sweep / "_report").symlink_to(outside)
+    before = tree_state(tmp_path)
+    r = memsweep("report", str(sweep))
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert r.stderr.strip() == (f"memsweep report: error: '{sweep}/_report' must be a file or folder inside {sweep}, "
+                                f"not a symlink out of it (got a link to '{outside}'); nothing is written through "
+                                "it: remove the link.")
+    assert tree_state(tmp_path) == before and list(outside.iterdir()) == []

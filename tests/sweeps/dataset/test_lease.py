@@ -166,3 +166,18 @@ def test_the_holders_cleanup_leaves_another_drivers_attempt_at_the_lease(tmp_pat
     os.utime(old, (time.time() - LEASE_TEMP_STALE_S - 5,) * 2)
     assert remove_temp_files(locate(str(tmp_path), "leased")) == 2
     assert fresh.exists() and not old.exists() and not killed_write.exists()
+
+
+def test_a_lease_file_linked_out_of_the_sweep_folder_is_refused(tmp_path):
+    """_lease.json is linked into place, not written by write_bytes: a symlink of that name leading out of
+    the folder is refused as well (exit 2), the file it points to untouched."""
+    from workers.exceptions import SweepFolderError
+
+    folder, theirs = tmp_path / "leased", tmp_path / "theirs.json"
+    folder.mkdir()
+    theirs.write_text("not a lease")
+    (folder / LEASE_FILE).symlink_to(theirs)
+    with pytest.raises(SweepFolderError, match=rf"'{folder / LEASE_FILE}' must be a file or folder inside .* not a "
+                                               rf"symlink out of it \(got a link to '{theirs}'\)"):
+        Lease(locate(str(tmp_path), "leased")).acquire()
+    assert theirs.read_text() == "not a lease" and sorted(os.listdir(folder)) == [LEASE_FILE]

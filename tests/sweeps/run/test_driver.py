@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
+import re
 
 import polars as pl
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -12,7 +15,10 @@ from sweeps.exceptions import DatasetError
 from sweeps.dataset.inspect import status, verify
 from sweeps.run.driver import run
 from sweeps.spec.load import parse_spec
-from workers.dataset import IDENTITY_COLUMNS, MANIFEST, PROVENANCE_COLUMNS, SCHEMA_VERSION, SPEC_FILE
+from tests.conftest import memsweep, tree_state
+from workers.dataset import (IDENTITY_COLUMNS, LEASE_FILE, MANIFEST, PROVENANCE_COLUMNS, REPORT_DIR, SCHEMA_VERSION,
+                             SPEC_FILE)
+from workers.exceptions import SweepFolderError
 
 PROBE = 'name = "rt"\nmodels = ["probe"]\nplugins = ["tests.support.probe"]\nchunk_points = 7\n'
 
@@ -43,13 +49,15 @@ def test_round_trip_one_row_per_point_with_the_spec_values(ray_local, tmp_path):
 
 
 def test_parts_carry_schema_version_and_provenance_metadata(ray_local, tmp_path):
-    """Each part's Parquet key-value metadata names the schema version, chunk and provenance."""
+    """Each part's Parquet key-value metadata names the schema version, chunk and provenance; `model` is
+    stored as Arrow string, the type pyarrow.dataset's hive partitioning gives the model=<name> key."""
     run(parse_spec(PROBE + "[axes.probe]\ni = [1, 2, 3]\n"), str(tmp_path), progress=False)
     part = next((tmp_path / "rt" / "model=probe").glob("part-*.parquet"))
     kv = pq.read_metadata(part).metadata
-    assert kv[b"memsweep.schema_version"].decode() == SCHEMA_VERSION == "5"
+    assert kv[b"memsweep.schema_version"].decode() == SCHEMA_VERSION == "6"
     assert part.name == f"part-{kv[b'memsweep.chunk_id'].decode()}.parquet"
     assert set(json.loads(kv[b"memsweep.provenance"])) == set(PROVENANCE_COLUMNS)
+    assert pq.read_schema(part).field("model").type == pa.string()
     manifest = json.loads((tmp_path / "rt" / MANIFEST).read_text())
     assert manifest["chunks_done"] == manifest["chunks_expected"] == 1 and manifest["rows"] == 3
     assert (tmp_path / "rt" / SPEC_FILE).read_text() == PROBE + "[axes.probe]\ni = [1, 2, 3]\n"
@@ -132,3 +140,41 @@ def test_an_address_where_no_ray_answers_exits_2_and_writes_nothing(tmp_path, mo
     err = capsys.readouterr().err
     assert message.replace("<port>", port) in err and len(err.strip().splitlines()) == 1, err
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("name, is_dir", [(SPEC_FILE, False), (MANIFEST, False), (LEASE_FILE, False),
+                                          ("model=probe", True), (REPORT_DIR, True)])
+def test_a_symlink_out_of_the_sweep_folder_is_refused_before_anything_is_written(tmp_path, name, is_dir):
+    """Each place a run writes (its spec, manifest, lease, a model's parts, the report it is asked to write):
+    linked out of the sweep folder, the run is refused before its lease, naming the link and its target."""
+    sweep, outside = tmp_path / "out" / "rt", tmp_path / "outside"
+    sweep.mkdir(parents=True)
+    outside.mkdir()
+    target = outside if is_dir else outside / "theirs"
+    if not is_dir:
+        target.write_text("not the sweep's")
+    (sweep / name).symlink_to(target)
+    before = tree_state(tmp_path)
+    with pytest.raises(SweepFolderError, match=re.escape(f"'{sweep / name}' must be a file or folder inside "
+                                                         f"{sweep}, not a symlink out of it (got a link to '{target}')")):
+        run(parse_spec(PROBE + "[axes.probe]\ni = [1, 2]\n"), str(tmp_path / "out"), progress=False,
+            also_writes=(REPORT_DIR,))
+    assert tree_state(tmp_path) == before and sorted(os.listdir(sweep)) == [name]
+
+
+def test_memsweep_run_with_its_report_folder_linked_out_exits_2_and_computes_nothing(tmp_path):
+    """`memsweep run` (which writes the report at the end) refuses a _report linked out at once, not after
+    computing the sweep: one line, exit 2, nothing written."""
+    spec = tmp_path / "rt.toml"
+    spec.write_text(PROBE + "[axes.probe]\ni = [1, 2]\n")
+    sweep, outside = tmp_path / "out" / "rt", tmp_path / "outside"
+    sweep.mkdir(parents=True)
+    outside.mkdir()
+    (sweep / REPORT_DIR).symlink_to(outside)
+    before = tree_state(tmp_path)
+    r = memsweep("run", str(spec), "--out", str(tmp_path / "out"), "--quiet")
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert r.stderr.strip() == (f"memsweep run: error: '{sweep / REPORT_DIR}' must be a file or folder inside "
+                                f"{sweep}, not a symlink out of it (got a link to '{outside}'); nothing is written "
+                                "through it: remove the link.")
+    assert tree_state(tmp_path) == before

@@ -78,9 +78,9 @@ def test_model_reports_the_issue_columns_for_an_aligned_64_byte_copy():
     """64 bytes, aligned, patched inline: 8 MOVNTI, no cached bytes, no RFO, one full line, no call."""
     out = run({"struct_page_size": 64, "strategy": "nt_inline", "inline_sizes": "patched"}).row(0, named=True)
     assert out["status"] == "ok"
-    assert (out["metric_movnti"], out["metric_cached_bytes"], out["metric_rfo_bytes"], out["metric_inline"],
-            out["metric_lines_full"], out["metric_lines_partial"], out["metric_calls"]) == (8, 0, 0.0, True, 1.0,
-                                                                                            0.0, 0)
+    assert (out["metric_movnti"], out["metric_cached_bytes"], out["metric_rfo_bytes_per_copy"], out["metric_inline"],
+            out["metric_lines_full"], out["metric_lines_partial_per_copy"], out["metric_calls"]) == (
+        8, 0, 0.0, True, 1.0, 0.0, 0)
     assert out["metric_gbs"] == pytest.approx(64 / out["metric_ns_per_copy"])
 
 
@@ -90,7 +90,7 @@ def test_72_byte_copies_cycle_through_eight_line_phases():
     out = run({"struct_page_size": 72, "strategy": "memcpy"}).row(0, named=True)
     assert out["metric_lines_written"] == pytest.approx(2.0)
     assert out["metric_lines_full"] == pytest.approx(2 / 8)
-    assert out["metric_lines_partial"] == pytest.approx(14 / 8)
+    assert out["metric_lines_partial_per_copy"] == pytest.approx(14 / 8)
     assert cp.period(72) == 8 and cp.period(64) == 1 and cp.period(80) == 4
 
 
@@ -98,8 +98,8 @@ def test_cached_copies_read_every_destination_line_for_ownership():
     """memcpy of 64-byte copies over an aligned array RFOs one line per copy; 72-byte copies 72/64 of one."""
     a, b = run({"struct_page_size": 64, "strategy": "memcpy"}, {"struct_page_size": 72, "strategy": "memcpy"}).rows(
         named=True)
-    assert a["metric_rfo_bytes"] == pytest.approx(64.0)
-    assert b["metric_rfo_bytes"] == pytest.approx(72.0, rel=1e-6)
+    assert a["metric_rfo_bytes_per_copy"] == pytest.approx(64.0)
+    assert b["metric_rfo_bytes_per_copy"] == pytest.approx(72.0, rel=1e-6)
 
 
 def test_misaligned_destination_splits_stores_and_stalls_the_out_of_line_path():
@@ -109,9 +109,10 @@ def test_misaligned_destination_splits_stores_and_stalls_the_out_of_line_path():
         {"struct_page_size": 64, "dst_offset": 4, "strategy": "nt_inline", "inline_sizes": "patched"},
         {"struct_page_size": 64, "dst_offset": 4, "strategy": "nt_call"},
     ).rows(named=True)
-    assert (inline["metric_split_stores"], inline["metric_serial_misses"]) == (1.0, 0.0)
-    assert (call["metric_split_stores"], call["metric_serial_misses"], call["metric_lines_flushed"]) == (0.0, 1.0, 1.0)
-    assert call["metric_rfo_bytes"] == pytest.approx(64.0)
+    assert (inline["metric_split_stores"], inline["metric_serial_misses_per_copy"]) == (1.0, 0.0)
+    assert (call["metric_split_stores"], call["metric_serial_misses_per_copy"],
+            call["metric_lines_flushed"]) == (0.0, 1.0, 1.0)
+    assert call["metric_rfo_bytes_per_copy"] == pytest.approx(64.0)
     assert call["metric_ns_per_copy"] > inline["metric_ns_per_copy"] + PROFILE.value("copy", "dram_latency_ns") / 2
 
 
@@ -167,7 +168,7 @@ def test_counts_conserve_bytes_and_the_bound_never_exceeds_the_time(size, dst, s
     assert nt_bytes + ins["cached_bytes"] == size
     assert (row["metric_movnti"], row["metric_cached_bytes"], row["metric_calls"]) == (
         ins["movnti"], ins["cached_bytes"], ins["calls"])
-    assert row["metric_lines_full"] + row["metric_lines_partial"] == pytest.approx(row["metric_lines_written"])
+    assert row["metric_lines_full"] + row["metric_lines_partial_per_copy"] == pytest.approx(row["metric_lines_written"])
     assert row["metric_bound_ns"] <= row["metric_ns_per_copy"] + 1e-12
     assert row["metric_copies"] == total // size
 

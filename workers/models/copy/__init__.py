@@ -245,7 +245,7 @@ PLOTS = (
 
 class CopyModel(Model):
     name = "copy"
-    version = "1"
+    version = "2"  # 2: lines_partial, rfo_bytes, serial_misses are named *_per_copy (memmap's are Int64 totals)
     description = ("one struct-page-sized copy repeated over a destination array: memcpy vs "
                    "__memcpy_flushcache vs inline MOVNTI; counts and ns per copy")
     axes = (NAMESPACE_SIZE, STRUCT_PAGE_SIZE, ALIGN, DST_OFFSET, STRATEGY, INLINE_SIZES)
@@ -263,14 +263,15 @@ class CopyModel(Model):
                doc="stores per copy that cross a cache line (averaged over the array's line phases)"),
         Metric(column="metric_lines_written", dtype=FLOAT, doc="cache lines one copy touches (averaged over phases)"),
         Metric(column="metric_lines_full", dtype=FLOAT, doc="lines one copy covers entirely (averaged over phases)"),
-        Metric(column="metric_lines_partial", dtype=FLOAT, doc="lines one copy covers partly (averaged over phases)"),
+        Metric(column="metric_lines_partial_per_copy", dtype=FLOAT,
+               doc="lines one copy covers partly (averaged over phases)"),
         Metric(column="metric_lines_flushed", dtype=FLOAT,
                doc="lines per copy written back by clean_cache_range() (CLWB)"),
-        Metric(column="metric_rfo_bytes", dtype=FLOAT,
+        Metric(column="metric_rfo_bytes_per_copy", dtype=FLOAT,
                doc="bytes per copy read for ownership (cached stores write-allocate)"),
         Metric(column="metric_dram_write_bytes", dtype=FLOAT,
                doc="bytes per copy written to DRAM (NT data, CLWB'd and evicted lines)"),
-        Metric(column="metric_serial_misses", dtype=FLOAT,
+        Metric(column="metric_serial_misses_per_copy", dtype=FLOAT,
                doc="serialized DRAM misses per copy (cached fragment next to in-flight MOVNTI data)"),
         Metric(column="metric_compute_ns", dtype=FLOAT, better="lower",
                doc="instruction time per copy: stores x store_ns + calls x call_ns + loop iterations x loop_ns"),
@@ -337,9 +338,9 @@ class CopyModel(Model):
             "metric_movnti": t["movnti"], "metric_cached_stores": t["cached_stores"],
             "metric_cached_bytes": t["cached_bytes"], "metric_split_stores": t["splits"],
             "metric_lines_written": t["lines"], "metric_lines_full": t["full"],
-            "metric_lines_partial": t["partial"], "metric_lines_flushed": t["flushed"],
-            "metric_rfo_bytes": rfo, "metric_dram_write_bytes": dram_write,
-            "metric_serial_misses": t["serial"], "metric_compute_ns": compute, "metric_bound_ns": bound,
+            "metric_lines_partial_per_copy": t["partial"], "metric_lines_flushed": t["flushed"],
+            "metric_rfo_bytes_per_copy": rfo, "metric_dram_write_bytes": dram_write,
+            "metric_serial_misses_per_copy": t["serial"], "metric_compute_ns": compute, "metric_bound_ns": bound,
             "metric_ns_per_copy": ns, "metric_gbs": size / ns, "metric_total_ms": ns * n / 1e6,
             "metric_memory_bound": bound > compute,
         }, schema=self.metric_dtypes)

@@ -477,8 +477,8 @@ class MemmapModel(Model):
         Metric(column="metric_cond_resched", dtype=INT,
                doc="cond_resched() calls: heads at a PAGES_PER_SECTION-aligned pfn"),
         Metric(column="metric_serial_misses", dtype=INT,
-               doc="misses the NT strategies serialize per compound (serial_misses(): 2 at P = 64 when order > 1), "
-                   "to the medium the struct pages live on"),
+               doc="misses the NT strategies serialize: serial_misses() per compound (2 at P = 64 when order > 1) "
+                   "times the heads, to the medium the struct pages live on"),
         Metric(column="metric_compute_ms", dtype=FLOAT, better="lower",
                doc="instruction time: stores x store_ns + calls x call_ns + copy-loop iterations x loop_ns"),
         Metric(column="metric_stall_ms", dtype=FLOAT, better="lower",
