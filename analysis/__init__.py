@@ -5,6 +5,6 @@
     analysis.scan("results/default").collect()                   # every model's, columns unioned
 """
 
-from workers.folder import scan
+from workers.parts import scan
 
 __all__ = ["scan"]

@@ -21,9 +21,8 @@ import pyarrow.parquet as pq
 from workers import MODELS, load_plugins
 from workers.axes import Axis
 from workers.dataset import MANIFEST, PROVENANCE_COLUMNS, Layout
-from workers.folder import (
-    at, foreign_parts, layout, mixed_message, part_files, read_manifest, read_text, scan_parts,
-)
+from workers.folder import at, layout, read_manifest, read_text, scan_parts
+from workers.parts import checked_parts
 from workers.exceptions import ProfileError, SweepFolderError
 from workers.model import STATUS_OK, Model
 from workers.plots import Cond, Either
@@ -66,10 +65,10 @@ class Sweep:
         self.name: str = str(self.manifest.get("sweep") or self.spec.get("name") or os.path.basename(self.root))
         self.description: str = str(self.spec.get("description", ""))
         self.plugin_errors: list[str] = _load_plugins(self.spec.get("plugins", []))
-        self._parts: dict[str, list[str]] = part_files(self.loc)
-        foreign = foreign_parts(self.fs, self.manifest, self._parts)
-        if foreign:
-            raise AnalysisError(mixed_message(str(sweep_dir), foreign))
+        try:
+            self._parts: dict[str, list[str]] = checked_parts(self.loc, self.manifest)  # nothing unchecked is read
+        except SweepFolderError as e:
+            raise AnalysisError(str(e)) from None
         self.models: tuple[str, ...] = self._models_with_parts()
         self._schemas: dict[str, dict[str, pl.DataType]] = {}
         self._values: dict[str, dict[str, pl.DataFrame]] = {}

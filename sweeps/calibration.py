@@ -21,7 +21,8 @@ from workers import MODELS
 from workers.calibrate import (
     DEFAULT_STARTS, LOO_STARTS, Calibration, FigureResult, calibrate, loo_text, predict, validation_figures,
 )
-from workers.folder import at, part_files, scan
+from workers.folder import Location, at, read_manifest, scan_parts
+from workers.parts import checked_parts
 from workers.exceptions import SweepFolderError
 from workers.fitcheck import cost_orders, impossible
 from workers.profiles import Profile, dump_profile, load_profile
@@ -213,8 +214,9 @@ def measured_jobs(sweep_dir: str, profile: Profile, models: list[str] | None, ho
         except ValueError as e:
             raise UsageError(f"'--holdout' must be a namespace size such as '64GiB' ({e}).") from None
     jobs, held, hosts = [], {}, set()
+    loc, parts = _checked(sweep_dir)
     for name in models or measured_models():
-        frame = _measured_rows(sweep_dir, name)
+        frame = _measured_rows(loc, parts.get(name))
         if frame is None:
             continue
         model = MODELS[name]
@@ -240,14 +242,24 @@ def measured_models() -> list[str]:
                   and m.calibration.free_for_measured)
 
 
-def _measured_rows(sweep_dir: str, model: str) -> pl.DataFrame | None:
-    """The ok measured rows of one model in the sweep (None when it has none)."""
+def _checked(sweep_dir: str) -> tuple[Location, dict[str, list[str]]]:
+    """The sweep folder of --from and its parts, once they match its manifest (workers.parts)."""
     try:
-        if model not in part_files(at(sweep_dir, field="--from")):
-            return None
-        lf = scan(sweep_dir, model)  # has parts of this model: no error
+        loc = at(sweep_dir, field="--from")
+        manifest = read_manifest(loc)
+        if manifest is None:
+            raise SweepFolderError(f"'--from' must be a sweep folder written by 'memsweep run' (got {sweep_dir!r}: "
+                                   "no manifest there).")
+        return loc, checked_parts(loc, manifest)
     except SweepFolderError as e:
         raise UsageError(str(e)) from None
+
+
+def _measured_rows(loc: Location, parts: list[str] | None) -> pl.DataFrame | None:
+    """The ok measured rows of one model's `parts` (None when it has none)."""
+    if not parts:
+        return None
+    lf = scan_parts(loc.fs, parts)
     if "source" not in lf.collect_schema():  # schema 1: modeled rows only
         return None
     frame = lf.filter((pl.col("source") == "measured") & (pl.col("status") == "ok")).collect()

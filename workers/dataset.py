@@ -48,6 +48,7 @@ LEASE_TEMP_PREFIX = TEMP_PREFIX + "lease-"  # a driver's attempt at the lease (s
 # this key, and every part carries the digest of the computation that wrote it in its footer.
 COMPUTATION = "computation"
 PART_COMPUTATION = "memsweep.computation"
+PART_CHUNK_ID = "memsweep.chunk_id"  # a part's footer names the chunk it holds (its file name's chunk id)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

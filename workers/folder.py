@@ -1,7 +1,8 @@
 """A sweep folder on a filesystem (local, or any pyarrow filesystem such as S3): the one home of its file
 I/O. Where it is (`Location`), whole-file writes (`write_bytes`), reads retried on an object store's
 transient errors, the names its own files use (`layout`), the part lister (`part_files`, `list_parts`) and
-the JSON reader of its manifest and submissions (`read_json`). The driver and its workers write parts and
+the JSON reader of its manifest and submissions (`read_json`); workers.parts checks the parts against the
+manifest and scans them. The driver and its workers write parts and
 manifests through here; status, verify, calibrate, report and compare read through here, and the report
 and compare pages are written with the same `write_bytes`. workers.dataset has the names and columns.
 
@@ -27,9 +28,8 @@ from pathlib import Path
 import polars as pl
 import pyarrow as pa
 import pyarrow.fs as pafs
-import pyarrow.parquet as pq
 
-from .dataset import COMPUTATION, LAYOUT, PART_COMPUTATION, TEMP_PREFIX, Layout, layout_of, parse_part_path, part_path
+from .dataset import LAYOUT, TEMP_PREFIX, Layout, layout_of, parse_part_path, part_path
 from .exceptions import StoreIOError, SweepFolderError
 
 # Object-store retries: 5 tries, waiting 0.2, 0.4, 0.8, 1.6 s between them (at most 3 s), on top of
@@ -212,9 +212,9 @@ def read_text(loc: Location, path: str) -> str:
     return retrying(loc, "reading", path, read)
 
 
-def part_files(loc: Location) -> dict[str, list[str]]:
-    """model -> sorted paths (on loc.fs) of the part files in the sweep folder (one recursive listing)."""
-    out: dict[str, list[str]] = {}
+def part_infos(loc: Location) -> dict[str, list[pafs.FileInfo]]:
+    """model -> the part files in the sweep folder (path and size), sorted by path (one recursive listing)."""
+    out: dict[str, list[pafs.FileInfo]] = {}
     if not exists(loc, loc.root):
         return out
     prefix = loc.root.rstrip("/") + "/"
@@ -223,8 +223,14 @@ def part_files(loc: Location) -> dict[str, list[str]]:
     for info in listing:
         found = parse_part_path(info.path.removeprefix(prefix)) if info.type == pafs.FileType.File else None
         if found is not None:
-            out.setdefault(found[0], []).append(info.path)
-    return {m: sorted(paths) for m, paths in sorted(out.items())}
+            out.setdefault(found[0], []).append(info)
+    return {m: sorted(infos, key=lambda i: i.path) for m, infos in sorted(out.items())}
+
+
+def part_files(loc: Location) -> dict[str, list[str]]:
+    """model -> sorted paths (on loc.fs) of the part files in the sweep folder, unchecked (workers.parts
+    checks them against the manifest)."""
+    return {m: [i.path for i in infos] for m, infos in part_infos(loc).items()}
 
 
 def list_parts(loc: Location) -> dict[str, set[str]]:
@@ -257,63 +263,6 @@ def read_json(loc: Location, name: str, advice: str) -> dict | None:
 def read_manifest(loc: Location, names: Layout | None = None) -> dict | None:
     """The manifest (of schema 3, or of the folder's own layout `names`); None when there is none yet."""
     return read_json(loc, (names or layout(loc)).manifest, "rerun the sweep with --fresh to start over")
-
-
-def foreign_parts(fs: pafs.FileSystem, manifest: dict, parts: dict[str, list[str]]) -> list[str]:
-    """Paths of the parts in `parts` (model -> paths) that are not rows of the manifest's computation: not
-    listed in the manifest, and without its digest in their footer (a part of the same computation that
-    the manifest does not list yet, from a run in progress or stopped, is not foreign). Only unlisted
-    parts' footers are read. A folder written before computations were recorded has no digest: every
-    unlisted part is foreign there."""
-    listed = set(manifest.get("parts", {}))
-    mine = (manifest.get(COMPUTATION) or {}).get("digest")
-    out = []
-    for paths in parts.values():
-        for path in paths:
-            found = parse_part_path("/".join(path.split("/")[-2:]))
-            if found is None or found[1] in listed:
-                continue
-            if mine is None or part_computation(fs, path) != mine:
-                out.append(path)
-    return out
-
-
-def mixed_message(uri: str, foreign: list[str]) -> str:
-    """What every command says of a sweep folder that holds parts of another computation."""
-    example = "/".join(foreign[0].split("/")[-2:])
-    return (f"{uri} mixes rows of more than one computation: {len(foreign)} parts (e.g. {example}) are not in its "
-            f"manifest and were computed with another spec, profile or model version ('memsweep verify {uri}' "
-            "lists them); rerun the sweep with --fresh to start over.")
-
-
-def part_computation(fs: pafs.FileSystem, path: str) -> str | None:
-    """The computation digest in a part's footer; None when it has none or cannot be read."""
-    try:
-        with fs.open_input_file(path) as f:
-            kv = pq.read_metadata(f).metadata or {}
-    except (OSError, pa.ArrowException):
-        return None
-    value = kv.get(PART_COMPUTATION.encode())
-    return value.decode() if value else None
-
-
-def scan(sweep_dir: str, model: str | None = None) -> pl.LazyFrame:
-    """A lazy scan of one model's parts, or (model None) of every model's parts concatenated
-    diagonally (a column one model lacks is null on its rows). Local folders go through polars'
-    own scan; filesystem URIs through pyarrow (their options, such as endpoint_override, are in
-    the query and only pyarrow reads them).
-
-        import analysis; analysis.scan("results/default", model="memmap").collect()
-    """
-    loc = at(sweep_dir)
-    parts = part_files(loc)
-    if model is not None and model not in parts:
-        raise SweepFolderError(f"'model' must be a model with parts in {sweep_dir}, one of {list(parts)} "
-                               f"(got {model!r}).")
-    if not parts:
-        raise SweepFolderError(f"'sweep_dir' must be a sweep folder with parts (got {sweep_dir!r}: none there).")
-    frames = [scan_parts(loc.fs, parts[m]) for m in ([model] if model is not None else parts)]
-    return frames[0] if len(frames) == 1 else pl.concat(frames, how="diagonal_relaxed")
 
 
 def scan_parts(fs: pafs.FileSystem, paths: list[str]) -> pl.LazyFrame:

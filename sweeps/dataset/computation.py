@@ -25,8 +25,9 @@ import json
 from sweeps.exceptions import DatasetError
 from sweeps.spec.load import SweepSpec
 from workers import MODELS, get_model
-from workers.dataset import COMPUTATION, LAYOUT, SPEC_FILE
-from workers.folder import Location, exists, list_parts, mixed_message, read_manifest, read_text
+from workers.dataset import COMPUTATION, LAYOUT, SPEC_FILE, parse_part_path
+from workers.folder import Location, exists, part_infos, read_manifest, read_text
+from workers.parts import PartProblem, mismatch_message, read_footer, unlisted_verdict
 
 from .store import check_schema
 
@@ -188,10 +189,16 @@ def _legacy_differences(loc: Location, manifest: dict, spec: SweepSpec) -> list[
     return out
 
 
-def refuse_foreign(loc: Location, planned: set[str]) -> None:
+def refuse_foreign(loc: Location, spec: SweepSpec, planned: set[str]) -> None:
     """DatasetError when the folder holds parts whose chunk ids are not `planned` (the chunk ids of the spec
-    check_spec returned): rows of another computation (a folder mixed before memsweep recorded
-    computations, or one whose run stopped before its first manifest), which a run must not add to."""
-    foreign = [loc.part_path(m, c) for m, ids in sorted(list_parts(loc).items()) for c in sorted(ids - planned)]
-    if foreign:
-        raise DatasetError(mixed_message(loc.uri, foreign))
+    check_spec returned): a duplicate of a part under another name, or rows of another computation (a folder mixed
+    before memsweep recorded computations, or one whose run stopped before its first manifest), which a run
+    must not add to. Each is named with the verdict `verify` gives it (workers.parts.unlisted_verdict)."""
+    prefix = loc.root.rstrip("/") + "/"
+    own = digest(identity(spec))
+    strays = [PartProblem(i.path.removeprefix(prefix), unlisted_verdict(i.path.removeprefix(prefix),
+                                                                         read_footer(loc.fs, i.path), own), False)
+              for infos in part_infos(loc).values() for i in infos
+              if parse_part_path(i.path.removeprefix(prefix))[1] not in planned]
+    if strays:
+        raise DatasetError(mismatch_message(loc.uri, strays, "Nothing was run."))

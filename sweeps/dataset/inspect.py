@@ -7,10 +7,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from sweeps.exceptions import DatasetError
-from workers.dataset import MANIFEST
-from workers.folder import Location, exists, foreign_parts, layout, list_parts, mixed_message, read_manifest
+from workers.dataset import MANIFEST, parse_part_path
+from workers.folder import Location, exists, layout, list_parts, part_infos, read_manifest
+from workers.parts import check_parts
 
-from .store import checksum, locate
+from .store import locate
 
 
 def _open(sweep_dir: str) -> tuple[Location, dict]:
@@ -55,7 +56,7 @@ def status(sweep_dir: str, slurm: list[str] | tuple[str, ...] = ()) -> str:
         return "\n".join([*slurm, *unmanifested])
     if slurm and read_manifest(locate(sweep_dir)) is None:
         return "\n".join([*slurm, "no manifest yet: the job has not started the sweep."])
-    _, m = _open(sweep_dir)
+    loc, m = _open(sweep_dir)
     by_status: dict[str, int] = {}
     for rec in m["parts"].values():
         for s, n in rec["status"].items():
@@ -73,11 +74,18 @@ def status(sweep_dir: str, slurm: list[str] | tuple[str, ...] = ()) -> str:
         lines.append(f"  {model} v{info['version']}: {done} of {info['points']} points")
     if m["chunks_done"] < m["chunks_expected"]:
         lines.append("incomplete: rerun the same 'memsweep run' command to finish it.")
+    problems = check_parts(loc, m)
+    if problems:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        lines.append(f"the folder and its manifest disagree: {problems[0]}{more}; 'memsweep verify {sweep_dir}' "
+                     "lists every problem, and readers refuse the folder until it is mended (rerun the same "
+                     "'memsweep run' command to compute damaged or missing parts again).")
     return "\n".join(lines)
 
 
 def verify(sweep_dir: str) -> tuple[list[str], str]:
-    """(problems, summary): every part readable and matching the manifest, no duplicate point_id."""
+    """(problems, summary): every part matching the manifest (workers.parts.check_parts, every byte read,
+    on object stores too), the counts the manifest and the spec expect, no duplicate point_id."""
     unmanifested = _without_manifest(sweep_dir)
     if unmanifested:
         return [f"no {MANIFEST}: the parts cannot be checked against it"], "\n".join(unmanifested)
@@ -86,65 +94,29 @@ def verify(sweep_dir: str) -> tuple[list[str], str]:
     spec_file = layout(loc).spec
     if not exists(loc, loc.path(spec_file)):
         problems.append(f"{spec_file} is missing")
-    present = list_parts(loc)
-    found, rows, ids = _listed_parts(loc, m, present)
-    problems += found
-    found, stray_ids = _unlisted_parts(loc, m, present)
-    problems += found + _row_counts(m, rows)
-    found, distinct = _duplicates(ids + stray_ids)
+    infos = part_infos(loc)
+    problems += [str(p) for p in check_parts(loc, m, infos, checksums=True)]
+    rows, ids = _point_ids_of(loc, m, infos)
+    problems += _row_counts(m, rows)
+    found, distinct = _duplicates(ids)
     problems += found
     summary = f"{m['sweep']}: {len(m['parts'])} parts, {rows} rows, {distinct} distinct points"
     return problems, summary
 
 
-def _listed_parts(loc: Location, m: dict, present: dict[str, set[str]]) -> tuple[list[str], int, list[pa.Table]]:
-    """The parts the manifest lists: (problems, their rows, their point ids). Each must be present and
-    readable, with the manifest's checksum and row count."""
-    listed = {cid for ids in present.values() for cid in ids}
-    problems: list[str] = []
-    ids = []
-    rows = 0
-    for cid, rec in sorted(m["parts"].items()):
-        path = loc.part_path(rec["model"], cid)
-        if cid not in listed:
-            problems.append(f"part {path} is in the manifest but missing")
-            continue
+def _point_ids_of(loc: Location, m: dict, infos: dict) -> tuple[int, list[pa.Table]]:
+    """(rows of the readable parts the manifest lists, the point ids of every readable part present)."""
+    rows, ids = 0, []
+    for info in (i for found in infos.values() for i in found):
         try:
-            with loc.fs.open_input_stream(path) as f:
-                data = f.read()
-            table = _point_ids(pa.BufferReader(data))
-        except (OSError, pa.ArrowException) as e:
-            problems.append(f"part {path} is unreadable: {e}")
-            continue
-        if checksum(data) != rec.get("checksum"):
-            problems.append(f"part {path} checksum differs from the manifest")
-        if table.num_rows != rec["rows"]:
-            problems.append(f"part {path} has {table.num_rows} rows, the manifest says {rec['rows']}")
-        rows += table.num_rows
-        ids.append(table)
-    return problems, rows, ids
-
-
-def _unlisted_parts(loc: Location, m: dict, present: dict[str, set[str]]) -> tuple[list[str], list[pa.Table]]:
-    """The parts present that the manifest does not list: (problems, the point ids of those readable). Each
-    is a problem: of another computation (a mixed folder) or not yet recorded."""
-    problems: list[str] = []
-    ids = []
-    unlisted = {model: [loc.part_path(model, cid) for cid in sorted(cids - set(m["parts"]))]
-                for model, cids in sorted(present.items())}
-    foreign = set(foreign_parts(loc.fs, m, unlisted))
-    if foreign:
-        problems.append(mixed_message(loc.uri, sorted(foreign)))
-    for path in (p for paths in unlisted.values() for p in paths):
-        why = "computed with another spec, profile or model version" if path in foreign else \
-            "of this computation but not yet recorded (a run in progress or stopped: rerun the same command)"
-        problems.append(f"part {path} is not in the manifest: {why}")
-        try:
-            with loc.fs.open_input_file(path) as f:
-                ids.append(_point_ids(f))
+            with loc.fs.open_input_file(info.path) as f:
+                table = _point_ids(f)
         except (OSError, pa.ArrowException, KeyError):
-            pass  # already reported as stray; its rows cannot be read
-    return problems, ids
+            continue  # check_parts reported it
+        if parse_part_path("/".join(info.path.split("/")[-2:]))[1] in m["parts"]:
+            rows += table.num_rows
+        ids.append(table)
+    return rows, ids
 
 
 def _row_counts(m: dict, rows: int) -> list[str]:

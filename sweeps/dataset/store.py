@@ -9,7 +9,6 @@ with them. A folder of schema 1-2 (manifest.json, spec.toml, ...) is read throug
 
 from __future__ import annotations
 
-import hashlib
 import io
 import json
 import os
@@ -22,6 +21,7 @@ import pyarrow.parquet as pq
 from sweeps.exceptions import OUT_RULE, DatasetError, UsageError
 from workers.dataset import LAYOUT, LEASE_TEMP_PREFIX, MANIFEST, SCHEMA_VERSION, SUBMISSIONS, TEMP_PREFIX, Layout
 from workers.exceptions import SweepFolderError
+from workers.parts import checksum
 from workers.folder import (
     Location, exists, filesystem, layout, link_out, read_json, read_manifest, remove_quietly, retrying,
     write_bytes,
@@ -87,29 +87,11 @@ def parquet_bytes(table: pa.Table) -> bytes:
     return buf.getvalue()
 
 
-def checksum(data: bytes) -> str:
-    return hashlib.blake2b(data, digest_size=16).hexdigest()
-
-
 def write_part(loc: Location, model: str, chunk_id: str, table: pa.Table) -> dict:
     """Write one part; return what the manifest records of it."""
     data = parquet_bytes(table)
     write_bytes(loc, loc.part_path(model, chunk_id), data)
     return {"bytes": len(data), "checksum": checksum(data), "rows": table.num_rows}
-
-
-def part_rows(loc: Location, model: str, chunk_id: str) -> int | None:
-    """Rows of an existing, readable part written for this chunk id; None if missing or invalid."""
-    path = loc.part_path(model, chunk_id)
-    try:
-        with loc.fs.open_input_file(path) as f:
-            meta = pq.read_metadata(f)
-    except (OSError, pa.ArrowInvalid):
-        return None
-    kv = meta.metadata or {}
-    if kv.get(b"memsweep.chunk_id", b"").decode() != chunk_id:
-        return None
-    return meta.num_rows
 
 
 def part_checksum(loc: Location, model: str, chunk_id: str) -> dict:

@@ -35,13 +35,14 @@ from tqdm import tqdm
 
 from sweeps.dataset.computation import check_spec, record, refuse_foreign
 from sweeps.dataset.lease import Lease
-from sweeps.dataset.store import delete_sweep, locate, part_checksum, part_rows, remove_temp_files, write_manifest
+from sweeps.dataset.store import delete_sweep, locate, part_checksum, remove_temp_files, write_manifest
 from sweeps.exceptions import DatasetError, RayStartError, UsageError
 from sweeps.spec.load import SweepSpec
 from workers import get_model
-from workers.dataset import COMPUTATION, LAYOUT, LEASE_FILE, MANIFEST, SCHEMA_VERSION, SPEC_FILE, model_dir
+from workers.dataset import COMPUTATION, LAYOUT, LEASE_FILE, MANIFEST, SCHEMA_VERSION, SPEC_FILE, model_dir, parse_part_path
 from workers.exceptions import StoreIOError
-from workers.folder import Location, check_inside, exists, list_parts, read_manifest, write_bytes
+from workers.folder import Location, check_inside, exists, part_infos, read_manifest, write_bytes
+from workers.parts import part_problem
 
 from .chunks import Chunk, plan
 from .provenance import git_sha, host_provenance
@@ -316,12 +317,12 @@ def run(spec: SweepSpec, out: str, *, address: str | None = None, fresh: bool = 
         say = say or (lambda m: print(m, file=sys.stderr))
         if not fresh:
             spec = check_spec(loc, spec, say)  # a refusal writes nothing, not even a lease
-            refuse_foreign(loc, {c.chunk_id for c in plan(spec)})
+            refuse_foreign(loc, spec, {c.chunk_id for c in plan(spec)})
         lease = Lease(loc, say=say)
         lease.acquire(wait=wait_lease)
         try:
             remove_temp_files(loc)  # left by a driver or worker that was killed mid-write
-            summary = _run_leased(spec, out, lease, address=address, fresh=fresh, progress=progress, cpus=cpus,
+            summary = _run_leased(spec, out, lease, say, address=address, fresh=fresh, progress=progress, cpus=cpus,
                                   verbose=verbose)
         finally:
             lease.release()
@@ -332,11 +333,11 @@ def run(spec: SweepSpec, out: str, *, address: str | None = None, fresh: bool = 
     return summary
 
 
-def _run_leased(spec, out, lease, *, address, fresh, progress, cpus, verbose) -> RunSummary:
+def _run_leased(spec, out, lease, say, *, address, fresh, progress, cpus, verbose) -> RunSummary:
     loc = prepare(spec, out, fresh)
     chunks = plan(spec)
     old = read_manifest(loc, LAYOUT) or {}
-    records = _finished(loc, chunks, old.get("parts", {}))
+    records = _finished(loc, chunks, old.get("parts", {}), say)
     todo = [c for c in chunks if c.chunk_id not in records]
     summary = RunSummary(location=loc, chunks=len(chunks), skipped=len(records), points=spec.total_points)
     state = _RunState(spec=spec, loc=loc, chunks=chunks, lease=lease, records=records, summary=summary)
@@ -367,21 +368,30 @@ def _run_leased(spec, out, lease, *, address, fresh, progress, cpus, verbose) ->
     return summary
 
 
-def _finished(loc: Location, chunks: list[Chunk], old_parts: dict) -> dict[str, dict]:
-    """Records of chunks whose part already exists and is valid (the resume set)."""
-    present = list_parts(loc)
-    out = {}
+def _finished(loc: Location, chunks: list[Chunk], old_parts: dict, say) -> dict[str, dict]:
+    """Records of chunks whose part already exists and is whole (the resume set). A part keeps its manifest
+    record while it matches it (workers.parts.part_problem: checksum on a local folder, size and footer on an
+    object store); a part the manifest does not list yet (a run stopped before its manifest caught up) is taken
+    when its footer names its chunk and it holds the chunk's rows. Any other part is computed again, said once."""
+    prefix = loc.root.rstrip("/") + "/"
+    present = {parse_part_path(i.path.removeprefix(prefix))[1]: i for infos in part_infos(loc).values() for i in infos}
+    out, damaged = {}, []
     for c in chunks:
-        if c.chunk_id not in present.get(c.model, ()):
-            continue
-        rows = part_rows(loc, c.model, c.chunk_id)
-        if rows != c.points:
+        info = present.get(c.chunk_id)
+        if info is None:
             continue
         rec = old_parts.get(c.chunk_id)
-        if rec is None or rec.get("rows") != rows:
+        problem, footer = part_problem(loc, {**(rec or {}), "rows": c.points}, info, loc.is_local)
+        if problem is not None or (rec is not None and rec.get("rows") != c.points):
+            damaged.append(f"part {info.path.removeprefix(prefix)} {problem or 'does not hold its chunk'}")
+            continue
+        if rec is None:
             rec = {"chunk_id": c.chunk_id, "model": c.model, "source": c.source, "start": c.start, "stop": c.stop,
-                   "rows": rows, "status": _status_counts(loc, c), **part_checksum(loc, c.model, c.chunk_id)}
+                   "rows": footer.rows, "status": _status_counts(loc, c), **part_checksum(loc, c.model, c.chunk_id)}
         out[c.chunk_id] = rec
+    if damaged:
+        more = f" (and {len(damaged) - 1} more)" if len(damaged) > 1 else ""
+        say(f"memsweep: {damaged[0]}{more}: computing {'it' if len(damaged) == 1 else 'them'} again.")
     return out
 
 

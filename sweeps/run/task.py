@@ -17,7 +17,7 @@ from sweeps.dataset.store import write_part
 from sweeps.spec.grid import Grid, decode, grid_for
 from sweeps.spec.load import SweepSpec
 from workers import get_model, load_plugins
-from workers.dataset import (DTYPES, EVIDENCE_COLUMNS, IDENTITY_COLUMNS, PART_COMPUTATION, PROVENANCE_COLUMNS,
+from workers.dataset import (DTYPES, PART_CHUNK_ID, EVIDENCE_COLUMNS, IDENTITY_COLUMNS, PART_COMPUTATION, PROVENANCE_COLUMNS,
                              SCHEMA_VERSION, part_table)
 from workers.exceptions import StoreIOError
 from workers.folder import Location
@@ -84,7 +84,7 @@ def run_chunk(cfg: TaskConfig, chunk: Chunk, node_id: str = "") -> dict:
     table = part_table(frame)
     kv = {
         "memsweep.schema_version": SCHEMA_VERSION,
-        "memsweep.chunk_id": chunk.chunk_id,
+        PART_CHUNK_ID: chunk.chunk_id,
         "memsweep.model": chunk.model,
         "memsweep.range": f"{chunk.start}:{chunk.stop}",
         PART_COMPUTATION: cfg.computation,

@@ -84,8 +84,10 @@ def write_sweep(root: Path, name: str, frames: dict[str, pl.DataFrame], spec: st
     """A hand-built sweep folder: one part per model with identity and provenance columns added
     (legacy: named as schema 1-2 named the manifest and spec)."""
     sweep = root / name
+    parts = {}
     for model, df in frames.items():
-        ident = {"sweep": name, "model": model, "model_version": "1", "profile": "seed", "chunk_id": "c0"}
+        cid = f"c0{model}"  # a chunk id names its model, as the content hash of a real one does
+        ident = {"sweep": name, "model": model, "model_version": "1", "profile": "seed", "chunk_id": cid}
         df = df.with_columns(pl.lit(v).alias(k) for k, v in ident.items() if k not in df.columns)
         if "reason" not in df.columns:
             df = df.with_columns(pl.lit(None, dtype=pl.Utf8).alias("reason"))
@@ -94,13 +96,14 @@ def write_sweep(root: Path, name: str, frames: dict[str, pl.DataFrame], spec: st
         df = df.with_columns(pl.lit("host-a").alias("env_host"), pl.lit("CPU <X>").alias("env_cpu_model"),
                              pl.lit("0.1.0").alias("env_memsweep_version"), pl.lit("abc123").alias("env_git_sha"),
                              pl.lit("node-1").alias("env_ray_node_id"))
-        (sweep / part_path(model, "c0")).parent.mkdir(parents=True, exist_ok=True)
-        df.write_parquet(sweep / part_path(model, "c0"))
+        (sweep / part_path(model, cid)).parent.mkdir(parents=True, exist_ok=True)
+        df.write_parquet(sweep / part_path(model, cid))
+        parts[cid] = {"chunk_id": cid, "model": model, "rows": df.height}
     data = {"sweep": name, "profile": "seed", "models": {m: {"version": "1", "points": f.height}
                                                          for m, f in frames.items()},
             "chunks_expected": len(frames), "chunks_done": len(frames),
             "rows": sum(f.height for f in frames.values()), "points_expected": sum(f.height for f in frames.values()),
-            "parts": {"c0": {"chunk_id": "c0"}},  # the one part name every model's rows are written under
+            "parts": parts,
             "spec": spec, "driver": {"env_host": "driver"}, "updated": "2026-01-01T00:00:00Z", **manifest}
     names = LEGACY_LAYOUT if legacy else LAYOUT
     (sweep / names.manifest).write_text(json.dumps(data))

@@ -1,5 +1,5 @@
 """A sweep folder's file I/O (workers/folder.py): the part lister, the manifest reader, whole-file writes,
-`scan`, and the errors that name the user's field."""
+and the errors that name the user's field."""
 
 from __future__ import annotations
 
@@ -63,17 +63,6 @@ def test_an_empty_path_is_refused_not_taken_for_the_current_folder():
     """'' would be os.path.abspath(''), the current folder: refused, naming the field."""
     with pytest.raises(SweepFolderError, match=r"^'--out' must be a local path or a filesystem URI .*\(got ''\)\.$"):
         folder.at("", field="--out")
-
-
-def test_scan_of_a_missing_model_or_an_empty_folder_names_what_is_there(tmp_path):
-    """SweepFolderError names the models with parts, or says there are none."""
-    with pytest.raises(SweepFolderError, match=r"'sweep_dir' must be a sweep folder with parts"):
-        folder.scan(str(tmp_path))
-    (tmp_path / "model=a").mkdir()
-    pl.DataFrame({"model": ["a"], "x": [1]}).write_parquet(tmp_path / part_path("a", "1"))
-    with pytest.raises(SweepFolderError, match=r"'model' must be a model with parts in .*\['a'\] \(got 'b'\)"):
-        folder.scan(str(tmp_path), model="b")
-    assert folder.scan(str(tmp_path)).collect().rows() == [("a", 1)]
 
 
 def test_nothing_is_written_through_a_symlink_out_of_the_sweep_folder(tmp_path):

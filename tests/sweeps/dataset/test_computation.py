@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 
 import pytest
@@ -101,21 +102,29 @@ def test_every_reader_and_run_refuse_a_mixed_folder(ray_local, tmp_path, capsys,
     before = tree_state(folder)
     args = [a.format(d=folder, spec=tmp_path / "spec.toml", out=tmp_path / "a") for a in argv]
     assert main(args) == 2
-    assert "mixes rows of more than one computation" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "does not match its manifest: part model=probe/part-" in err
+    assert "is not in the manifest: computed with another spec, profile or model version" in err
     assert tree_state(folder) == before
 
 
 def test_verify_tells_a_foreign_part_from_one_not_yet_recorded(ray_local, tmp_path):
-    """verify calls a part of another computation foreign, and one of this computation merely unrecorded."""
+    """verify calls a part of another computation foreign, and one of this computation merely unrecorded; the
+    rerun it advises records that one and refuses the other with the words verify used."""
     folder = _mixed_folder(tmp_path)
     manifest = json.loads((folder / MANIFEST).read_text())
     dropped = sorted(manifest["parts"])[0]
     del manifest["parts"][dropped]
     (folder / MANIFEST).write_text(json.dumps(manifest))
     problems, _ = verify(str(folder))
-    assert any("mixes rows of more than one computation: 1 parts" in p for p in problems)
-    assert any(dropped in p and "not yet recorded" in p for p in problems)
-    assert any("another spec, profile or model version" in p and dropped not in p for p in problems)
+    assert any(dropped in p and "not yet recorded" in p and "rerun the same 'memsweep run'" in p for p in problems)
+    foreign = [p for p in problems if "another spec, profile or model version" in p]
+    assert len(foreign) == 1 and dropped not in foreign[0]
+    with pytest.raises(DatasetError, match=re.escape(foreign[0])):
+        run(parse_spec(PROBE + "[axes.probe]\ni = [1, 2]\n"), str(folder.parent), progress=False)
+    (folder / foreign[0].split()[1]).unlink()  # "part model=probe/part-<id>.parquet is not ..."
+    assert run(parse_spec(PROBE + "[axes.probe]\ni = [1, 2]\n"), str(folder.parent), progress=False).computed == 0
+    assert verify(str(folder))[0] == []
 
 
 def test_a_folder_written_before_computations_were_recorded_keeps_working(ray_local, tmp_path, capsys):
@@ -160,5 +169,7 @@ def test_parts_of_another_computation_without_a_manifest_are_refused(ray_local, 
     assert run(parse_spec(text, base_dir=tmp_path), str(tmp_path / "out"), progress=False).computed == 0
     (tmp_path / "out" / "rt" / MANIFEST).unlink()
     _profile_file(tmp_path, 6.0)
-    with pytest.raises(DatasetError, match=r"mixes rows of more than one computation: 2 parts"):
+    with pytest.raises(DatasetError, match=r"does not match its manifest: part model=probe/part-\w+\.parquet is not in "
+                                           r"the manifest: computed with another spec, profile or model version.* "
+                                           r"\(and 1 more\).*Nothing was run\."):
         run(parse_spec(text, base_dir=tmp_path), str(tmp_path / "out"), progress=False)

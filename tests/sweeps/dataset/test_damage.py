@@ -1,0 +1,134 @@
+"""A sweep folder damaged as a user's disk or hands damage it: one part's value changed (still readable), a
+part deleted, duplicated under another name, truncated, or present but not yet recorded. Every reader
+(report, table, compare, calibrate --from) refuses the folder with one message naming the part and pointing at
+verify (exit 2, nothing written, no traceback); status says the folder and its manifest disagree; verify and a
+rerun give the same verdict; the rerun computes damaged parts again and the answers are right again.
+
+Real copy-model sweeps on the session's Ray; the commands run in this process (memsweep_here), as in
+test_faults, and one report as a separate process."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+
+from sweeps.dataset.inspect import status, verify
+from sweeps.run.driver import run
+from sweeps.spec.load import parse_spec
+from tests.conftest import memsweep, memsweep_here, tree_state
+from workers.dataset import MANIFEST
+
+SPEC = """name = "cp"
+models = ["copy"]
+chunk_points = 10
+[axes.copy]
+struct_page_size = [64, 80]
+dst_offset = [0, 8]
+strategy = ["memcpy", "nt_call", "nt_inline"]
+inline_sizes = ["mainline", "patched"]
+"""
+TABLE = ("table", "{d}", "--model", "copy", "--rows", "struct_page_size", "--cols", "strategy", "--metric", "copies")
+
+
+def readers(folder: Path) -> list[tuple[str, ...]]:
+    d = str(folder)
+    return [tuple(a.format(d=d) for a in TABLE), ("compare", d, d), ("report", d, "--out", str(folder.parent / "r.html")),
+            ("calibrate", "--from", d, "--model", "memmap")]
+
+
+@pytest.fixture
+def sweep(ray_local, tmp_path) -> Path:
+    """A 24-point copy sweep in three parts, and its table as first computed."""
+    run(parse_spec(SPEC), str(tmp_path), progress=False)
+    return tmp_path / "cp"
+
+
+def a_part(folder: Path) -> Path:
+    return sorted((folder / "model=copy").glob("part-*.parquet"))[0]
+
+
+def change_one_value(part: Path) -> None:
+    """Rewrite the part with one metric_copies value + 1, keeping its schema and footer: readable, but not the
+    bytes the manifest's checksum records (a flipped bit in a value)."""
+    table = pq.read_table(part)
+    i = table.schema.get_field_index("metric_copies")
+    values = table.column(i).to_pylist()
+    values[0] += 1
+    table = table.set_column(i, table.schema.field(i), pc.cast(values, table.schema.field(i).type))
+    pq.write_table(table, part, compression="zstd")
+
+
+def refused_by_every_reader(folder: Path, words: str) -> None:
+    before = tree_state(folder.parent)
+    for argv in readers(folder):
+        r = memsweep_here(*argv)
+        assert r.returncode == 2, (argv, r.stdout, r.stderr)
+        lines = r.stderr.strip().splitlines()
+        assert len(lines) == 1 and "does not match its manifest: part model=copy/part-" in lines[0], (argv, r.stderr)
+        assert words in lines[0] and f"'memsweep verify {folder}' lists every problem" in lines[0], (argv, lines)
+    assert tree_state(folder.parent) == before
+    assert "the folder and its manifest disagree: part model=copy/part-" in status(str(folder))
+    assert any(words in p for p in verify(str(folder))[0])
+
+
+@pytest.mark.parametrize("damage, words", [
+    (change_one_value, "has another checksum than the manifest records"),
+    (lambda p: p.unlink(), "is in the manifest but missing"),
+    (lambda p: p.write_bytes(p.read_bytes()[: p.stat().st_size // 2]), "cannot be read (not a whole Parquet file)"),
+])
+def test_a_damaged_part_is_refused_by_readers_and_computed_again_by_a_rerun(sweep, capsys, damage, words):
+    """The table before, the damage refused everywhere, then a rerun that computes that part again (and says
+    so) and gives the same table and a folder verify finds whole."""
+    first = memsweep_here(*(a.format(d=sweep) for a in TABLE)).stdout
+    damage(a_part(sweep))
+    refused_by_every_reader(sweep, words)
+    summary = run(parse_spec(SPEC), str(sweep.parent), progress=False)
+    assert (summary.computed, summary.skipped) == (1, 2)
+    err = capsys.readouterr().err
+    if words != "is in the manifest but missing":  # a missing part is simply not done yet
+        assert words in err and "computing it again" in err
+    assert verify(str(sweep))[0] == [] and "disagree" not in status(str(sweep))
+    assert memsweep_here(*(a.format(d=sweep) for a in TABLE)).stdout == first
+
+
+def test_a_duplicated_part_gets_one_verdict_from_verify_readers_and_run(sweep):
+    """A part copied under another name: readers, verify and run all call it a duplicate to delete; once it is
+    deleted everything reads again."""
+    original = a_part(sweep)
+    copy = original.with_name("part-0000000000000000.parquet")
+    shutil.copy(original, copy)
+    words = f"is not in the manifest: a duplicate of part {original.stem.removeprefix('part-')} under another name"
+    refused_by_every_reader(sweep, words)
+    problems = verify(str(sweep))[0]
+    (sweep.parent / "spec.toml").write_text(SPEC)
+    r = memsweep_here("run", str(sweep.parent / "spec.toml"), "--out", str(sweep.parent), "--no-report")
+    assert r.returncode == 2 and next(p for p in problems if words in p) in r.stderr
+    copy.unlink()
+    assert verify(str(sweep))[0] == [] and memsweep_here(*(a.format(d=sweep) for a in TABLE)).returncode == 0
+
+
+def test_a_part_not_yet_recorded_is_named_so_and_recorded_by_the_rerun_verify_advises(sweep):
+    """A run stopped between writing a part and its manifest: verify says rerun; the rerun records the part
+    (nothing computed) and the folder is whole."""
+    manifest = json.loads((sweep / MANIFEST).read_text())
+    manifest["parts"].pop(a_part(sweep).stem.removeprefix("part-"))
+    manifest["chunks_done"] -= 1
+    (sweep / MANIFEST).write_text(json.dumps(manifest))
+    problems = verify(str(sweep))[0]
+    assert any("of this computation but not yet recorded" in p and "rerun the same 'memsweep run'" in p
+               for p in problems)
+    summary = run(parse_spec(SPEC), str(sweep.parent), progress=False)
+    assert (summary.computed, summary.skipped) == (0, 3) and verify(str(sweep))[0] == []
+
+
+def test_report_in_its_own_process_refuses_a_changed_part_without_a_traceback(sweep):
+    """`memsweep report` as a user runs it: exit 2, one line, no _report written."""
+    change_one_value(a_part(sweep))
+    r = memsweep("report", str(sweep))
+    assert r.returncode == 2 and "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    assert "has another checksum than the manifest records" in r.stderr and not (sweep / "_report").exists()

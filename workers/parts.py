@@ -1,0 +1,182 @@
+"""Whether a sweep folder's parts are the ones its manifest records: the one check that every reader
+(report, table, compare, calibrate --from, analysis.scan), `status`, `verify` and a resuming `run` make.
+
+A part the manifest lists must be present, readable (its footer parses), of the size and checksum the
+manifest records and hold its rows. A part the manifest does not list gets one verdict, the same from every
+command (`unlisted_verdict`): a duplicate of another part under another name (its footer names another chunk),
+rows of another computation (its footer's computation digest is not the manifest's), or rows of this
+computation not yet recorded (a run in progress, or stopped before its manifest caught up).
+
+Checksums mean reading every byte: on a local folder that is cheap beside what a reader does next
+(benchmarks/RESULTS.md: the `large` sweep's 28 parts, 165 MB), and those bytes are then in the page cache.
+On an object store it would download every part twice, so there the check compares sizes (from the one
+listing) and footers, and `verify` alone reads whole parts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+import polars as pl
+import pyarrow as pa
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+
+from .dataset import COMPUTATION, PART_CHUNK_ID, PART_COMPUTATION, parse_part_path, part_path
+from .exceptions import SweepFolderError
+from .folder import Location, at, part_infos, read_manifest, retrying, scan_parts
+
+
+def checksum(data: bytes) -> str:
+    """The checksum the manifest records of a part's bytes."""
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class PartProblem:
+    """One part that does not match the manifest: its path relative to the sweep folder, and what is wrong."""
+
+    part: str  # model=<name>/part-<chunk_id>.parquet
+    problem: str  # "is in the manifest but missing", ...
+    listed: bool  # the manifest lists the part (a damaged or missing part), else a stray one
+
+    def __str__(self) -> str:
+        return f"part {self.part} {self.problem}"
+
+
+@dataclass(frozen=True, slots=True)
+class Footer:
+    """What a part's footer says: its rows and the key-value metadata memsweep writes."""
+
+    rows: int
+    chunk_id: str | None
+    computation: str | None
+
+
+def _footer(meta: pq.FileMetaData) -> Footer:
+    kv = meta.metadata or {}
+    get = (lambda key: kv[key.encode()].decode() if key.encode() in kv else None)
+    return Footer(rows=meta.num_rows, chunk_id=get(PART_CHUNK_ID), computation=get(PART_COMPUTATION))
+
+
+def read_footer(fs: pafs.FileSystem, path: str) -> Footer | None:
+    """The footer of the part at `path`; None when it cannot be read (truncated, not Parquet)."""
+    try:
+        with fs.open_input_file(path) as f:
+            return _footer(pq.read_metadata(f))
+    except (OSError, pa.ArrowException):
+        return None
+
+
+def unlisted_verdict(part: str, footer: Footer | None, digest: str | None) -> str:
+    """What every command says of a part the manifest does not list (`digest`: the manifest's computation,
+    None in a folder written before computations were recorded)."""
+    named = parse_part_path(part)[1]
+    if footer is None:
+        return "is not in the manifest and cannot be read (not a whole Parquet file): delete it"
+    if footer.chunk_id is not None and footer.chunk_id != named:
+        return (f"is not in the manifest: a duplicate of part {footer.chunk_id} under another name (its footer "
+                "names that chunk): delete it")
+    if digest is None or footer.computation != digest:
+        return ("is not in the manifest: computed with another spec, profile or model version: delete it, or "
+                "rerun the sweep with --fresh to start over")
+    return ("is not in the manifest: of this computation but not yet recorded (a run in progress or stopped): "
+            "rerun the same 'memsweep run' command to record it")
+
+
+def part_problem(loc: Location, rec: dict, info: pafs.FileInfo, checksums: bool) -> tuple[str | None, Footer | None]:
+    """What is wrong with the part `info` against its manifest record `rec` (None when nothing), and its footer:
+    unreadable, another checksum (when `checksums`: every byte read), size, chunk or rows than recorded (a
+    record without a checksum or size, from an older memsweep, is checked for what it has)."""
+    if checksums:
+        data = retrying(loc, "reading", info.path, lambda: _read_all(loc.fs, info.path))
+        try:
+            footer = _footer(pq.read_metadata(pa.BufferReader(data)))
+        except (OSError, pa.ArrowException):
+            return "cannot be read (not a whole Parquet file)", None
+        if rec.get("checksum") not in (None, checksum(data)):
+            return "has another checksum than the manifest records (its bytes changed)", footer
+    else:
+        footer = read_footer(loc.fs, info.path)
+        if footer is None:
+            return "cannot be read (not a whole Parquet file)", None
+    if rec.get("bytes") not in (None, info.size):
+        return f"is {info.size} bytes, the manifest records {rec['bytes']}", footer
+    named = parse_part_path(info.path.rsplit("/", 2)[-2] + "/" + info.base_name)[1]
+    if footer.chunk_id not in (None, named):
+        return f"holds the rows of chunk {footer.chunk_id} (its footer), not its own", footer
+    if footer.rows != rec.get("rows", footer.rows):
+        return f"has {footer.rows} rows, the manifest records {rec['rows']}", footer
+    return None, footer
+
+
+def _read_all(fs: pafs.FileSystem, path: str) -> bytes:
+    with fs.open_input_stream(path) as f:
+        return f.read()
+
+
+def check_parts(loc: Location, manifest: dict, infos: dict[str, list[pafs.FileInfo]] | None = None,
+                checksums: bool | None = None) -> list[PartProblem]:
+    """Every part that does not match the manifest, listed ones (by chunk id) first. `infos`: part_infos(loc),
+    when the caller listed them already; `checksums`: compare every byte (default: on local folders)."""
+    infos = part_infos(loc) if infos is None else infos
+    checksums = loc.is_local if checksums is None else checksums
+    prefix = loc.root.rstrip("/") + "/"
+    present = {parse_part_path(i.path.removeprefix(prefix))[1]: i for found in infos.values() for i in found}
+    listed = manifest.get("parts", {})
+    problems = []
+    for cid, rec in sorted(listed.items()):
+        part = part_path(str(rec.get("model")), cid)
+        if cid not in present or parse_part_path(present[cid].path.removeprefix(prefix))[0] != rec.get("model"):
+            problems.append(PartProblem(part, "is in the manifest but missing", True))
+            continue
+        problem, _ = part_problem(loc, rec, present[cid], checksums)
+        if problem:
+            problems.append(PartProblem(part, problem, True))
+    digest = (manifest.get(COMPUTATION) or {}).get("digest")
+    for cid, info in sorted(present.items()):
+        if cid not in listed:
+            part = info.path.removeprefix(prefix)
+            problems.append(PartProblem(part, unlisted_verdict(part, read_footer(loc.fs, info.path), digest), False))
+    return problems
+
+
+def mismatch_message(uri: str, problems: list[PartProblem], done: str = "Nothing was read from it.") -> str:
+    """The one message a command gives for a folder whose parts do not match its manifest; `done`: what the
+    command did instead."""
+    more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+    return f"{uri} does not match its manifest: {problems[0]}{more}; 'memsweep verify {uri}' lists every problem. {done}"
+
+
+def checked_parts(loc: Location, manifest: dict) -> dict[str, list[str]]:
+    """model -> sorted part paths, once every part matches the manifest (check_parts); SweepFolderError
+    naming the first problem otherwise. What every reader opens a sweep folder with."""
+    infos = part_infos(loc)
+    problems = check_parts(loc, manifest, infos)
+    if problems:
+        raise SweepFolderError(mismatch_message(loc.uri, problems))
+    return {m: [i.path for i in found] for m, found in infos.items()}
+
+
+def scan(sweep_dir: str, model: str | None = None) -> pl.LazyFrame:
+    """A lazy scan of one model's parts, or (model None) of every model's parts concatenated
+    diagonally (a column one model lacks is null on its rows), once the parts match the manifest
+    (checked_parts; SweepFolderError otherwise). Local folders go through polars' own scan; filesystem URIs through pyarrow (their options, such as endpoint_override, are in
+    the query and only pyarrow reads them).
+
+        import analysis; analysis.scan("results/default", model="memmap").collect()
+    """
+    loc = at(sweep_dir)
+    manifest = read_manifest(loc)
+    if manifest is None:
+        raise SweepFolderError(f"'sweep_dir' must be a sweep folder written by 'memsweep run' (got {sweep_dir!r}: "
+                               "no manifest there).")
+    parts = checked_parts(loc, manifest)
+    if model is not None and model not in parts:
+        raise SweepFolderError(f"'model' must be a model with parts in {sweep_dir}, one of {list(parts)} "
+                               f"(got {model!r}).")
+    if not parts:
+        raise SweepFolderError(f"'sweep_dir' must be a sweep folder with parts (got {sweep_dir!r}: none there).")
+    frames = [scan_parts(loc.fs, parts[m]) for m in ([model] if model is not None else parts)]
+    return frames[0] if len(frames) == 1 else pl.concat(frames, how="diagonal_relaxed")
