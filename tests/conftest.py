@@ -36,7 +36,8 @@ LONGEST_FIRST = (
     # worker's raylet aborted and started again; then a job whose worker's step ends at once
     "sweeps/cluster/test_jobs.py",  # 118 s: a two-node Ray cluster and two Jobs API submissions
     "sweeps/dataset/test_lease.py",  # 105 s: drivers signalled and killed, each with its Ray
-    "sweeps/run/test_reaper.py",  # 86-98 s: a SIGKILLed driver's Ray reaped (29-31 s); a raylet abort (56-67 s)
+    "sweeps/run/test_reaper.py",  # 86-98 s: a SIGKILLed driver's Ray reaped (29-31 s); a raylet abort (56-67 s);
+    # since then, drivers SIGKILLed at five moments of Ray's start (the module 102 s alone on a busy 2-core host)
     "sweeps/run/test_kernel.py",  # 70 s: a guest sweep binding 16 namespaces in Debian's 6.12
     "sweeps/dataset/test_faults.py",  # 68 s: a full disk, an object store that fails, its retries
     "sweeps/run/test_failures.py",  # 53 s: a killed driver and its Ray
