@@ -1,8 +1,8 @@
 """The embedded Ray that `memsweep run` starts without --address, and that the tests' shared fixture starts.
 
 `start` brings it up as memsweep wants it: watched by a reaper from before ray.init, so that none of its
-processes outlives the one that started it (sweeps.run.reaper), and tried again when its raylet aborts
-(up to START_TRIES times). `EmbeddedRay.shutdown` stops it. Quiet unless verbose: Ray logs at WARNING,
+processes outlives the one that started it (sweeps.run.reaper), listening on loopback only (nothing of it
+is reachable from another host), and tried again when its raylet aborts (up to START_TRIES times). `EmbeddedRay.shutdown` stops it. Quiet unless verbose: Ray logs at WARNING,
 workers' output stays in Ray's log files, and Ray's notice that token authentication is on is dropped
 (it stays on).
 """
@@ -16,10 +16,11 @@ import secrets
 import sys
 
 import ray
+from ray._private import ray_constants
 
 from sweeps.exceptions import RayStartError
 
-from .ray_env import MARKED_ENV, OBJECT_STORE_BYTES, RUN_MARK_VAR, RUNTIME_ENV, START_TRIES
+from .ray_env import LOOPBACK, MARKED_ENV, OBJECT_STORE_BYTES, RUN_MARK_VAR, RUNTIME_ENV, START_TRIES
 from .reaper import Reaper, marked, reap
 
 TOKEN_NOTICE_LOGGER = "ray._private.authentication.authentication_token_setup"
@@ -62,10 +63,10 @@ def start(cpus: int | None = None, *, runtime_env: dict | None = RUNTIME_ENV,
     try:
         if not verbose:
             _quiet_token_notice()
-        init = {"num_cpus": cpus or os.cpu_count(), "include_dashboard": False,
+        init = {"num_cpus": cpus or os.cpu_count(), "include_dashboard": False, "_node_ip_address": LOOPBACK,
                 "object_store_memory": object_store_bytes, "configure_logging": True, **logs(verbose),
                 **({"runtime_env": runtime_env} if runtime_env is not None else {})}
-        with _environment({RUN_MARK_VAR: mark, **MARKED_ENV}):
+        with _environment({RUN_MARK_VAR: mark, **MARKED_ENV}), _on_loopback():
             _init_tries(init, mark)
     except BaseException:
         reaper.stop()
@@ -110,6 +111,23 @@ def _environment(values: dict[str, str]):
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
+
+
+@contextlib.contextmanager
+def _on_loopback():
+    """ray.init keeps _node_ip_address 127.0.0.1 meanwhile, so that every process of the node listens there only.
+    Ray binds to all interfaces unless the node's address is localhost: the GCS, raylet and core workers'
+    gRPC servers, the agents (`get_localhost_ip() if is_localhost(self.ip)`, ray/dashboard/agent.py), the
+    metrics servers (ray/dashboard/head.py, ray/autoscaler/_private/monitor.py). But ray.init replaces a
+    localhost address by this host's outward one (services.resolve_ip_for_localhost) unless
+    ray_constants.ENABLE_RAY_CLUSTER is false, as Ray makes it on Windows and macOS; services.
+    get_node_ip_address reads it at each call (ray/_private/services.py)."""
+    before = ray_constants.ENABLE_RAY_CLUSTER
+    ray_constants.ENABLE_RAY_CLUSTER = False
+    try:
+        yield
+    finally:
+        ray_constants.ENABLE_RAY_CLUSTER = before
 
 
 @contextlib.contextmanager

@@ -22,3 +22,4 @@ RUN_MARK_VAR = "MEMSWEEP_RUN_MARK"
 # which overwrites the memory /proc/<pid>/environ shows, and so the mark, unless SPT_NOENV is set (the title is
 # then kept within the original command line's length).
 MARKED_ENV = {"SPT_NOENV": "1"}
+LOOPBACK = "127.0.0.1"  # the embedded Ray's node address: every process of it listens there, and nowhere else
