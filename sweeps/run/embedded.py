@@ -2,7 +2,8 @@
 
 `start` brings it up as memsweep wants it: watched by a reaper from before ray.init, so that none of its
 processes outlives the one that started it (sweeps.run.reaper), listening on loopback only (nothing of it
-is reachable from another host), and tried again when its raylet aborts (up to START_TRIES times). `EmbeddedRay.shutdown` stops it. Quiet unless verbose: Ray logs at WARNING,
+is reachable from another host), with Ray's token file private to its user when Ray would create it, and
+tried again when its raylet aborts (up to START_TRIES times). `EmbeddedRay.shutdown` stops it. Quiet unless verbose: Ray logs at WARNING,
 workers' output stays in Ray's log files, and Ray's notice that token authentication is on is dropped
 (it stays on).
 """
@@ -17,6 +18,8 @@ import sys
 
 import ray
 from ray._private import ray_constants
+from ray._private.authentication.authentication_token_generator import generate_new_authentication_token
+from ray._private.authentication.authentication_token_setup import _get_default_token_path
 
 from sweeps.exceptions import RayStartError
 
@@ -63,6 +66,7 @@ def start(cpus: int | None = None, *, runtime_env: dict | None = RUNTIME_ENV,
     try:
         if not verbose:
             _quiet_token_notice()
+        _private_token_file()
         init = {"num_cpus": cpus or os.cpu_count(), "include_dashboard": False, "_node_ip_address": LOOPBACK,
                 "object_store_memory": object_store_bytes, "configure_logging": True, **logs(verbose),
                 **({"runtime_env": runtime_env} if runtime_env is not None else {})}
@@ -94,6 +98,24 @@ def _init_tries(init: dict, mark: str) -> None:
                   "starting it again", file=sys.stderr, flush=True)
     raise RayStartError(f"the embedded Ray did not start in {START_TRIES} tries; the last: {error}. Its logs are "
                         "in the newest session_* folder of Ray's temp folder (/tmp/ray unless RAY_TMPDIR is set).")
+
+
+def _private_token_file() -> None:
+    """Create Ray's default token file (~/.ray/auth_token), mode 0600, where ray.init would create it: token
+    authentication on (RAY_AUTH_MODE unset or token), no RAY_AUTH_TOKEN or RAY_AUTH_TOKEN_PATH, no file yet.
+    Ray writes it with open(path, "w"), 0644 under the usual umask (generate_and_save_token,
+    ray/_private/authentication/authentication_token_setup.py); finding one, ray.init reads it, writes none."""
+    if (os.environ.get("RAY_AUTH_MODE", "token").lower() != "token" or os.environ.get("RAY_AUTH_TOKEN")
+            or os.environ.get("RAY_AUTH_TOKEN_PATH")):
+        return
+    path = _get_default_token_path()
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:  # Ray's, the user's or an earlier run's: Ray reads it as it is
+        return
+    with os.fdopen(fd, "w") as f:
+        f.write(generate_new_authentication_token())  # Ray's own: 64 hex digits
 
 
 @contextlib.contextmanager

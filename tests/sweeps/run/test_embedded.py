@@ -1,9 +1,12 @@
-"""The embedded Ray as `memsweep run` starts it: every process of it listens on loopback only."""
+"""The embedded Ray as `memsweep run` starts it: every process of it listens on loopback only, and the token
+file it lets Ray create is private."""
 
 from __future__ import annotations
 
 import ipaddress
 import os
+import re
+import stat
 import subprocess
 import sys
 import time
@@ -77,3 +80,20 @@ def test_every_process_of_an_embedded_run_listens_on_loopback_only(spec_file, tm
     assert proc.returncode == 0, out
     assert MUST_LISTEN <= {name for name, _, _ in socks}, socks
     assert [s for s in socks if not loopback(s[1])] == []
+
+
+@pytest.mark.slow
+def test_the_token_file_a_run_lets_ray_create_is_private(spec_file, tmp_path):
+    """A `memsweep run` whose Ray finds no token (a fresh HOME, none in the environment) completes with token
+    authentication on, its token in HOME/.ray/auth_token, readable and writable by its user only."""
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {k: v for k, v in os.environ.items() if k not in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH")}
+    r = subprocess.run([sys.executable, "-m", "sweeps.cli", "run", str(spec_file(SLOW.format(last=9, delay=0.0))),
+                        "--out", str(tmp_path / "out"), "--no-report", "--quiet"], cwd=ROOT, env={**env, "HOME": str(home)},
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    token = home / ".ray" / "auth_token"
+    assert stat.S_IMODE(token.stat().st_mode) == 0o600
+    assert stat.S_IMODE(token.parent.stat().st_mode) == 0o700
+    assert re.fullmatch(r"[0-9a-f]{64}", token.read_text())
