@@ -36,7 +36,8 @@ LONGEST_FIRST = (
     # worker's raylet aborted and started again; then a job whose worker's step ends at once
     "sweeps/cluster/test_jobs.py",  # 118 s: a two-node Ray cluster and two Jobs API submissions
     "sweeps/dataset/test_lease.py",  # 105 s: drivers signalled and killed, each with its Ray
-    "sweeps/run/test_reaper.py",  # 86-98 s: a SIGKILLed driver's Ray reaped (29-31 s); a raylet abort (56-67 s)
+    "sweeps/run/test_reaper.py",  # 86-98 s: a SIGKILLed driver's Ray reaped (29-31 s); a raylet abort (56-67 s);
+    # since then, drivers SIGKILLed at five moments of Ray's start (the module 102 s alone on a busy 2-core host)
     "sweeps/run/test_kernel.py",  # 70 s: a guest sweep binding 16 namespaces in Debian's 6.12
     "sweeps/dataset/test_faults.py",  # 68 s: a full disk, an object store that fails, its retries
     "sweeps/run/test_failures.py",  # 53 s: a killed driver and its Ray
@@ -66,15 +67,18 @@ S3_CREDS = {"AWS_ACCESS_KEY_ID": "memsweep-test", "AWS_SECRET_ACCESS_KEY": "mems
 
 @pytest.fixture(scope="session")
 def ray_local():
-    """One small embedded Ray for all in-process sweeps (2 CPUs, 100 MB object store). Its workers' output
-    stays in Ray's log files, as a `memsweep run` keeps it unless --verbose: a command run in this process
+    """One small embedded Ray for all in-process sweeps (2 CPUs, 100 MB object store), started by the function
+    that starts `memsweep run`'s (sweeps.run.embedded.start): tried again when its raylet aborts, listening on
+    loopback only, with a private token file, and reaped if this process dies. Its workers' output stays in
+    Ray's log files, as a `memsweep run` keeps it unless --verbose: a command run in this process
     (memsweep_here) prints what the command prints, and nothing of Ray's workers."""
     import ray
 
-    ray.init(num_cpus=2, include_dashboard=False, object_store_memory=100 * 1024 * 1024,
-             logging_level="WARNING", log_to_driver=False, runtime_env={"env_vars": S3_CREDS})
+    from sweeps.run.embedded import start
+
+    embedded = start(2, runtime_env={"env_vars": S3_CREDS}, object_store_bytes=100 * 1024 * 1024)
     yield ray
-    ray.shutdown()
+    embedded.shutdown()
 
 
 def once_per_run(tmp_path_factory, key: str, make):

@@ -16,7 +16,6 @@ removed, and StoreIOError carries one line saying what failed where.
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 import signal
 import socket
@@ -26,7 +25,6 @@ import time
 from dataclasses import dataclass, field
 
 import pyarrow.compute as pc
-import psutil
 import pyarrow.parquet as pq
 import ray
 import ray._private.services
@@ -36,7 +34,7 @@ from tqdm import tqdm
 from sweeps.dataset.computation import check_spec, record, refuse_foreign
 from sweeps.dataset.lease import Lease
 from sweeps.dataset.store import delete_sweep, locate, part_checksum, remove_temp_files, write_manifest
-from sweeps.exceptions import DatasetError, RayStartError, UsageError
+from sweeps.exceptions import DatasetError, UsageError
 from sweeps.spec.load import SweepSpec
 from workers import get_model
 from workers.dataset import COMPUTATION, LAYOUT, LEASE_FILE, MANIFEST, SCHEMA_VERSION, SPEC_FILE, model_dir, parse_part_path
@@ -46,15 +44,14 @@ from workers.parts import part_problem
 
 from .chunks import Chunk, plan
 from .provenance import git_sha, host_provenance
-from .ray_env import JOB_DRIVER_VAR, OBJECT_STORE_BYTES, RUNTIME_ENV, START_TRIES
-from .reaper import Reaper, reap
+from .embedded import EmbeddedRay, logs
+from .embedded import start as start_embedded
+from .ray_env import JOB_DRIVER_VAR, RUNTIME_ENV
 from .sources import BACKENDS, NODE_ALONE, SHARED
 from .task import TaskConfig, run_chunk
 
 MAX_RETRIES = 3
 MANIFEST_EVERY_S = 5.0
-TOKEN_NOTICE_LOGGER = "ray._private.authentication.authentication_token_setup"
-TOKEN_NOTICE = "Token authentication is enabled for this Ray cluster"
 IN_FLIGHT_WAIT_S = 120.0  # after an I/O failure: how long the tasks in flight may take to finish
 ADDRESS_WAIT_S = 5.0  # how long --address HOST:PORT may take to accept a connection
 
@@ -131,47 +128,6 @@ def refuse_links_out(loc: Location, spec: SweepSpec, also: tuple[str, ...] = ())
         check_inside(loc, loc.path(name))
 
 
-class _EmbeddedRay:
-    """What init_ray started: the embedded Ray (True) and its reaper, or nothing for a cluster."""
-
-    def __init__(self, started: bool, reaper: Reaper | None = None, verbose: bool = True):
-        self.started, self.reaper, self.verbose = started, reaper, verbose
-
-    def __bool__(self) -> bool:
-        return self.started
-
-    def shutdown(self) -> None:
-        """Stop the embedded Ray; unless verbose, what its C++ core prints meanwhile (after a Ctrl-C,
-        "task_manager.cc ... Failed to push error") goes to its session's log folder, not the terminal."""
-        if self.started:
-            with _stderr_into(None if self.verbose else _session_dir()):
-                ray.shutdown()
-        if self.reaper is not None:
-            self.reaper.stop()
-
-
-@contextlib.contextmanager
-def _stderr_into(session_dir: str | None):
-    """File descriptor 2 appended to <session_dir>/logs/memsweep-shutdown.err meanwhile (None: untouched)."""
-    if session_dir is None:
-        yield
-        return
-    sys.stderr.flush()
-    saved = os.dup(2)
-    try:
-        fd = os.open(os.path.join(session_dir, "logs", "memsweep-shutdown.err"), os.O_WRONLY | os.O_CREAT | os.O_APPEND)
-    except OSError:
-        fd = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(fd, 2)
-    os.close(fd)
-    try:
-        yield
-    finally:
-        sys.stderr.flush()
-        os.dup2(saved, 2)
-        os.close(saved)
-
-
 @contextlib.contextmanager
 def _signals_held():
     """Ctrl-C and SIGTERM held while Ray starts, then the caller's handlers back (SIGTERM's only if it had
@@ -193,61 +149,30 @@ def _signals_held():
                 signal.signal(s, handler if handler is not None else signal.default_int_handler)
 
 
-def init_ray(address: str | None, cpus: int | None = None, verbose: bool = False) -> _EmbeddedRay:
-    """Connect to `address`, or start an embedded Ray with `cpus` CPUs (true if we started it).
+def init_ray(address: str | None, cpus: int | None = None, verbose: bool = False) -> EmbeddedRay:
+    """Connect to `address`, or start an embedded Ray with `cpus` CPUs (true if we started it: embedded.start).
 
-    Quiet unless verbose: Ray logs at WARNING and workers' output stays in Ray's log files. The
-    embedded Ray keeps Ray's default token authentication; only Ray's
-    notice that it turned it on ("Token authentication is enabled ... Set RAY_AUTH_MODE=disabled
-    to opt out"), printed on every run, is dropped unless verbose. A Ctrl-C while Ray starts stops
-    it once started (KeyboardInterrupt)."""
+    Quiet unless verbose (embedded.logs). A Ctrl-C while Ray starts stops it once started (KeyboardInterrupt)."""
     if ray.is_initialized():
-        return _EmbeddedRay(False)
+        return EmbeddedRay()
     # TASK_ENV as the job's runtime env lets Ray hand tasks its prestarted workers; a Ray Job
     # driver (memsweep submit) already has it from the job's own runtime env.
-    job_env = {} if JOB_DRIVER_VAR in os.environ else {"runtime_env": RUNTIME_ENV}
-    logs = {"logging_level": "INFO" if verbose else "WARNING", "log_to_driver": verbose}
+    runtime_env = None if JOB_DRIVER_VAR in os.environ else RUNTIME_ENV
     with _signals_held() as came:
         if address:
             try:
-                ray.init(address=address, **logs, **job_env)
+                ray.init(address=address, **logs(verbose), **({"runtime_env": runtime_env} if runtime_env else {}))
             except ConnectionError as e:  # something answers there (check_address), but not Ray's GCS
                 raise UsageError(f"'--address' must be a running Ray cluster's head: {address} answers, but not as "
                                  f"Ray ({e}). A head takes clients at HOST:6379 unless `ray start --port` said "
                                  "otherwise; http://HOST:8265 is its Jobs address, for `memsweep submit`.") from None
-            embedded = _EmbeddedRay(False)
+            embedded = EmbeddedRay()
         else:
-            if not verbose:
-                _quiet_token_notice()
-            _start_embedded(cpus, logs, job_env)
-            embedded = _EmbeddedRay(True, Reaper.start(_session_dir()), verbose)
+            embedded = start_embedded(cpus, runtime_env=runtime_env, verbose=verbose)
     if came:
         embedded.shutdown()
         raise KeyboardInterrupt
     return embedded
-
-
-def _start_embedded(cpus: int | None, logs: dict, job_env: dict) -> None:
-    """ray.init of the embedded Ray, up to START_TRIES times. Its raylet aborts when the node's dashboard
-    agent (a Python process) has not written its ports 15 s after it started (NodeManager::
-    WaitForDashboardAgentPorts, src/ray/raylet/node_manager.cc; the 15 s is fixed), which a busy host can
-    make it miss; ray.init then raises a bare Exception 30 s later. The processes that attempt started are
-    ended before the next (ray.shutdown does not know them: the node never came up)."""
-    for attempt in range(1, START_TRIES + 1):
-        before = {p.pid for p in psutil.Process().children(recursive=True)}
-        try:
-            ray.init(num_cpus=cpus or os.cpu_count(), include_dashboard=False, object_store_memory=OBJECT_STORE_BYTES,
-                     configure_logging=True, **logs, **job_env)
-            return
-        except Exception as e:  # Ray raises a bare Exception when its node does not come up
-            reap([p for p in psutil.Process().children(recursive=True) if p.pid not in before])
-            ray.shutdown()
-            error = f"{type(e).__name__}: {e}"
-        if attempt < START_TRIES:
-            print(f"memsweep: the embedded Ray did not start (try {attempt} of {START_TRIES}: {error}); "
-                  "starting it again", file=sys.stderr, flush=True)
-    raise RayStartError(f"the embedded Ray did not start in {START_TRIES} tries; the last: {error}. Its logs are "
-                        "in the newest session_* folder of Ray's temp folder (/tmp/ray unless RAY_TMPDIR is set).")
 
 
 def check_address(address: str | None) -> None:
@@ -277,26 +202,6 @@ def check_address(address: str | None) -> None:
                          f"{where}: {reason}.") from None
 
 
-class _DropTokenNotice(logging.Filter):
-    def filter(self, record: logging.LogRecord) -> bool:
-        return TOKEN_NOTICE not in record.getMessage()
-
-
-def _quiet_token_notice() -> None:
-    """Drop Ray's notice that token authentication is on (it stays on): a filter on its one logger."""
-    logger = logging.getLogger(TOKEN_NOTICE_LOGGER)
-    if not any(isinstance(f, _DropTokenNotice) for f in logger.filters):
-        logger.addFilter(_DropTokenNotice())
-
-
-def _session_dir() -> str | None:
-    node = getattr(ray._private.worker, "_global_node", None)
-    try:
-        return node.get_session_dir_path() if node is not None else None
-    except AttributeError:
-        return None
-
-
 def run(spec: SweepSpec, out: str, *, address: str | None = None, fresh: bool = False,
         progress: bool = True, cpus: int | None = None, wait_lease: bool = False, verbose: bool = False,
         say=None, also_writes: tuple[str, ...] = ()) -> RunSummary:
@@ -309,7 +214,7 @@ def run(spec: SweepSpec, out: str, *, address: str | None = None, fresh: bool = 
     (the report's folder), refused with the run's own when a symlink leads out of it."""
     check_address(address)
     t0 = time.perf_counter()
-    cluster = init_ray(address, cpus, verbose) if address else _EmbeddedRay(False)
+    cluster = init_ray(address, cpus, verbose) if address else EmbeddedRay()
     joined = time.perf_counter() - t0  # joining the cluster (the embedded Ray's start is timed in _run_leased)
     try:
         loc = locate(out, spec.name)
@@ -342,7 +247,7 @@ def _run_leased(spec, out, lease, say, *, address, fresh, progress, cpus, verbos
     summary = RunSummary(location=loc, chunks=len(chunks), skipped=len(records), points=spec.total_points)
     state = _RunState(spec=spec, loc=loc, chunks=chunks, lease=lease, records=records, summary=summary)
     t0 = time.perf_counter()
-    embedded = init_ray(None, cpus, verbose) if todo and not address else _EmbeddedRay(False)  # run() joined a cluster
+    embedded = init_ray(None, cpus, verbose) if todo and not address else EmbeddedRay()  # run() joined a cluster
     summary.ray_start_seconds = time.perf_counter() - t0
     failure: StoreIOError | None = None
     try:

@@ -15,3 +15,11 @@ JOB_DRIVER_VAR = "RAY_JOB_CONFIG_JSON_ENV_VAR"  # set by Ray for the entrypoint 
 # Attempts at starting a Ray node (the embedded Ray, a Slurm worker): its raylet aborts when the node's
 # dashboard agent has not written its ports 15 s after it started, which a busy host can make it miss.
 START_TRIES = 3
+# The embedded Ray's processes carry a value unique to the run in this variable, from the environment ray.init
+# starts them with: its reaper ends them by it (sweeps/run/reaper.py), whatever their parent or command line.
+RUN_MARK_VAR = "MEMSWEEP_RUN_MARK"
+# Also in that environment: Ray's agents rename themselves (ray._raylet.setproctitle, setproctitle's spt_setup),
+# which overwrites the memory /proc/<pid>/environ shows, and so the mark, unless SPT_NOENV is set (the title is
+# then kept within the original command line's length).
+MARKED_ENV = {"SPT_NOENV": "1"}
+LOOPBACK = "127.0.0.1"  # the embedded Ray's node address: every process of it listens there, and nowhere else

@@ -1,30 +1,31 @@
-"""No process outlives the sweep: a tiny watcher that ends an embedded Ray when its driver ends.
+"""No process outlives the run: a tiny watcher that ends an embedded Ray's processes when its driver ends.
 
-Ray ties its raylet and GCS to the driver that started them, but the raylet's
-agents (ray::DashboardAgent, ray::RuntimeEnvAgent) notice a dead raylet only
-after a GCS call times out, about a minute later. `start(session_dir)` spawns
-`python -m sweeps.run.reaper` in a session of its own. It holds a pipe from the
-driver and, while the driver lives, notes every process below the driver (pid
-and start time; the agents rename themselves, so their command lines do not
-name the session). When the pipe closes (the driver exited, however it died),
-it ends exactly the processes of that Ray session: the ones it noted, any whose
-command line names the session directory, and Ray workers whose RAY_RAYLET_PID
-is the session's raylet. SIGTERM first, SIGKILL after KILL_AFTER_S. Other Ray
-sessions on the machine are never touched.
+The driver marks its run: a value of its own in RUN_MARK_VAR, in the environment ray.init starts Ray's
+processes with, which each of them hands down (the GCS, the raylet, its dashboard and runtime-env agents,
+the log monitor, the workers). `Reaper.start(mark)` spawns `python -m sweeps.run.reaper MARK` in a session
+of its own before ray.init. The watcher holds a pipe from the driver; when the pipe closes (the driver
+exited, however it died, in the middle of ray.init included), it ends every process carrying the mark,
+read from /proc/<pid>/environ: SIGTERM first, SIGKILL after KILL_AFTER_S, scanning again until a scan finds
+none. Ray's own ties are not enough: its GCS and raylet die with the driver (kill-on-parent-death,
+ray/_private/services.py start_ray_process), but the raylet's agents notice only when a GCS call times out,
+15 to 40 s later. No other process carries the mark, so other Ray sessions are never touched.
 """
 
 from __future__ import annotations
 
 import os
-import select
 import signal
 import subprocess
 import sys
+import time
 
 import psutil
 
-SCAN_S = 0.5  # how often the tree below the driver is noted
-KILL_AFTER_S = 2.0
+from .ray_env import RUN_MARK_VAR
+
+KILL_AFTER_S = 1.0  # SIGTERM to SIGKILL: the driver is gone, so nothing of the run is worth waiting for
+RESCAN_S = 0.2  # a process the driver forked as it died shows the mark once it has exec'd
+SCANS = 25  # at most, each ending what it found; two in a row that find nothing end the watch
 
 
 class Reaper:
@@ -34,69 +35,37 @@ class Reaper:
         self.proc = proc
 
     @classmethod
-    def start(cls, session_dir: str | None) -> Reaper:
+    def start(cls, mark: str) -> Reaper:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "sweeps.run.reaper", str(os.getpid()), session_dir or ""],
+            [sys.executable, "-m", "sweeps.run.reaper", mark],
             stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             start_new_session=True, close_fds=True,
         )
         return cls(proc)
 
     def stop(self) -> None:
-        """Close the pipe: the watcher ends what is left of the session and exits."""
+        """Close the pipe: the watcher ends what is left of the run and exits."""
         try:
             self.proc.stdin.close()
-            self.proc.wait(timeout=KILL_AFTER_S + 5)
+            self.proc.wait(timeout=KILL_AFTER_S * 2 + 5)
         except (OSError, subprocess.TimeoutExpired):
             pass
 
 
-def _tree(driver: psutil.Process) -> dict[int, tuple[float, str]]:
-    """pid -> (start time, executable name) of every process below the driver."""
-    out = {}
-    try:
-        kids = driver.children(recursive=True)
-    except psutil.Error:
-        return out
-    for p in kids:
+def marked(mark: str) -> list[psutil.Process]:
+    """The live processes whose environment carries `mark` in RUN_MARK_VAR, this one excepted."""
+    found = []
+    for p in psutil.process_iter():
         try:
-            out[p.pid] = (p.create_time(), os.path.basename((p.cmdline() or [""])[0]))
-        except psutil.Error:
+            if p.pid != os.getpid() and p.environ().get(RUN_MARK_VAR) == mark:
+                found.append(p)
+        except psutil.Error:  # gone, a zombie, or another user's
             pass
-    return out
-
-
-def session_processes(noted: dict[int, tuple[float, str]], session_dir: str) -> list[psutil.Process]:
-    """The processes of the session: noted ones still alive (same start time), those whose command
-    line names session_dir, and workers whose RAY_RAYLET_PID is a noted raylet."""
-    found: dict[int, psutil.Process] = {}
-    raylets = {str(pid): start for pid, (start, name) in noted.items() if name == "raylet"}
-    me = os.getpid()
-    for pid, (start, _) in noted.items():
-        if pid == me:
-            continue
-        try:
-            p = psutil.Process(pid)
-            if abs(p.create_time() - start) < 0.01:
-                found[pid] = p
-        except psutil.Error:
-            pass
-    for p in psutil.process_iter(["cmdline"]):
-        if p.pid in found or p.pid == me:
-            continue
-        try:
-            cmd = p.info["cmdline"] or []
-            if session_dir and any(session_dir in a for a in cmd):
-                found[p.pid] = p
-            elif raylets and p.environ().get("RAY_RAYLET_PID") in raylets \
-                    and p.create_time() >= raylets[p.environ()["RAY_RAYLET_PID"]]:
-                found[p.pid] = p  # a worker of our raylet (started after it; not a reused pid)
-        except psutil.Error:
-            pass
-    return list(found.values())
+    return found
 
 
 def reap(procs: list[psutil.Process]) -> None:
+    """SIGTERM `procs`, SIGKILL those alive KILL_AFTER_S later."""
     for p in procs:
         try:
             p.send_signal(signal.SIGTERM)
@@ -111,21 +80,25 @@ def reap(procs: list[psutil.Process]) -> None:
     psutil.wait_procs(alive, timeout=KILL_AFTER_S)
 
 
-def watch(driver_pid: int, session_dir: str) -> None:
-    """Note the driver's tree until stdin (the driver's pipe) closes, then end the session."""
+def end_run(mark: str) -> None:
+    """End every process of the run, scanning until two scans in a row find none."""
+    empty = 0
+    for _ in range(SCANS):
+        procs = marked(mark)
+        empty = 0 if procs else empty + 1
+        if empty == 2:
+            return
+        reap(procs)
+        time.sleep(RESCAN_S)
+
+
+def watch(mark: str) -> None:
+    """Wait until stdin (the driver's pipe) closes, then end the run's processes."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C in the terminal is for the driver
-    try:
-        driver = psutil.Process(driver_pid)
-    except psutil.Error:
-        return
-    noted = _tree(driver)
-    while True:
-        ready, _, _ = select.select([sys.stdin], [], [], SCAN_S)
-        if ready and not os.read(sys.stdin.fileno(), 4096):
-            break
-        noted.update(_tree(driver))
-    reap(session_processes(noted, session_dir))
+    while os.read(sys.stdin.fileno(), 4096):
+        pass
+    end_run(mark)
 
 
 if __name__ == "__main__":
-    watch(int(sys.argv[1]), sys.argv[2] if len(sys.argv) > 2 else "")
+    watch(sys.argv[1])
