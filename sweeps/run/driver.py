@@ -34,7 +34,7 @@ from tqdm import tqdm
 from sweeps.dataset.computation import check_spec, record, refuse_foreign
 from sweeps.dataset.lease import Lease
 from sweeps.dataset.store import delete_sweep, locate, part_checksum, remove_temp_files, write_manifest
-from sweeps.exceptions import DatasetError, UsageError
+from sweeps.exceptions import UsageError
 from sweeps.spec.load import SweepSpec
 from workers import get_model
 from workers.dataset import COMPUTATION, LAYOUT, LEASE_FILE, MANIFEST, SCHEMA_VERSION, SPEC_FILE, model_dir, parse_part_path
