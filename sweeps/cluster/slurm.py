@@ -194,7 +194,7 @@ def submit_slurm(spec: str, out: str | None, options: SlurmOptions, *, wait: boo
         raise UsageError("'--slurm' needs Slurm's sbatch on PATH (not found): submit from a Slurm login node, "
                          "or see the script with --dry-run.")
     spec = check_spec(job.loc, job.spec)  # a folder of another computation is refused now, not once the job runs
-    refuse_foreign(job.loc, {c.chunk_id for c in plan(spec)})
+    refuse_foreign(job.loc, spec, {c.chunk_id for c in plan(spec)})
     undo = make_out_folder(job)  # Slurm opens the job's log there as the job starts
     try:
         job_id = _sbatch(sbatch, job)
