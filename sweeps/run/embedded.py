@@ -104,7 +104,8 @@ def _private_token_file() -> None:
     """Create Ray's default token file (~/.ray/auth_token), mode 0600, where ray.init would create it: token
     authentication on (RAY_AUTH_MODE unset or token), no RAY_AUTH_TOKEN or RAY_AUTH_TOKEN_PATH, no file yet.
     Ray writes it with open(path, "w"), 0644 under the usual umask (generate_and_save_token,
-    ray/_private/authentication/authentication_token_setup.py); finding one, ray.init reads it, writes none."""
+    ray/_private/authentication/authentication_token_setup.py); finding one, ray.init reads it, writes none.
+    One that exists already and others can read is made private too (_make_private)."""
     if (os.environ.get("RAY_AUTH_MODE", "token").lower() != "token" or os.environ.get("RAY_AUTH_TOKEN")
             or os.environ.get("RAY_AUTH_TOKEN_PATH")):
         return
@@ -112,10 +113,22 @@ def _private_token_file() -> None:
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:  # Ray's, the user's or an earlier run's: Ray reads it as it is
+    except FileExistsError:  # Ray's, the user's or an earlier run's: Ray reads it; others may not
+        _make_private(path)
         return
     with os.fdopen(fd, "w") as f:
         f.write(generate_new_authentication_token())  # Ray's own: 64 hex digits
+
+
+def _make_private(path) -> None:
+    """A token file of this user's that others can read (Ray's own 0644, from before memsweep made it 0600)
+    becomes 0600; one of another user's is left alone (not ours to change, and chmod would fail)."""
+    try:
+        info = os.stat(path)
+        if info.st_uid == os.getuid() and info.st_mode & 0o077:
+            os.chmod(path, 0o600)
+    except OSError:
+        pass
 
 
 @contextlib.contextmanager

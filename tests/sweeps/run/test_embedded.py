@@ -97,3 +97,20 @@ def test_the_token_file_a_run_lets_ray_create_is_private(spec_file, tmp_path):
     assert stat.S_IMODE(token.stat().st_mode) == 0o600
     assert stat.S_IMODE(token.parent.stat().st_mode) == 0o700
     assert re.fullmatch(r"[0-9a-f]{64}", token.read_text())
+
+
+def test_a_token_file_others_can_read_is_made_private_and_kept(tmp_path, monkeypatch):
+    """Before ray.init: no token file, one is made 0600 (Ray's own 64 hex digits); one of this user's that is
+    0644 (Ray's own mode, from before memsweep made it private) keeps its token and becomes 0600."""
+    from sweeps.run import embedded
+
+    for var in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    embedded._private_token_file()
+    token = tmp_path / ".ray" / "auth_token"
+    assert stat.S_IMODE(token.stat().st_mode) == 0o600 and re.fullmatch(r"[0-9a-f]{64}", token.read_text())
+    token.write_text("f" * 64)
+    token.chmod(0o644)
+    embedded._private_token_file()
+    assert stat.S_IMODE(token.stat().st_mode) == 0o600 and token.read_text() == "f" * 64
