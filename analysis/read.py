@@ -34,6 +34,7 @@ SOURCE = "source"  # identity column since schema 2: "model" (modeled) or "measu
 MODELED = "model"
 MEASURED = "measured"
 KERNEL = "kernel"
+EQUAL_REL = 1e-9  # values this close are the same (deterministic models; float summation order)
 BATCH_ROWS = 4_000_000  # rows per batch of scan_batches(): about 0.7 GB of streaming group_by state at most
 DEFAULT = "default"  # scan(): the modeled rows, or the measured ones when a model has only those
 
@@ -426,6 +427,55 @@ def cond_expr(c: Cond | Either, schema: dict, varying: set) -> pl.Expr | None:
         return value_expr(c.column, c.value)
     v = pl.lit(c.value)
     return {"!=": col != v, ">=": col >= v, ">": col > v, "<=": col <= v, "<": col < v}[c.op]
+
+
+def parse_where(items: list[str] | tuple[str, ...] | None, flag: str = "--where") -> list[tuple[str, str]]:
+    """["arch=arm64"] -> [("arch", "arm64")]: the `--where AXIS=VALUE` filters of table and compare."""
+    out = []
+    for item in items or ():
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip() or not value.strip():
+            raise AnalysisError(f"'{flag}' must be AXIS=VALUE, e.g. arch=arm64 (got {item!r}).")
+        out.append((name.strip(), value.strip()))
+    return out
+
+
+def literal(text: str) -> object:
+    """A command-line value as a spec would hold it: 9, 0.25, true; else the text itself."""
+    try:
+        return tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        return text
+
+
+def axis_value(sides, column: str, text: str, field: str) -> object:
+    """The value of `column` that `text` names (`field`: the option, named in errors): read by the model's
+    Axis (as a spec value is), or a label the sweeps show ("PMD (order 9)"); it must be one the ok rows of
+    `sides` (ModelRows of one model, in one or more sweeps) have."""
+    a = sides[0]
+    present = list(dict.fromkeys(v for s in sides for v in s.axis_values()[column]["value"].to_list()))
+    present.sort(key=lambda v: (v is None, str(type(v)), v if v is not None else 0))
+    labels = {a.label(column, v): v for v in present}
+    axis = axis_of(a.model, column)
+    value, problem = text, None
+    if text in labels:
+        value = labels[text]
+    elif axis is not None:
+        for raw in dict.fromkeys((text, literal(text))):
+            try:
+                value, problem = axis.canonical(raw), None
+                break
+            except ValueError as e:
+                problem = problem or e
+        if problem is not None:
+            raise AnalysisError(f"'{field}' {problem}.")
+    else:
+        value = literal(text)
+    for v in present:
+        if v == value or (isinstance(v, float) and isinstance(value, (int, float))
+                          and math.isclose(v, value, rel_tol=EQUAL_REL)):
+            return v
+    raise AnalysisError(f"'{field}' must be one of the values the sweeps have, {list(labels)} (got {text!r}).")
 
 
 def value_expr(column: str, value: object) -> pl.Expr:

@@ -14,15 +14,13 @@ DRAM whatever the medium) is merged where so: a listed row's points share A and 
 from __future__ import annotations
 
 import math
-import tomllib
 from dataclasses import dataclass
 
 import polars as pl
 
 from analysis.exceptions import AnalysisError
-from analysis.read import ModelRows, Sweep, axis_of, value_expr
+from analysis.read import ModelRows, Sweep, axis_value, value_expr
 
-EQUAL_REL = 1e-9  # values this close are the same (deterministic models; float summation order)
 # Listed rows whose A and B differ by less than this are one row: they print alike at the listing's digits
 # (large's start_offset moves a 16 TiB memmap's 59019.0 ms by 0.1 ms), and ten of them would fill a top-10.
 SHOWN_REL = 1e-4
@@ -76,17 +74,6 @@ def parse_by(text: str | list[str] | tuple[str, ...] | None) -> list[str] | None
     return names
 
 
-def parse_where(items: list[str] | tuple[str, ...] | None) -> list[tuple[str, str]]:
-    """["arch=arm64"] -> [("arch", "arm64")]."""
-    out = []
-    for item in items or ():
-        name, sep, value = item.partition("=")
-        if not sep or not name.strip() or not value.strip():
-            raise AnalysisError(f"'{WHERE}' must be AXIS=VALUE, e.g. arch=arm64 (got {item!r}).")
-        out.append((name.strip(), value.strip()))
-    return out
-
-
 def _column(name: str) -> str:
     return name if name.startswith("param_") else f"param_{name}"
 
@@ -111,7 +98,7 @@ def select(a: Sweep, b: Sweep, models: list[str], by: list[str] | None,
     for m in kept:
         chosen: dict[str, list] = {}
         for name, text in where:
-            chosen.setdefault(_column(name), []).append(_value(a.rows(m), b.rows(m), _column(name), text))
+            chosen.setdefault(_column(name), []).append(axis_value((a.rows(m), b.rows(m)), _column(name), text, f"{WHERE} {name.removeprefix('param_')}"))
         expr = pl.all_horizontal([pl.any_horizontal([value_expr(c, v) for v in vs]) for c, vs in chosen.items()]) \
             if chosen else pl.lit(True)
         out[m] = Selection(where=expr, by=tuple(_column(n) for n in by) if by is not None else None)
@@ -124,43 +111,6 @@ def where_text(where: list[tuple[str, str]]) -> str:
     for name, text in where:
         chosen.setdefault(name.removeprefix("param_"), []).append(text)
     return ", ".join(f"{n}={' or '.join(vs)}" for n, vs in chosen.items())
-
-
-def _literal(text: str) -> object:
-    """A command-line value as a spec would hold it: 9, 0.25, true; else the text itself."""
-    try:
-        return tomllib.loads(f"v = {text}")["v"]
-    except tomllib.TOMLDecodeError:
-        return text
-
-
-def _value(a: ModelRows, b: ModelRows, column: str, text: str) -> object:
-    """The value of `column` that `text` names: read by the model's Axis (as a spec value is), or a
-    label the sweeps show ("PMD (order 9)"); it must be one the sweeps' ok rows have."""
-    present = list(dict.fromkeys(v for s in (a, b) for v in s.axis_values()[column]["value"].to_list()))
-    present.sort(key=lambda v: (v is None, str(type(v)), v if v is not None else 0))
-    labels = {a.label(column, v): v for v in present}
-    field = f"{WHERE} {column.removeprefix('param_')}"
-    axis = axis_of(a.model, column)
-    value, problem = text, None
-    if text in labels:
-        value = labels[text]
-    elif axis is not None:
-        for raw in dict.fromkeys((text, _literal(text))):
-            try:
-                value, problem = axis.canonical(raw), None
-                break
-            except ValueError as e:
-                problem = problem or e
-        if problem is not None:
-            raise AnalysisError(f"'{field}' {problem}.")
-    else:
-        value = _literal(text)
-    for v in present:
-        if v == value or (isinstance(v, float) and isinstance(value, (int, float))
-                          and math.isclose(v, value, rel_tol=EQUAL_REL)):
-            return v
-    raise AnalysisError(f"'{field}' must be one of the values the sweeps have, {list(labels)} (got {text!r}).")
 
 
 def numeric_same(column: str) -> pl.Expr:

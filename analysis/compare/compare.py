@@ -28,13 +28,13 @@ from analysis import evidence
 from analysis.evidence import Evidence
 from analysis.exceptions import AnalysisError
 from analysis.metrics import categorical, headline_metric, higher_is_better, ok
-from analysis.read import KERNEL, MEASURED, MODELED, ModelRows, Sweep
+from analysis.read import EQUAL_REL, KERNEL, MEASURED, MODELED, ModelRows, Sweep, parse_where
 from analysis.report.overview import Table, describe_point
 from analysis.tables import metric_unit, render
 from workers.dataset import unit_of
 
 from . import changes, ratios
-from .axes import EQUAL_REL, Selection, View, collapsible, parse_by, parse_where, select, where_text
+from .axes import Selection, View, collapsible, parse_by, select, where_text
 from .ratios import BETTER, EQUAL, MAX_POINTS, NOISE, TOP, WORSE, verdict  # noqa: F401  (the sizes of a block's tables, re-exported)
 
 SOURCES = (MODELED, MEASURED, KERNEL)

@@ -15,9 +15,10 @@ import polars as pl
 from analysis import evidence
 from analysis.read import ModelRows
 from analysis.report.overview import Table
+from analysis.read import EQUAL_REL
 from analysis.tables import format_value, improvement
 
-from .axes import EQUAL_REL, MAX_ROWS, View, cells, merged
+from .axes import MAX_ROWS, View, cells, merged
 
 MAX_POINTS = 40  # up to this many points: one row per configuration
 MAX_GROUPS = 30  # a grouped table has at most this many rows
