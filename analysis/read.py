@@ -299,6 +299,21 @@ class ModelRows:
     def distinct(self, columns: list[str]) -> dict[str, set]:
         return self.sweep.distinct(self.name, columns)
 
+    def spec_order(self, values: list, column: str) -> list:
+        """`values` of `column` in the order the sweep's spec lists them (the run order its manifest records,
+        the first block that has the axis); values it does not list, or a manifest that records no order,
+        after them in sort order. The first is the baseline a published comparison uses (young's per_pte
+        before batched, the RFC's PTE before PMD)."""
+        blocks = ((self.sweep.manifest.get("computation") or {}).get("order") or {}).get(self.name) or []
+        axis = axis_of(self.model, column)
+        listed = next((b[column.removeprefix("param_")] for b in blocks if column.removeprefix("param_") in b), [])
+        place = {text: i for i, text in enumerate(listed)}
+
+        def key(v: object) -> tuple:
+            text = axis.label(v) if axis is not None else str(v)
+            return (place.get(text, len(place)), v is None, v if v is not None else 0)
+        return sorted(values, key=key)
+
     def label(self, column: str, value: object) -> str:
         """A short human label for an axis value: the model's `value_labels` (pfnmap's "PMD (order 9)"),
         else the axis' own (sizes as 2MiB, null order as auto)."""

@@ -6,7 +6,12 @@
 
 One row per value of the row axis, one column per value of the column axis
 (median of the metric over ok rows), and an improvement column in percent of
-each column over the first. A string (or boolean) metric, such as memmap's
+each column over the baseline column: `--baseline VALUE`, by default the column
+axis' first value as the spec lists it (the baseline of the published
+comparisons: per_pte before batched, PTE before PMD), the other columns after it
+in the spec's order. A size metric gets its difference from the baseline as a
+size ("+2.0GiB"), not a percentage; a count metric prints as an integer where its
+median is one. `--where AXIS=VALUE` keeps some points (as compare's). A string (or boolean) metric, such as memmap's
 `dominant`, is tabulated as its most common value per cell, with its share of
 the cell's rows when they differ, and no improvement. Every other axis that varies in the sweep (and the
 row source, when a sweep has both modeled and measured rows) splits the output
@@ -23,7 +28,7 @@ from workers.units import binary_size
 from . import evidence
 from .exceptions import AnalysisError
 from .metrics import categorical, headline_metric, higher_is_better, ok
-from .read import DEFAULT, SOURCE, ModelRows, Sweep
+from .read import DEFAULT, SOURCE, ModelRows, Sweep, axis_value, parse_where, value_expr
 
 MAX_BLOCKS = 24
 GAP = "    "
@@ -60,6 +65,14 @@ def improvement(base: float | None, v: float | None, higher: bool) -> str:
     return f"{((v - base) if higher else (base - v)) / abs(base):.1%}"
 
 
+def difference(base: float | None, v: float | None) -> str:
+    """A size's change from the base column, as a size: "+2.0GiB", "-512MiB", "0"."""
+    if base is None or v is None:
+        return "-"
+    change = float(v) - float(base)
+    return "0" if change == 0 else ("+" if change > 0 else "-") + binary_size(abs(change))
+
+
 def render(header: list[str], rows: list[list[str]]) -> str:
     """Left-aligned columns, a dashed rule under the header as long as each header."""
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
@@ -93,8 +106,11 @@ def _sorted(values: list) -> list:
     return sorted(values, key=lambda v: (v is None, v if v is not None else 0))
 
 
-def text_table(sweep_dir: str, *, model: str, rows: str, cols: str, metric: str | None = None) -> str:
-    """The table for `memsweep table`: rows x cols of the median metric, plus improvement in %."""
+def text_table(sweep_dir: str, *, model: str, rows: str, cols: str, metric: str | None = None,
+               where: list[str] | tuple[str, ...] = (), baseline: str | None = None) -> str:
+    """The table for `memsweep table`: rows x cols of the median metric, plus improvement in % (a size: the
+    difference) of each column over the `baseline` one (default: the first as the spec lists them), over the
+    points `where` keeps ("AXIS=VALUE" each)."""
     sweep = Sweep(sweep_dir)
     if model not in sweep.models:
         raise AnalysisError(f"'--model' must be one of the models in this sweep {list(sweep.models)} (got {model!r}).")
@@ -102,8 +118,20 @@ def text_table(sweep_dir: str, *, model: str, rows: str, cols: str, metric: str 
     rcol, ccol = _column(model_rows, "--rows", rows), _column(model_rows, "--cols", cols)
     if rcol == ccol:
         raise AnalysisError(f"'--cols' must be a different axis from '--rows' (got {cols!r} for both).")
-    table = _table(model_rows, rcol, ccol, _metric(model_rows, metric))
+    keep = _where(model_rows, where)
+    base = None if baseline is None else axis_value((model_rows,), ccol, baseline, "--baseline")
+    table = _table(model_rows, rcol, ccol, _metric(model_rows, metric), keep, base)
     return f"{table}\n\nprofile {sweep.profile_status()}"
+
+
+def _where(rows: ModelRows, where) -> pl.Expr:
+    """The --where filters (values of one axis are either, different axes all), checked against the axes."""
+    chosen: dict[str, list] = {}
+    for name, text in parse_where(where):
+        col = _column(rows, "--where", name)
+        chosen.setdefault(col, []).append(axis_value((rows,), col, text, f"--where {name.removeprefix('param_')}"))
+    return pl.all_horizontal([pl.any_horizontal([value_expr(c, v) for v in vs]) for c, vs in chosen.items()]) \
+        if chosen else pl.lit(True)
 
 
 def _evidence(rows: ModelRows, rows_ok: pl.LazyFrame, keys: list[str], mcol: str) -> tuple[pl.LazyFrame | None, list[str]]:
@@ -119,13 +147,14 @@ def _evidence(rows: ModelRows, rows_ok: pl.LazyFrame, keys: list[str], mcol: str
     return marks, [evidence.LEGEND, f"modeled cells' rows: {ev.text()}", *evidence.note_lines(ev)]
 
 
-def _table(rows: ModelRows, rcol: str, ccol: str, mcol: str) -> str:
-    """rcol x ccol of `mcol`, one block per combination of the other varying axes (and of the source)."""
+def _table(rows: ModelRows, rcol: str, ccol: str, mcol: str, keep: pl.Expr, base: object = None) -> str:
+    """rcol x ccol of `mcol` over the rows `keep` keeps, one block per combination of the other varying axes
+    (and of the source); `base`: the baseline column's value (None: the spec's first)."""
     name = f"{rows.sweep.name}: {rows.name} {mcol.removeprefix('metric_')}"
     others = [c for c in rows.varying() if c not in (rcol, ccol)]
     if len(rows.sources()) > 1:  # modeled and measured rows: one block per source
         others.insert(0, SOURCE)
-    rows_ok = ok(rows.scan(None if SOURCE in others else DEFAULT)).filter(pl.col(mcol).is_not_null())
+    rows_ok = ok(rows.scan(None if SOURCE in others else DEFAULT)).filter(pl.col(mcol).is_not_null() & keep)
     cat = categorical(rows.schema()[mcol])
     if cat:
         cells = most_common(rows_ok, [*others, rcol, ccol], mcol).collect()
@@ -150,7 +179,7 @@ def _table(rows: ModelRows, rcol: str, ccol: str, mcol: str) -> str:
             part = part.filter(pl.col(c).is_null() if v is None else pl.col(c) == v)
         if others:
             out.append("\n" + ", ".join(f"{c.removeprefix('param_')}={rows.label(c, v)}" for c, v in zip(others, key)))
-        out.append(_block(rows, part, rcol, ccol, mcol, unit, higher))
+        out.append(_block(rows, part, rcol, ccol, mcol, unit, higher, base))
     if len(blocks) > MAX_BLOCKS:
         names = ", ".join(c.removeprefix("param_") for c in others)
         out.append(f"\n({len(blocks) - MAX_BLOCKS} more combinations of {names} not shown)")
@@ -172,25 +201,38 @@ def most_common(rows: pl.LazyFrame, keys: list[str], column: str) -> pl.LazyFram
 
 
 def _block(rows: ModelRows, part: pl.DataFrame, rcol: str, ccol: str, mcol: str,
-           unit: str, higher: bool | None) -> str:
-    """One table of the cells; `higher` None (a categorical metric): no improvement columns."""
-    grid = {(r, c): v for r, c, v in part.select(rcol, ccol, mcol).iter_rows()}
+           unit: str, higher: bool | None, base: object = None) -> str:
+    """One table of the cells; `higher` None (a categorical metric): no improvement columns. The baseline
+    column (`base`, else the spec's first) comes first, the others in the spec's order."""
+    counts = rows.schema()[mcol].is_integer()
+    grid = {(r, c): _count(v) if counts else v for r, c, v in part.select(rcol, ccol, mcol).iter_rows()}
     marks = {(r, c): evidence.MARK.get(e, "") for r, c, e in part.select(rcol, ccol, "_evidence").iter_rows()}
-    rvals, cvals = _sorted(part[rcol].unique().to_list()), _sorted(part[ccol].unique().to_list())
+    rvals = _sorted(part[rcol].unique().to_list())
+    cvals = rows.spec_order(part[ccol].unique().to_list(), ccol)
+    if base is not None and base in cvals:
+        cvals = [base, *(c for c in cvals if c != base)]
     cheads = [rows.label(ccol, c) for c in cvals]
+    sizes = unit == "bytes"
+    word = "Difference" if sizes else "Improvement"
     if higher is None:
         extra = []
     elif len(cvals) == 2:
-        extra = ["Improvement"]
+        extra = [word]
     else:
-        extra = [f"Improvement {h}" for h in cheads[1:]]
+        extra = [f"{word} {h}" for h in cheads[1:]]
     header = [rcol.removeprefix("param_"), *cheads, *extra]
     body = []
     for r in rvals:
         vals = [grid.get((r, c)) for c in cvals]
-        imps = [improvement(vals[0], v, higher) for v in vals[1:]] if len(cvals) > 1 and extra else []
+        change = (lambda v: difference(vals[0], v)) if sizes else (lambda v: improvement(vals[0], v, higher))
+        imps = [change(v) for v in vals[1:]] if len(cvals) > 1 and extra else []
         cells = [f"{format_value(v, unit)} {marks.get((r, c), '')}".rstrip() for v, c in zip(vals, cvals)]
         body.append([rows.label(rcol, r), *cells, *imps])
     if len(cvals) < 2:
         header = header[:2]
     return render(header, body)
+
+
+def _count(v: float | None) -> int | float | None:
+    """A count's median as an integer where it is one (the median of two counts may end in .5)."""
+    return int(v) if isinstance(v, float) and v.is_integer() else v

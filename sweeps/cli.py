@@ -167,6 +167,12 @@ def _add_table(sub) -> None:
     t.add_argument("--rows", required=True, metavar="AXIS")
     t.add_argument("--cols", required=True, metavar="AXIS")
     t.add_argument("--metric", help="metric column (default: the model's headline metric)")
+    t.add_argument("--baseline", metavar="VALUE",
+                   help="the --cols value the others are compared with (default: its first value as the spec lists "
+                        "them, e.g. per_pte before batched)")
+    t.add_argument("--where", action="append", default=[], metavar="AXIS=VALUE",
+                   help="tabulate only the points where AXIS has VALUE, read as a spec value (e.g. "
+                        "namespace_size=4TiB); repeatable: values of one axis are either, different axes all")
 
 
 def _add_compare(sub) -> None:
@@ -369,7 +375,8 @@ def cmd_report(args) -> int:
 def cmd_table(args) -> int:
     from analysis.tables import text_table
 
-    print(text_table(args.sweep_dir, model=args.model, rows=args.rows, cols=args.cols, metric=args.metric))
+    print(text_table(args.sweep_dir, model=args.model, rows=args.rows, cols=args.cols, metric=args.metric,
+                     where=args.where, baseline=args.baseline))
     return EXIT_OK
 
 
