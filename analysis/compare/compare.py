@@ -236,8 +236,9 @@ def _joined(a: ModelRows, b: ModelRows, metric: str, sources: tuple[str, str], p
     j = sa.join(sb.drop(params), on="point_id", how="inner")
     if cat:
         return sa, sb, j.with_columns(changes.verdict().alias("verdict"))
-    ratio = pl.when(pl.col("a") != 0).then(pl.col("b") / pl.col("a"))
-    lr = pl.when((pl.col("a") > 0) & (pl.col("b") > 0)).then((pl.col("b") / pl.col("a")).log())
+    same = pl.col("a") == pl.col("b")  # 0 and 0 too: a metric that is zero on both sides has not changed
+    ratio = pl.when(same).then(1.0).when(pl.col("a") != 0).then(pl.col("b") / pl.col("a"))
+    lr = pl.when(same).then(0.0).when((pl.col("a") > 0) & (pl.col("b") > 0)).then((pl.col("b") / pl.col("a")).log())
     return sa, sb, j.with_columns(ratio.alias("ratio"), lr.alias("lr"), verdict(higher).alias("verdict"))
 
 

@@ -79,8 +79,9 @@ def _direction(lo: float, hi: float, higher: bool) -> str:
     return BETTER if (lo > 1) == higher else WORSE
 
 
-def _log_x(ax, lo: float, hi: float) -> None:
-    lo, hi = min(lo, 1.0) / 1.05, max(hi, 1.0) * 1.05
+def _log_x(ax, lo: float | None, hi: float | None) -> None:
+    """A log B/A axis around 1 and [lo, hi] (None, where no point has a ratio: around 1 alone)."""
+    lo, hi = min(1.0 if lo is None else lo, 1.0) / 1.05, max(1.0 if hi is None else hi, 1.0) * 1.05
     ax.set_xscale("log")
     ax.set_xlim(lo, hi)
     plain_log_labels(ax.xaxis)

@@ -199,6 +199,19 @@ def test_higher_is_better_metrics_improve_upwards(tmp_path):
     assert body[0][-3:] == ["2.000", "100.0%", "better"] and body[1][-1] == "="
 
 
+def test_a_metric_zero_on_both_sides_is_equal_and_its_page_is_drawn(tmp_path):
+    """memmap's end_trunc_bytes is 0 at every point of most sweeps: each point is equal (B/A 1), nothing is
+    better or worse, and the page is written (its B/A axis around 1), where a 0/0 ratio was a traceback."""
+    df = lambda v: pl.DataFrame({"param_struct_page_size": [64, 80], "status": "ok",  # noqa: E731
+                                 "metric_end_trunc_bytes": v}, schema_overrides={"metric_end_trunc_bytes": pl.Int64})
+    cmp = compare(write_sweep(tmp_path, "a", {"memmap": df([0, 0])}), write_sweep(tmp_path, "b", {"memmap": df([0, 0])}),
+                  metric="end_trunc_bytes")
+    out = text(cmp)
+    assert "A and B are equal at every one of the 2 points" in out and "0 better, 0 worse" in out
+    page = write(cmp, str(tmp_path / "cmp.html"))
+    assert Path(page).exists()
+
+
 def pfnmap(n: int = 3, offset: int = 0) -> pl.DataFrame:
     return grid({0: 1.0, 9: 1.0, 18: 1.0}, offset=offset).head(n)
 
