@@ -66,7 +66,7 @@ class Axis:
             return "one of " + ", ".join(repr(c) for c in self.choices)
         base = {
             "size": "a size (integer bytes or '4KiB', '2MiB', '100GiB', ...)",
-            "int": "an integer",
+            "int": "an integer (of bytes: also a size such as '2MiB')" if self.unit == "bytes" else "an integer",
             "float": "a number",
             "bool": "true or false",
             "order": f"an integer order 0..{MAX_ORDER} or 'auto'",
@@ -100,6 +100,11 @@ class Axis:
                 raise bad
             return value
         if self.kind == "int":
+            if isinstance(value, str) and self.unit == "bytes":  # an offset in bytes, which may be 0: '2MiB'
+                try:
+                    return parse_size(value)
+                except ValueError:
+                    raise bad from None
             if isinstance(value, bool) or not isinstance(value, int):
                 raise bad
             return value

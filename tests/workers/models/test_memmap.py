@@ -462,3 +462,16 @@ def test_figures_are_at_medium_dram():
 def test_every_metric_is_documented():
     """Each metric column has a one-line doc for the README schema table."""
     assert all(m.doc.strip() for m in MODEL.metrics) and len(MODEL.metric_dtypes) == len(MODEL.metrics)
+
+
+def test_start_offset_takes_a_size_as_every_byte_axis_does_and_keeps_integer_labels():
+    """start_offset = "2MiB" is 2097152 (it may be 0, so it is an integer axis of bytes, not a size); its
+    labels stay the integers earlier sweeps recorded; a word that is no size names what is allowed."""
+    axis = next(a for a in MODEL.axes if a.name == "start_offset")
+    assert axis.canonical("2MiB") == axis.canonical(2 * MiB) == 2 * MiB and axis.canonical("0") == 0
+    assert axis.label(axis.canonical("2MiB")) == "2097152"
+    with pytest.raises(ValueError, match=r"must be an integer \(of bytes: also a size such as '2MiB'\), a non-negative "
+                                         r"multiple of 4KiB \(got 'two'\)"):
+        axis.canonical("two")
+    with pytest.raises(ValueError, match=r"\(got '1KiB'\)"):
+        axis.canonical("1KiB")
