@@ -124,13 +124,17 @@ def calibration_status(profile: Profile, keys) -> str:
     fitted = [k for k in keys if isinstance(q := profile.sections.get(k[0], {}).get(k[1]), Quantity)
               and q.source == FITTED]
     n, k = len(keys), len(fitted)
+    # fitted costs a profile takes from its base (workers.profiles: `base`, `overrides`): fit on the base's
+    # machines, not on this profile's
+    inherited = sum(1 for key in fitted if profile.base and key not in profile.overrides)
+    whose = f", {inherited} of them inherited from {profile.base}'s fits of its own machines" if inherited else ""
     if n == 0:
         return "no fitted costs (the models in question declare none)"
     if k == n:
-        return f"calibrated ({k} of {n} fitted costs)"
+        return f"calibrated ({k} of {n} fitted costs{whose})"
     if k == 0:
         return f"NOT calibrated (0 of {n} costs a fit sets: assumed values, what-if only)"
-    return f"partly calibrated ({k} of {n} fitted costs; the others assumed)"
+    return f"partly calibrated ({k} of {n} fitted costs{whose}; the others assumed)"
 
 
 def _entry_dict(e: Quantity) -> dict:

@@ -91,3 +91,15 @@ def test_a_count_read_from_the_stored_labels_leaves_out_the_cost_assumptions(tmp
     dram = text_table(sweep, model="memmap", rows="namespace_size", cols="strategy", metric="memmap_dram_bytes")
     assert "assumed: LLC-warm struct pages (copy.warm_llc)" in times
     assert "LLC" not in dram and "modeled cells' rows: 4 extrapolated" in dram
+
+
+def test_a_header_says_once_how_far_a_profile_is_calibrated_and_where_inherited_fits_come_from():
+    """epyc_genoa's description no longer says NOT calibrated beside a status that says partly: for every
+    model's fitted costs, the status says once that those fitted are seed's, inherited (its [young] and
+    [pfnmap] describe seed's machines)."""
+    genoa = load_profile("epyc_genoa")
+    keys = [(p.section, p.key) for m in ("memmap", "pfnmap", "young") for p in get_model(m).calibration.free_params]
+    status = f"{genoa.description}; {calibration_status(genoa, keys)}"
+    assert status.count("calibrated") == 1
+    assert re.search(r"partly calibrated \(7 of 11 fitted costs, 7 of them inherited from seed's fits of its own "
+                     r"machines; the others assumed\)", status), status
