@@ -11,8 +11,8 @@ from __future__ import annotations
 import math
 import os
 import tomllib
-
 from dataclasses import dataclass
+from pathlib import Path
 
 import polars as pl
 import pyarrow.fs as pafs
@@ -189,6 +189,24 @@ class Sweep:
         sections = {o.name for o in objs} | {p.section for o in objs for p in o.calibration.free_params}
         keys = [(p.section, p.key) for o in MODELS.values() for p in o.calibration.free_params if p.section in sections]
         return f"{profile.name}: {profile.description}; {calibration_status(profile, keys)}"
+
+    def profile_change(self) -> str | None:
+        """A sentence when the profile the sweep ran with has changed since (a shipped profile of another
+        memsweep version, or an edited file at the absolute path the spec named): its digest now is not the
+        manifest's. None when it is the same, or cannot be told: a relative path was the spec file's folder's,
+        which the sweep does not record."""
+        name, then = self.manifest.get("profile"), self.manifest.get("profile_digest")
+        if not isinstance(name, str) or not then or (Path(name).suffix and not Path(name).is_absolute()):
+            return None
+        try:
+            now = load_profile(name).digest()
+        except ProfileError:
+            return None
+        if now == then:
+            return None
+        return (f"The profile {name} has changed since this sweep ran (digest {then} then, {now} now): every "
+                "number here was computed with the values the run used (kept in its manifest); rerun the sweep "
+                "with --fresh to use the new ones.")
 
     def profile_object(self) -> Profile | None:
         """The machine profile the sweep ran with: as the manifest keeps it, else (a folder written before

@@ -95,7 +95,8 @@ def render_html(sweep: Sweep, figures: list[Rendered | Skipped], seconds: float 
     status = sweep.profile_status()
     uncalibrated = [f"Profile {status}: every number of this report rests on its assumed costs."] \
         if "NOT calibrated" in status else []
-    notes = "".join(f'<p class="note">{esc(n)}</p>' for n in (*uncalibrated, *sweep.plugin_errors))
+    changed = [c] if (c := sweep.profile_change()) else []
+    notes = "".join(f'<p class="note">{esc(n)}</p>' for n in (*uncalibrated, *changed, *sweep.plugin_errors))
     summary = [status_summary(sweep), reasons(sweep)]
     tables = [published_table(sweep), *evidence_tables(sweep), *kernel_tables(sweep), *measured_tables(sweep), *best_tables(sweep),
               *speedup_tables(sweep), *growth_tables(sweep), *declared_tables(sweep)]

@@ -5,6 +5,7 @@ costs, what-if only)."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import polars as pl
 
@@ -103,3 +104,19 @@ def test_a_header_says_once_how_far_a_profile_is_calibrated_and_where_inherited_
     assert status.count("calibrated") == 1
     assert re.search(r"partly calibrated \(7 of 11 fitted costs, 7 of them inherited from seed's fits of its own "
                      r"machines; the others assumed\)", status), status
+
+
+def test_the_report_says_when_the_profile_file_changed_after_the_run(tmp_path):
+    """A profile file (named by its absolute path) edited after the run: the report says so, and that its
+    numbers are the run's; unchanged, or named by a relative path it cannot place, it says nothing."""
+    text = (Path(__file__).resolve().parents[2] / "workers" / "profiles" / "seed.toml").read_text()
+    path = tmp_path / "host.toml"
+    path.write_text(text.replace('name = "seed"', 'name = "host"'))
+    digest = load_profile(str(path)).digest()
+    sweep = write_sweep(tmp_path, "s", {"copy": copy_rows()}, profile=str(path), profile_digest=digest)
+    assert "has changed since this sweep ran" not in render_html(Sweep(sweep), [])
+    path.write_text(path.read_text().replace("llc_gbs = { value = 30.0", "llc_gbs = { value = 31.0"))
+    page = render_html(Sweep(sweep), [])
+    assert f"The profile {path} has changed since this sweep ran (digest {digest} then, " in page
+    relative = write_sweep(tmp_path, "r", {"copy": copy_rows()}, profile="host.toml", profile_digest=digest)
+    assert Sweep(relative).profile_change() is None
