@@ -39,7 +39,6 @@ class PartProblem:
 
     part: str  # model=<name>/part-<chunk_id>.parquet
     problem: str  # "is in the manifest but missing", ...
-    listed: bool  # the manifest lists the part (a damaged or missing part), else a stray one
 
     def __str__(self) -> str:
         return f"part {self.part} {self.problem}"
@@ -83,6 +82,12 @@ def unlisted_verdict(part: str, footer: Footer | None, digest: str | None) -> st
                 "rerun the sweep with --fresh to start over")
     return ("is not in the manifest: of this computation but not yet recorded (a run in progress or stopped): "
             "rerun the same 'memsweep run' command to record it")
+
+
+def stray(loc: Location, info: pafs.FileInfo, digest: str | None) -> PartProblem:
+    """A part the manifest does not list, with its verdict (unlisted_verdict)."""
+    part = info.path.removeprefix(loc.root.rstrip("/") + "/")
+    return PartProblem(part, unlisted_verdict(part, read_footer(loc.fs, info.path), digest))
 
 
 def part_problem(loc: Location, rec: dict, info: pafs.FileInfo, checksums: bool) -> tuple[str | None, Footer | None]:
@@ -129,16 +134,13 @@ def check_parts(loc: Location, manifest: dict, infos: dict[str, list[pafs.FileIn
     for cid, rec in sorted(listed.items()):
         part = part_path(str(rec.get("model")), cid)
         if cid not in present or parse_part_path(present[cid].path.removeprefix(prefix))[0] != rec.get("model"):
-            problems.append(PartProblem(part, "is in the manifest but missing", True))
+            problems.append(PartProblem(part, "is in the manifest but missing"))
             continue
         problem, _ = part_problem(loc, rec, present[cid], checksums)
         if problem:
-            problems.append(PartProblem(part, problem, True))
+            problems.append(PartProblem(part, problem))
     digest = (manifest.get(COMPUTATION) or {}).get("digest")
-    for cid, info in sorted(present.items()):
-        if cid not in listed:
-            part = info.path.removeprefix(prefix)
-            problems.append(PartProblem(part, unlisted_verdict(part, read_footer(loc.fs, info.path), digest), False))
+    problems += [stray(loc, info, digest) for cid, info in sorted(present.items()) if cid not in listed]
     return problems
 
 

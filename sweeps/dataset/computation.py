@@ -27,7 +27,7 @@ from sweeps.spec.load import SweepSpec
 from workers import MODELS, get_model
 from workers.dataset import COMPUTATION, LAYOUT, SPEC_FILE, parse_part_path
 from workers.folder import Location, exists, part_infos, read_manifest, read_text
-from workers.parts import PartProblem, mismatch_message, read_footer, unlisted_verdict
+from workers.parts import mismatch_message, stray
 
 from .store import check_schema
 
@@ -194,11 +194,8 @@ def refuse_foreign(loc: Location, spec: SweepSpec, planned: set[str]) -> None:
     check_spec returned): a duplicate of a part under another name, or rows of another computation (a folder mixed
     before memsweep recorded computations, or one whose run stopped before its first manifest), which a run
     must not add to. Each is named with the verdict `verify` gives it (workers.parts.unlisted_verdict)."""
-    prefix = loc.root.rstrip("/") + "/"
-    own = digest(identity(spec))
-    strays = [PartProblem(i.path.removeprefix(prefix), unlisted_verdict(i.path.removeprefix(prefix),
-                                                                         read_footer(loc.fs, i.path), own), False)
-              for infos in part_infos(loc).values() for i in infos
+    prefix, own = loc.root.rstrip("/") + "/", digest(identity(spec))
+    strays = [stray(loc, i, own) for infos in part_infos(loc).values() for i in infos
               if parse_part_path(i.path.removeprefix(prefix))[1] not in planned]
     if strays:
         raise DatasetError(mismatch_message(loc.uri, strays, "Nothing was run."))
