@@ -1,13 +1,15 @@
 """`python -m workers.guest fetch`: ready this node for guests (QEMU, busybox-static and Debian's kernels in
-the cache); what `make guest` runs. Quick when everything is there already."""
+the cache); what `make guest` runs. Quick when everything is there already. `python -m workers.guest
+check-counter`: boot a kernel with a loop of known length and print what one guest instruction costs in
+guest time (1.0 ns: the instruction counter counts instructions; workers/guest/counter.py)."""
 
 from __future__ import annotations
 
 import argparse
 
-from . import debian
+from . import counter, debian
 from .exceptions import GuestKernelError, GuestSetupError
-from .kernels import fetch
+from .kernels import cached_kernel, fetch
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -19,8 +21,14 @@ def main(argv: list[str] | None = None) -> int:
                    help="a kernel series to fetch (repeatable; default: all)")
     f.add_argument("--cache-dir", default=None, help=f"default: {debian.default_cache_dir()}")
     f.add_argument("--refresh", action="store_true", help="look for newer packages even when cached")
+    c = sub.add_parser("check-counter", help="boot a Debian kernel under TCG with QEMU's instruction counter and "
+                                              "time a loop of known length: guest ns per instruction")
+    c.add_argument("--series", default=debian.DEFAULT_SERIES, choices=sorted(debian.SERIES))
     args = parser.parse_args(argv)
     try:
+        if args.command == "check-counter":
+            print(counter.check(cached_kernel(args.series)).text())
+            return 0
         kernels = fetch(tuple(args.series or debian.SERIES), args.cache_dir, refresh=args.refresh)
     except (GuestSetupError, GuestKernelError) as e:
         parser.exit(2, f"memsweep: {e}\n")

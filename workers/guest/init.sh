@@ -1,9 +1,13 @@
 #!/bin/sh
 # memsweep's guest /init (busybox sh): load the pmem drivers, then for each line of /memsweep/configs
-# ("ID MODE MAP ALIGN SIZE": fsdax|devdax, dev|mem, bytes, bytes) create a namespace of SIZE on the NVDIMM
-# region, give it an fsdax (pfn) or devdax (dax) personality by sysfs, bind it, measure the bind, tear it
-# down, and print one line "MEMSWEEP-RESULT {json}" on /dev/ttyS1 (the host's results channel; the
-# kernel console is ttyS0). Then power off. The sysfs steps follow ndctl (ndctl/namespace.c):
+# ("ID MODE MAP ALIGN SIZE BINDS STRATEGY": fsdax|devdax, dev|mem, bytes, bytes, a count, a strategy name
+# or "-") create a namespace of SIZE on the NVDIMM region, give it an fsdax (pfn) or devdax (dax)
+# personality by sysfs, bind it BINDS times (unbinding in between, as the seed series' tests rebind the
+# driver), measure each bind, tear it down, and print one line "MEMSWEEP-RESULT {json}" on /dev/ttyS1 (the
+# host's results channel; the kernel console is ttyS0). A STRATEGY other than "-" is written first to the
+# kernel's memmap_init_strategy parameter (a kernel built with the series, workers/guest/series). Before
+# the configurations, /bin/memsweep-loop (when there) checks the instruction counter
+# (workers/guest/counter.py) and its runs go out as "MEMSWEEP-COUNTER [[n, ns], ...]". Then power off. The sysfs steps follow ndctl (ndctl/namespace.c):
 # setup_namespace() to create, namespace_destroy() to tear down; the host reads the lines
 # (workers/guest/runner.py), the guest only reports what it saw.
 
@@ -16,6 +20,7 @@ mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null
 OUT=/dev/ttyS1
 ND=/sys/bus/nd/devices
 T=/sys/kernel/tracing
+STRATEGY_PARAM=/sys/module/kernel/parameters/memmap_init_strategy
 
 say() { echo "memsweep: $*" > /dev/console; }
 emit() { printf '%s\n' "$1" > $OUT; }
@@ -86,8 +91,11 @@ uuid() { cat /proc/sys/kernel/random/uuid; }
 # dax_pmem a dax device; dax_pmem's probe makes the dev_dax that device_dax binds). The bind runs
 # nd_pfn_init() and memremap_pages(), where memmap_init_zone_device() runs.
 run_config() {
-	id=$1 mode=$2 map=$3 align=$4 size=$5
-	STATUS=ok STEP=namespace WHY= SEED= BEFORE= AFTER= TRACE='[]' DEVRES= DEVSIZE= NSRES= NSSIZE= DAXDEV=
+	id=$1 mode=$2 map=$3 align=$4 size=$5 binds=$6 strategy=$7
+	STATUS=ok STEP=namespace WHY= SEED= BEFORE= AFTER= TRACE='[]' REBINDS='[]' DEVRES= DEVSIZE= NSRES= NSSIZE= DAXDEV=
+	if [ "$strategy" != - ]; then
+		w $STRATEGY_PARAM $strategy || { STATUS=error WHY="this kernel has no strategy $strategy: $WHY"; return; }
+	fi
 	dmesg -c > /dev/null
 	NS=$(pick_namespace)
 	[ -n "$NS" ] || { STATUS=error WHY="no idle namespace in $REGION"; return; }
@@ -117,6 +125,21 @@ run_config() {
 		DAXDEV=$(ls -d /sys/bus/dax/devices/*/driver 2>/dev/null | head -n 1)
 		[ -n "$DAXDEV" ] || { STATUS=refused WHY="dax_pmem bound $SEED but device_dax bound no dax device"; }
 	fi
+	[ $STATUS = ok ] && rebind $driver $binds
+}
+
+# The binds after the first: unbind the personality and bind it again (the series' "rebind the driver 30
+# times"); REBINDS is a JSON list with each rebind's trace lines.
+rebind() {
+	r=1 lists=
+	while [ $r -lt $2 ]; do
+		w $ND/$SEED/driver/unbind $SEED || { STATUS=error WHY="unbind before bind $((r + 1)): $WHY"; break; }
+		[ -w $T/trace ] && echo > $T/trace
+		w /sys/bus/nd/drivers/$1/bind $SEED || { STATUS=error WHY="bind $((r + 1)): $WHY"; break; }
+		lists="$lists${lists:+, }$(grep -v '^#' $T/trace 2>/dev/null | jlines)"
+		r=$((r + 1))
+	done
+	REBINDS="[$lists]"
 }
 
 # ndctl's namespace_destroy(): disable the personality (ndctl_pfn_delete/ndctl_dax_delete: unbind, detach
@@ -159,7 +182,7 @@ warm_up() {
 emit_result() {
 	emit "MEMSWEEP-RESULT {\"id\": $1, \"status\": \"$STATUS\", \"step\": \"$STEP\", \"why\": $(jstr "$WHY"),\
  \"namespace\": \"$NS\", \"device\": \"$SEED\", \"memmap_before\": \"$BEFORE\", \"memmap_after\": \"$AFTER\",\
- \"trace\": $TRACE, \"ns_resource\": \"$NSRES\", \"ns_size\": \"$NSSIZE\", \"dev_resource\": \"$DEVRES\",\
+ \"trace\": $TRACE, \"rebinds\": $REBINDS, \"ns_resource\": \"$NSRES\", \"ns_size\": \"$NSSIZE\", \"dev_resource\": \"$DEVRES\",\
  \"dev_size\": \"$DEVSIZE\", \"dmesg\": $DMESG, \"teardown\": $(jstr "$TEARDOWN")}"
 }
 
@@ -173,11 +196,14 @@ if [ -r /memsweep/warmup ]; then
 	warm_up $(cat /memsweep/warmup)
 	[ -z "$TEARDOWN" ] || fatal "could not tear down the warm-up namespace ($TEARDOWN)"
 fi
+if [ -x /bin/memsweep-loop ]; then
+	emit "MEMSWEEP-COUNTER [$(/bin/memsweep-loop | awk '{ printf "%s[%s, %s]", (NR > 1 ? ", " : ""), $1, $2 }')]"
+fi
 exec 3< /memsweep/configs
-while read -r id mode map align size <&3; do
+while read -r id mode map align size binds strategy <&3; do
 	[ -n "$id" ] || continue
-	say "config $id: $mode map=$map align=$align size=$size"
-	run_config $id $mode $map $align $size
+	say "config $id: $mode map=$map align=$align size=$size binds=$binds strategy=$strategy"
+	run_config $id $mode $map $align $size $binds $strategy
 	DMESG=$(dmesg | tail -n 40 | jlines)
 	teardown
 	emit_result $id

@@ -19,6 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 QEMU = "qemu-system-x86_64"
+# QEMU's `-icount` (qemu-options.hx): shift=0 is 2^0 ns of guest time per instruction; sleep=off lets an idle
+# guest's clock jump to its next timer instead of waiting in real time. A guest time of N ns is then N guest
+# instructions (KERNEL-GUEST.md; workers.guest.counter checks it with a loop of known length).
+ICOUNT = "shift=0,sleep=off"
 PR_SET_PDEATHSIG = 1  # include/uapi/linux/prctl.h
 KVM_PROBE_TIMEOUT_S = 15.0
 # Signs in QEMU's own output that it cannot run the guest; under nested KVM (KERNEL-GUEST.md) QEMU prints
@@ -47,7 +51,9 @@ def command(*, image: Path, initrd: Path, append: str, accel: str, ram_mib: int,
     """QEMU for one guest: one vCPU, the kernel console on the first serial port, /init's results on the
     second, no reboot (a panic with panic=-1 ends QEMU), no default devices (no NIC ROM to boot)."""
     # -cpu max under TCG has pdpe1gb, so the guest offers 1 GiB alignments (has_transparent_pud_hugepage()).
-    cpu = ["-accel", "tcg", "-cpu", "max"] if accel == "tcg" else ["-accel", "kvm", "-cpu", "host"]
+    # Under TCG, QEMU's instruction counter (ICOUNT) makes the guest clock advance 1 ns per guest
+    # instruction: the guest's times are then counts of its instructions, whatever the host's load.
+    cpu = ["-accel", "tcg", "-cpu", "max", "-icount", ICOUNT] if accel == "tcg" else ["-accel", "kvm", "-cpu", "host"]
     nv_gib = -(-nvdimm.size_bytes // (1 << 30))
     return [
         QEMU, *cpu, "-smp", "1", "-machine", "pc,nvdimm=on",

@@ -54,38 +54,43 @@ class _Session:
     fatal: str | None = None
     failure: str | None = None
     boot_s: float | None = None
+    counter: tuple[tuple[int, int], ...] = ()
 
 
 def run_guest(kernel: GuestKernel, configs: Sequence[GuestConfig], *, accel: str = "auto",
-              boot_timeout_s: float = 60.0, timeout_s: float | None = None) -> GuestRun:
+              boot_timeout_s: float = 60.0, timeout_s: float | None = None,
+              counter_loop: bytes | None = None) -> GuestRun:
     """Boot `kernel` once and run `configs` in order; a result per configuration, in the same order.
     `accel` 'auto' uses KVM when a probe shows it boots this kernel (else TCG); 'tcg' or 'kvm' force one.
-    `timeout_s` bounds the whole run (default: boot_timeout_s + 30 s + 10 s per GiB of namespaces)."""
+    `timeout_s` bounds the whole run (default: boot_timeout_s + 30 s + 10 s per GiB of namespaces and
+    bind). `counter_loop`: the counter check's program (workers.guest.counter), run once after boot."""
     configs = tuple(configs)
     if accel not in ACCELS:
         raise ValueError(f"'accel' must be one of {list(ACCELS)} (got {accel!r}).")
     start = time.monotonic()
     ram_mib, too_big = _ram_mib(configs)
     runnable = [(i, c) for i, c in enumerate(configs) if i not in too_big]
-    if runnable and shutil.which(qemu.QEMU) is None:
+    boot = bool(runnable) or counter_loop is not None
+    if boot and shutil.which(qemu.QEMU) is None:
         raise GuestSetupError(f"{qemu.QEMU} is not installed: run `make guest` (or apt-get install qemu-system-x86)")
-    used = "none" if not runnable else accel if accel != "auto" else (
+    used = "none" if not boot else accel if accel != "auto" else (
         "kvm" if qemu.kvm_works(str(kernel.image))[0] else "tcg")
     session, console, boots, failed = _Session(), [], 0, []
-    if runnable:
+    if boot:
         if timeout_s is None:
-            timeout_s = boot_timeout_s + 30 + 10 * sum(c.namespace_size_bytes for _, c in runnable) / GiB
+            timeout_s = boot_timeout_s + 30 + 10 * sum(c.binds * c.namespace_size_bytes for _, c in runnable) / GiB
         while boots < BOOT_TRIES:
-            session, console = _boot(kernel, runnable, used, ram_mib, boot_timeout_s, timeout_s)
+            session, console = _boot(kernel, runnable, used, ram_mib, boot_timeout_s, timeout_s, counter_loop)
             boots += 1
             if not _panicked_before_init(session, console):
                 break
             failed.append(_oops(console))
-    results = tuple(too_big.get(i) or _result(i, c, session, console, boots, failed)
+    results = tuple(too_big.get(i) or _result(i, c, session, console, boots, failed, counted=used == "tcg")
                     for i, c in enumerate(configs))
     ready = session.ready or {}
     return GuestRun(release=ready.get("release"), cmdline=ready.get("cmdline"), accel=used, results=results,
-                    boot_s=session.boot_s, wall_s=time.monotonic() - start, boots=boots, failed_boots=tuple(failed))
+                    boot_s=session.boot_s, wall_s=time.monotonic() - start, boots=boots, failed_boots=tuple(failed),
+                    counter=session.counter)
 
 
 def _panicked_before_init(s: _Session, console: list[str]) -> bool:
@@ -119,15 +124,15 @@ def _ceil_div(a: int, b: int) -> int:
 
 
 def _boot(kernel: GuestKernel, runnable: list[tuple[int, GuestConfig]], accel: str, ram_mib: int,
-          boot_timeout_s: float, timeout_s: float) -> tuple[_Session, list[str]]:
+          boot_timeout_s: float, timeout_s: float, counter_loop: bytes | None) -> tuple[_Session, list[str]]:
     """Build the guest's files in a temporary folder, run QEMU and watch it; the session and the
     console's last lines. The folder (with the sparse NVDIMM file) is removed afterwards."""
     _remove_stale(Path(tempfile.gettempdir()))
     with tempfile.TemporaryDirectory(prefix=f"{TMP_PREFIX}{os.getpid()}-") as tmp:
         d = Path(tmp)
         warm = _memmap_area(c for _, c in runnable)
-        (d / "initrd").write_bytes(initramfs.build(kernel, runnable, warm_up_bytes=warm))
-        region = _ceil_div(max(c.namespace_size_bytes for _, c in runnable), GiB) * GiB
+        (d / "initrd").write_bytes(initramfs.build(kernel, runnable, warm_up_bytes=warm, counter_loop=counter_loop))
+        region = _ceil_div(max((c.namespace_size_bytes for _, c in runnable), default=GiB), GiB) * GiB
         nvdimm = qemu.Nvdimm(path=d / "nvdimm", size_bytes=region + LABEL_BYTES, label_bytes=LABEL_BYTES)
         _nvdimm_file(nvdimm, region)
         cmd = qemu.command(image=kernel.image, initrd=d / "initrd", append=CMDLINE, accel=accel,
@@ -222,6 +227,8 @@ def _take(s: _Session, line: str, start: float) -> None:
         s.ready, s.boot_s = payload, time.monotonic() - start
     elif kind == "RESULT" and isinstance(payload, dict) and isinstance(payload.get("id"), int):
         s.results[payload["id"]] = payload
+    elif kind == "COUNTER" and isinstance(payload, list):
+        s.counter = tuple((int(n), int(ns)) for n, ns in payload)
     elif kind == "FATAL":
         s.fatal = str(payload)
     elif kind == "DONE":
@@ -229,9 +236,9 @@ def _take(s: _Session, line: str, start: float) -> None:
 
 
 def _result(i: int, config: GuestConfig, s: _Session, console: list[str], boots: int,
-            failed: list[str]) -> ConfigResult:
+            failed: list[str], *, counted: bool) -> ConfigResult:
     if i in s.results:
-        return from_guest(config, s.results[i])
+        return from_guest(config, s.results[i], counted=counted)
     why = s.fatal and f"the guest gave up: {s.fatal}" or s.failure or "the guest did not report it"
     if len(failed) == boots > 1:
         why += f" (in each of {boots} boots)"

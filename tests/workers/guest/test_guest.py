@@ -19,7 +19,8 @@ import pytest
 
 from workers.guest import (ConfigResult, GuestConfig, GuestConfigError, GuestKernel, GuestKernelError,
                            cached_kernel, load_kernel, run_guest)
-from workers.guest import cpio, debian, initramfs, labels, qemu, runner
+from workers.guest import counter, cpio, debian, initramfs, labels, qemu, runner
+from workers.guest.counter import CounterCheck
 from workers.guest.kernels import PMEM_DRIVERS, pmem_modules
 from workers.guest.records import from_guest, parse_line
 from workers.units import GiB, MiB
@@ -177,11 +178,13 @@ def test_the_initramfs_holds_init_the_modules_and_the_config_list(tmp_path, smal
     and /dev/console for the kernel."""
     (tmp_path / "busybox").write_bytes(b"not really busybox")
     configs = [(0, GuestConfig(mode="fsdax", map="dev", align_bytes=2 * MiB, namespace_size_bytes=2 * GiB)),
-               (7, GuestConfig(mode="devdax", map="mem", align_bytes=GiB, namespace_size_bytes=GiB))]
+               (7, GuestConfig(mode="devdax", map="mem", align_bytes=GiB, namespace_size_bytes=GiB, binds=3,
+                               strategy="template"))]
     files = read_newc(initramfs.build(small_kernel, configs, warm_up_bytes=35 * MiB, busybox=tmp_path / "busybox"))
     mode, init, _ = files["init"]
     assert stat.S_ISREG(mode) and mode & 0o111 and init.startswith(b"#!/bin/sh") and b"MEMSWEEP-RESULT" in init
-    assert files["memsweep/configs"][1] == b"0 fsdax dev 2097152 2147483648\n7 devdax mem 1073741824 1073741824\n"
+    assert files["memsweep/configs"][1] == (b"0 fsdax dev 2097152 2147483648 1 -\n"
+                                              b"7 devdax mem 1073741824 1073741824 3 template\n")
     assert files["memsweep/warmup"][1] == b"2147483648 35\n"
     modules = files["memsweep/modules"][1].decode().split()
     assert modules == [m.name for m in pmem_modules(small_kernel.modules)]
@@ -199,7 +202,7 @@ def test_busybox_cpio_unpacks_the_initramfs(tmp_path, small_kernel):
     out = tmp_path / "root"
     out.mkdir()
     subprocess.run([str(busybox), "cpio", "-i", "-d"], input=data, cwd=out, check=True, capture_output=True)
-    assert (out / "memsweep" / "configs").read_text() == "0 fsdax mem 2097152 1073741824\n"
+    assert (out / "memsweep" / "configs").read_text() == "0 fsdax mem 2097152 1073741824 1 -\n"
     assert (out / "init").read_bytes() == initramfs.init_script()
 
 
@@ -235,6 +238,26 @@ def test_a_result_line_gives_the_numbers():
     assert (r.data_offset_bytes, r.data_size_bytes) == (34 * MiB, 2111832064)
 
 
+def test_rebinds_give_one_sample_per_bind_and_their_median():
+    """A result with two rebinds: three per-bind sums of memmap_init_zone_device(), init_us their median; the
+    first bind alone gives the memmap and offset numbers; `counted` says the guest ran under icount."""
+    cfg = GuestConfig(mode="fsdax", map="dev", align_bytes=2 * MiB, namespace_size_bytes=GiB, binds=3)
+    line = lambda us: f" 0) $ {us} us  |  memmap_init_zone_device();"
+    r = from_guest(cfg, {"status": "ok", "memmap_before": "0", "memmap_after": "4096", "trace": [line(11067.9)],
+                         "rebinds": [[line(11066.7)], [line(11066.6), line(0.5)]]}, counted=True)
+    assert r.bind_us == (11067.9, 11066.7, 11067.1) and r.init_us == 11067.1
+    assert r.counted and r.memmap_pages_delta == 4096 and r.init_calls == 1
+    assert not from_guest(cfg, {"status": "ok", "trace": [line(1.0)]}).counted
+
+
+def test_a_counter_line_and_its_check():
+    """MEMSWEEP-COUNTER carries (iterations, guest ns) per run; the quietest run gives ns per instruction."""
+    kind, runs = parse_line("MEMSWEEP-COUNTER [[10000000, 20014800], [40000000, 80059000]]")
+    check = CounterCheck(runs=tuple(map(tuple, runs)), accel="tcg")
+    assert kind == "COUNTER" and check.ns_per_instruction == 1.0007375
+    assert check.text().startswith("1.00074 guest ns per instruction in the quietest run")
+
+
 def test_a_refused_bind_is_infeasible_with_the_kernels_lines():
     """status 'refused' becomes infeasible; the reason quotes the failed write and the kernel's log."""
     cfg = GuestConfig(mode="devdax", map="mem", align_bytes=GiB, namespace_size_bytes=GiB)
@@ -258,6 +281,8 @@ def test_other_lines_and_bad_json_are_not_results():
     ({"map": "ram"}, r"'map' must be one of \['dev', 'mem'\] \(got 'ram'\)"),
     ({"align_bytes": 3 * MiB}, r"'align_bytes' must be a power of two of at least 4096 \(got 3145728\)"),
     ({"namespace_size_bytes": GiB + 1}, r"'namespace_size_bytes' must be a positive multiple of 4096"),
+    ({"binds": 0}, r"'binds' must be a positive integer \(got 0\)"),
+    ({"strategy": "a b"}, r"'strategy' must be a strategy name or None \(got 'a b'\)"),
 ])
 def test_a_malformed_config_is_refused_on_construction(fields, match):
     """GuestConfig names the field, the rule and the value."""
@@ -308,6 +333,8 @@ REFUSED_BIND = GuestConfig(mode="devdax", map="mem", align_bytes=GiB, namespace_
 # nd_pfn align_store() takes only supported_alignments (4 KiB, 2 MiB and, with PUD THP, 1 GiB).
 REFUSED_ALIGN = GuestConfig(mode="fsdax", map="mem", align_bytes=4 * MiB, namespace_size_bytes=TWO_GIB)
 CONFIGS = [GuestConfig(mode=m, map=p, align_bytes=a, namespace_size_bytes=TWO_GIB) for m, p, a in EXPECTED]
+# Bound three times (two unbind/bind cycles): three samples, equal to within what timer ticks add under icount.
+REBOUND = GuestConfig(mode="devdax", map="dev", align_bytes=2 * MiB, namespace_size_bytes=GiB, binds=3)
 
 
 @pytest.fixture(scope="module")
@@ -329,7 +356,7 @@ def run612(kernel612):
     real = qemu.command
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(qemu, "command", command)
-        run = run_guest(kernel612, [*CONFIGS, REFUSED_BIND, REFUSED_ALIGN])
+        run = run_guest(kernel612, [*CONFIGS, REFUSED_BIND, REFUSED_ALIGN, REBOUND])
     assert len(tries) == 2, tries
     return run
 
@@ -360,6 +387,26 @@ def test_memmap_pages_and_data_offset_are_the_kernels_arithmetic(run612, key):
     assert r.memmap_pages_delta == delta
     assert r.data_offset_bytes == offset and r.data_size_bytes == TWO_GIB - offset
     assert r.init_calls == 1 and r.init_us > 0
+
+
+@pytest.mark.guest
+def test_a_namespace_bound_three_times_gives_three_samples_that_agree(run612):
+    """Under TCG's instruction counter the three binds' memmap_init_zone_device() times agree within 0.1%
+    (they are instruction counts); every bind of the run is counted."""
+    r = run612.results[-1]
+    assert r.config == REBOUND and r.status == "ok", r.reason
+    if run612.accel == "tcg":
+        assert r.counted and all(x.counted for x in run612.results if x.status == "ok")
+    assert len(r.bind_us) == 3 and (max(r.bind_us) - min(r.bind_us)) / min(r.bind_us) < 1e-3, r.bind_us
+
+
+@pytest.mark.guest
+def test_the_counter_counts_guest_instructions(kernel612):
+    """A loop of 2 x N instructions in the guest reads 2 x N guest ns: QEMU's icount clock is an instruction
+    counter (timer ticks inside the run may add a little, never take away)."""
+    check = counter.check(kernel612)
+    assert check.accel == "tcg" and len(check.runs) == 4
+    assert 1.0 <= check.ns_per_instruction < 1.005, check.text()
 
 
 @pytest.mark.guest
@@ -410,7 +457,7 @@ def test_an_error_after_a_panicked_boot_says_which_boots_failed(panicked, why):
                                        "boot timeout: /init did not start within 60 s"))
     assert runner._panicked_before_init(session, PANIC_CONSOLE)
     failed = [runner._oops(PANIC_CONSOLE)] * panicked
-    r = runner._result(0, CONFIGS[0], session, PANIC_CONSOLE, 2, failed)
+    r = runner._result(0, CONFIGS[0], session, PANIC_CONSOLE, 2, failed, counted=True)
     assert r.status == "error" and r.reason.startswith(why)
 
 
