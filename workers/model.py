@@ -199,6 +199,9 @@ class Measurement:
         return [self.metric_of(v) for v in points[f"param_{self.metric_axis}"].to_list()]
 
 
+SAMPLES = "samples"  # the key under which a KernelCheck reader returns a row's repeated values
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class KernelCheck:
     """What the `kernel` row source (workers.guest) checks of a model in a real kernel booted in a guest
@@ -208,13 +211,15 @@ class KernelCheck:
     (points frame, workers.guest.KernelSettings) -> per row, a workers.guest.GuestConfig to bind, or the
     reason string why the kernel under test cannot hold that point (its row is infeasible with it).
     `reader`: the same kind of reference: (point row as a dict, workers.guest.ConfigResult) -> {metric
-    column: value} of an ok result. `metrics`: the metric columns a kernel row fills (the others stay
-    null); `exact`: those of them the model must equal (counts, bytes), as against a guest's times."""
+    column: value} of an ok result, and under the key SAMPLES the repeated binds' values of `sampled`
+    (they fill the row's measure_* columns). `metrics`: the metric columns a kernel row fills (the others
+    stay null); `exact`: those of them the model must equal (counts, bytes), as against a guest's times."""
 
     planner: str | Callable[..., list]
     reader: str | Callable[..., dict]
     metrics: tuple[str, ...]
     exact: tuple[str, ...] = ()
+    sampled: str | None = None
 
     def plan(self, points: pl.DataFrame, settings) -> list:
         """The planner's configurations (or reasons) for `points`, one per row."""

@@ -115,11 +115,10 @@ def guest_rows(model: Model, params: pl.DataFrame, profile: Profile, settings: S
     try:
         out = kernel_rows(model, params, profile, settings.kernel)
     except Exception as e:  # noqa: BLE001 - a broken guest run must not lose the chunk
-        out = error_rows(model, params.height, e, GUEST_DTYPES)
-    guest = out.select(*GUEST_COLUMNS)
-    return pl.concat([params, out.drop(*GUEST_COLUMNS), guest], how="horizontal").with_columns(
-        _nulls({**MEASURE_COLUMNS, **evidence.COLUMNS})).select(*params.columns, "status", "reason", *model.metric_dtypes,
-                                        *MEASURE_COLUMNS, *evidence.COLUMNS, *GUEST_COLUMNS)
+        out = error_rows(model, params.height, e, {**MEASURE_COLUMNS, **GUEST_DTYPES})
+    return pl.concat([params, out], how="horizontal").with_columns(_nulls(evidence.COLUMNS)).select(
+        *params.columns, "status", "reason", *model.metric_dtypes, *MEASURE_COLUMNS, *evidence.COLUMNS,
+        *GUEST_COLUMNS)
 
 
 BACKENDS: dict[str, Backend] = {

@@ -11,10 +11,12 @@ the planner ruled out has them null.
 
 from __future__ import annotations
 
+import statistics
+
 import polars as pl
 
-from workers.dataset import GUEST_COLUMNS
-from workers.model import STATUS_ERROR, STATUS_INFEASIBLE, STATUS_OK, Model
+from workers.dataset import DTYPES, GUEST_COLUMNS, MEASURE_COLUMNS
+from workers.model import SAMPLES, STATUS_ERROR, STATUS_INFEASIBLE, STATUS_OK, Model
 from workers.profiles import Profile
 
 from .exceptions import GuestKernelError, GuestSetupError
@@ -24,7 +26,8 @@ from .settings import KernelSettings
 
 
 def kernel_rows(model: Model, points: pl.DataFrame, profile: Profile, settings: KernelSettings) -> pl.DataFrame:
-    """Rows ["status", "reason", *model.metric_dtypes, *GUEST_COLUMNS] for `points`, same height and order.
+    """Rows ["status", "reason", *model.metric_dtypes, *MEASURE_COLUMNS, *GUEST_COLUMNS] for `points`, same
+    height and order; the measure_* columns summarize the repeated binds of the check's `sampled` metric.
     `profile` is unused: a kernel row is what the kernel did, whatever the costs."""
     n = points.height
     status, reason = [STATUS_INFEASIBLE] * n, [""] * n
@@ -62,6 +65,17 @@ def _frame(model: Model, status: list, reason: list, values: list[dict], guest: 
     }
     for c, dt in model.metric_dtypes.items():
         cols[c] = pl.Series([v.get(c) for v in values], dtype=dt)
+    samples = [_samples(v.get(SAMPLES) or []) for v in values]
+    for c in MEASURE_COLUMNS:
+        cols[c] = pl.Series([s.get(c) for s in samples], dtype=DTYPES[c])
     for c in GUEST_COLUMNS:
         cols[c] = pl.Series([g.get(c) for g in guest], dtype=pl.Utf8)
     return pl.DataFrame(cols)
+
+
+def _samples(values: list) -> dict:
+    """The measure_* columns of a row's repeated binds (the KernelCheck's `sampled` metric); none without."""
+    if not values:
+        return {}
+    return {"measure_repeats": len(values), "measure_min": float(min(values)),
+            "measure_median": float(statistics.median(values))}

@@ -28,13 +28,16 @@ class KernelSettings:
     the default is Debian's 6.12). `modules`: its lib/modules/<release> folder ("" when the pmem drivers are
     built in, or for a Debian kernel). `accel`: "auto" (KVM when a probe boot works, else TCG), "tcg" or
     "kvm". `strategy` and `struct_page_size`: what the kernel implements. A stock kernel has the slow
-    path and 64-byte struct pages; a patched one says which strategy it carries."""
+    path and 64-byte struct pages; a patched one says which strategy it carries; a kernel that switches
+    among strategies at run time (the series' build: GuestKernel.strategies) runs each point's own.
+    `binds`: how many times each namespace is bound (the samples of a kernel row)."""
 
     image: str = DEBIAN + debian.DEFAULT_SERIES
     modules: str = ""
     accel: str = "auto"
     strategy: str = "slow"
     struct_page_size: int = 64
+    binds: int = 3  # LKP's and mmtests' least sample count for a verdict
     boot_timeout_s: int = 120  # TCG boots took 6-18 s on a busy 2-core machine
 
     def __post_init__(self) -> None:
@@ -43,7 +46,7 @@ class KernelSettings:
                 raise GuestKernelError(f"'kernel.{f}' must be a string (got {getattr(self, f)!r}).")
         if self.accel not in ACCELS:
             raise GuestKernelError(f"'kernel.accel' must be one of {list(ACCELS)} (got {self.accel!r}).")
-        for f in ("struct_page_size", "boot_timeout_s"):
+        for f in ("struct_page_size", "binds", "boot_timeout_s"):
             v = getattr(self, f)
             if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
                 raise GuestKernelError(f"'kernel.{f}' must be a positive integer (got {v!r}).")
@@ -79,6 +82,11 @@ class KernelSettings:
                                        f"({self.image!r} brings its own).")
             return cached_kernel(self.image[len(DEBIAN):])
         return load_kernel(self.image, self.modules or None)
+
+    def switchable_strategies(self) -> tuple[str, ...]:
+        """The strategies the kernel switches among at run time (its memmap_init_strategy); () for a
+        kernel that has one, `strategy`."""
+        return tuple(getattr(self.kernel(), "strategies", ()))
 
     def identity(self) -> dict:
         """What fixes a kernel row besides the point: the settings, the release and the image's digest."""

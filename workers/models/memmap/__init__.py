@@ -420,7 +420,7 @@ def published_figures(model: str) -> tuple[Figure, ...]:
 
 class MemmapModel(Model):
     name = "memmap"
-    version = "3"  # 3: metric_memmap_pages
+    version = "4"  # 4: metric_init_instructions; 3: metric_memmap_pages
     _points = LastPoints()  # a fit's figures: inputs, layout, walk and status derived once
     description = ("memmap_init_zone_device(): struct pages written, memmap placement and init time of the "
                    "slow / template / template_nt / template_nt_inline strategies")
@@ -487,6 +487,9 @@ class MemmapModel(Model):
                doc="memory-bandwidth lower bound of the traffic (LLC-priced when the memmap fits)"),
         Metric(column="metric_init_ms", dtype=FLOAT, better="lower",
                doc="modeled memmap_init_zone_device() time: max(compute, bound + stall)"),
+        Metric(column="metric_init_instructions", dtype=INT, better="lower",
+               doc="instructions memmap_init_zone_device() executes: kernel rows under QEMU's instruction "
+                   "counter (null on modeled rows)"),
         Metric(column="metric_speedup_vs_slow", dtype=FLOAT, better="higher",
                doc="init time of slow / init time of this strategy"),
         Metric(column="metric_dominant", dtype=pl.Utf8,
@@ -512,9 +515,10 @@ class MemmapModel(Model):
     kernel = KernelCheck(
         planner="workers.models.memmap.kernel:plan", reader="workers.models.memmap.kernel:read",
         metrics=("metric_memmap_pages", "metric_offset_bytes", "metric_memmap_device_bytes",
-                 "metric_end_trunc_bytes", "metric_data_pfns", "metric_init_ms"),
+                 "metric_end_trunc_bytes", "metric_data_pfns", "metric_init_ms", "metric_init_instructions"),
         exact=("metric_memmap_pages", "metric_offset_bytes", "metric_memmap_device_bytes",
                "metric_end_trunc_bytes", "metric_data_pfns"),
+        sampled="metric_init_instructions",
     )
 
     def evaluate(self, points: pl.DataFrame, profile: Profile) -> pl.DataFrame:
@@ -547,6 +551,7 @@ class MemmapModel(Model):
                 "metric_cond_resched": w["cond_resched"], "metric_serial_misses": t["serial"],
                 "metric_compute_ms": t["compute"] / 1e6, "metric_stall_ms": t["stall"] / 1e6,
                 "metric_bound_ms": t["bound"] / 1e6, "metric_init_ms": t["init"] / 1e6,
+                "metric_init_instructions": pl.Series([None] * len(size), dtype=pl.Int64),
                 "metric_speedup_vs_slow": t["slow_init"] / t["init"],
                 "metric_dominant": pl.Series(dominant).replace_strict(
                     {0: "compute", 1: "memory", 2: "latency"}, return_dtype=pl.Utf8),

@@ -23,16 +23,24 @@ What a kernel row fills (`read`), from what the guest measured (workers.guest.re
   (map=dev) included; 6.1 has no such counter (null).
 - metric_offset_bytes, metric_memmap_device_bytes, metric_end_trunc_bytes, metric_data_pfns: from the
   pfn/dax device's resource and size (drivers/nvdimm/pfn_devs.c resource_show(), size_show()).
-- metric_init_ms: the function_graph duration of memmap_init_zone_device(), in guest time. Under TCG it
-  is proportional to the work, not a machine's time (env_accel says which).
+- metric_init_instructions: under TCG, the guest runs with QEMU's instruction counter (1 ns of guest
+  time per instruction, workers/guest/qemu.py), so the function_graph duration of
+  memmap_init_zone_device() is the instructions it executed (interrupts that land inside included): the
+  median over [kernel] binds binds, each bind's count in measure_min/median/repeats. It repeats
+  exactly (within 0.02% over binds and runs) whatever the host's load.
+- metric_init_ms: under KVM, that duration in a machine's milliseconds; null under TCG, whose time is
+  not a machine's (env_accel says which).
 metric_memmap_dram_bytes stays null: the kernel counts memmap pages, not the page tables that map them,
 which the model's DRAM bytes include (metric_vmemmap_pt_bytes).
 """
 
 from __future__ import annotations
 
+import statistics
+
 import polars as pl
 
+from workers.model import SAMPLES
 from workers.units import PAGE_SIZE, GiB, format_size
 
 from . import layout as ml
@@ -45,23 +53,29 @@ KERNEL_ORDER = {"fsdax": lambda align: 0, "devdax": lambda align: (align // PAGE
 
 
 def plan(points: pl.DataFrame, settings) -> list:
-    """A GuestConfig per point, or the reason the kernel under test cannot hold it."""
+    """A GuestConfig per point (bound `settings.binds` times, switched to the point's strategy first when
+    the kernel offers a choice), or the reason the kernel under test cannot hold it."""
     from workers.guest import GuestConfig
 
+    switchable = settings.switchable_strategies()
     out = []
     for p in points.iter_rows(named=True):
-        reason = _cannot(p, settings)
+        reason = _cannot(p, settings, switchable)
         out.append(reason or GuestConfig(mode=p["param_mode"], map=p["param_map"], align_bytes=p["param_align"],
-                                         namespace_size_bytes=p["param_namespace_size"]))
+                                         namespace_size_bytes=p["param_namespace_size"], binds=settings.binds,
+                                         strategy=p["param_strategy"] if switchable else None))
     return out
 
 
-def _cannot(p: dict, settings) -> str | None:
+def _cannot(p: dict, settings, switchable: tuple[str, ...]) -> str | None:
     """The first thing the kernel under test cannot be of point p, or None."""
     order, kernel_order = p["param_compound_order"], KERNEL_ORDER[p["param_mode"]](p["param_align"])
-    if p["param_strategy"] != settings.strategy:
+    if switchable and p["param_strategy"] not in switchable:
+        return f"the kernel under test switches among the strategies {list(switchable)} only"
+    if not switchable and p["param_strategy"] != settings.strategy:
         return (f"the kernel under test has strategy {settings.strategy!r} only ([kernel] strategy; Debian's "
-                "kernels are mainline: memmap_init_zone_device() initializes page by page, the slow path)")
+                "kernels are mainline: memmap_init_zone_device() initializes page by page, the slow path; the "
+                "series' kernel, image = \"series:6.12\", switches among all four)")
     if p["param_struct_page_size"] != settings.struct_page_size:
         return f"the kernel under test has {settings.struct_page_size}-byte struct pages ([kernel] struct_page_size)"
     if order is not None and order != kernel_order:
@@ -79,15 +93,19 @@ def _cannot(p: dict, settings) -> str | None:
 
 
 def read(point: dict, result) -> dict:
-    """The metrics of an ok result."""
+    """The metrics of an ok result, and under the instruction counter the per-bind instruction counts
+    (SAMPLES: the samples of metric_init_instructions)."""
     offset, size = result.data_offset_bytes, point["param_namespace_size"]
     data = result.data_size_bytes
     dev = point["param_map"] == "dev"
+    counts = [round(us * 1000) for us in result.bind_us] if result.counted else []
     return {
+        SAMPLES: counts,
+        "metric_init_instructions": int(statistics.median_low(counts)) if counts else None,
         "metric_memmap_pages": result.memmap_pages_delta,
         "metric_offset_bytes": offset,
         "metric_memmap_device_bytes": None if offset is None else (offset - ml.INFO_BLOCK if dev else 0),
         "metric_end_trunc_bytes": None if offset is None or data is None else size - offset - data,
         "metric_data_pfns": None if data is None else data // PAGE_SIZE,
-        "metric_init_ms": None if result.init_us is None else result.init_us / 1e3,
+        "metric_init_ms": None if result.init_us is None or result.counted else result.init_us / 1e3,
     }
