@@ -81,6 +81,7 @@ from workers.profiles import Profile
 from workers.units import GiB, KiB, MiB, TiB
 
 from . import layout as ml
+from . import work
 
 STRATEGIES = ("slow", "template", "template_nt", "template_nt_inline")
 SLOW, TEMPLATE, TEMPLATE_NT, TEMPLATE_NT_INLINE = range(4)
@@ -416,6 +417,12 @@ def published_figures(model: str) -> tuple[Figure, ...]:
                source=SOURCE.format(n=n) + f": {driver[mode]} {value} ms")
         for (mode, strategy), (value, n) in published.items()
     )
+
+
+def work_counts(points: pl.DataFrame) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """Each point's strategy index and memmap_init_zone_device()'s operation counts (work.counts())."""
+    a, order, _lay, w, *_ = MODEL._points.get(points, MODEL._of_points)
+    return a["strategy"], work.counts(a["strategy"], w, order)
 
 
 class MemmapModel(Model):

@@ -1,0 +1,153 @@
+"""The work memmap_init_zone_device() does, as counts of operations, and the instructions they cost in
+one kernel build: the modeled `metric_init_instructions`, set beside a kernel row's instruction count.
+
+The counts follow Debian 6.12.118's mm/mm_init.c (memmap_init_zone_device(), memmap_init_compound(),
+__init_zone_device_page(), pageblock_migratetype_init_range()) and the series' patches 4-5/8
+(workers/guest/series/), per point (`layout.walk()` gives heads, tails written and compounds):
+
+- `call`: one memmap_init_zone_device() call (entry, the altmap start, pr_debug's jiffies, return);
+- `head_slow`, `head_copy`: compound heads (every pfn for fsdax) through __init_zone_device_page()
+  (zone_device_page_init_slow() after patch 2), or with a template strategy all heads but the first as a
+  template copy (zone_device_page_init_from_template(): the PFN refresh is a no-op on x86_64, then the
+  strategy's copy), each with its loop step and the IS_ALIGNED(pfn, PAGES_PER_SECTION) test;
+- `tail_slow`, `tail_copy`: the compound_nr_pages() - 1 tails memmap_init_compound() writes per
+  compound: __init_zone_device_page() + prep_compound_tail() + set_page_count(), or with a template
+  strategy all tails of a compound but its first as a copy (patch 5/8);
+- `compound`: per compound of order > 0, the memmap_init_compound() call, __SetPageHead() and
+  prep_compound_head();
+- `pageblock`: set_pageblock_migratetype() on every pageblock (512 pfns) the walk covers, which 6.12.118
+  does in pageblock_migratetype_init_range() after the loop (6.1 does it in __init_zone_device_page() for
+  the pfns that pass through it: with map=mem vmemmap optimization, fewer).
+
+A build's `InstructionCosts` give each operation's instructions; heads and tails copied cost per copy
+strategy (memcpy, out-of-line __memcpy_flushcache(), inline MOVNTI). The costs of memsweep's own
+`series:6.12` build (instructions.toml) are fit to its kernel rows by benchmarks/instructions.py, which
+prints the leave-one-out error per configuration (benchmarks/RESULTS.md). They price 64-byte struct
+pages, what the build has; other sizes get no modeled count.
+"""
+
+from __future__ import annotations
+
+import functools
+import tomllib
+from dataclasses import dataclass, fields
+from importlib import resources
+
+import numpy as np
+
+OPS = ("call", "head_slow", "head_copy", "tail_slow", "tail_copy", "compound", "pageblock")
+PAGEBLOCK_PFNS = 512  # pageblock_nr_pages: 1 << pageblock_order (HPAGE_PMD_ORDER, 9) on x86_64
+BUILD_STRUCT_PAGE = 64  # sizeof(struct page) of the builds priced (no KMSAN, no LAST_CPUPID_NOT_IN_PAGE_FLAGS)
+PRICED = "series:6.12"  # the build modeled rows price: memsweep's own, the one that holds every strategy
+SLOW = 0  # strategy index, as memmap.STRATEGIES
+
+
+def counts(strategy: np.ndarray, w: dict, order: np.ndarray) -> dict[str, np.ndarray]:
+    """Each point's operation counts (OPS) from its walk (`layout.walk()`) and strategy index."""
+    heads, tails = w["heads"], w["tails_written"]
+    template = strategy != SLOW
+    compounds = np.where(order > 0, heads, 0)
+    with_tails = np.where(w["per_compound"] > 1, compounds, 0)  # compounds that write a first tail
+    head_slow = np.where(template, np.minimum(heads, 1), heads)
+    tail_slow = np.where(template, with_tails, tails)
+    first, end = w["first_pfn"], w["first_pfn"] + w["walked"]
+    pageblocks = -(-end // PAGEBLOCK_PFNS) - -(-first // PAGEBLOCK_PFNS)  # pageblock_align(): ALIGN up
+    return {"call": (heads > 0).astype(np.int64), "head_slow": head_slow, "head_copy": heads - head_slow,
+            "tail_slow": tail_slow, "tail_copy": tails - tail_slow, "compound": compounds,
+            "pageblock": np.where(heads > 0, pageblocks, 0)}
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class InstructionCosts:
+    """Instructions per operation (OPS) in one build; `head_copy` and `tail_copy` per template strategy
+    (template, template_nt, template_nt_inline), as the strategy's index minus one. `build` names it and
+    `fit` says what the numbers rest on."""
+
+    build: str
+    fit: str
+    call: float
+    head_slow: float
+    tail_slow: float
+    compound: float
+    pageblock: float
+    head_copy: tuple[float, float, float]
+    tail_copy: tuple[float, float, float]
+
+    def instructions(self, strategy: np.ndarray, n: dict[str, np.ndarray]) -> np.ndarray:
+        """The instructions of each point's counts `n` (counts()), under its strategy index; NaN where it
+        copies with a strategy the fit had no rows of (its cost NaN)."""
+        pick = np.clip(strategy - 1, 0, 2)
+        head_copy, tail_copy = np.asarray(self.head_copy)[pick], np.asarray(self.tail_copy)[pick]
+        head_copy = np.where(n["head_copy"] > 0, head_copy, 0.0)
+        tail_copy = np.where(n["tail_copy"] > 0, tail_copy, 0.0)
+        return (n["call"] * self.call + n["head_slow"] * self.head_slow + n["head_copy"] * head_copy
+                + n["tail_slow"] * self.tail_slow + n["tail_copy"] * tail_copy + n["compound"] * self.compound
+                + n["pageblock"] * self.pageblock)
+
+    def toml(self) -> str:
+        """The costs as a table of instructions.toml (a cost the fit could not identify: "nan")."""
+        def value(v):
+            if isinstance(v, tuple):
+                return f"[{', '.join(value(x) for x in v)}]"
+            return f'"{v}"' if isinstance(v, str) else ("nan" if np.isnan(v) else f"{v:.3f}")
+        return "".join(f"{f.name} = {value(getattr(self, f.name))}\n" for f in fields(self))
+
+
+@functools.cache
+def recorded_costs(build: str) -> InstructionCosts:
+    """The recorded costs of a build (a table of instructions.toml; PRICED the one modeled rows use)."""
+    tables = tomllib.loads(resources.files(__package__).joinpath("instructions.toml").read_text())
+    if build not in tables:
+        raise KeyError(f"instructions.toml has no costs of build {build!r} (it has {sorted(tables)})")
+    return InstructionCosts(**{k: tuple(v) if isinstance(v, list) else v for k, v in tables[build].items()})
+
+
+# ---------------------------------------------------------------- fitting a build's costs to its kernel rows
+
+COLUMNS = ("call", "head_slow", "tail_slow", "compound", "pageblock",
+           *(f"{op}_copy[{s}]" for op in ("head", "tail") for s in ("template", "template_nt", "template_nt_inline")))
+
+
+def design(strategy: np.ndarray, n: dict[str, np.ndarray]) -> np.ndarray:
+    """The counts as a matrix over COLUMNS: a copy counts only in the column of its strategy."""
+    cols = [n[c] for c in COLUMNS[:5]]
+    for op in ("head_copy", "tail_copy"):
+        cols += [np.where(strategy == s, n[op], 0) for s in (1, 2, 3)]
+    return np.stack(cols, axis=1).astype(float)
+
+
+def fit(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Non-negative instructions per column (scipy's nnls) minimizing the *relative* error of every point,
+    so a 1 GiB bind weighs as much as a 16 GiB one; columns no point uses are NaN (not identified)."""
+    from scipy.optimize import nnls
+
+    used = np.any(x > 0, axis=0)
+    scale = 1.0 / y
+    coef = np.full(x.shape[1], np.nan)
+    coef[used] = nnls(x[:, used] * scale[:, None], y * scale, maxiter=50 * x.shape[1])[0]
+    return coef
+
+
+def predict(coef: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """Instructions of rows `x` at `coef`; NaN where a row uses a column the fit could not identify."""
+    missing = np.isnan(coef)
+    out = x[:, ~missing] @ coef[~missing]
+    return np.where(np.any(x[:, missing] > 0, axis=1), np.nan, out)
+
+
+def costs_of(coef: np.ndarray, *, build: str, fit_text: str) -> InstructionCosts:
+    """`fit()`'s coefficients as InstructionCosts (an unidentified column stays NaN)."""
+    c = [float(v) for v in coef]
+    return InstructionCosts(build=build, fit=fit_text, call=c[0], head_slow=c[1], tail_slow=c[2], compound=c[3],
+                            pageblock=c[4], head_copy=tuple(c[5:8]), tail_copy=tuple(c[8:11]))
+
+
+def leave_one_out(x: np.ndarray, y: np.ndarray, groups: list) -> np.ndarray:
+    """Each row's prediction by the fit to the rows of every other group (a group: one configuration, all
+    its sizes); NaN where the other groups leave a column this row needs unidentified."""
+    keys = np.asarray([str(g) for g in groups])
+    out = np.full(len(y), np.nan)
+    for k in np.unique(keys):
+        held = keys == k
+        out[held] = predict(fit(x[~held], y[~held]), x[held])
+    return out
