@@ -419,6 +419,15 @@ def published_figures(model: str) -> tuple[Figure, ...]:
     )
 
 
+def _instructions(a: dict, w: dict, order: np.ndarray) -> pl.Series:
+    """The modeled instructions of memmap_init_zone_device() in work.PRICED's build (null where it copies with a
+    strategy the build's costs lack, or for a struct page size other than the build's)."""
+    costs = work.recorded_costs(work.PRICED)
+    v = costs.instructions(a["strategy"], work.counts(a["strategy"], w, order))
+    ok = ~np.isnan(v) & (a["psize"] == work.BUILD_STRUCT_PAGE)
+    return pl.Series(np.where(ok, np.round(np.nan_to_num(v)), 0).astype(np.int64)).set(pl.Series(~ok), None)
+
+
 def work_counts(points: pl.DataFrame) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """Each point's strategy index and memmap_init_zone_device()'s operation counts (work.counts())."""
     a, order, _lay, w, *_ = MODEL._points.get(points, MODEL._of_points)
@@ -496,7 +505,8 @@ class MemmapModel(Model):
                doc="modeled memmap_init_zone_device() time: max(compute, bound + stall)"),
         Metric(column="metric_init_instructions", dtype=INT, better="lower",
                doc="instructions memmap_init_zone_device() executes: kernel rows under QEMU's instruction "
-                   "counter (null on modeled rows)"),
+                   "counter; modeled: operation counts x instructions per operation of memsweep's series:6.12 "
+                   "build (memmap/work.py; 64-byte struct pages)"),
         Metric(column="metric_speedup_vs_slow", dtype=FLOAT, better="higher",
                doc="init time of slow / init time of this strategy"),
         Metric(column="metric_dominant", dtype=pl.Utf8,
@@ -558,7 +568,7 @@ class MemmapModel(Model):
                 "metric_cond_resched": w["cond_resched"], "metric_serial_misses": t["serial"],
                 "metric_compute_ms": t["compute"] / 1e6, "metric_stall_ms": t["stall"] / 1e6,
                 "metric_bound_ms": t["bound"] / 1e6, "metric_init_ms": t["init"] / 1e6,
-                "metric_init_instructions": pl.Series([None] * len(size), dtype=pl.Int64),
+                "metric_init_instructions": _instructions(a, w, order),
                 "metric_speedup_vs_slow": t["slow_init"] / t["init"],
                 "metric_dominant": pl.Series(dominant).replace_strict(
                     {0: "compute", 1: "memory", 2: "latency"}, return_dtype=pl.Utf8),

@@ -38,7 +38,7 @@ import numpy as np
 OPS = ("call", "head_slow", "head_copy", "tail_slow", "tail_copy", "compound", "pageblock")
 PAGEBLOCK_PFNS = 512  # pageblock_nr_pages: 1 << pageblock_order (HPAGE_PMD_ORDER, 9) on x86_64
 BUILD_STRUCT_PAGE = 64  # sizeof(struct page) of the builds priced (no KMSAN, no LAST_CPUPID_NOT_IN_PAGE_FLAGS)
-PRICED = "series:6.12"  # the build modeled rows price: memsweep's own, the one that holds every strategy
+PRICED = "debian:6.12"  # the build modeled rows price: memsweep's own, the one that holds every strategy
 SLOW = 0  # strategy index, as memmap.STRATEGIES
 
 
