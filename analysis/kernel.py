@@ -83,3 +83,35 @@ def checked(sweep: Sweep) -> Iterator[tuple[ModelRows, pl.DataFrame, Agreement]]
             df = pairs(rows)
             if df.height:
                 yield rows, df, agreement(df)
+
+
+def gains(rows: ModelRows) -> pl.DataFrame:
+    """The kernel's own gain of each variant the report compares (the model's Report.comparison: memmap's
+    strategies against slow), on the kernel check's `sampled` metric (instructions), configuration by
+    configuration, beside the model's gain on the same metric and on the comparison's own (time):
+    the varying axes but the compared one, `variant`, the kernel's value and samples (n, min, median),
+    `kernel_gain` (baseline / variant), `model_gain` and `model_time_gain`. Empty without such rows."""
+    obj = rows.model
+    cmp, check = obj and obj.report.comparison, obj and obj.kernel
+    schema = rows.schema()
+    if cmp is None or check is None or check.sampled not in schema or cmp.column not in schema:
+        return pl.DataFrame()
+    metric, axis = check.sampled, cmp.column
+    keys = [c for c in rows.varying() if c.startswith("param_") and c != axis]
+    kernel = rows.scan(KERNEL).filter((pl.col("status") == "ok") & pl.col(metric).is_not_null()).select(
+        "point_id", *keys, axis, metric, "measure_repeats", "measure_min", "env_guest_kernel")
+    model = rows.scan(MODELED).filter(pl.col("status") == "ok").select(
+        "point_id", pl.col(metric).alias("model"), pl.col(cmp.metric).alias("model_time"))
+    df = kernel.join(model, on="point_id", how="left").collect(engine="streaming")
+    if df.is_empty() or cmp.baseline not in set(df[axis].to_list()):
+        return pl.DataFrame()
+    base = df.filter(pl.col(axis) == cmp.baseline).select(
+        *keys, "env_guest_kernel", pl.col(metric).alias("base"), pl.col("model").alias("model_base"),
+        pl.col("model_time").alias("model_time_base"))
+    out = df.filter(pl.col(axis) != cmp.baseline).join(base, on=[*keys, "env_guest_kernel"], how="inner",
+                                                        nulls_equal=True)
+    return out.select(
+        *keys, pl.col(axis).alias("variant"), "env_guest_kernel", metric, "measure_repeats", "measure_min",
+        (pl.col("base") / pl.col(metric)).alias("kernel_gain"), (pl.col("model_base") / pl.col("model")).alias("model_gain"),
+        (pl.col("model_time_base") / pl.col("model_time")).alias("model_time_gain"),
+    ).sort(*keys, "variant")

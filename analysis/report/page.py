@@ -25,6 +25,7 @@ from .overview import (
     best_tables,
     declared_tables,
     evidence_tables,
+    gain_tables,
     growth_tables,
     kernel_tables,
     measured_tables,
@@ -98,7 +99,7 @@ def render_html(sweep: Sweep, figures: list[Rendered | Skipped], seconds: float 
     changed = [c] if (c := sweep.profile_change()) else []
     notes = "".join(f'<p class="note">{esc(n)}</p>' for n in (*uncalibrated, *changed, *sweep.plugin_errors))
     summary = [status_summary(sweep), reasons(sweep)]
-    tables = [published_table(sweep), *evidence_tables(sweep), *kernel_tables(sweep), *measured_tables(sweep), *best_tables(sweep),
+    tables = [published_table(sweep), *evidence_tables(sweep), *kernel_tables(sweep), *gain_tables(sweep), *measured_tables(sweep), *best_tables(sweep),
               *speedup_tables(sweep), *growth_tables(sweep), *declared_tables(sweep)]
     skipped_html = "".join(f"<li><strong>{esc(s.title)}</strong>: {esc(s.reason)}</li>" for s in skipped)
     parts = [

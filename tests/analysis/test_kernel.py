@@ -11,10 +11,10 @@ from analysis.compare.compare import compare
 from analysis.exceptions import AnalysisError
 from analysis.figures.kernel import model_vs_kernel
 from analysis.figures.plotting import Rendered, Skipped
-from analysis.kernel import agreement, pairs
+from analysis.kernel import agreement, gains, pairs
 from analysis.read import Sweep
 from analysis.report.findings import kernel as kernel_finding
-from analysis.report.overview import kernel_tables
+from analysis.report.overview import gain_tables, kernel_tables
 from tests.analysis.conftest import write_sweep
 from workers.units import GiB, MiB
 
@@ -97,3 +97,36 @@ def test_compare_refuses_a_tcg_time_against_the_model_but_not_counts_or_two_gues
     ab = compare(both, other, model="memmap")
     kernel_block = next(b for b in ab.blocks if b.source_a == "kernel")
     assert kernel_block.compared == 3
+
+
+def strategy_rows(source: str, counts: dict[str, int], init_ms: dict[str, float] | None = None) -> pl.DataFrame:
+    """memmap rows of one source at one 2 GiB configuration, one per strategy (point_id = index)."""
+    n, kernel = len(counts), source == "kernel"
+    return pl.DataFrame({
+        "point_id": pl.Series(range(n), dtype=pl.UInt64), "param_namespace_size": [2 * GiB] * n,
+        "param_mode": "devdax", "param_strategy": list(counts), "source": source, "status": ["ok"] * n,
+        "reason": pl.Series([None] * n, dtype=pl.Utf8),
+        "metric_init_instructions": pl.Series(list(counts.values()), dtype=pl.Int64),
+        "metric_init_ms": pl.Series([(init_ms or {}).get(s) for s in counts], dtype=pl.Float64),
+        "measure_repeats": pl.Series([3 if kernel else None] * n, dtype=pl.Int64),
+        "measure_min": pl.Series([v - 10.0 if kernel else None for v in counts.values()], dtype=pl.Float64),
+        "env_guest_kernel": pl.Series(["6.12.118-series" if kernel else None] * n, dtype=pl.Utf8),
+        "env_accel": pl.Series(["tcg" if kernel else None] * n, dtype=pl.Utf8),
+    })
+
+
+def test_each_strategys_gain_is_measured_against_slow_beside_the_models(tmp_path):
+    """Kernel gain = slow's instructions over the strategy's, same configuration and kernel; the model's on
+    its own counts and on its time; the baseline itself is no row."""
+    model = strategy_rows("model", {"slow": 1000, "template": 800}, {"slow": 2.0, "template": 1.0})
+    kernel = strategy_rows("kernel", {"slow": 1200, "template": 600})
+    sw = sweep(tmp_path, model, kernel)
+    df = gains(sw.rows("memmap"))
+    assert df["variant"].to_list() == ["template"]
+    assert (df["kernel_gain"][0], df["model_gain"][0], df["model_time_gain"][0]) == (2.0, 1.25, 2.0)
+    [table] = gain_tables(sw)
+    assert table.title == "memmap: each strategy's gain in the real kernel, beside the model's"
+    assert table.frame.row(0, named=True) == {
+        "configuration": "(one point)", "strategy": "template", "kernel": "6.12.118-series",
+        "init_instructions": "600 (min 590, n=3)", "kernel gain": "2.000x", "model gain, same work": "1.250x",
+        "model gain, time": "2.00x"}
