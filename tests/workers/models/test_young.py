@@ -169,9 +169,6 @@ def test_seed_figures_pin_call_ns_with_the_two_fitted_costs():
 
 
 @pytest.mark.parametrize(("row", "match"), [
-    ({"arch": "x86_64", "first_pte_cont": True}, "x86_64 has no cont bit"),
-    ({"compound_order": 2}, "smaller than a 64 KiB contpte block"),
-    ({"align": "16KiB"}, "contpte_set_ptes"),
     ({"compound_order": 10}, "at most order 9"),
     ({"compound_order": 9, "align": "2MiB"}, "PMD-mapped"),
     ({"namespace_size": "100KiB"}, "whole number of folios"),

@@ -228,12 +228,16 @@ def test_range_outside_table_is_rejected():
         ref.per_pte_range(young, cont, 0, 0)
 
 
-def test_build_table_rejects_partial_folio_and_impossible_first_cont():
-    """build_table() needs whole folios, and a cont first PTE only where the layout allows one."""
+def test_build_table_needs_whole_folios_and_leaves_no_cont_bit_where_none_can_be():
+    """build_table() needs whole folios; first_pte_cont=True on x86_64 or an order-2 folio is the layout
+    contpte_set_ptes() leaves there: no cont bit at all, as with first_pte_cont=False."""
     with pytest.raises(ValueError, match="whole number of folios"):
         ref.build_table(namespace_size=100 * 1024, align=2 << 20, order=4)
-    with pytest.raises(ValueError, match="first_pte_cont"):
-        ref.build_table(namespace_size=64 * 1024, align=2 << 20, order=4, arch="x86_64")
+    for kw in ({"arch": "x86_64", "order": 4}, {"order": 2}):
+        t = ref.build_table(namespace_size=64 * 1024, align=2 << 20, first_pte_cont=True, **kw)
+        assert not t.cont.any()
+        assert (t.cont == ref.build_table(namespace_size=64 * 1024, align=2 << 20, first_pte_cont=False,
+                                          **kw).cont).all()
     with pytest.raises(ValueError, match="at least 'namespace_size'"):
         ref.build_table(namespace_size=128 * 1024, align=2 << 20, order=4, mapped_size=64 * 1024)
 

@@ -213,7 +213,8 @@ def build_table(*, namespace_size: int, align: int, order: int, arch: str = "arm
     reclaimed. The range starts `align` bytes past a PMD boundary when align < 2 MiB (aligned to align
     and to no larger power of two), else on one; folios are naturally aligned physically. A block is
     cont iff contpte_set_ptes() would make it so: arm64, VA block aligned and wholly inside one folio
-    at a 64 KiB-aligned physical offset. first_pte_cont=False unfolds each folio's head block.
+    at a 64 KiB-aligned physical offset (first_pte_cont=True: as contpte_set_ptes() leaves them, none
+    where no block can be cont). first_pte_cont=False unfolds each folio's head block.
     The first floor(young_fraction * folios) mapped folios have every PTE young.
     """
     pages = 1 << order
@@ -235,8 +236,6 @@ def build_table(*, namespace_size: int, align: int, order: int, arch: str = "arm
                     cont[b:b + CONT_PTES] = True
             if not first_pte_cont and cont[start]:
                 cont[start:start + CONT_PTES] = False
-    if first_pte_cont and not any(cont[offset + f * pages] for f in range(folios)):
-        raise ValueError("'first_pte_cont' is true but no folio's first PTE can be cont in this layout.")
     young = np.zeros(length, dtype=bool)
     hot = int(np.floor(young_fraction * folios))
     young[offset:offset + hot * pages] = True
