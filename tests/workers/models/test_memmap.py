@@ -476,3 +476,10 @@ def test_start_offset_takes_a_size_as_every_byte_axis_does_and_keeps_integer_lab
         axis.canonical("two")
     with pytest.raises(ValueError, match=r"\(got '1KiB'\)"):
         axis.canonical("1KiB")
+
+
+def test_memmap_pages_are_what_nr_memmap_pages_counts_per_section_not_the_leaves_that_back_them():
+    """384 MiB, 80-byte struct pages, map=mem: section_nr_vmemmap_pages() adds DIV_ROUND_UP(32768 x 80, 4096)
+    = 640 per section, 1920 for three (the 2 MiB PMD leaves behind them take 2048 pages of DRAM)."""
+    r = row(namespace_size=384 * MiB, struct_page_size=80, nvdimm_kmsan=True, map="mem", mode="fsdax", align="2MiB")
+    assert r["metric_memmap_pages"] == 1920 and r["metric_memmap_dram_bytes"] >= 2048 * 4096

@@ -436,7 +436,7 @@ def work_counts(points: pl.DataFrame) -> tuple[np.ndarray, dict[str, np.ndarray]
 
 class MemmapModel(Model):
     name = "memmap"
-    version = "4"  # 4: metric_init_instructions; 3: metric_memmap_pages
+    version = "5"  # 5: memmap_pages as nr_memmap_pages counts them; 4: metric_init_instructions; 3: metric_memmap_pages
     _points = LastPoints()  # a fit's figures: inputs, layout, walk and status derived once
     description = ("memmap_init_zone_device(): struct pages written, memmap placement and init time of the "
                    "slow / template / template_nt / template_nt_inline strategies")
@@ -559,7 +559,7 @@ class MemmapModel(Model):
                 "metric_tails_written": w["tails_written"], "metric_tails_aliased": w["tails_aliased"],
                 "metric_area_pages": lay["area_pages"], "metric_memmap_device_bytes": device,
                 "metric_memmap_dram_bytes": dram,
-                "metric_memmap_pages": (vm["struct_dram"] + vm["struct_altmap"]) // ml.PAGE,
+                "metric_memmap_pages": vm["counted_pages"],
                 "metric_vmemmap_pt_bytes": vm["pt_bytes"],
                 "metric_overhead_fraction": (device + dram) / size,
                 "metric_stores": t["stores"], "metric_bytes_stored": written * psize,

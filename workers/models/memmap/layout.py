@@ -146,8 +146,8 @@ def _touched(lo, hi, g):
 def vmemmap(lay: dict, start, map_dev, optimized, heads, psize) -> dict[str, np.ndarray]:
     """Memory that populating the vmemmap of the pgmap range takes (see the module doc).
 
-    Keys: struct_dram (bytes of struct-page memory from DRAM), struct_altmap (from
-    the namespace), pte_tables, pmd_tables, pt_bytes (page tables, all DRAM),
+    Keys: counted_pages (what the kernel's nr_memmap_pages counter adds), struct_dram (bytes of
+    struct-page memory from DRAM), struct_altmap (from the namespace), pte_tables, pmd_tables, pt_bytes (page tables, all DRAM),
     leaves (2 MiB PMD leaves), base_pages (4 KiB vmemmap pages outside leaves).
     """
     sec = PAGES_PER_SECTION
@@ -182,7 +182,15 @@ def vmemmap(lay: dict, start, map_dev, optimized, heads, psize) -> dict[str, np.
     partial = (h_pages + t_pages) * PAGE  # NULL altmap: always DRAM
     struct_dram = np.where(optimized, heads * VMEMMAP_RESERVE_NR * PAGE,
                            np.where(map_dev, partial, partial + from_range))
+    # /proc/vmstat nr_memmap_pages: __add_pages() adds the range section by section and each chunk counts
+    # section_nr_vmemmap_pages() (mm/sparse-vmemmap.c, 6.12.118): DIV_ROUND_UP(nr_pages * P, PAGE_SIZE)
+    # unoptimized, whatever the PMD leaves that back it take (80-byte pages: 640 a section, not 2 MiB's
+    # 512 rounded up to leaves); VMEMMAP_RESERVE_NR per compound optimized
+    chunk_pages = lambda n: -(-n * psize // PAGE)  # noqa: E731
+    sections = np.where(full, (s1 - s0) // sec, 0)
+    counted = chunk_pages(h_end - p0) + sections * chunk_pages(sec) + chunk_pages(np.maximum(p1, t0) - t0)
     return {
+        "counted_pages": np.where(optimized, heads * VMEMMAP_RESERVE_NR, counted),
         "struct_dram": struct_dram, "struct_altmap": np.where(map_dev & ~optimized, from_range, 0),
         "pte_tables": pte_tables, "pmd_tables": pmd_tables, "pt_bytes": (pte_tables + pmd_tables) * PAGE,
         "leaves": np.where(optimized, 0, leaves),
