@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: report test check browser slurm guest clean
+.PHONY: report test check browser slurm guest kernels clean
 
 # Let Python cache bytecode even where the environment says not to: pytest then keeps its rewritten test
 # modules (collecting the suite took 10.7 s without the cache, 4.9 s with it, in each xdist worker), and
@@ -41,6 +41,11 @@ slurm:
 guest: $(STAMP)
 	$(BIN)/python -m workers.guest fetch
 
+# The seed series' kernel ("series:6.12"): Debian's 6.12 source with workers/guest/series/*.patch, built once
+# per node into ~/.cache/memsweep/builds (a few minutes on 2 cores; nothing when it is there).
+kernels: $(STAMP)
+	$(BIN)/python -m workers.guest build
+
 # pytest-xdist workers. The full suite mostly waits (for Ray to start, a Slurm job, an object store's retries,
 # a probe chunk's sleep, a guest's boot): three processes keep two cores busy (454 s against 565 s with two,
 # benchmarks/RESULTS.md). The fast loop is mostly CPU (model fits, figures), and two are quicker there. One
@@ -51,7 +56,7 @@ guest: $(STAMP)
 XDIST ?= -n 3 --dist loadfile --no-loadscope-reorder
 CHECK_XDIST ?= -n 2 --dist loadfile
 
-test: $(STAMP) browser slurm guest
+test: $(STAMP) browser slurm guest kernels
 	$(BIN)/python -m pytest $(XDIST)
 
 # The fast loop while you work: every test but those that need Chromium, Slurm, a multi-node Ray, an

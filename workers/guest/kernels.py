@@ -29,11 +29,14 @@ EM_X86_64 = 62
 @dataclass(frozen=True, kw_only=True, slots=True)
 class GuestKernel:
     """A bootable kernel: its image (bzImage or ELF vmlinux), its modules folder (lib/modules/<release>;
-    None when the pmem drivers are built in) and its release string (`uname -r`)."""
+    None when the pmem drivers are built in), its release string (`uname -r`) and the memmap init
+    strategies it switches among at run time (the series' build, workers/guest/build.py; () for a kernel
+    with one)."""
 
     image: Path
     modules: Path | None
     release: str
+    strategies: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

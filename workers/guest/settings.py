@@ -12,20 +12,22 @@ import hashlib
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-from . import debian
+from . import build, debian
 from .exceptions import GuestKernelError
 from .kernels import GuestKernel, cached_kernel, load_kernel
 from .runner import ACCELS
 
 DEBIAN = "debian:"  # image = "debian:6.1": Debian's kernel of that series, from the node's cache (make guest)
+SERIES = "series:6.12"  # the seed series on Debian's 6.12, built on this node (make kernels; workers/guest/build.py)
+NAMED = tuple(DEBIAN + s for s in debian.SERIES) + (SERIES,)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class KernelSettings:
     """The kernel under test; each field is a `[kernel]` key of a spec.
 
-    `image`: a bzImage or vmlinux path, or "debian:SERIES" (Debian's kernel of that series from the cache;
-    the default is Debian's 6.12). `modules`: its lib/modules/<release> folder ("" when the pmem drivers are
+    `image`: a bzImage or vmlinux path, "debian:SERIES" (Debian's kernel of that series from the cache;
+    the default is Debian's 6.12) or "series:6.12" (the seed series' build, which runs every strategy). `modules`: its lib/modules/<release> folder ("" when the pmem drivers are
     built in, or for a Debian kernel). `accel`: "auto" (KVM when a probe boot works, else TCG), "tcg" or
     "kvm". `strategy` and `struct_page_size`: what the kernel implements. A stock kernel has the slow
     path and 64-byte struct pages; a patched one says which strategy it carries; a kernel that switches
@@ -50,9 +52,9 @@ class KernelSettings:
             v = getattr(self, f)
             if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
                 raise GuestKernelError(f"'kernel.{f}' must be a positive integer (got {v!r}).")
-        if self.image.startswith(DEBIAN) and self.image[len(DEBIAN):] not in debian.SERIES:
+        if self.image.split(":")[0] + ":" in (DEBIAN, SERIES.split(":")[0] + ":") and self.image not in NAMED:
             raise GuestKernelError(f"'kernel.image' must be a kernel image path or one of "
-                                   f"{[DEBIAN + s for s in debian.SERIES]} (got {self.image!r}).")
+                                   f"{list(NAMED)} (got {self.image!r}).")
 
     @classmethod
     def from_table(cls, table: object, base: Path | None = None) -> KernelSettings:
@@ -70,23 +72,29 @@ class KernelSettings:
     def resolved(self, base: Path) -> KernelSettings:
         """Image and modules paths made absolute from `base`."""
         def absolute(p: str) -> str:
-            return p if not p or p.startswith(DEBIAN) else str((base / Path(p).expanduser()).resolve())
+            return p if not p or p in NAMED else str((base / Path(p).expanduser()).resolve())
         return KernelSettings(**{**{f.name: getattr(self, f.name) for f in fields(self)},
                                  "image": absolute(self.image), "modules": absolute(self.modules)})
 
     def kernel(self) -> GuestKernel:
         """The kernel to boot, checked (GuestKernelError names what is missing)."""
+        if self.image in NAMED and self.modules:
+            raise GuestKernelError(f"'kernel.modules' must be left out for {self.image!r} (it brings its own).")
+        if self.image == SERIES:
+            built = build.cached_build()
+            if built is None:
+                raise GuestKernelError(f"{SERIES!r} is not built on this node: run `make kernels` or "
+                                       "`python -m workers.guest build` (a few minutes, once)")
+            return GuestKernel(image=built.image, modules=None, release=built.release,
+                               strategies=built.strategies)
         if self.image.startswith(DEBIAN):
-            if self.modules:
-                raise GuestKernelError("'kernel.modules' must be left out for a Debian kernel "
-                                       f"({self.image!r} brings its own).")
             return cached_kernel(self.image[len(DEBIAN):])
         return load_kernel(self.image, self.modules or None)
 
     def switchable_strategies(self) -> tuple[str, ...]:
         """The strategies the kernel switches among at run time (its memmap_init_strategy); () for a
         kernel that has one, `strategy`."""
-        return tuple(getattr(self.kernel(), "strategies", ()))
+        return self.kernel().strategies
 
     def identity(self) -> dict:
         """What fixes a kernel row besides the point: the settings, the release and the image's digest."""

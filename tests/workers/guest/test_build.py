@@ -1,0 +1,117 @@
+"""The seed series' kernel (workers/guest/build.py): the patch files, the cache and a failed step, without a
+build; and, marked `guest`, the build itself (cached per node: `make kernels`) booted with each of its four
+strategies, whose instruction counts must order as the series' steps do."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from workers.guest import GuestConfig, GuestKernelError, GuestSetupError, run_guest
+from workers.guest import build
+from workers.guest.settings import KernelSettings
+from workers.units import GiB, MiB
+
+
+def test_each_patch_names_the_mail_patch_it_follows_and_0009_says_it_is_ours():
+    """0001-0008 follow [PATCH v10 1/8]..8/8 in order and say what changed for 6.12 when anything did;
+    0009 is memsweep's own and says so."""
+    files = build.patches()
+    assert [p.name[:4] for p in files] == [f"{i:04d}" for i in range(1, 10)]
+    for i, p in enumerate(files[:8], 1):
+        assert f"Follows [PATCH v10 {i}/8]" in p.read_text(), p.name
+    assert "Not part of the series: memsweep's own patch" in files[8].read_text()
+    assert "memmap_init_strategy" in files[8].read_text()
+
+
+def test_the_strategies_are_the_values_0009_accepts():
+    names = re.findall(r'\[MEMMAP_INIT_\w+\] = "(\w+)"', build.patches()[8].read_text())
+    assert tuple(names) == build.STRATEGIES
+
+
+def test_the_digest_follows_the_patches(tmp_path, monkeypatch):
+    """A changed patch is a new build; the same patches are the same digest."""
+    before = build.digest()
+    assert build.digest() == before and re.fullmatch(r"[0-9a-f]{12}", before)
+    copy = tmp_path / "series"
+    copy.mkdir()
+    for p in build.patches():
+        (copy / p.name).write_bytes(p.read_bytes())
+    monkeypatch.setattr(build, "PATCHES", copy)
+    assert build.digest() == before
+    (copy / "0007-x.patch").write_text((copy / build.patches()[6].name).read_text() + "\n")
+    assert build.digest() != before
+
+
+def test_an_unfinished_build_is_never_used(tmp_path):
+    """A folder of the right name without its build.json (an interrupted build) is not a build."""
+    assert build.cached_build(tmp_path) is None
+    folder = build.builds_dir(tmp_path) / f"{build.NAME}-{build.digest()}"
+    folder.mkdir(parents=True)
+    (folder / "bzImage").write_bytes(b"half")
+    assert build.cached_build(tmp_path) is None
+    (folder / build.MARKER).write_text(json.dumps({"release": "6.12.118", "digest": build.digest()}))
+    assert build.cached_build(tmp_path).image == folder / "bzImage"
+
+
+def test_a_failed_step_names_the_step_and_its_log(tmp_path):
+    steps = build._Steps(lambda line: None, tmp_path / "b.log")
+    with pytest.raises(GuestSetupError, match=r"failed at step 'make bzImage' \(exit 2\); its output is in "
+                                              + re.escape(str(tmp_path / "b.log"))):
+        steps.run("make bzImage", ["sh", "-c", "echo 'mm_init.c:1: error: x'; exit 2"], cwd=tmp_path)
+    assert "mm_init.c:1: error: x" in (tmp_path / "b.log").read_text()
+
+
+def test_a_config_that_lost_an_option_is_refused(tmp_path):
+    config = tmp_path / ".config"
+    config.write_text("\n".join(f"CONFIG_{o}=y" for o in build.ENABLE if o != "DEV_DAX_PMEM") + "\n")
+    with pytest.raises(GuestSetupError, match="dropped DEV_DAX_PMEM"):
+        build._check_config(config, tmp_path / "b.log")
+
+
+def test_a_spec_names_the_series_build_and_is_told_to_build_it(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    with pytest.raises(GuestKernelError, match=r"'series:6.12' is not built on this node: run `make kernels`"):
+        KernelSettings(image="series:6.12").kernel()
+    with pytest.raises(GuestKernelError, match=r"one of \['debian:6.12', 'debian:6.1', 'series:6.12'\]"):
+        KernelSettings(image="series:6.1")
+
+
+# ---------------------------------------------------------------- the real build, booted
+
+@pytest.fixture(scope="module")
+def series_run():
+    """The series' build (GuestKernelError says to run `make kernels` when it is not there), one boot: a
+    devdax 2 MiB map=mem namespace (heads and tails) and an fsdax map=dev one (heads only), each bound
+    under all four strategies."""
+    kernel = KernelSettings(image="series:6.12").kernel()
+    configs = [GuestConfig(mode=m, map=p, align_bytes=2 * MiB, namespace_size_bytes=GiB, strategy=s)
+               for m, p in (("devdax", "mem"), ("fsdax", "dev")) for s in build.STRATEGIES]
+    return kernel, run_guest(kernel, configs)
+
+
+@pytest.mark.guest
+def test_the_build_switches_among_its_four_strategies(series_run):
+    kernel, run = series_run
+    assert kernel.strategies == build.STRATEGIES and kernel.modules is None
+    assert run.release == kernel.release
+    for r in run.results:
+        assert r.status == "ok", r.reason
+        assert r.counted and r.init_calls == 1
+
+
+@pytest.mark.guest
+def test_each_step_of_the_series_does_less_work_than_the_one_before(series_run):
+    """In instructions: a template copy is fewer than the slow path per page; the out-of-line
+    __memcpy_flushcache() of 7/8 more than an inline memcpy; 8/8's inline MOVNTI fewer than 7/8's call.
+    The memmap the kernel wrote is the same size under every strategy."""
+    _, run = series_run
+    for mode in ("devdax", "fsdax"):
+        rows = {r.config.strategy: r for r in run.results if r.config.mode == mode}
+        us = {s: r.init_us for s, r in rows.items()}
+        assert us["slow"] > us["template"], us
+        assert us["template_nt"] > us["template_nt_inline"], us
+        assert us["slow"] > us["template_nt"], us
+        assert len({r.memmap_pages_delta for r in rows.values()}) == 1
