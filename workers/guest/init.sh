@@ -20,7 +20,7 @@ mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null
 OUT=/dev/ttyS1
 ND=/sys/bus/nd/devices
 T=/sys/kernel/tracing
-STRATEGY_PARAM=/sys/module/kernel/parameters/memmap_init_strategy
+STRATEGY_PARAM=/sys/module/mm_init/parameters/memmap_init_strategy
 
 say() { echo "memsweep: $*" > /dev/console; }
 emit() { printf '%s\n' "$1" > $OUT; }
