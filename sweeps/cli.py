@@ -115,7 +115,8 @@ def _add_plan(sub) -> None:
 def _kernel_arguments(p) -> None:
     """The kernel kernel rows boot, over the spec's [kernel] table (a spec with source 'kernel')."""
     p.add_argument("--kernel", metavar="IMAGE",
-                   help="kernel rows boot this bzImage or vmlinux, or debian:6.12 / debian:6.1 (default: the spec's "
+                   help="kernel rows boot this bzImage or vmlinux, debian:6.12 / debian:6.1, or series:6.12 (the seed "
+                        "series' build: make kernels) (default: the spec's "
                         "[kernel] image, else debian:6.12)")
     p.add_argument("--modules", metavar="DIR", help="its lib/modules/<release> folder (none: drivers built in)")
     p.add_argument("--accel", choices=("auto", "tcg", "kvm"),

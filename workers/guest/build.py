@@ -135,7 +135,7 @@ def _build_in(work: Path, root: Path, d: str, jobs: int | None, steps: _Steps) -
     final = root / f"{NAME}-{d}"
     shutil.rmtree(final, ignore_errors=True)
     os.replace(out, final)
-    say(f"memsweep: built {NAME} ({release}) in {steps.elapsed():.0f} s: {final / 'bzImage'}")
+    steps.say(f"memsweep: built {NAME} ({release}) in {steps.elapsed():.0f} s: {final / 'bzImage'}")
     return Build(root=final, image=final / "bzImage", release=release, digest=d)
 
 
