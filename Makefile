@@ -42,7 +42,7 @@ guest: $(STAMP)
 	$(BIN)/python -m workers.guest fetch
 
 # The seed series' kernel ("series:6.12"): Debian's 6.12 source with workers/guest/series/*.patch, built once
-# per node into ~/.cache/memsweep/builds (a few minutes on 2 cores; nothing when it is there).
+# per node into ~/.cache/memsweep/builds (432 s cold on 2 cores; nothing when it is there).
 kernels: $(STAMP)
 	$(BIN)/python -m workers.guest build
 

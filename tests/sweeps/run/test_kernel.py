@@ -54,7 +54,7 @@ def test_source_takes_a_list_in_the_order_the_sources_run():
     (('accel = "tcg"', 'accel = "fast"'), r"'kernel.accel' must be one of \['auto', 'tcg', 'kvm'\] \(got 'fast'\)"),
     (('accel = "tcg"', 'cores = 2'), r"'kernel.cores' is not a kernel key; allowed keys are \[.*\]"),
     (('accel = "tcg"', 'image = "debian:5.10"'), r"'kernel.image' must be a kernel image path or one of "
-                                                 r"\['debian:6.12', 'debian:6.1'\] \(got 'debian:5.10'\)"),
+                                                 r"\['debian:6.12', 'debian:6.1', 'series:6.12'\] \(got 'debian:5.10'\)"),
 ])
 def test_a_bad_source_or_kernel_table_names_the_field(edit, message):
     with pytest.raises(SpecError, match=message):

@@ -104,14 +104,15 @@ def test_the_build_switches_among_its_four_strategies(series_run):
 
 @pytest.mark.guest
 def test_each_step_of_the_series_does_less_work_than_the_one_before(series_run):
-    """In instructions: a template copy is fewer than the slow path per page; the out-of-line
-    __memcpy_flushcache() of 7/8 more than an inline memcpy; 8/8's inline MOVNTI fewer than 7/8's call.
-    The memmap the kernel wrote is the same size under every strategy."""
+    """In instructions: a template copy is fewer than the slow path per page; 7/8's out-of-line
+    __memcpy_flushcache() more than 5/8's inline memcpy (on devdax 1 GiB, more than the slow path too:
+    5.47 against 3.70 million); 8/8's inline MOVNTI fewer than 7/8's call. The memmap the kernel wrote is
+    the same size under every strategy."""
     _, run = series_run
     for mode in ("devdax", "fsdax"):
         rows = {r.config.strategy: r for r in run.results if r.config.mode == mode}
         us = {s: r.init_us for s, r in rows.items()}
         assert us["slow"] > us["template"], us
+        assert us["template_nt"] > us["template"], us
         assert us["template_nt"] > us["template_nt_inline"], us
-        assert us["slow"] > us["template_nt"], us
         assert len({r.memmap_pages_delta for r in rows.values()}) == 1
