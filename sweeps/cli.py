@@ -284,7 +284,7 @@ def cmd_run(args) -> int:
     from .run.driver import run
     from .spec.load import load_spec, with_kernel
 
-    spec = with_kernel(load_spec(args.spec), args.kernel, args.modules, args.accel)
+    spec = with_kernel(load_spec(args.spec), args.kernel, args.modules, args.accel, build=True)
     if args.cpus and args.address:
         raise UsageError("'--cpus' sizes the embedded Ray; it cannot be given with '--address'.")
     report = () if args.no_report else (REPORT_DIR,)  # refused with the run's own writes, before any

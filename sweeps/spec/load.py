@@ -32,8 +32,10 @@ from sweeps.exceptions import SpecError
 from workers import MODELS, load_plugins
 from workers.axes import SHARED_AXES, Axis
 from workers.exceptions import ProfileError
-from workers.guest.exceptions import GuestKernelError
-from workers.guest.settings import KernelSettings
+from workers.guest.build import build as build_series
+from workers.guest.build import cached_build
+from workers.guest.exceptions import GuestKernelError, GuestSetupError
+from workers.guest.settings import SERIES, KernelSettings
 from workers.measure.exceptions import MeasureSettingsError
 from workers.measure.settings import MeasureSettings
 from workers.model import with_costs
@@ -161,10 +163,13 @@ def parse_spec(text: str, base_dir: Path | None = None) -> SweepSpec:
 
 
 def with_kernel(spec: SweepSpec, image: str | None = None, modules: str | None = None,
-                accel: str | None = None) -> SweepSpec:
+                accel: str | None = None, *, build: bool = False) -> SweepSpec:
     """`spec` with the command line's kernel (`--kernel`, `--modules`, `--accel`; paths from the current
     folder) in place of its [kernel] table's, and the kernel checked where kernel rows are asked for:
-    SpecError names what is missing (no such image, no pmem drivers, Debian's kernel not fetched)."""
+    SpecError names what is missing (no such image, no pmem drivers, Debian's kernel not fetched).
+    With `build` (memsweep run), a named kernel this node builds (series:6.12) is built first when it is
+    not cached, its progress on stderr; a missing toolchain (named with the command that installs it) or a
+    failed step is the SpecError, before the run writes anything."""
     given = {k: v for k, v in (("image", image), ("modules", modules), ("accel", accel)) if v is not None}
     if given and "kernel" not in spec.sources:
         raise SpecError(f"'--{next(iter(given)).replace('image', 'kernel')}' needs a spec whose 'source' has "
@@ -172,8 +177,10 @@ def with_kernel(spec: SweepSpec, image: str | None = None, modules: str | None =
     try:
         kernel = KernelSettings.from_table({**_fields(spec.kernel), **given}, Path.cwd()) if given else spec.kernel
         if "kernel" in spec.sources:
+            if build and kernel.image == SERIES and cached_build() is None:
+                build_series(install=False)  # the toolchain: the user's own install, never a run's
             kernel.kernel()
-    except GuestKernelError as e:
+    except (GuestKernelError, GuestSetupError) as e:
         raise SpecError(str(e)) from None
     return dataclasses.replace(spec, kernel=kernel)
 

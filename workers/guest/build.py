@@ -91,15 +91,17 @@ def cached_build(cache_dir: Path | str | None = None) -> Build | None:
     return Build(root=root, image=root / "bzImage", release=meta["release"], digest=meta["digest"])
 
 
-def build(cache_dir: Path | str | None = None, *, jobs: int | None = None, say=None) -> Build:
+def build(cache_dir: Path | str | None = None, *, jobs: int | None = None, say=None,
+          install: bool = True) -> Build:
     """The series' kernel, built if this node has no build of the current patches (432 s on 2 cores, 18 of
-    them fetching and unpacking the source; make -j2 with Debian's gcc 12.2). `say(line)` reports each step."""
+    them fetching and unpacking the source; make -j2 with Debian's gcc 12.2). `say(line)` reports each step.
+    A missing toolchain is installed with apt (`install`, as root) or GuestSetupError names the command."""
     say = say or (lambda line: print(line, file=sys.stderr, flush=True))
     have = cached_build(cache_dir)
     if have is not None:
         say(f"memsweep: {NAME} is built: {have.image}")
         return have
-    ensure_toolchain()
+    ensure_toolchain(install=install)
     d = digest()
     root = builds_dir(cache_dir)
     root.mkdir(parents=True, exist_ok=True)
@@ -140,16 +142,17 @@ def _build_in(work: Path, root: Path, d: str, jobs: int | None, steps: _Steps) -
     return Build(root=final, image=final / "bzImage", release=release, digest=d)
 
 
-def ensure_toolchain(apt: debian.Apt | None = None) -> None:
-    """Install what the build needs with apt when missing (as root); GuestSetupError with the command
-    otherwise."""
+def ensure_toolchain(apt: debian.Apt | None = None, *, install: bool = True) -> None:
+    """Install what the build needs with apt when missing (`install`, as root); GuestSetupError with the
+    command otherwise."""
     missing = sorted({pkg for cmd, pkg in TOOLCHAIN.items() if shutil.which(cmd) is None}
                      | {pkg for path, pkg in HEADERS.items() if not Path(path).exists()})
     if not missing:
         return
-    if os.geteuid() != 0:
+    if not install or os.geteuid() != 0:
         raise GuestSetupError(f"building the series' kernel needs {', '.join(missing)}: run "
-                              f"`sudo apt-get install {' '.join(missing)}`")
+                              f"`sudo apt-get install {' '.join(missing)}` (or `make kernels`, which "
+                              "installs them as root and builds)")
     (apt or debian.Apt()).install(missing)
 
 

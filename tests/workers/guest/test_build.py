@@ -5,13 +5,17 @@ strategies, whose instruction counts must order as the series' steps do."""
 from __future__ import annotations
 
 import json
+import os
 import re
+import sys
+from pathlib import Path
 
 import pytest
 
 from workers.guest import GuestConfig, GuestKernelError, GuestSetupError, run_guest
 from workers.guest import build
 from workers.guest.settings import KernelSettings
+from tests.conftest import memsweep
 from workers.units import GiB, MiB
 
 
@@ -77,6 +81,19 @@ def test_a_spec_names_the_series_build_and_is_told_to_build_it(tmp_path, monkeyp
         KernelSettings(image="series:6.12").kernel()
     with pytest.raises(GuestKernelError, match=r"one of \['debian:6.12', 'debian:6.1', 'series:6.12'\]"):
         KernelSettings(image="series:6.1")
+
+
+def test_a_run_without_the_toolchain_stops_with_the_command_that_installs_it(tmp_path):
+    """`memsweep run` of a spec on the unbuilt series' kernel builds it first, but never installs the
+    toolchain: without gcc on PATH it names the one command that does, and writes nothing."""
+    (tmp_path / "s.toml").write_text('name = "s"\nmodels = ["memmap"]\nsource = ["model", "kernel"]\n'
+                                     '[kernel]\nimage = "series:6.12"\n[axes.memmap]\nnamespace_size = ["1GiB"]\n')
+    env = {**os.environ, "PATH": str(Path(sys.executable).parent), "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    r = memsweep("run", "s.toml", "--out", "out", cwd=tmp_path, env=env)
+    assert r.returncode == 2, r.stderr
+    assert re.search(r"building the series' kernel needs .*gcc.*: run `sudo apt-get install [a-z0-9 -]*gcc", r.stderr)
+    assert "`make kernels`" in r.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.toml"]  # no dataset, no cache, no build folder
 
 
 # ---------------------------------------------------------------- the real build, booted
