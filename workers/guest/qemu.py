@@ -23,6 +23,10 @@ QEMU = "qemu-system-x86_64"
 # guest's clock jump to its next timer instead of waiting in real time. A guest time of N ns is then N guest
 # instructions (KERNEL-GUEST.md; workers.guest.counter checks it with a loop of known length).
 ICOUNT = "shift=0,sleep=off"
+# What else a TCG guest would take from the host: RDRAND/RDSEED and its RNG (`-seed`: a fixed pseudo-random
+# sequence) and the RTC (`clock=vm` from a fixed date: the guest clock). With them the same guest repeats
+# the same instructions.
+DETERMINISTIC = ("-seed", "1", "-rtc", "base=2026-01-01T00:00:00,clock=vm")
 PR_SET_PDEATHSIG = 1  # include/uapi/linux/prctl.h
 KVM_PROBE_TIMEOUT_S = 15.0
 # Signs in QEMU's own output that it cannot run the guest; under nested KVM (KERNEL-GUEST.md) QEMU prints
@@ -53,7 +57,8 @@ def command(*, image: Path, initrd: Path, append: str, accel: str, ram_mib: int,
     # -cpu max under TCG has pdpe1gb, so the guest offers 1 GiB alignments (has_transparent_pud_hugepage()).
     # Under TCG, QEMU's instruction counter (ICOUNT) makes the guest clock advance 1 ns per guest
     # instruction: the guest's times are then counts of its instructions, whatever the host's load.
-    cpu = ["-accel", "tcg", "-cpu", "max", "-icount", ICOUNT] if accel == "tcg" else ["-accel", "kvm", "-cpu", "host"]
+    cpu = ["-accel", "tcg", "-cpu", "max", "-icount", ICOUNT, *DETERMINISTIC] if accel == "tcg" \
+        else ["-accel", "kvm", "-cpu", "host"]
     nv_gib = -(-nvdimm.size_bytes // (1 << 30))
     return [
         QEMU, *cpu, "-smp", "1", "-machine", "pc,nvdimm=on",
