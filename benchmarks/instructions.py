@@ -1,12 +1,12 @@
 """The model's work against the kernel's: memmap_init_zone_device() instructions of a kernel sweep's rows
 beside the model's operation counts times per-operation instruction costs (workers/models/memmap/work.py).
 
-    .venv/bin/python benchmarks/instructions.py results/kernel [--build series:6.12] [--record]
+    .venv/bin/python benchmarks/instructions.py results/kernel [--build RELEASE] [--record NAME]
 
 For the kernel rows of one build (env_guest_kernel names it; --build picks one when the sweep holds
 several images) it fits the costs to every row, then prints, per configuration (strategy x mode x align
-x map): the kernel's instructions per walked pfn at each size, and the model's error at those rows
-(1) leave-one-out: fit to every other configuration, (2) never fit: fit to the 1-4 GiB rows only and
+x map): the kernel's instructions per walked pfn at each size, the model's when fit to every other
+configuration, and the model's error at those rows (1) leave-one-out: fit to every other configuration, (2) never fit: fit to the 1-4 GiB rows only and
 predicted at 8 and 16 GiB, (3) in-sample, last. --record writes the all-rows fit into
 workers/models/memmap/instructions.toml under the build's name (what modeled rows price, for PRICED).
 """
@@ -56,14 +56,16 @@ def report(rows: pl.DataFrame) -> tuple[str, np.ndarray]:
     inside = work.predict(coef, x)
     walked = n["head_slow"] + n["head_copy"] + n["tail_slow"] + n["tail_copy"]
     frame = rows.select(*CELL, "param_namespace_size").with_columns(
-        per_pfn=y / np.maximum(walked, 1), loo=pl.Series(loo / y - 1), never=pl.Series(np.where(small, np.nan, held / y - 1)),
+        per_pfn=y / np.maximum(walked, 1), model_per_pfn=loo / np.maximum(walked, 1), loo=pl.Series(loo / y - 1), never=pl.Series(np.where(small, np.nan, held / y - 1)),
         inside=pl.Series(inside / y - 1))
-    lines = ["| strategy | mode | align | map | kernel instructions per pfn (1, 2, 4, 8, 16 GiB) | leave-one-out "
-             "error, max | never fit (8, 16 GiB) | in-sample, max |", "|---|---|---|---|---|---|---|---|"]
+    lines = ["| strategy | mode | align | map | kernel instructions per pfn (1, 2, 4, 8, 16 GiB) | model, "
+             "leave-one-out | leave-one-out error, max | never fit (8, 16 GiB) | in-sample, max |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for key, g in frame.sort("param_namespace_size").group_by(CELL, maintain_order=True):
         s, mode, align, map_ = key
         per = ", ".join(f"{v:.2f}" for v in g["per_pfn"])
-        lines.append(f"| {s} | {mode} | {format_size(align)} | {map_} | {per} | {_pct(g['loo'])} | "
+        model = ", ".join(f"{v:.2f}" for v in g["model_per_pfn"])
+        lines.append(f"| {s} | {mode} | {format_size(align)} | {map_} | {per} | {model} | {_pct(g['loo'])} | "
                      f"{_pct(g['never'].drop_nans())} | {_pct(g['inside'])} |")
     costs = ", ".join(f"{c} {v:.1f}" for c, v in zip(work.COLUMNS, coef) if not np.isnan(v))
     lines += ["", f"Instructions per operation (all rows): {costs}.",
@@ -91,7 +93,8 @@ def record(build: str, coef: np.ndarray, rows: pl.DataFrame) -> Path:
                 f"strategies {sorted(rows['param_strategy'].unique())}), benchmarks/instructions.py")
     table = work.costs_of(coef, build=build, fit_text=fit_text).toml()
     text = path.read_text() if path.exists() else ""
-    text = re.sub(rf'\n?\["{re.escape(build)}"\]\n(?:[^\[\n][^\n]*\n)*', "\n", text).rstrip("\n")
+    text = re.sub(rf'\n?\["{re.escape(build)}"\]\n(?:[^\[\n][^\n]*\n)*', "\n", text)
+    text = re.sub(r"\n{3,}", "\n\n", text).rstrip("\n")
     path.write_text(f"{text}\n\n[\"{build}\"]\n{table}".lstrip("\n"))
     return path
 
