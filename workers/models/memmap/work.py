@@ -16,8 +16,9 @@ __init_zone_device_page(), pageblock_migratetype_init_range()) and the series' p
 - `compound`: per compound of order > 0, the memmap_init_compound() call, __SetPageHead() and
   prep_compound_head();
 - `pageblock`: set_pageblock_migratetype() on every pageblock (512 pfns) the walk covers, which 6.12.118
-  does in pageblock_migratetype_init_range() after the loop (6.1 does it in __init_zone_device_page() for
-  the pfns that pass through it: with map=mem vmemmap optimization, fewer).
+  does in pageblock_migratetype_init_range() after the loop; so does Debian's 6.1.192 (6.1.0-57), whose
+  mm/mm_init.c has the same loop with the helper as a macro (mainline 6.1 set it in
+  __init_zone_device_page(), only for the pfns whose struct page it writes).
 
 A build's `InstructionCosts` give each operation's instructions; heads and tails copied cost per copy
 strategy (memcpy, out-of-line __memcpy_flushcache(), inline MOVNTI). The costs of memsweep's own
@@ -38,7 +39,7 @@ import numpy as np
 OPS = ("call", "head_slow", "head_copy", "tail_slow", "tail_copy", "compound", "pageblock")
 PAGEBLOCK_PFNS = 512  # pageblock_nr_pages: 1 << pageblock_order (HPAGE_PMD_ORDER, 9) on x86_64
 BUILD_STRUCT_PAGE = 64  # sizeof(struct page) of the builds priced (no KMSAN, no LAST_CPUPID_NOT_IN_PAGE_FLAGS)
-PRICED = "debian:6.12"  # the build modeled rows price: memsweep's own, the one that holds every strategy
+PRICED = "series:6.12"  # the build modeled rows price: memsweep's own, the one that runs every strategy
 SLOW = 0  # strategy index, as memmap.STRATEGIES
 
 
