@@ -85,7 +85,7 @@ class KernelSettings:
             built = build.cached_build()
             if built is None:
                 raise GuestKernelError(f"{SERIES!r} is not built on this node: run `make kernels` or "
-                                       "`python -m workers.guest build` (7 minutes on 2 cores, once)")
+                                       "`python -m workers.guest build` (3-7 minutes on 2 cores, once; `memsweep run` builds it itself)")
             return GuestKernel(image=built.image, modules=None, release=built.release,
                                strategies=built.strategies)
         if self.image.startswith(DEBIAN):
