@@ -1,7 +1,7 @@
 """The report's figures: which exist for a sweep, and the parity plot.
 
 The figures of a model are the ones it declares (workers.plots.Plot), drawn by
-figures.declared; parity, measured_vs_model and model_vs_kernel span every model. Every figure
+figures.declared; parity, measured_vs_model, model_vs_kernel and kernel_gains span every model. Every figure
 function takes a Sweep and an output folder and returns Rendered (PNG + SVG
 written) or Skipped (a column it needs is absent, or nothing it plots varies in
 this sweep). Data are aggregated with polars (median per series and x) before
@@ -117,14 +117,15 @@ def registry(sweep: Sweep) -> list[tuple[str, str, FigureFn]]:
     the sweep declares (Report.plots, drawn by declared.draw), then the parity plot, the
     measured-vs-model plot and the model-vs-kernel plot."""
     from .declared import declared, draw
-    from .kernel import model_vs_kernel
+    from .kernel import kernel_gains, model_vs_kernel
     from .measured import measured_vs_model
 
     out: list[tuple[str, str, FigureFn]] = [
         (p.id, p.title, lambda sw, outdir, m=m, p=p: draw(sw.rows(m), p, outdir)) for m, p in declared(sweep)]
     return out + [("parity", "Model vs published figures", parity),
                   ("measured_vs_model", "Measured on this hardware vs the model", measured_vs_model),
-                  ("model_vs_kernel", "The model against the real kernel", model_vs_kernel)]
+                  ("model_vs_kernel", "The model against the real kernel", model_vs_kernel),
+                  ("kernel_gains", "Each variant's gain in the real kernel against the model's", kernel_gains)]
 
 
 def render_all(sweep: Sweep, outdir: Path) -> list[Rendered | Skipped]:

@@ -4,6 +4,10 @@ One panel per metric the model must equal (its KernelCheck's `exact` metrics): e
 ran and both sides bound, the model's value across, the kernel's up, on log axes (zeros equal on both
 sides are counted in the panel's corner). A configuration on the diagonal agrees; a red cross does not. The last panel counts
 feasibility: what the kernel did with each configuration against what the model says of it.
+
+`kernel_gains`: where kernel rows hold several variants of the model's comparison (memmap's strategies),
+each variant's gain over the baseline in the kernel's own count, set against the model's gain on the same
+count (left) and against its gain in time under the sweep's profile (right).
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import seaborn as sns
 from matplotlib.ticker import NullFormatter
 
 from analysis.kernel import checked
+from analysis.kernel import gains
 from analysis.read import Sweep
 from workers.dataset import unit_of
 
@@ -102,3 +107,51 @@ def _feasibility(ax, df: pl.DataFrame) -> None:
     ax.set_xlabel("model")
     ax.set_ylabel("kernel")
     ax.set_title(f"feasibility: {grid[0, 0] + grid[1, 1]} of {grid.sum()} alike", fontsize=10)
+
+
+GAIN_TICKS = (0.1, 0.2, 0.3, 0.5, 0.7, 1, 1.5, 2, 3, 5, 7, 10)
+
+
+def kernel_gains(sweep: Sweep, outdir: Path) -> Rendered | Skipped:
+    fid, title = "kernel_gains", "Each variant's gain in the real kernel against the model's"
+    found = next(((rows, df) for rows in map(sweep.rows, sweep.models) if not (df := gains(rows)).is_empty()), None)
+    if found is None:
+        return Skipped(id=fid, title=title, reason="no model in this sweep has kernel rows of several variants of "
+                                                   "its comparison (the series' kernel runs every strategy)")
+    rows, df = found
+    cmp, metric = rows.model.report.comparison, rows.model.kernel.sampled.removeprefix("metric_").replace("_", " ")
+    variants = df["variant"].unique(maintain_order=True).to_list()
+    palette = dict(zip(variants, sns.color_palette("colorblind", len(variants))))
+    fig, axes = plt.subplots(1, 2, figsize=(11, 5))
+    for ax, col, label in ((axes[0], "model_gain", f"model gain, same work ({metric})"),
+                           (axes[1], "model_time_gain", f"model gain, time ({cmp.metric.removeprefix('metric_')}, profile)")):
+        both = df.filter(pl.col(col).is_not_null() & (pl.col(col) > 0))
+        values = np.concatenate([both[col].to_numpy(), both["kernel_gain"].to_numpy()])
+        lo, hi = (values.min() / 1.3, values.max() * 1.3) if values.size else (0.5, 2.0)
+        line = np.geomspace(lo, hi, 20)
+        ax.plot(line, line, color="0.4", lw=1)
+        ax.axhline(1.0, color="0.75", lw=0.8, ls="--")
+        for v in variants:
+            part = both.filter(pl.col("variant") == v)
+            ax.scatter(part[col], part["kernel_gain"], s=36, color=palette[v], edgecolor="black", linewidth=0.4,
+                       label=f"{v} ({part.height})")
+        square_log_axes(ax, lo, hi)
+        ticks = [t for t in GAIN_TICKS if lo <= t <= hi]
+        for axis in (ax.xaxis, ax.yaxis):
+            axis.set_minor_formatter(NullFormatter())
+            axis.set_ticks(ticks, labels=[f"{t:g}x" for t in ticks])
+        ax.set_xlabel(label)
+        ax.set_ylabel(f"kernel gain ({metric} of {cmp.baseline} / variant's)")
+        ax.legend(fontsize=8, loc="upper left", title=cmp.label, title_fontsize=8)
+    axes[0].set_title("the same work: on the line, the model counts what the kernel does", fontsize=10)
+    axes[1].set_title("time: what the profile adds to the count (stores to memory)", fontsize=10)
+    kernels = ", ".join(sorted(set(df["env_guest_kernel"])))
+    fig.suptitle(f"{title}: {rows.name} ({kernels})")
+    fig.tight_layout()
+    caption = (f"Each marker is one configuration a guest ran under one {cmp.label} ({kernels}): up, the kernel's "
+               f"{metric} of {cmp.label} {cmp.baseline} over this {cmp.label}'s (above 1: fewer instructions "
+               "than the baseline). Left, across: the model's gain on the same count, its operation counts "
+               "priced with the instructions per operation it records for the build. Right, across: the "
+               "model's gain in time under the sweep's profile, which a count of instructions does not give "
+               "(a non-temporal store costs the same instruction and far less memory traffic).")
+    return save(fig, outdir, fid, title, caption)

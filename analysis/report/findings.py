@@ -21,6 +21,7 @@ import polars as pl
 
 from analysis import evidence
 from analysis.kernel import checked as kernel_checked
+from analysis.kernel import gains as kernel_gains
 from analysis.metrics import higher_is_better, ok, per_variant, published_comparison, tied_best
 from analysis.read import MODELED, ModelRows, Sweep, cond_expr, value_expr
 from workers.findings import Above, Clause, Medians, Pick, Ratio, Winner
@@ -56,7 +57,7 @@ def key_findings(sweep: Sweep) -> list[Finding]:
         found = published(sweep)
     except SKIP:
         found = None
-    return out + ([found] if found is not None else []) + kernel(sweep)
+    return out + ([found] if found is not None else []) + kernel(sweep) + kernel_gain(sweep)
 
 
 def kernel(sweep: Sweep) -> list[Finding]:
@@ -79,6 +80,40 @@ def kernel(sweep: Sweep) -> list[Finding]:
         out.append(Finding(text=text + ".", figure="model_vs_kernel", id=f"{rows.name}/kernel",
                            data={"configurations": a.configurations, "agree": a.agree, "ok": a.ok}))
     return out
+
+
+def kernel_gain(sweep: Sweep) -> list[Finding]:
+    """Per model with kernel rows of several variants: each variant's gain over the baseline in the real
+    kernel's own count (median and range over the configurations), and how far the model's gain on the
+    same count is from it at worst (analysis.kernel.gains)."""
+    out = []
+    for rows in map(sweep.rows, sweep.models):
+        df = kernel_gains(rows)
+        if df.is_empty():
+            continue
+        cmp, metric = rows.model.report.comparison, rows.model.kernel.sampled.removeprefix("metric_")
+        per = df.group_by("variant", maintain_order=True).agg(
+            pl.len().alias("n"), pl.col("kernel_gain").median().alias("median"),
+            pl.col("kernel_gain").min().alias("min"), pl.col("kernel_gain").max().alias("max"),
+            (pl.col("model_gain") / pl.col("kernel_gain") - 1).abs().max().alias("off"),
+            pl.col("model_time_gain").median().alias("time"))
+        parts = [f"{r['variant']} {r['median']:.2f}x ({r['min']:.2f}-{r['max']:.2f}x)" for r in per.iter_rows(named=True)]
+        off = per["off"].drop_nulls()
+        text = (f"In the real kernel ({', '.join(sorted(set(df['env_guest_kernel'])))}), {metric.replace('_', ' ')} "
+                f"of {cmp.label} {cmp.baseline} over each {cmp.label}'s, median (range) over "
+                f"{per['n'].max()} configurations: {'; '.join(parts)}")
+        if off.len():
+            text += (f". The model's gain on the same count is within {_percent(off.max())} of the kernel's "
+                     "at every configuration; its time gains rest on the profile, not on instructions")
+        out.append(Finding(text=text + ".", figure="kernel_gains", id=f"{rows.name}/kernel_gain",
+                           data={r["variant"]: r for r in per.iter_rows(named=True)}))
+    return out
+
+
+def _percent(x: float) -> str:
+    """A relative error as a percentage with the digits it holds (0.2%, 3%, 15%)."""
+    v = 100 * x
+    return f"{v:.2g}%" if v < 10 else f"{v:.0f}%"
 
 
 def evaluate(rows: ModelRows, model: Model, decl: Winner | Ratio | Medians) -> Finding | None:

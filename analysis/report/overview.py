@@ -438,8 +438,10 @@ def gain_tables(sweep: Sweep) -> list[Table]:
         out.append(Table(
             title=f"{rows.name}: each {cmp.label}'s gain in the real kernel, beside the model's",
             caption=(f"Kernel gain: {metric.removeprefix('metric_')} of {cmp.label} {cmp.baseline} over this "
-                     f"{cmp.label}'s, the same configuration and kernel (medians of the binds; under QEMU's "
-                     "instruction counter they repeat within 0.02%). Model gain, same work: the model's "
+                     f"{cmp.label}'s, the same configuration and kernel (medians of the binds: under QEMU's "
+                     "instruction counter a rerun repeats them exactly, and the binds of one namespace differ "
+                     "only by the timer ticks that land inside, a few thousand instructions). Model gain, same "
+                     "work: the model's "
                      "operation counts, priced with the costs it records for a kernel build. "
                      f"Model gain, time: {cmp.metric.removeprefix('metric_')} under the sweep's profile, which "
                      "instructions alone do not give (stores to memory, non-temporal write-back)."),

@@ -9,11 +9,12 @@ import pytest
 
 from analysis.compare.compare import compare
 from analysis.exceptions import AnalysisError
-from analysis.figures.kernel import model_vs_kernel
+from analysis.figures.kernel import kernel_gains, model_vs_kernel
 from analysis.figures.plotting import Rendered, Skipped
 from analysis.kernel import agreement, gains, pairs
 from analysis.read import Sweep
 from analysis.report.findings import kernel as kernel_finding
+from analysis.report.findings import kernel_gain
 from analysis.report.overview import gain_tables, kernel_tables
 from tests.analysis.conftest import write_sweep
 from workers.units import GiB, MiB
@@ -130,3 +131,20 @@ def test_each_strategys_gain_is_measured_against_slow_beside_the_models(tmp_path
         "configuration": "(one point)", "strategy": "template", "kernel": "6.12.118-series",
         "init_instructions": "600 (min 590, n=3)", "kernel gain": "2.000x", "model gain, same work": "1.250x",
         "model gain, time": "2.00x"}
+
+
+def test_the_gain_finding_and_figure_quote_the_kernels_gain_and_the_models_distance_from_it(tmp_path):
+    """The key finding gives each variant's median gain in the kernel's count and how far the model's gain on
+    the same count is at worst; the figure sets both against each other; a sweep without variants has neither."""
+    model = strategy_rows("model", {"slow": 1000, "template": 500, "template_nt": 2000}, {"slow": 2.0, "template": 1.0,
+                                                                                         "template_nt": 1.0})
+    kernel = strategy_rows("kernel", {"slow": 1000, "template": 520, "template_nt": 2000})
+    sw = sweep(tmp_path / "a", model, kernel)
+    [finding] = kernel_gain(sw)
+    assert finding.figure == "kernel_gains"
+    assert "template 1.92x (1.92-1.92x); template_nt 0.50x (0.50-0.50x)" in finding.text
+    assert "within 4% of the kernel's" in finding.text  # 2.0 / (1000/520) - 1 = 4.0%
+    drawn = kernel_gains(sw, tmp_path)
+    assert drawn.id == "kernel_gains" and drawn.png.is_file() and drawn.panels == 2
+    alone = sweep(tmp_path / "b", strategy_rows("model", {"slow": 1000}), strategy_rows("kernel", {"slow": 1000}))
+    assert kernel_gain(alone) == [] and isinstance(kernel_gains(alone, tmp_path), Skipped)

@@ -29,12 +29,13 @@ def young_only(tmp_path, with_figure_point: bool = True) -> Sweep:
 
 def test_registry_lists_the_declared_figures_then_the_cross_model_ones(small_sweep):
     """The small sweep's registry: the seven figures its four models declare, then parity,
-    measured_vs_model and model_vs_kernel; unique ids, each with a title and a callable."""
+    measured_vs_model, model_vs_kernel and kernel_gains; unique ids, each with a title and a callable."""
     reg = F.registry(Sweep(small_sweep))
     ids = [fid for fid, _, _ in reg]
-    assert len(ids) == len(set(ids)) == 10
+    assert len(ids) == len(set(ids)) == 11
     assert {"memmap_init", "memmap_speedup_heatmap", "memmap_overhead", "pfnmap_latency", "pfnmap_coverage",
-            "copy_cost", "young_scan"} == set(ids[:7]) and ids[7:] == ["parity", "measured_vs_model", "model_vs_kernel"]
+            "copy_cost", "young_scan"} == set(ids[:7]) and ids[7:] == ["parity", "measured_vs_model", "model_vs_kernel",
+                                                                         "kernel_gains"]
     assert all(title and callable(fn) for _, title, fn in reg)
 
 
@@ -44,7 +45,7 @@ def test_absent_models_figures_are_not_listed(tmp_path):
     out = {r.id: r for r in F.render_all(young_only(tmp_path), tmp_path / "figs")}
     assert isinstance(out["young_scan"], Rendered) and out["young_scan"].png.is_file()
     assert isinstance(out["parity"], Rendered) and out["parity"].svg.is_file()
-    assert set(out) == {"young_scan", "parity", "measured_vs_model", "model_vs_kernel"}
+    assert set(out) == {"young_scan", "parity", "measured_vs_model", "model_vs_kernel", "kernel_gains"}
 
 
 def test_parity_is_skipped_when_no_published_point_is_in_the_sweep(tmp_path):

@@ -18,14 +18,14 @@ from tests.conftest import memsweep, tree_state
 
 
 def test_report_holds_summary_provenance_figures_tables_and_spec(small_report):
-    """Name, description, the sections, 8 embedded figures (measured vs model and model vs kernel skipped: nothing measured, no guest) and
-    the spec as run."""
+    """Name, description, the sections, 8 embedded figures (measured vs model, model vs kernel and the
+    kernel's gains skipped: nothing measured, no guest) and the spec as run."""
     page = small_report.read_text()
     assert "<h1>memsweep report: small</h1>" in page
     for section in ("summary", "provenance", "figures", "tables", "spec"):
         assert f'<section id="{section}">' in page
     imgs = re.findall(r'<img src="data:image/png;base64,[A-Za-z0-9+/=]+"', page)
-    assert len(imgs) == 8 and 'data-figure-count="8"' in page and "8 figures; 2 skipped." in page
+    assert len(imgs) == 8 and 'data-figure-count="8"' in page and "8 figures; 3 skipped." in page
     assert f"<pre>{html.escape(SMALL_SPEC, quote=True)}</pre>" in page
     for title in ("Points", "Infeasible and failed points by reason", "Model vs published figures",
                   "memmap: best strategy per configuration", "memmap: speedup over slow",
