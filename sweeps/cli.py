@@ -178,7 +178,7 @@ def _add_table(sub) -> None:
 
 def _add_compare(sub) -> None:
     """`memsweep compare A B`: B/A per point, as text and a page."""
-    cmp = sub.add_parser("compare", help="two sweeps side by side: B/A per point, '~' within the noise")
+    cmp = sub.add_parser("compare", help="two sweeps side by side: B/A per point, '~' not a change by the rule")
     cmp.add_argument("a", metavar="A", help="the baseline sweep folder (OUT/SWEEP)")
     cmp.add_argument("b", metavar="B", help="the sweep compared with it (may be A itself, with --sources)")
     cmp.add_argument("--metric", help="metric column (default: each model's headline metric)")
@@ -192,6 +192,9 @@ def _add_compare(sub) -> None:
                      help="compare only the points where AXIS has VALUE, read as a spec value (e.g. "
                           "namespace_size=4TiB); repeatable: values of one axis are either, different axes all")
     cmp.add_argument("--out", metavar="FILE", help="the HTML comparison (default: B/_report/compare-<A name>.html)")
+    cmp.add_argument("--format", choices=("text", "mail"), default="text",
+                     help="text: the full comparison; mail: a plain block under 80 columns to paste into a mail "
+                          "(each side's value and spread, %%change, ** on a significant change)")
 
 
 def _add_calibrate(sub) -> None:
@@ -387,6 +390,12 @@ def cmd_compare(args) -> int:
 
     result = compare(args.a, args.b, metric=args.metric, model=args.model, sources=args.sources, by=args.by,
                      where=args.where)
+    if args.format == "mail":  # the block alone on stdout, to paste as it is
+        from analysis.compare.mail import mail
+
+        print(mail(result), end="")
+        print(f"comparison: {write(result, args.out)}", file=sys.stderr)
+        return EXIT_OK
     print(text(result))
     print(f"\ncomparison: {write(result, args.out)}")
     return EXIT_OK

@@ -5,10 +5,12 @@ of A and B are joined on it (lazily; nothing is collected but aggregates and a
 few listed rows). A block compares one model, one metric and one pair of row
 sources: like with like by default (modeled with modeled, measured with
 measured), or `sources=("measured", "model")` for a measured sweep against
-its modeled twin. Each point gets a verdict: better / worse, `=` (equal,
-rows without a spread), or `~` (within the noise: a measured side's spread
-[measure_min, median] overlaps the other side's; a modeled row's spread is its
-value). Small comparisons print one row per configuration; big ones a summary,
+its modeled twin. Each point gets a verdict: better / worse, `=` (equal),
+`~` (not a change by the rule: a side rests on samples, measured rows or a
+kernel row's binds spanning [measure_min, median], and the spans overlap or B/A
+is within 1% of 1) or `n<3` (fewer than 3 samples on a side: no verdict); the
+rule is ratios.RULE, after LKP's. `--format mail` prints a block to paste
+(mail.py). Small comparisons print one row per configuration; big ones a summary,
 the ratios grouped by the one or two axes that explain most of the variation
 of log B/A (or by the `--by` axes), and the largest changes (ratios.py).
 `--where` keeps some points; axes along which no value changes are collapsed
@@ -20,7 +22,7 @@ under-predicts". page.py draws and writes the page.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import polars as pl
 
@@ -35,12 +37,13 @@ from workers.dataset import unit_of
 
 from . import changes, ratios
 from .axes import Selection, View, collapsible, parse_by, select, where_text
-from .ratios import BETTER, EQUAL, MAX_POINTS, NOISE, TOP, WORSE, verdict  # noqa: F401  (the sizes of a block's tables, re-exported)
+from .ratios import BETTER, EQUAL, FEW, MAX_POINTS, NOISE, RULE, TOP, WORSE, verdict  # noqa: F401  (the sizes of a block's tables, re-exported)
 
 SOURCES = (MODELED, MEASURED, KERNEL)
 EXAMPLES = 5  # points of one side only listed
 TIME_UNITS = ("ns", "µs", "ms", "s")
 COMPARE_PREFIX = "compare-"
+MAIL_ROWS = 40  # rows the mail block lists
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -66,6 +69,8 @@ class Block:
     view: View = View(shown=())  # the axes the tables show and those collapsed
     categorical: bool = False  # a string metric: same / changed per point, no ratio
     evidence: tuple[Evidence, Evidence] = (Evidence(), Evidence())  # what A's and B's modeled answers rest on
+    listed: pl.DataFrame = field(default_factory=pl.DataFrame)  # the mail's rows (_listed)
+    more: int = 0  # significant changes the mail leaves out
 
     @property
     def varies(self) -> bool:
@@ -211,19 +216,23 @@ def _no_sources(a: Sweep, b: Sweep, common: list[str], pair: tuple[str, str] | N
 
 
 def _side(rows: ModelRows, source: str, metric: str, tag: str, params: list[str]) -> pl.LazyFrame:
-    """point_id, the params, the value and its spread [lo, hi]: measured rows whose metric is the one
-    measure_min / measure_median summarize span [measure_min, median]; others are a point."""
+    """point_id, the params, the value, its spread [lo, hi] and its sample count n: measured and kernel rows
+    whose metric is the one measure_min / measure_median summarize (the median of measure_repeats samples)
+    span [measure_min, median]; others are a point without samples."""
     v = pl.col(metric).cast(pl.Float64)
     schema = rows.schema()
     lf = ok(rows.scan(source)).filter(v.is_not_null() & v.is_finite())
-    spread, low, high = pl.lit(False), v, v
-    if source == MEASURED and "measure_min" in schema and "measure_median" in schema:
+    spread, low, high, n = pl.lit(False), v, v, pl.lit(None, dtype=pl.Int64)
+    if source in (MEASURED, KERNEL) and "measure_min" in schema and "measure_median" in schema:
         spread = (pl.col("measure_min").is_not_null() & pl.col("measure_median").is_not_null()
-                  & ((pl.col("measure_median") - v).abs() <= EQUAL_REL * v.abs()))
+                  & ((pl.col("measure_median") - v).abs() <= EQUAL_REL * v.abs())).fill_null(False)
         low = pl.when(spread).then(pl.min_horizontal(pl.col("measure_min"), v)).otherwise(v)
         high = pl.when(spread).then(pl.max_horizontal(pl.col("measure_min"), v)).otherwise(v)
+        if "measure_repeats" in schema:  # a sweep without it: no count, so no verdict (FEW)
+            n = pl.when(spread).then(pl.col("measure_repeats").cast(pl.Int64))
     return lf.select("point_id", *params, v.alias(tag), low.alias(f"{tag}_lo"), high.alias(f"{tag}_hi"),
-                     spread.alias(f"{tag}_spread"), evidence.row_label(rows, source, metric).alias(f"{tag}_evidence"))
+                     spread.alias(f"{tag}_spread"), n.alias(f"{tag}_n"),
+                     evidence.row_label(rows, source, metric).alias(f"{tag}_evidence"))
 
 
 def _joined(a: ModelRows, b: ModelRows, metric: str, sources: tuple[str, str], params: list[str],
@@ -275,10 +284,11 @@ def _block(a: ModelRows, b: ModelRows, metric: str, src_a: str, src_b: str, pick
         group_axes, explained = pick.by, (ratios.explained(j, [pick.by])[pick.by] if var > 0 else 0.0)
     groups = ratios.groups(a, j, group_axes)
     marks = vocabulary(unit, higher, src_a, src_b)
+    listed, more = _listed(j, a.label, list(view.shown), summary["n"])
     tables, heading = ratios.tables(a, j, view, groups, (group_axes, explained, pick.by is not None), summary,
                                     (higher, unit, marks))
     return Block(**base, heading=heading, tables=tables, hist=ratios.hist(j, var), group_axes=group_axes, view=view,
-                 groups=groups.head(ratios.limit(pick.by)))
+                 groups=groups.head(ratios.limit(pick.by)), listed=listed, more=more)
 
 
 def _only(rows: ModelRows, this: pl.LazyFrame, other: pl.LazyFrame) -> tuple[int, tuple[str, ...]]:
@@ -297,9 +307,18 @@ def summary_line(block: Block) -> str:
     if block.categorical:
         return changes.summary_line(s)
     r = ratios.ratio
-    return (f"{block.compared:,} points compared: B/A median {r(s['median'])} (min {r(s['min'])}, "
+    line = (f"{block.compared:,} points compared: B/A median {r(s['median'])} (min {r(s['min'])}, "
             f"max {r(s['max'])}); {s[BETTER]:,} {faster}, {s[WORSE]:,} {slower}, "
-            f"{s[NOISE]:,} within the noise (~), {s[EQUAL]:,} equal (=)")
+            f"{s[NOISE]:,} not a change (~), {s[EQUAL]:,} equal (=)")
+    if s["sampled"]:
+        line += (f"; on samples, {s['significant']:,} significant changes"
+                 + (f" and {s[FEW]:,} with too few samples for a verdict ({FEW})" if s[FEW] else ""))
+    return line
+
+
+def rule_lines(block: Block) -> list[str]:
+    """The significance rule, where a side rests on samples."""
+    return [f"rule: {RULE}"] if block.summary.get("sampled") else []
 
 
 def evidence_lines(block: Block) -> list[str]:
@@ -330,14 +349,34 @@ def header_lines(cmp: Comparison) -> list[str]:
     return out
 
 
+def what(sw: Sweep) -> str:
+    """What a side is, beyond its name: the profile, the guest kernels and accelerators its kernel rows ran,
+    and the hosts that computed or measured its rows."""
+    kernels, hosts = {}, set()
+    for m in sw.models:
+        schema = sw.schema(m)
+        if "env_host" in schema:
+            hosts |= set(sw.scan(m, None).select(pl.col("env_host").drop_nulls().unique()).collect()["env_host"])
+        if KERNEL in sw.sources(m) and {"env_guest_kernel", "env_accel"} <= set(schema):
+            ran = sw.scan(m, KERNEL).select("env_guest_kernel", "env_accel").drop_nulls().unique().collect()
+            for k, acc in ran.iter_rows():
+                kernels.setdefault(k, set()).add(acc)
+    parts = [f"profile {sw.manifest.get('profile', '?')}"]
+    if kernels:
+        parts.append("kernel " + ", ".join(f"{k} ({'/'.join(sorted(a))})" for k, a in sorted(kernels.items())))
+    if hosts:
+        parts.append(("host " if len(hosts) == 1 else "hosts ") + ", ".join(sorted(hosts)))
+    return "; ".join(parts)
+
+
 def text(cmp: Comparison) -> str:
     """The comparison as mailing-list text: a header, then per block a summary line and its tables."""
-    out = [f"memsweep compare: A = {cmp.a.name} (profile {cmp.a.manifest.get('profile', '?')}), "
-           f"B = {cmp.b.name} (profile {cmp.b.manifest.get('profile', '?')}); B/A per point_id over ok rows",
+    out = ["memsweep compare: B/A per point_id over ok rows", f"sweep A = {cmp.a.name}: {what(cmp.a)}",
+           f"sweep B = {cmp.b.name}: {what(cmp.b)}",
            f"profile of A {cmp.a.profile_status()}", f"profile of B {cmp.b.profile_status()}",
            *header_lines(cmp)]
     for bl in cmp.blocks:
-        out += ["", f"{bl.title}: {bl.heading}", summary_line(bl), *evidence_lines(bl)]
+        out += ["", f"{bl.title}: {bl.heading}", summary_line(bl), *rule_lines(bl), *evidence_lines(bl)]
         if bl.tables:
             out += bl.view.note()
         for t in bl.tables:
@@ -351,3 +390,21 @@ def text(cmp: Comparison) -> str:
 def default_name(cmp: Comparison) -> str:
     """`compare-<A name>.html`, the name made safe for a file."""
     return f"{COMPARE_PREFIX}{re.sub(r'[^A-Za-z0-9._-]+', '_', cmp.a.name).strip('.') or 'a'}.html"
+
+
+def _listed(j: pl.LazyFrame, labels, shown: list[str], compared: int) -> tuple[pl.DataFrame, int]:
+    """The rows the mail lists (mail.py): every point when there are at most MAIL_ROWS, else the significant
+    ones, largest |log B/A| first; and how many significant ones were left out."""
+    cols = ["a", "b", "a_lo", "b_lo", "a_spread", "b_spread", "verdict", "lr", "point_id", *shown]
+    lf = j.with_columns(ratios.significant().alias("significant"))
+    if compared <= MAIL_ROWS:
+        df = lf.select(*cols, "significant").sort([*shown, "point_id"], nulls_last=True).collect()
+        more = 0
+    else:
+        keep = lf.filter(pl.col("significant"))
+        total = keep.select(pl.len()).collect().item()
+        df = (keep.with_columns(pl.col("lr").abs().alias("_abs")).sort(["_abs", "point_id"], descending=[True, False])
+              .head(MAIL_ROWS).select(*cols, "significant").collect())
+        more = max(total - df.height, 0)
+    config = [" ".join(labels(c, r[c]) for c in shown) for r in df.iter_rows(named=True)]
+    return df.with_columns(pl.Series("configuration", config, dtype=pl.Utf8)), more

@@ -65,7 +65,7 @@ def ratio_figure(cmp: Comparison, outdir: Path, fid: str) -> Rendered | Skipped:
     left = len(pool) - len(blocks)
     same = "; ".join(f"{b.model} {b.source_a} vs {b.source_b}: {b.summary['median']:.3f}" for b in flat)
     caption = ("Left: how many compared points have each B/A (log scale; green: B better, red: B worse, grey: "
-               "within the noise (~) or equal). Right: B/A per group of the axes the tables group by: dot at the "
+               "not a change by the rule (~) or equal). Right: B/A per group of the axes the tables group by: dot at the "
                "median (grey when no point of the group changed beyond the noise), thick bar from the 10th to the "
                "90th percentile, thin line from min to max."
                + (f" Not drawn, B/A the same at every point: {same}." if flat else "")
@@ -147,8 +147,9 @@ def page(cmp: Comparison, fig: Rendered | Skipped) -> str:
         f'<body data-figure-count="{int(drawn)}">',
         f"<h1>memsweep compare: {esc(cmp.b.name)} (B) vs {esc(cmp.a.name)} (A)</h1>",
         f"<ul>{sides}</ul>",
-        '<p class="caption">B/A per point_id over ok rows. "~": within the noise (the measured spreads '
-        '[measure_min, median] overlap); "=": equal modeled values.</p>',
+        '<p class="caption">B/A per point_id over ok rows. "~": not a change (a side rests on samples, '
+        '[measure_min, median], and the spans overlap or B/A is within 1% of 1); "n<3": too few samples for a '
+        'verdict; "=": equal.</p>',
         '<nav><a href="#figure">Figure</a><a href="#text">Text</a></nav>',
         f'<section id="figure"><h2>Figure</h2>{figure}</section>', *sections,
         f'<section id="text"><h2>As text</h2><pre>{esc(text(cmp))}</pre></section>',

@@ -1,6 +1,12 @@
 """A numeric metric in `memsweep compare`: B/A per point, its verdicts, and what a block prints.
 
-Each point is better / worse, `=` (equal, no spread) or `~` (the spreads overlap). Up to MAX_POINTS
+Each point is better / worse, `=` (equal), `~` (not a change by the rule) or `n<3` (too few samples for a
+verdict). RULE, after LKP's (lib/changed_stat.rb, and its `compare` report): where a side's value rests
+on samples (measured rows, and kernel rows: the binds), a point is better or worse only when each side
+has at least MIN_SAMPLES samples, their ranges (least to median) do not overlap, and B/A is more than
+MIN_CHANGE from 1 (LKP's threshold for the performance metrics it knows; 5% for others); such a point is
+a significant change. Rows without samples (modeled, deterministic) differ or not: every difference
+between them is the computation's, and is a change but not a sampled one. Up to MAX_POINTS
 distinct rows print one row each; more print B/A grouped by the one or two axes that explain most of
 the variance of log B/A (or the `--by` axes) and the TOP largest changes, each distinct row once
 (axes.View). The histogram of B/A is for the page's figure.
@@ -25,25 +31,41 @@ MAX_GROUPS = 30  # a grouped table has at most this many rows
 MAX_BY_GROUPS = 60  # ... and at most this many when --by chose its axes
 PAIR_GAIN = 0.05  # a second grouping axis must explain this much more of the variance of log B/A
 TOP = 10  # largest changes listed for a big comparison
-BETTER, WORSE, NOISE, EQUAL = "better", "worse", "~", "="
+BETTER, WORSE, NOISE, EQUAL, FEW = "better", "worse", "~", "=", "n<3"
+MIN_SAMPLES = 3  # LKP and mmtests: no verdict on fewer samples a side
+MIN_CHANGE = 0.01  # LKP: changes of 1% or less of a known performance metric are dropped
+RULE = (f"a sampled point changes when each side has at least {MIN_SAMPLES} samples, their ranges "
+        f"(least to median) are apart and B/A is more than {MIN_CHANGE:.0%} from 1 (after LKP's rule)")
 HIST_SCHEMA = {"lo": pl.Float64, "hi": pl.Float64, "n": pl.UInt32, "significant": pl.UInt32}
 
 
 def verdict(higher: bool) -> pl.Expr:
-    """`=` equal without spreads; `~` the spreads overlap; else better / worse by the metric's direction."""
+    """`=` equal; where a side rests on samples (RULE): `n<3` with fewer than MIN_SAMPLES on a side, `~`
+    when the ranges overlap or the change is MIN_CHANGE or less; else better / worse by the metric's
+    direction."""
     a, b = pl.col("a"), pl.col("b")
     spread = pl.col("a_spread") | pl.col("b_spread")
     equal = (b - a).abs() <= EQUAL_REL * pl.max_horizontal(a.abs(), b.abs())
+    few = pl.min_horizontal(pl.col("a_n"), pl.col("b_n")).fill_null(0) < MIN_SAMPLES
     overlap = (pl.col("a_lo") <= pl.col("b_hi")) & (pl.col("b_lo") <= pl.col("a_hi"))
+    small = (b - a).abs() <= MIN_CHANGE * a.abs()
     better = (b > a) if higher else (b < a)
-    return (pl.when(~spread & equal).then(pl.lit(EQUAL)).when(spread & overlap).then(pl.lit(NOISE))
+    return (pl.when(equal).then(pl.lit(EQUAL)).when(spread & few).then(pl.lit(FEW))
+            .when(spread & (overlap | small)).then(pl.lit(NOISE))
             .when(better).then(pl.lit(BETTER)).otherwise(pl.lit(WORSE)))
+
+
+def significant() -> pl.Expr:
+    """A change by RULE: better or worse where a side rests on samples."""
+    return (pl.col("a_spread") | pl.col("b_spread")) & pl.col("verdict").is_in([BETTER, WORSE])
 
 
 def stats() -> list[pl.Expr]:
     return [pl.len().alias("n"), pl.col("ratio").median().alias("median"), pl.col("ratio").min().alias("min"),
             pl.col("ratio").max().alias("max"), pl.col("lr").var(ddof=0).alias("var"),
-            *((pl.col("verdict") == v).sum().alias(v) for v in (BETTER, WORSE, NOISE, EQUAL))]
+            *((pl.col("verdict") == v).sum().alias(v) for v in (BETTER, WORSE, NOISE, EQUAL, FEW)),
+            significant().sum().alias("significant"),
+            (pl.col("a_spread") | pl.col("b_spread")).sum().alias("sampled")]
 
 
 def limit(by: tuple[str, ...] | None) -> int:
@@ -89,7 +111,7 @@ def groups(rows: ModelRows, j: pl.LazyFrame, axes: tuple[str, ...]) -> pl.DataFr
     df = (j.group_by(keys).agg(
         pl.len().alias("n"), r.median().alias("median"), r.quantile(0.1).alias("q10"),
         r.quantile(0.9).alias("q90"), r.min().alias("min"), r.max().alias("max"),
-        *((pl.col("verdict") == v).sum().alias(v) for v in (BETTER, WORSE, NOISE, EQUAL)))
+        *((pl.col("verdict") == v).sum().alias(v) for v in (BETTER, WORSE, NOISE, EQUAL, FEW)))
         .sort(list(axes) or "_all", nulls_last=True).collect())
     labels = {c: [rows.label(c, v) for v in df[c].to_list()] for c in axes}
     names = [", ".join(row) for row in zip(*labels.values())] if axes else ["all points"] * df.height
@@ -193,6 +215,8 @@ def _group_table(groups: pl.DataFrame, axes: tuple[str, ...], style: tuple[bool,
              "Improvement": [improvement(1.0, v, higher) for v in groups["median"].to_list()],
              better: [f"{v:,}" for v in groups[BETTER].to_list()], worse: [f"{v:,}" for v in groups[WORSE].to_list()],
              NOISE: [f"{v:,}" for v in groups[NOISE].to_list()], EQUAL: [f"{v:,}" for v in groups[EQUAL].to_list()]}
+    if groups[FEW].sum():
+        data[FEW] = [f"{v:,}" for v in groups[FEW].to_list()]
     return Table(title=title, caption="", frame=pl.DataFrame(data, schema={k: pl.Utf8 for k in data}))
 
 

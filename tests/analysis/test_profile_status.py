@@ -41,8 +41,8 @@ def test_table_compare_and_report_say_an_uncalibrated_profile_is_one(tmp_path):
     assert table.splitlines()[-1].startswith("profile epyc_genoa: AMD EPYC 9654") and "NOT calibrated (0 of" in table
     lines = text(compare(seed, genoa)).splitlines()
     n = len(COPY_FREE)
-    assert lines[1].startswith("profile of A seed: ") and lines[1].endswith(f"; calibrated ({n} of {n} fitted costs)")
-    assert lines[2].startswith("profile of B epyc_genoa: ") and "NOT calibrated" in lines[2]
+    assert lines[3].startswith("profile of A seed: ") and lines[3].endswith(f"; calibrated ({n} of {n} fitted costs)")
+    assert lines[4].startswith("profile of B epyc_genoa: ") and "NOT calibrated" in lines[4]
     page = render_html(Sweep(genoa), [])
     assert '<p class="note">Profile epyc_genoa: ' in page and "every number of this report rests on its assumed" in page
     assert "every number of this report" not in render_html(Sweep(seed), [])

@@ -1,4 +1,4 @@
-"""`memsweep compare A B`: B/A per point_id, `~` within the noise, aggregation, one-side points, errors, the page."""
+"""`memsweep compare A B`: B/A per point_id, `~` not a change by the rule, aggregation, one-side points, errors, the page."""
 
 from __future__ import annotations
 
@@ -69,7 +69,8 @@ def test_seed_against_guest_4k_host_gives_a_ratio_table(profile_pair):
     a, b = profile_pair
     r = memsweep("compare", a, b)
     assert r.returncode == 0, r.stderr
-    assert r.stdout.startswith("memsweep compare: A = pfn-seed (profile seed), B = pfn-guest (profile guest_4k_host)")
+    assert r.stdout.startswith("memsweep compare: B/A per point_id over ok rows\nsweep A = pfn-seed: profile seed; host ")
+    assert "\nsweep B = pfn-guest: profile guest_4k_host; host " in r.stdout
     assert "pfnmap ns_per_load, model (A) vs model (B) (lower is better): 14 points: one row per configuration" \
         in r.stdout
     header, body = table_rows(r.stdout, "compound_order")
@@ -105,12 +106,14 @@ def memmap_rows(source: str, values: list[float], least: list[float | None] | No
         "status": "ok", "metric_init_ms": values,
         "measure_min": pl.Series(least if measured else [None] * n, dtype=pl.Float64),
         "measure_median": pl.Series(values if measured else [None] * n, dtype=pl.Float64),
+        "measure_repeats": pl.Series([3 if measured else None] * n, dtype=pl.Int64),
     })
 
 
 # (modeled value, measured median, measured min, the mark): `~` exactly where the model lies in [min, median]
+# (`=` where it is the median itself)
 UNDER, OVER = "model under-predicts", "model over-predicts"
-TWINS = [(1.0, 1.2, 0.9, "~"), (2.0, 3.0, 2.5, UNDER), (3.0, 3.0, 2.8, "~"), (4.0, 3.5, 3.0, OVER),
+TWINS = [(1.0, 1.2, 0.9, "~"), (2.0, 3.0, 2.5, UNDER), (3.0, 3.0, 2.8, "="), (4.0, 3.5, 3.0, OVER),
          (5.0, 5.5, 5.0, "~"), (6.0, 6.6, None, UNDER)]
 
 
@@ -127,7 +130,7 @@ def test_measured_sweep_against_its_modeled_twin_marks_the_noise(tmp_path):
     assert header == ["namespace_size", "A", "B", "B/A", "Improvement", "Change"]
     assert [row[0] for row in body] == [f"{i}GiB" for i in range(1, 7)]
     assert [row[-1] for row in body] == list(marks)
-    assert f"2 {UNDER}, 1 {OVER}, 3 within the noise (~), 0 equal (=)" in r.stdout
+    assert f"2 {UNDER}, 1 {OVER}, 2 not a change (~), 1 equal (=); on samples, 2 significant changes" in r.stdout
     assert "faster" not in r.stdout and "slower" not in r.stdout
 
 
@@ -165,8 +168,8 @@ def test_a_big_comparison_is_aggregated_by_the_axis_that_matters(tmp_path):
     assert 60 > MAX_POINTS
     assert ("120 points: B/A grouped by compound_order (together they explain 100% of the variance of log B/A), "
             f"then the {TOP} largest changes") in out
-    assert "120 points compared: B/A median 1.000 (min 0.500, max 1.500); 40 faster, 40 slower, 0 within the " \
-           "noise (~), 40 equal (=)" in out
+    assert "120 points compared: B/A median 1.000 (min 0.500, max 1.500); 40 faster, 40 slower, 0 not a " \
+           "change (~), 40 equal (=)" in out
     header, body = table_rows(out, "compound_order")
     assert header[:5] == ["compound_order", "points", "B/A median", "B/A min", "B/A max"]
     assert [row[:3] for row in body] == [["PTE (order 0)", "40", "1.000"], ["PMD (order 9)", "40", "1.500"],
@@ -437,3 +440,69 @@ def test_the_default_comparison_page_is_not_written_through_a_report_folder_link
                                 f"{sweep}, not a symlink out of it (got a link to '{outside}'); nothing is written "
                                 "through it: remove the link.")
     assert tree_state(tmp_path) == before
+
+
+def kernel_rows(counts: list[float], least: list[float], binds: int = 3, release: str = "6.12.118") -> pl.DataFrame:
+    """memmap kernel rows at namespace sizes 1..n GiB: a guest's instruction counts, median and least of `binds`."""
+    n = len(counts)
+    return pl.DataFrame({
+        "point_id": pl.Series(range(n), dtype=pl.UInt64),
+        "param_namespace_size": [(i + 1) * GiB for i in range(n)], "param_strategy": "slow", "source": "kernel",
+        "status": "ok", "metric_init_instructions": pl.Series(counts, dtype=pl.Int64),
+        "measure_min": pl.Series(least, dtype=pl.Float64), "measure_median": pl.Series(counts, dtype=pl.Float64),
+        "measure_repeats": pl.Series([binds] * n, dtype=pl.Int64),
+        "env_guest_kernel": release, "env_accel": "tcg", "env_host": "host-a",
+    })
+
+
+def kernel_compare(tmp_path, a: pl.DataFrame, b: pl.DataFrame, *args: str):
+    sa = write_sweep(tmp_path, "a", {"memmap": a})
+    sb = write_sweep(tmp_path, "b", {"memmap": b})
+    return memsweep_here("compare", sa, sb, "--metric", "init_instructions", *args)
+
+
+def test_kernel_rows_change_only_by_the_rule_and_the_header_names_each_kernel(tmp_path):
+    """Per point: equal counts `=`; spans apart but a change of 1% or less `~`; spans overlapping `~`; spans
+    apart by more than 1% with 3 binds a side a significant change; a side of one bind `n<3`, no verdict.
+    The header says which kernel and accelerator each side ran, and the rule."""
+    a = kernel_rows([1000, 1000, 1000, 1000], [999, 999, 990, 999])
+    b = kernel_rows([1000, 1005, 1008, 1300], [999, 1004, 995, 1299], release="6.1.0")
+    r = kernel_compare(tmp_path, a, b)
+    assert r.returncode == 0, r.stderr
+    assert "\nsweep A = a: profile seed; kernel 6.12.118 (tcg); host host-a\n" in r.stdout
+    assert "\nsweep B = b: profile seed; kernel 6.1.0 (tcg); host host-a\n" in r.stdout
+    assert [row[-1] for row in table_rows(r.stdout, "namespace_size")[1]] == ["=", "~", "~", "worse"]
+    assert "on samples, 1 significant changes" in r.stdout
+    assert "rule: a sampled point changes when each side has at least 3 samples" in r.stdout
+    one = kernel_rows([1000, 1000, 1000, 1300], [1000, 1000, 1000, 1300], binds=1, release="6.1.0")
+    r = kernel_compare(tmp_path / "one", a, one)
+    assert [row[-1] for row in table_rows(r.stdout, "namespace_size")[1]] == ["=", "=", "=", "n<3"]
+    assert "0 significant changes and 1 with too few samples for a verdict (n<3)" in r.stdout
+
+
+def test_a_kernel_sweep_against_a_rerun_of_itself_changes_nowhere(tmp_path):
+    a = kernel_rows([1000, 2000, 4000], [999, 1998, 3999])
+    r = kernel_compare(tmp_path, a, a)
+    assert "3 points compared: B/A median 1.000 (min 1.000, max 1.000); 0 better, 0 worse, 0 not a change (~), " \
+           "3 equal (=); on samples, 0 significant changes" in r.stdout
+
+
+def test_the_mail_block_is_plain_text_under_80_columns_with_each_sides_spread_and_the_mark(tmp_path):
+    """--format mail: the header names both sides and the rule; a row per point with each side's value
+    and ±% spread of its samples, the %change and `**` on a significant change; nothing wider than 79."""
+    a = kernel_rows([1000, 2000, 4000], [990, 1998, 3999])
+    b = kernel_rows([1000, 2005, 5200], [990, 2004, 5199], release="6.1.0-57-amd64-with-a-long-release-name")
+    r = kernel_compare(tmp_path, a, b, "--format", "mail")
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0] == "memsweep compare, B against A (B/A per point)"
+    assert lines[1] == "A: a: profile seed; kernel 6.12.118 (tcg); host host-a"
+    assert lines[2].startswith("B: b: profile seed; kernel 6.1.0-57-amd64-with-a-long-release-name (tcg);")
+    assert "memmap init_instructions, kernel rows (lower is better)" in lines
+    head = next(i for i, line in enumerate(lines) if line.split()[:3] == ["A", "±%", "%change"])
+    rows = [line.split() for line in lines[head + 1:head + 4]]
+    assert rows[0] == ["1000", "1.00", "+0.0%", "1000", "1.00", "1GiB"]  # equal: no mark
+    assert rows[1] == ["2000", "0.10", "+0.2%", "2005", "0.05", "2GiB"]  # within 1%: no mark
+    assert rows[2] == ["4000", "0.03", "+30.0%", "**", "5200", "0.02", "3GiB"]
+    assert max(map(len, lines)) < 80, max(lines, key=len)
+    assert "comparison:" not in r.stdout  # the page's path goes to stderr: the block pastes as it is

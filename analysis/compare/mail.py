@@ -1,0 +1,87 @@
+"""`memsweep compare --format mail`: a plain-text block to paste into a mail, in the manner of LKP's
+comparison tables (each side's value with its spread, the %change, a mark on the significant rows) and
+mmtests' compare-kernels (`**` on a significant change), under 80 columns.
+
+    memsweep compare A B, B against A
+    A: <sweep>: profile seed; kernel 6.12.118+deb12-amd64 (tcg); host vm
+    B: ...
+    rule: a sampled point changes when ... (ratios.RULE)
+
+    memmap init_instructions, kernel rows (lower is better)
+               A     ±%   %change             B     ±%  configuration
+        13235880   0.01    +31.0% **   17340840   0.00  1GiB 2MiB devdax dev
+
+`±%` is the spread of a side's samples, (median - least) / median; blank for a value without samples (a
+model's). `**` marks a significant change by the rule; a change between rows without samples has no
+mark (the computation changed, every digit of it). At most MAX_ROWS rows: every point of a small
+comparison, else the significant changes with the largest first.
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+from analysis.tables import format_value
+
+from .compare import Block, Comparison, rule_lines, summary_line, what
+
+WIDTH = 79  # a mail's line, with room for a quote mark
+CONFIG = 24  # columns left for the configuration
+
+
+def mail(cmp: Comparison) -> str:
+    out = ["memsweep compare, B against A (B/A per point)"]
+    out += _wrap(f"A: {cmp.a.name}: {what(cmp.a)}") + _wrap(f"B: {cmp.b.name}: {what(cmp.b)}")
+    if cmp.where:
+        out += _wrap(f"only the points where {cmp.where}")
+    rules = {line for bl in cmp.blocks for line in rule_lines(bl)}
+    for line in sorted(rules):
+        out += _wrap(line)
+    for bl in cmp.blocks:
+        out += ["", *_wrap(f"{bl.model} {bl.metric.removeprefix('metric_')}, {_sources(bl)} "
+                           f"({'higher' if bl.higher else 'lower'} is better)")]
+        if bl.categorical or not bl.compared:
+            out += _wrap(summary_line(bl))
+            continue
+        out += _table(bl)
+        out += _wrap(summary_line(bl))
+    return "\n".join(out) + "\n"
+
+
+def _sources(bl: Block) -> str:
+    return f"{bl.source_a} rows" if bl.source_a == bl.source_b else f"{bl.source_a} (A) vs {bl.source_b} (B) rows"
+
+
+def _table(bl: Block) -> list[str]:
+    rows = bl.listed
+    if rows.is_empty():
+        return ["no point changed significantly"] if bl.summary.get("sampled") else []
+    head = f"{'A':>12} {'±%':>6} {'%change':>9}    {'B':>12} {'±%':>6}  configuration"
+    out = [head]
+    for r in rows.iter_rows(named=True):
+        mark = "**" if r["significant"] else "  "
+        change = "" if r["a"] == 0 else f"{(r['b'] - r['a']) / abs(r['a']) * 100:+.1f}%"
+        config = r["configuration"]
+        if len(config) > CONFIG:
+            config = config[:CONFIG - 3] + "..."
+        out.append(f"{_value(r['a'], bl.unit):>12} {_spread(r['a'], r['a_lo'], r['a_spread']):>6} {change:>9} "
+                   f"{mark} {_value(r['b'], bl.unit):>12} {_spread(r['b'], r['b_lo'], r['b_spread']):>6}  {config}")
+    if bl.more:
+        out.append(f"... and {bl.more:,} more significant changes (the largest are listed)")
+    return out
+
+
+def _value(v: float, unit: str) -> str:
+    if not unit and float(v).is_integer():
+        return f"{int(v)}"
+    return format_value(v, unit)
+
+
+def _spread(v: float, lo: float, sampled: bool) -> str:
+    if not sampled or not v:
+        return ""
+    return f"{abs(v - lo) / abs(v) * 100:.2f}"
+
+
+def _wrap(line: str) -> list[str]:
+    return textwrap.wrap(line, WIDTH, subsequent_indent="  ", break_on_hyphens=False) or [""]
