@@ -115,9 +115,9 @@ def _add_plan(sub) -> None:
 def _kernel_arguments(p) -> None:
     """The kernel kernel rows boot, over the spec's [kernel] table (a spec with source 'kernel')."""
     p.add_argument("--kernel", metavar="IMAGE",
-                   help="kernel rows boot this bzImage or vmlinux, debian:6.12 / debian:6.1, or series:6.12 (the seed "
-                        "series' build: make kernels) (default: the spec's "
-                        "[kernel] image, else debian:6.12)")
+                   help="kernel rows boot this bzImage or vmlinux, a kernel build folder (its bzImage and the "
+                        "modules it built), debian:6.12 / debian:6.1, or series:6.12 (the seed series' build: "
+                        "make kernels) (default: the spec's [kernel] image, else debian:6.12)")
     p.add_argument("--modules", metavar="DIR", help="its lib/modules/<release> folder (none: drivers built in)")
     p.add_argument("--accel", choices=("auto", "tcg", "kvm"),
                    help="the guest's accelerator (default auto: KVM when a probe boot works, else TCG)")

@@ -26,13 +26,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import debian
+from .kernels import STRATEGY_NAMES
 from .exceptions import GuestSetupError
 
 SOURCE_PACKAGE, SOURCE_VERSION = "linux-source-6.12", "6.12.118-1~deb12u1"  # the patches apply to this
 PATCHES = Path(__file__).with_name("series")
 NAME = "series-6.12"
 # memmap_init_strategy's values (0009), in the series' order: slow is the code before 4/8.
-STRATEGIES = ("slow", "template", "template_nt", "template_nt_inline")
+STRATEGIES = STRATEGY_NAMES
 # `make tinyconfig`, then these (shared KERNEL-GUEST.md: what the guest runner needs, all built in, so the
 # build has no modules). -O2 as Debian builds its kernels, not tinyconfig's -Os: instruction counts of a
 # size-optimized build were 1.17-1.25x Debian's for the same binds.

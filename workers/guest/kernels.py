@@ -6,6 +6,8 @@ order (`pmem_modules`). `fetch` readies a node: `python -m workers.guest fetch` 
 
 from __future__ import annotations
 
+import dataclasses
+
 import gzip
 import lzma
 import shutil
@@ -20,6 +22,10 @@ from .exceptions import GuestKernelError
 # module's depends=: nd_pmem needs libnvdimm and nd_btt; nd_e820, dax_pmem, nd_btt and nfit need libnvdimm).
 PMEM_DRIVERS = ("libnvdimm", "nfit", "nd_btt", "nd_pmem", "nd_e820", "dax_pmem", "device_dax")
 MODULE_SUFFIXES = (".ko.xz", ".ko.gz", ".ko.zst", ".ko")
+STRATEGY_NAMES = ("slow", "template", "template_nt", "template_nt_inline")  # 0009's enum, in its order
+# The Kconfig symbol that builds each of them (drivers/nvdimm, drivers/acpi/nfit, drivers/dax Makefiles).
+DRIVER_OPTIONS = {"libnvdimm": "LIBNVDIMM", "nfit": "ACPI_NFIT", "nd_btt": "ND_BTT", "nd_pmem": "BLK_DEV_PMEM",
+                  "nd_e820": "X86_PMEM_LEGACY", "dax_pmem": "DEV_DAX_PMEM", "device_dax": "DEV_DAX"}
 # arch/x86/boot/header.S: the setup header. 0x1fe boot_flag 0xaa55, 0x202 "HdrS", 0x206 protocol version,
 # 0x20e kernel_version (offset of the version string - 0x200), 0x236 xloadflags (bit 0: XLF_KERNEL_64).
 BZ_BOOT_FLAG, BZ_MAGIC, BZ_VERSION, BZ_KVER, BZ_XLOADFLAGS = 0x1FE, 0x202, 0x206, 0x20E, 0x236
@@ -72,6 +78,50 @@ def load_kernel(image: Path | str, modules: Path | str | None = None) -> GuestKe
             raise GuestKernelError(f"'modules' must be built for the image's release {release} (got "
                                    f"{str(m.path)!r}, built for {built_for})")
     return GuestKernel(image=image, modules=mods, release=release or mods.name)
+
+
+def load_build_tree(tree: Path | str) -> GuestKernel:
+    """A kernel build folder as `make` left it, the way virtme-ng boots one: arch/x86/boot/bzImage, its
+    .config and include/config/kernel.release; the pmem drivers built in (=y in .config: no modules) or
+    built as modules in the tree (=m, with modules.order: the .ko files where make wrote them and
+    modules.builtin, read as a lib/modules folder is). GuestKernelError names what is missing."""
+    tree = Path(tree).expanduser()
+    image = tree / "arch" / "x86" / "boot" / "bzImage"
+    what = f"a kernel build folder (got {str(tree)!r}"
+    if not image.is_file():
+        raise GuestKernelError(f"'image' must be a kernel image file or {what}: no arch/x86/boot/bzImage; "
+                               "run `make bzImage` in it)")
+    try:
+        config = dict(line.split("=", 1) for line in (tree / ".config").read_text().splitlines()
+                      if line.startswith("CONFIG_") and "=" in line)
+    except OSError:
+        raise GuestKernelError(f"'image' must be {what}: no .config beside its bzImage)") from None
+    state = {d: config.get(f"CONFIG_{opt}") for d, opt in DRIVER_OPTIONS.items()}
+    absent = [f"CONFIG_{DRIVER_OPTIONS[d]}" for d, v in state.items() if v not in ("y", "m")]
+    if absent:
+        raise GuestKernelError(f"'image' must be {what} with the pmem drivers: its .config has "
+                               f"{', '.join(absent)} neither =y nor =m)")
+    strategies = switched_strategies(tree / "System.map")
+    if all(v == "y" for v in state.values()):
+        release_file = tree / "include" / "config" / "kernel.release"
+        release = release_file.read_text().strip() if release_file.is_file() else image_release(image) or tree.name
+        return GuestKernel(image=image, modules=None, release=release, strategies=strategies)
+    if not (tree / "modules.order").is_file():
+        modular = ", ".join(f"CONFIG_{DRIVER_OPTIONS[d]}" for d, v in state.items() if v == "m")
+        raise GuestKernelError(f"'image' must be {what} with its modules built: {modular} are =m and there "
+                               "is no modules.order; run `make modules` in it)")
+    return dataclasses.replace(load_kernel(image, tree), strategies=strategies)
+
+
+def switched_strategies(system_map: Path) -> tuple[str, ...]:
+    """The memmap init strategies a kernel switches among at run time: all four when its System.map has
+    memsweep's module parameter (workers/guest/series/0009: `__param_memmap_init_strategy`), else none."""
+    try:
+        with open(system_map, "rb") as f:
+            found = any(line.rstrip().endswith(b" __param_memmap_init_strategy") for line in f)
+    except OSError:
+        return ()
+    return STRATEGY_NAMES if found else ()
 
 
 def image_release(image: Path) -> str | None:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from . import build, debian
 from .exceptions import GuestKernelError
-from .kernels import GuestKernel, cached_kernel, load_kernel
+from .kernels import GuestKernel, cached_kernel, load_build_tree, load_kernel
 from .runner import ACCELS
 
 DEBIAN = "debian:"  # image = "debian:6.1": Debian's kernel of that series, from the node's cache (make guest)
@@ -26,7 +26,8 @@ NAMED = tuple(DEBIAN + s for s in debian.SERIES) + (SERIES,)  # the kernels a sp
 class KernelSettings:
     """The kernel under test; each field is a `[kernel]` key of a spec.
 
-    `image`: a bzImage or vmlinux path, "debian:SERIES" (Debian's kernel of that series from the cache;
+    `image`: a bzImage or vmlinux path, a kernel build folder (its arch/x86/boot/bzImage, and the modules
+    it built if the pmem drivers are modules), "debian:SERIES" (Debian's kernel of that series from the cache;
     the default is Debian's 6.12) or "series:6.12" (the seed series' build, which runs every strategy).
     `modules`: its lib/modules/<release> folder ("" when the pmem drivers are built in, or for a named
     kernel). `accel`: "auto" (KVM when a probe boot works, else TCG), "tcg" or
@@ -90,6 +91,11 @@ class KernelSettings:
                                strategies=built.strategies)
         if self.image.startswith(DEBIAN):
             return cached_kernel(self.image[len(DEBIAN):])
+        if Path(self.image).expanduser().is_dir():
+            if self.modules:
+                raise GuestKernelError("'kernel.modules' must be left out for a kernel build folder (its modules, "
+                                       "if any, are the ones it built)")
+            return load_build_tree(self.image)
         return load_kernel(self.image, self.modules or None)
 
     def switchable_strategies(self) -> tuple[str, ...]:

@@ -7,13 +7,14 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import sys
 from pathlib import Path
 
 import pytest
 
 from workers.guest import GuestConfig, GuestKernelError, GuestSetupError, run_guest
-from workers.guest import build
+from workers.guest import build, kernels
 from workers.guest.settings import KernelSettings
 from tests.conftest import memsweep
 from workers.units import GiB, MiB
@@ -145,3 +146,57 @@ def test_a_second_boot_of_the_same_namespaces_repeats_every_count_exactly(series
     kernel, first = series_run
     again = run_guest(kernel, [r.config for r in first.results])
     assert [r.bind_us for r in again.results] == [r.bind_us for r in first.results]
+
+
+# ---------------------------------------------------------------- a kernel build folder, as make left it
+
+def build_folder(root: Path, built: build.Build, config: str | None = None) -> Path:
+    """The files `make bzImage` leaves where a kernel build folder has them, from the series' build."""
+    (root / "arch" / "x86" / "boot").mkdir(parents=True)
+    (root / "include" / "config").mkdir(parents=True)
+    shutil.copy2(built.image, root / "arch" / "x86" / "boot" / "bzImage")
+    (root / ".config").write_text(config if config is not None else (built.root / "config").read_text())
+    shutil.copy2(built.root / "kernel.release", root / "include" / "config" / "kernel.release")
+    shutil.copy2(built.root / "System.map", root / "System.map")
+    return root
+
+
+def test_a_folder_that_is_not_a_kernel_build_is_refused_with_what_it_lacks(tmp_path):
+    with pytest.raises(GuestKernelError, match=r"a kernel build folder .*no arch/x86/boot/bzImage; run `make bzImage`"):
+        KernelSettings(image=str(tmp_path)).kernel()
+    boot = tmp_path / "arch" / "x86" / "boot"
+    boot.mkdir(parents=True)
+    (boot / "bzImage").write_bytes(b"x")
+    with pytest.raises(GuestKernelError, match=r"no \.config beside its bzImage"):
+        KernelSettings(image=str(tmp_path)).kernel()
+    (tmp_path / ".config").write_text("CONFIG_LIBNVDIMM=y\n# CONFIG_DEV_DAX is not set\n")
+    with pytest.raises(GuestKernelError, match=r"its \.config has CONFIG_ACPI_NFIT, CONFIG_ND_BTT, .*CONFIG_DEV_DAX "
+                                               r"neither =y nor =m"):
+        KernelSettings(image=str(tmp_path)).kernel()
+    options = "".join(f"CONFIG_{o}=m\n" for o in kernels.DRIVER_OPTIONS.values())
+    (tmp_path / ".config").write_text(options)
+    with pytest.raises(GuestKernelError, match=r"=m and there is no modules.order; run `make modules`"):
+        KernelSettings(image=str(tmp_path)).kernel()
+    with pytest.raises(GuestKernelError, match=r"'kernel.modules' must be left out for a kernel build folder"):
+        KernelSettings(image=str(tmp_path), modules=str(tmp_path)).kernel()
+
+
+@pytest.mark.guest
+def test_a_kernel_build_folder_boots_by_its_folder_alone(tmp_path):
+    """The series' build laid out as make leaves a build folder (pmem drivers built in): --kernel FOLDER boots
+    its bzImage, with no modules, and binds a namespace under the strategy asked for: its System.map says
+    it switches (0009's parameter). Without System.map nothing says so, and it has none to switch."""
+    built = build.cached_build()
+    assert built is not None, "run `make kernels` first"
+    tree = build_folder(tmp_path / "linux", built)
+    kernel = KernelSettings(image=str(tree)).kernel()
+    assert kernel.image == tree / "arch" / "x86" / "boot" / "bzImage" and kernel.modules is None
+    assert kernel.release == built.release and kernel.strategies == build.STRATEGIES
+    configs = [GuestConfig(mode="devdax", map="mem", align_bytes=2 * MiB, namespace_size_bytes=GiB, strategy=s)
+               for s in ("slow", "template_nt")]
+    run = run_guest(kernel, configs)
+    assert run.release == built.release and [r.status for r in run.results] == ["ok", "ok"], run.results
+    slow, nt = run.results
+    assert nt.init_us > slow.init_us  # 7/8's out-of-line call: more instructions than the slow path here
+    (tree / "System.map").unlink()
+    assert KernelSettings(image=str(tree)).kernel().strategies == ()
