@@ -95,6 +95,9 @@ run_config() {
 	STATUS=ok STEP=namespace WHY= SEED= BEFORE= AFTER= TRACE='[]' REBINDS='[]' DEVRES= DEVSIZE= NSRES= NSSIZE= DAXDEV=
 	if [ "$strategy" != - ]; then
 		w $STRATEGY_PARAM $strategy || { STATUS=error WHY="this kernel has no strategy $strategy: $WHY"; return; }
+	elif [ -e $STRATEGY_PARAM ]; then  # it chooses at run time, and no one said what: its rows would be mislabelled
+		STATUS=error WHY="this kernel switches memmap_init_strategy at run time (now $(cat $STRATEGY_PARAM)), but was not named as one that does: give its build folder (with System.map) or series:6.12"
+		return
 	fi
 	dmesg -c > /dev/null
 	NS=$(pick_namespace)
