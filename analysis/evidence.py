@@ -1,7 +1,8 @@
 """What the answers in a sweep rest on (workers.evidence labels), as the report, `table` and `compare` show it.
 
 A modeled row's label is stored in the dataset (`evidence`, `evidence_note`: schema 5) for its headline;
-a metric the kernel gives exactly (memmap's counts and bytes) is `kernel-checked` wherever it is asked.
+a metric the kernel gives exactly (memmap's counts and bytes) is `kernel-checked` at the points a guest
+bound (KernelCheck.bound), `extrapolated` elsewhere.
 A cell or a group of rows rests on its weakest row: fit < validated < kernel-checked < extrapolated <
 assumed. Rows of the measured and kernel sources are observations and carry no label.
 """
@@ -49,8 +50,10 @@ def label_expr(rows: ModelRows, metric: str) -> pl.Expr | None:
     schema-4 folder)."""
     if "evidence" not in rows.schema():
         return None
-    if _checked(rows, metric):
-        return pl.when(pl.col("evidence").is_not_null()).then(pl.lit(KERNEL_CHECKED))
+    if _checked(rows, metric):  # where a guest bound the point (KernelCheck.bound), else the same arithmetic
+        labelled = pl.col("evidence").is_not_null()
+        return pl.when(labelled & rows.model.kernel.bound_points()).then(pl.lit(KERNEL_CHECKED)) \
+            .when(labelled).then(pl.lit(EXTRAPOLATED))
     off = _off(rows, metric)
     if not off:
         return pl.col("evidence")

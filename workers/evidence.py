@@ -8,7 +8,8 @@ figures (`[[validation]]`, never fit). From that, each modeled row gets a label 
 - `fit`: the row is the point of a figure the profile's costs were fit to;
 - `validated`: the point of a validation figure (published elsewhere, predicted, never fit);
 - `kernel-checked`: the metric asked about is one the kernel gives and the model must equal (counts,
-  bytes: workers.guest), at a point a guest can bind;
+  bytes: workers.guest), at a point a guest bound with equal counts in the kernel results the project
+  records (KernelCheck.bound); elsewhere the same count is the kernel's arithmetic, `extrapolated`;
 - `extrapolated`: none of these; the note names each axis whose value no figure has, and how far it
   lies from the values that have one ("namespace_size 4TiB: 41x the largest with a figure (100GiB)");
 - `assumed`: an assumption applies (the note names it), or the profile was not fit for this model.
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import polars as pl
 
 from .model import Figure, Model, figure_frame, validation_figures
@@ -101,10 +103,14 @@ def label(model: Model, profile: Profile, rows: pl.DataFrame, metric: str | None
     if rows.height == 0:
         return pl.DataFrame(schema=COLUMNS)
     if model.kernel is not None and metric in model.kernel.exact:
-        # a count or a size the kernel's own arithmetic gives: no cost, so no fit, cache state or machine
-        return pl.DataFrame([_repeat("evidence", KERNEL_CHECKED, rows.height), _repeat(
-            "evidence_note", f"{metric.removeprefix('metric_')}: the kernel's own arithmetic, equal to a guest's on "
-                             f"every namespace one bound (memsweep run kernel)", rows.height)])
+        # a count or a size the kernel's own arithmetic gives: no cost, so no fit, cache state or machine;
+        # checked where a guest bound the point (KernelCheck.bound), the same arithmetic elsewhere
+        name = metric.removeprefix("metric_")
+        bound = rows.select(model.kernel.bound_points().alias("b")).to_series()
+        return pl.DataFrame({"evidence": pl.Series(np.where(bound, KERNEL_CHECKED, EXTRAPOLATED), dtype=pl.Utf8),
+                             "evidence_note": pl.Series(np.where(
+                                 bound, f"{name}: the kernel's own arithmetic, equal to a guest's at this point",
+                                 f"{name}: the kernel's own arithmetic; no guest bound this point"), dtype=pl.Utf8)})
     keys = rows.select(_key(model)).to_series()
     parts = pl.DataFrame({
         "fit": keys.is_in(list(dom.fit)), "validated": keys.is_in(list(dom.validated)),

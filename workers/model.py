@@ -213,13 +213,18 @@ class KernelCheck:
     `reader`: the same kind of reference: (point row as a dict, workers.guest.ConfigResult) -> {metric
     column: value} of an ok result, and under the key SAMPLES the repeated binds' values of `sampled`
     (they fill the row's measure_* columns). `metrics`: the metric columns a kernel row fills (the others
-    stay null); `exact`: those of them the model must equal (counts, bytes), as against a guest's times."""
+    stay null); `exact`: those of them the model must equal (counts, bytes), as against a guest's times.
+    `bound`: the same kind of reference, () -> a polars expression over a frame's param_* columns, true
+    on the points a guest bound and whose exact counts equalled the model's in the kernel results the
+    project records (where an exact metric is `kernel-checked`; elsewhere it is the kernel's arithmetic,
+    extrapolated); None: nowhere."""
 
     planner: str | Callable[..., list]
     reader: str | Callable[..., dict]
     metrics: tuple[str, ...]
     exact: tuple[str, ...] = ()
     sampled: str | None = None
+    bound: str | Callable[[], pl.Expr] | None = None
 
     def plan(self, points: pl.DataFrame, settings) -> list:
         """The planner's configurations (or reasons) for `points`, one per row."""
@@ -228,6 +233,10 @@ class KernelCheck:
     def read(self, point: dict, result) -> dict:
         """The reader's metric values of one ok result."""
         return _resolve(self.reader)(point, result)
+
+    def bound_points(self) -> pl.Expr:
+        """True on the points a guest bound with equal counts (`bound`); false everywhere without one."""
+        return pl.lit(False) if self.bound is None else _resolve(self.bound)()
 
 
 def _resolve(ref):

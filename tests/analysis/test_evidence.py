@@ -35,3 +35,26 @@ def test_many_values_on_one_line_are_the_first_and_the_last():
     notes = pl.DataFrame({"note": [f"start_offset {b}: no figure (figures at 0)" for b in offsets], "n": [1] * 31})
     assert _fragments(notes) == ("start_offset 2097152, 4194304, 6291456, ..., 65011712 (31 values): no figure "
                                  "(figures at 0)",)
+
+
+def test_a_count_reads_kernel_checked_only_where_a_guest_bound_its_point(tmp_path):
+    """In a sweep, memmap_pages is `kernel-checked` at a point the recorded kernel results bound and
+    `extrapolated` at 4 TiB, whatever the row's stored (headline) label: the producer's rule
+    (KernelCheck.bound), read by the same expression."""
+    from analysis.evidence import label_expr
+    from analysis.read import Sweep
+    from tests.analysis.conftest import write_sweep
+    from workers import evaluate, evidence as produced, get_model
+    from workers.model import points_frame
+    from workers.profiles import load_profile
+
+    memmap, seed = get_model("memmap"), load_profile("seed")
+    points = points_frame(memmap, [dict(namespace_size="2GiB", align="2MiB", mode="devdax", map="mem"),
+                                   dict(namespace_size="4TiB", align="2MiB", mode="devdax", map="mem")])
+    rows = evaluate(memmap, points, seed)
+    stored = pl.concat([rows, produced.label(memmap, seed, rows)], how="horizontal").with_columns(
+        pl.lit("model").alias("source"))
+    sw = Sweep(write_sweep(tmp_path, "k", {"memmap": stored}))
+    got = sw.rows("memmap").scan().select(label_expr(sw.rows("memmap"), "metric_memmap_pages")).collect()
+    assert got.to_series().to_list() == ["kernel-checked", "extrapolated"]
+    assert got.to_series().to_list() == produced.label(memmap, seed, rows, "metric_memmap_pages")["evidence"].to_list()

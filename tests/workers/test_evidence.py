@@ -81,10 +81,17 @@ def test_a_profile_that_changes_a_fitted_base_is_a_what_if():
     assert bare == "fit"
 
 
-def test_a_count_the_kernel_gives_is_kernel_checked():
-    """memmap_pages is the kernel's own arithmetic (KernelCheck.exact): `kernel-checked` at any point."""
-    for label, note in labels(MEMMAP, [SEED_POINT, BIG], metric="metric_memmap_pages"):
-        assert label == "kernel-checked" and note.startswith("memmap_pages: the kernel's own arithmetic")
+def test_a_count_the_kernel_gives_is_kernel_checked_only_where_a_guest_bound_it():
+    """memmap_pages is the kernel's own arithmetic (KernelCheck.exact): `kernel-checked` at a point the
+    recorded kernel results bound (the `kernel` spec's 2 GiB devdax 2 MiB map=mem), `extrapolated` at 4 TiB,
+    on pmem, at a 2 MiB start offset, at P = 80 and at the seed's 100 GiB, none of which a guest bound."""
+    bound = dict(namespace_size="2GiB", align="2MiB", mode="devdax", map="mem", strategy="template")
+    points = [bound, BIG, {**bound, "medium": "pmem", "map": "dev"}, {**bound, "start_offset": "2MiB"},
+              {**bound, "struct_page_size": 80}, SEED_POINT]
+    got = labels(MEMMAP, points, metric="metric_memmap_pages")
+    assert [label for label, _ in got] == ["kernel-checked"] + ["extrapolated"] * 5
+    assert got[0][1] == "memmap_pages: the kernel's own arithmetic, equal to a guest's at this point"
+    assert got[1][1] == "memmap_pages: the kernel's own arithmetic; no guest bound this point"
 
 
 def test_modeled_rows_carry_evidence():
