@@ -2,7 +2,7 @@
 
 A modeled row's label is stored in the dataset (`evidence`, `evidence_note`: schema 5) for its headline;
 a metric the kernel gives exactly (memmap's counts and bytes) is `kernel-checked` at the points a guest
-bound (KernelCheck.bound), `extrapolated` elsewhere.
+bound (KernelCheck.bound), `extrapolated` elsewhere, as is any count the model computes without a cost.
 A cell or a group of rows rests on its weakest row: fit < validated < kernel-checked < extrapolated <
 assumed. Rows of the measured and kernel sources are observations and carry no label.
 """
@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import polars as pl
 
 from workers.evidence import (ASSUMED, AT_FIGURE, BETWEEN, EXTRAPOLATED, KERNEL_CHECKED, LABELS, LARGEST, NO_FIGURE,
-                              SEP, SMALLEST)
+                              SEP, SMALLEST, arithmetic, arithmetic_checked)
 from workers.units import parse_size
 
 from .read import MODELED, ModelRows
@@ -31,12 +31,6 @@ _AXIS_NOTE = re.compile(rf"^(\w+) ([^:]+): (?:([\d.]+)x |1/([\d.]+) )?"
                         rf"((?:{NO_FIGURE}|{BETWEEN}|{LARGEST}|{SMALLEST}) .*)$")
 
 
-def _checked(rows: ModelRows, metric: str) -> bool:
-    """Whether `metric` is one the kernel gives and the model must equal (KernelCheck.exact)."""
-    model = rows.model
-    return model is not None and model.kernel is not None and metric in model.kernel.exact
-
-
 def _off(rows: ModelRows, metric: str) -> list[str]:
     """The note fragments of the model's assumptions that do not bear on `metric` (the stored label is the
     headline's: a cost assumption behind a time is no part of a count's evidence)."""
@@ -50,9 +44,9 @@ def label_expr(rows: ModelRows, metric: str) -> pl.Expr | None:
     schema-4 folder)."""
     if "evidence" not in rows.schema():
         return None
-    if _checked(rows, metric):  # where a guest bound the point (KernelCheck.bound), else the same arithmetic
+    if rows.model is not None and arithmetic(rows.model, metric):  # the kernel's arithmetic (workers.evidence)
         labelled = pl.col("evidence").is_not_null()
-        return pl.when(labelled & rows.model.kernel.bound_points()).then(pl.lit(KERNEL_CHECKED)) \
+        return pl.when(labelled & arithmetic_checked(rows.model, metric)).then(pl.lit(KERNEL_CHECKED)) \
             .when(labelled).then(pl.lit(EXTRAPOLATED))
     off = _off(rows, metric)
     if not off:
@@ -107,7 +101,8 @@ def summarize(rows: ModelRows, lf: pl.LazyFrame, metric: str) -> Evidence:
     label = label_expr(rows, metric)
     if label is None:
         return Evidence(counts=(), notes=())
-    note = pl.lit(None, dtype=pl.Utf8) if _checked(rows, metric) else pl.col("evidence_note")
+    counted = rows.model is not None and arithmetic(rows.model, metric)
+    note = pl.lit(None, dtype=pl.Utf8) if counted else pl.col("evidence_note")
     value = pl.col(metric).is_not_null() if metric in rows.schema() else pl.lit(True)
     labelled = lf.filter(value).select(label.alias("label"), note.alias("note")).filter(pl.col("label").is_not_null())
     groups = labelled.group_by("label", "note").agg(pl.len().alias("n")).collect()  # one scan for both

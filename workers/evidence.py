@@ -9,7 +9,8 @@ figures (`[[validation]]`, never fit). From that, each modeled row gets a label 
 - `validated`: the point of a validation figure (published elsewhere, predicted, never fit);
 - `kernel-checked`: the metric asked about is one the kernel gives and the model must equal (counts,
   bytes: workers.guest), at a point a guest bound with equal counts in the kernel results the project
-  records (KernelCheck.bound); elsewhere the same count is the kernel's arithmetic, `extrapolated`;
+  records (KernelCheck.bound); elsewhere the same count, and any count or size the model computes
+  without a cost (Model.arithmetic: memmap's DRAM bytes), is the kernel's arithmetic, `extrapolated`;
 - `extrapolated`: none of these; the note names each axis whose value no figure has, and how far it
   lies from the values that have one ("namespace_size 4TiB: 41x the largest with a figure (100GiB)");
 - `assumed`: an assumption applies (the note names it), or the profile was not fit for this model.
@@ -102,15 +103,17 @@ def label(model: Model, profile: Profile, rows: pl.DataFrame, metric: str | None
     metric = metric or model.headline
     if rows.height == 0:
         return pl.DataFrame(schema=COLUMNS)
-    if model.kernel is not None and metric in model.kernel.exact:
+    kind = arithmetic(model, metric)
+    if kind is not None:
         # a count or a size the kernel's own arithmetic gives: no cost, so no fit, cache state or machine;
         # checked where a guest bound the point (KernelCheck.bound), the same arithmetic elsewhere
         name = metric.removeprefix("metric_")
-        bound = rows.select(model.kernel.bound_points().alias("b")).to_series()
+        bound = rows.with_columns(arithmetic_checked(model, metric).alias("_bound"))["_bound"]  # a literal broadcasts
+        unchecked = "no guest bound this point" if kind == EXACT else "no guest gives it"
         return pl.DataFrame({"evidence": pl.Series(np.where(bound, KERNEL_CHECKED, EXTRAPOLATED), dtype=pl.Utf8),
                              "evidence_note": pl.Series(np.where(
                                  bound, f"{name}: the kernel's own arithmetic, equal to a guest's at this point",
-                                 f"{name}: the kernel's own arithmetic; no guest bound this point"), dtype=pl.Utf8)})
+                                 f"{name}: the kernel's own arithmetic; {unchecked}"), dtype=pl.Utf8)})
     keys = rows.select(_key(model)).to_series()
     parts = pl.DataFrame({
         "fit": keys.is_in(list(dom.fit)), "validated": keys.is_in(list(dom.validated)),
@@ -133,6 +136,25 @@ def label(model: Model, profile: Profile, rows: pl.DataFrame, metric: str | None
         .when(validated).then(pl.lit("validated by ") + pl.col("id"))
         .otherwise(where).alias("evidence_note"),
     )
+
+
+EXACT, COUNTED = "exact", "counted"
+
+
+def arithmetic(model: Model, metric: str) -> str | None:
+    """Whether `metric` is the kernel's arithmetic rather than a priced answer: EXACT when a guest gives it and
+    the model must equal it (KernelCheck.exact), COUNTED when only the model computes it without a cost
+    (Model.arithmetic), None for an answer that rests on costs."""
+    if model.kernel is not None and metric in model.kernel.exact:
+        return EXACT
+    return COUNTED if metric in model.arithmetic else None
+
+
+def arithmetic_checked(model: Model, metric: str) -> pl.Expr:
+    """Over param_* columns: where an arithmetic metric is kernel-checked (an exact one, at a bound point)."""
+    if arithmetic(model, metric) == EXACT:
+        return model.kernel.bound_points()
+    return pl.lit(False)
 
 
 def _assumed(model: Model, profile: Profile, rows: pl.DataFrame, dom: Domain, metric: str) -> pl.Series:

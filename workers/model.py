@@ -322,6 +322,9 @@ class Model(abc.ABC):
     metrics: tuple[Metric, ...] = ()
     # The metric column the report leads with (growth tables, default of `memsweep table`).
     headline: str = ""
+    # The metric columns computed from kernel facts alone, with no cost of the profile (counts, sizes): no fit
+    # bears on them, so their evidence is the kernel's arithmetic (workers.evidence), not the headline's.
+    arithmetic: tuple[str, ...] = ()
     # Rough points evaluated per second on one core, used only to size chunks.
     points_per_second: float = 1e6
     # The default costs of its own profile section (key -> Quantity), for a model whose section no shipped

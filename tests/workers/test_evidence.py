@@ -94,6 +94,15 @@ def test_a_count_the_kernel_gives_is_kernel_checked_only_where_a_guest_bound_it(
     assert got[1][1] == "memmap_pages: the kernel's own arithmetic; no guest bound this point"
 
 
+def test_a_count_no_cost_bears_on_is_never_fit():
+    """At the seed's fit point the time is `fit`; the DRAM bytes of the same row (the kernel's arithmetic,
+    Model.arithmetic, which no guest gives) are not: `extrapolated`, even where a guest bound the point."""
+    bound = dict(namespace_size="2GiB", align="2MiB", mode="devdax", map="mem", strategy="template")
+    assert labels(MEMMAP, [SEED_POINT])[0][0] == "fit"
+    got = labels(MEMMAP, [SEED_POINT, bound], metric="metric_memmap_dram_bytes")
+    assert got == [("extrapolated", "memmap_dram_bytes: the kernel's own arithmetic; no guest gives it")] * 2
+
+
 def test_modeled_rows_carry_evidence():
     """The model backend labels every row it writes, the sweep's own answer among them."""
     spec = parse_spec('name = "e"\nmodels = ["memmap"]\n[axes.memmap]\nnamespace_size = ["100GiB", "4TiB"]\n'

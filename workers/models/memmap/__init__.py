@@ -513,6 +513,11 @@ class MemmapModel(Model):
                doc="what sets the time: compute, else memory (bound) or latency (stall), the larger"),
     )
     headline = "metric_init_ms"
+    arithmetic = ("metric_pfns_in_range", "metric_data_pfns", "metric_pfns_covered", "metric_offset_bytes",
+                  "metric_end_trunc_bytes", "metric_compound_order", "metric_vmemmap_optimized",
+                  "metric_struct_pages_written", "metric_heads", "metric_tails_written", "metric_tails_aliased",
+                  "metric_area_pages", "metric_memmap_device_bytes", "metric_memmap_dram_bytes",
+                  "metric_memmap_pages", "metric_vmemmap_pt_bytes", "metric_overhead_fraction")
     points_per_second = 1.5e6  # ~2e6 measured on one core, 1,000,000 mixed points
     report = Report(
         comparison=Comparison(axis="strategy", baseline="slow", metric="metric_init_ms", label="strategy"),
