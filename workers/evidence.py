@@ -6,7 +6,10 @@ its answers may rest on (`calibration.assumptions`); the profile adds the points
 figures (`[[validation]]`, never fit). From that, each modeled row gets a label and a note:
 
 - `fit`: the row is the point of a figure the profile's costs were fit to;
-- `validated`: the point of a validation figure (published elsewhere, predicted, never fit);
+- `validated`: the point of a validation figure (published elsewhere, predicted, never fit) whose error
+  against it is within the model's stated error (its largest leave-one-out error in the profile); the
+  note gives the error. One beyond it, or of a model that states none, is not validated: its note says
+  how far off it is;
 - `kernel-checked`: the metric asked about is one the kernel gives and the model must equal (counts,
   bytes: workers.guest), at a point a guest bound with equal counts in the kernel results the project
   records (KernelCheck.bound); elsewhere the same count, and any count or size the model computes
@@ -53,6 +56,8 @@ class Domain:
     values: dict[str, list]  # param column -> the values the figures have, in order
     what_if: str  # why no row of this profile rests on the fit, or ""
     figure_ids: dict[str, str]  # point key -> the first figure's id at it
+    checks: pl.DataFrame  # key, id, metric, published: the validation figures, to measure a row against
+    stated: float | None  # the model's stated error: its largest leave-one-out |error| in the profile
 
 
 def domain(model: Model, profile: Profile) -> Domain:
@@ -63,9 +68,16 @@ def domain(model: Model, profile: Profile) -> Domain:
     values = {a.column: ([] if both is None else both[a.column].unique(maintain_order=True).to_list())
               for a in model.axes}
     ids = {} if both is None else dict(zip(both["key"].to_list()[::-1], both["id"].to_list()[::-1]))
+    checks = pl.DataFrame({"key": frames["validation"]["key"], "id": [f.id for f in val],
+                           "check_metric": [f.metric for f in val], "published": [f.published for f in val]}) \
+        if "validation" in frames else pl.DataFrame(schema={"key": pl.UInt64, "id": pl.Utf8, "check_metric": pl.Utf8,
+                                                            "published": pl.Float64})
+    own = {f.id for f in fit}
+    loo = [max(abs(lo), abs(hi)) for k, (lo, hi) in profile.leave_one_out.items() if k in own]
     return Domain(fit=frozenset(frames["fit"]["key"]) if "fit" in frames else frozenset(),
                   validated=frozenset(frames["validation"]["key"]) if "validation" in frames else frozenset(),
-                  values=values, what_if=_what_if(model, profile), figure_ids=ids)
+                  values=values, what_if=_what_if(model, profile), figure_ids=ids, checks=checks,
+                  stated=max(loo) if loo else None)
 
 
 def _keyed(model: Model, figures: tuple[Figure, ...]) -> pl.DataFrame:
@@ -115,15 +127,21 @@ def label(model: Model, profile: Profile, rows: pl.DataFrame, metric: str | None
                                  bound, f"{name}: the kernel's own arithmetic, equal to a guest's at this point",
                                  f"{name}: the kernel's own arithmetic; {unchecked}"), dtype=pl.Utf8)})
     keys = rows.select(_key(model)).to_series()
+    check = _validation(rows, keys, dom)
     parts = pl.DataFrame({
         "fit": keys.is_in(list(dom.fit)), "validated": keys.is_in(list(dom.validated)),
         "id": keys.replace_strict(dom.figure_ids, default=None, return_dtype=pl.Utf8),
         "axes": _axis_notes(model, rows, dom),
         "assumed": _assumed(model, profile, rows, dom, metric),
+        "within": check["within"], "check": check["check"],
     })
-    # a fit or validation point's number was checked against a published one, unless the profile is a what-if
-    fit, validated = (pl.col(c) & pl.lit(not dom.what_if) for c in ("fit", "validated"))
-    where = pl.when(pl.col("fit") | pl.col("validated")).then(pl.lit(AT_FIGURE) + pl.col("id")) \
+    # a fit point's number was checked against a published one, unless the profile is a what-if; a
+    # validation point's too, when its error is within the model's stated error (else it says how far off)
+    fit = pl.col("fit") & pl.lit(not dom.what_if)
+    validated = pl.col("validated") & pl.lit(not dom.what_if) & pl.col("within")
+    off = pl.col("validated") & ~pl.col("fit") & ~pl.col("within")  # a validation point, too far off
+    where = pl.when(off).then(pl.col("id") + pl.lit(": ") + pl.col("check")) \
+        .when(pl.col("fit") | pl.col("validated")).then(pl.lit(AT_FIGURE) + pl.col("id")) \
         .otherwise(pl.col("axes"))
     if parts["assumed"].null_count() < rows.height:  # (joining strings row by row costs: only when needed)
         where = pl.concat_str([where, pl.col("assumed")], separator=SEP, ignore_nulls=True)
@@ -133,9 +151,35 @@ def label(model: Model, profile: Profile, rows: pl.DataFrame, metric: str | None
         .when(pl.col("assumed").is_not_null()).then(pl.lit(ASSUMED))
         .otherwise(pl.lit(EXTRAPOLATED)).alias("evidence"),
         pl.when(fit).then(pl.lit("fit to ") + pl.col("id"))
-        .when(validated).then(pl.lit("validated by ") + pl.col("id"))
+        .when(validated).then(pl.lit("validated by ") + pl.col("id") + pl.lit(", ") + pl.col("check"))
         .otherwise(where).alias("evidence_note"),
     )
+
+
+def _validation(rows: pl.DataFrame, keys: pl.Series, dom: Domain) -> pl.DataFrame:
+    """Per row at a validation figure's point: `within` (its error against the figure is within the model's
+    stated error) and `check`, the error in words; false and null elsewhere."""
+    n = rows.height
+    within, check = [False] * n, [None] * n
+    if dom.checks.height:
+        at = {k: i for i, k in enumerate(dom.checks["key"].to_list())}
+        for i, k in enumerate(keys.to_list()):
+            j = at.get(k)
+            if j is None:
+                continue
+            metric, published = dom.checks.row(j)[2:]
+            value = rows[metric][i] if metric in rows.columns else None
+            if value is None or not published:
+                check[i] = "no value to set against it"
+                continue
+            err = float(value) / published - 1
+            if dom.stated is None:
+                check[i] = f"{err:+.1%} from it (the model states no error: no leave-one-out fit)"
+            elif abs(err) <= dom.stated:
+                within[i], check[i] = True, f"{err:+.1%} (within the model's stated {dom.stated:.1%})"
+            else:
+                check[i] = f"{err:+.1%} from it, beyond the model's stated {dom.stated:.1%}"
+    return pl.DataFrame({"within": pl.Series(within, dtype=pl.Boolean), "check": pl.Series(check, dtype=pl.Utf8)})
 
 
 EXACT, COUNTED = "exact", "counted"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from sweeps.run.sources import SourceSettings, model_rows
 from sweeps.spec.grid import decode, grid_for
 from sweeps.spec.load import parse_spec
@@ -27,13 +29,35 @@ def test_the_seed_point_is_fit():
     assert labels(MEMMAP, [SEED_POINT]) == [("fit", "fit to memmap/fsdax/template")]
 
 
-def test_a_validation_point_is_validated():
-    """The point of one of the profile's validation figures (published elsewhere, never fit) is `validated`."""
+def test_a_validation_point_is_validated_with_its_error_only_within_the_stated_error(tmp_path):
+    """A validation figure's point (published elsewhere, never fit) is `validated`, with its error, when the
+    error is within the model's stated error (its largest leave-one-out error); beyond it, it is not, and
+    the note says how far off. young states no error (its three costs are pinned by its three figures, so
+    no fit leaves one out): its classic-LRU points read how far off they are, never `validated`."""
     young = get_model("young")
     point = dict(namespace_size="8GiB", align="2MiB", compound_order=4, young_fraction=1.0, arch="arm64",
-                 first_pte_cont=True, batching="per_pte", lru="classic")
-    point.update(next(v["params"] for v in SEED.validation if v["id"] == "young/validation/classic/arm64/per_pte"))
-    assert labels(young, [point]) == [("validated", "validated by young/validation/classic/arm64/per_pte")]
+                 first_pte_cont=True, batching="batched", lru="classic")
+    point.update(next(v["params"] for v in SEED.validation if v["id"] == "young/validation/classic/arm64/batched"))
+    [(label, note)] = labels(young, [point])
+    assert label == "extrapolated" and "-59.8% from it (the model states no error: no leave-one-out fit)" in note
+    pfnmap = get_model("pfnmap")
+    at = dict(namespace_size="4GiB", working_set="96MiB", align="1GiB", compound_order=9, arch="arm64",
+              access="lat_mem_rd_random")
+    value = evaluate(pfnmap, points_frame(pfnmap, [at]), SEED)["metric_ns_per_load"][0]
+    stated = max(max(abs(lo), abs(hi)) for k, (lo, hi) in SEED.leave_one_out.items() if k.startswith("pfnmap/"))
+    params = ", ".join(f"{k} = {v!r}".replace("'", '"') for k, v in at.items())
+    extra = "".join(f'\n[[validation]]\nmodel = "pfnmap"\nid = "pfnmap/test/{name}"\nmetric = "metric_ns_per_load"\n'
+                    f'published = {value / factor!r}\nunit = "ns"\nparams = {{ {params} }}\nsource = "a test"\n'
+                    for name, factor in (("near", 1.02), ))
+    text = (Path(__file__).resolve().parents[2] / "workers" / "profiles" / "seed.toml").read_text()
+    (tmp_path / "near.toml").write_text(text.replace('name = "seed"', 'name = "near"', 1) + extra)
+    (tmp_path / "far.toml").write_text(text.replace('name = "seed"', 'name = "far"', 1)
+                                       + extra.replace(repr(value / 1.02), repr(value / 1.5)).replace("/near", "/far"))
+    [(label, note)] = labels(pfnmap, [at], profile=load_profile(str(tmp_path / "near.toml")))
+    assert (label, note) == ("validated", f"validated by pfnmap/test/near, +2.0% (within the model's stated "
+                                          f"{stated:.1%})")
+    [(label, note)] = labels(pfnmap, [at], profile=load_profile(str(tmp_path / "far.toml")))
+    assert label == "extrapolated" and f"+50.0% from it, beyond the model's stated {stated:.1%}" in note
 
 
 def test_4tib_at_1gib_align_is_extrapolated_along_both_axes():
