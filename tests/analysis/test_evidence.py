@@ -58,3 +58,23 @@ def test_a_count_reads_kernel_checked_only_where_a_guest_bound_its_point(tmp_pat
     got = sw.rows("memmap").scan().select(label_expr(sw.rows("memmap"), "metric_memmap_pages")).collect()
     assert got.to_series().to_list() == ["kernel-checked", "extrapolated"]
     assert got.to_series().to_list() == produced.label(memmap, seed, rows, "metric_memmap_pages")["evidence"].to_list()
+
+
+def test_the_producers_own_notes_are_the_ones_analysis_groups(tmp_path):
+    """Notes as workers.evidence writes them (not hand-written): analysis reads each axis's distance and
+    groups the values of one axis, so a change of the producer's wording fails here, not in a user's report."""
+    from analysis.evidence import _fragments
+    from workers import evaluate, evidence as produced, get_model
+    from workers.model import points_frame
+    from workers.profiles import load_profile
+
+    memmap, seed = get_model("memmap"), load_profile("seed")
+    base = dict(align="2MiB", mode="fsdax", map="dev", strategy="template")
+    points = points_frame(memmap, [{**base, "namespace_size": "1TiB"}, {**base, "namespace_size": "4TiB"},
+                                   {**base, "namespace_size": "100GiB", "start_offset": "2MiB"},
+                                   {**base, "namespace_size": "100GiB", "start_offset": "4MiB"}])
+    notes = produced.label(memmap, seed, evaluate(memmap, points, seed))["evidence_note"]
+    got = _fragments(pl.DataFrame({"note": notes, "n": [1, 1, 1, 1]}))
+    assert "namespace_size 1TiB, 4TiB: up to 41x the largest with a figure (100GiB)" in got
+    assert got == ("namespace_size 1TiB, 4TiB: up to 41x the largest with a figure (100GiB)",
+                   "start_offset 2MiB, 4MiB: no figure (figures at 0)")
