@@ -180,3 +180,15 @@ def test_the_accuracy_finding_leads_with_the_figures_never_fit(seed_sweep):
                           "median |error| is ")
     assert val.startswith("against 10 validation figures, never fit, it is ")
     assert in_sample.startswith("on the 31 figures the profile was fit to (in-sample, not a test of accuracy) it is ")
+
+
+def test_the_accuracy_finding_is_the_models_whatever_points_the_sweep_holds(tmp_path):
+    """A sweep that holds none of memmap's figure points (one 2 GiB row) quotes memmap's accuracy over all
+    its figures: the profile's leave-one-out errors, and each figure evaluated under the sweep's profile."""
+    df = pl.DataFrame({"source": ["model"], "status": ["ok"], "param_namespace_size": [2 * 2 ** 30],
+                       "param_mode": ["devdax"], "param_strategy": ["slow"], "metric_init_ms": [1.0]})
+    alone = F.published(Sweep(write_sweep(tmp_path, "two", {"memmap": df})))
+    assert alone.text.startswith("Leave-one-out (each of 8 fitted figures predicted by a fit without it)")
+    assert "against 5 validation figures, never fit" in alone.text and "on the 8 figures the profile" in alone.text
+    assert "(worst -15.6%, memmap/devdax/template_nt_inline)" in alone.text  # the profile's own LOO record
+    assert (alone.data["loo"], alone.data["validation"], alone.data["fit"]) == (8, 5, 8)
