@@ -393,15 +393,16 @@ def default_name(cmp: Comparison) -> str:
 
 
 def _listed(j: pl.LazyFrame, labels, shown: list[str], compared: int) -> tuple[pl.DataFrame, int]:
-    """The rows the mail lists (mail.py): every point when there are at most MAIL_ROWS, else the significant
-    ones, largest |log B/A| first; and how many significant ones were left out."""
+    """The rows the mail lists (mail.py): every point when there are at most MAIL_ROWS, else the changes
+    (significant ones where a side rests on samples, any difference between rows without), largest
+    |log B/A| first; and how many changes were left out."""
     cols = ["a", "b", "a_lo", "b_lo", "a_spread", "b_spread", "verdict", "lr", "point_id", *shown]
     lf = j.with_columns(ratios.significant().alias("significant"))
     if compared <= MAIL_ROWS:
         df = lf.select(*cols, "significant").sort([*shown, "point_id"], nulls_last=True).collect()
         more = 0
     else:
-        keep = lf.filter(pl.col("significant"))
+        keep = lf.filter(pl.col("verdict").is_in([BETTER, WORSE]))
         total = keep.select(pl.len()).collect().item()
         df = (keep.with_columns(pl.col("lr").abs().alias("_abs")).sort(["_abs", "point_id"], descending=[True, False])
               .head(MAIL_ROWS).select(*cols, "significant").collect())

@@ -13,8 +13,8 @@ mmtests' compare-kernels (`**` on a significant change), under 80 columns.
 
 `±%` is the spread of a side's samples, (median - least) / median; blank for a value without samples (a
 model's). `**` marks a significant change by the rule; a change between rows without samples has no
-mark (the computation changed, every digit of it). At most MAX_ROWS rows: every point of a small
-comparison, else the significant changes with the largest first.
+mark (the computation changed, every digit of it). At most compare.MAIL_ROWS rows: every point of a
+small comparison, else the changes (significant ones, where a side rests on samples) largest first.
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ def _table(bl: Block) -> list[str]:
         out.append(f"{_value(r['a'], bl.unit):>12} {_spread(r['a'], r['a_lo'], r['a_spread']):>6} {change:>9} "
                    f"{mark} {_value(r['b'], bl.unit):>12} {_spread(r['b'], r['b_lo'], r['b_spread']):>6}  {config}")
     if bl.more:
-        out.append(f"... and {bl.more:,} more significant changes (the largest are listed)")
+        out.append(f"... and {bl.more:,} more changes (the largest are listed)")
     return out
 
 

@@ -506,3 +506,20 @@ def test_the_mail_block_is_plain_text_under_80_columns_with_each_sides_spread_an
     assert rows[2] == ["4000", "0.03", "+30.0%", "**", "5200", "0.02", "3GiB"]
     assert max(map(len, lines)) < 80, max(lines, key=len)
     assert "comparison:" not in r.stdout  # the page's path goes to stderr: the block pastes as it is
+
+
+def test_a_big_mail_lists_the_largest_changes_of_rows_without_samples(tmp_path):
+    """120 modeled points, 80 changed: the mail lists compare.MAIL_ROWS of the changes, largest first,
+    without `**` (no samples: the computation's difference), and says how many more there are."""
+    from analysis.compare.compare import MAIL_ROWS
+
+    a = write_sweep(tmp_path, "a", {"pfnmap": grid({0: 1.0, 9: 1.0, 18: 1.0}, sizes=20)})
+    b = write_sweep(tmp_path, "b", {"pfnmap": grid({0: 1.0, 9: 1.5, 18: 0.5}, sizes=20)})
+    r = memsweep_here("compare", a, b, "--format", "mail")
+    lines = r.stdout.splitlines()
+    head = next(i for i, line in enumerate(lines) if line.split()[:3] == ["A", "±%", "%change"])
+    listed = lines[head + 1:head + 1 + MAIL_ROWS]
+    assert all("%" in line and "**" not in line for line in listed)
+    assert "-50.0%" in listed[0].split()  # the largest |log B/A| first: 0.5x before 1.5x
+    assert lines[head + 1 + MAIL_ROWS] == f"... and {80 - MAIL_ROWS} more changes (the largest are listed)"
+    assert max(map(len, lines)) < 80
