@@ -83,11 +83,14 @@ def patches() -> list[Path]:
 
 
 def cached_build(cache_dir: Path | str | None = None) -> Build | None:
-    """The build of the current patches and config, when this node has it."""
+    """The build of the current patches and config, when this node has it whole (a folder that lost its
+    bzImage or marker is no build: the next build replaces it)."""
     root = builds_dir(cache_dir) / f"{NAME}-{digest()}"
     try:
         meta = json.loads((root / MARKER).read_text())
     except (OSError, ValueError):
+        return None
+    if not (root / "bzImage").is_file() or not isinstance(meta, dict) or "release" not in meta:
         return None
     return Build(root=root, image=root / "bzImage", release=meta["release"], digest=meta["digest"])
 

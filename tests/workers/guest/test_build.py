@@ -51,7 +51,8 @@ def test_the_digest_follows_the_patches(tmp_path, monkeypatch):
 
 
 def test_an_unfinished_build_is_never_used(tmp_path):
-    """A folder of the right name without its build.json (an interrupted build) is not a build."""
+    """A folder of the right name without its build.json (an interrupted build), or one that lost its
+    bzImage or holds a damaged build.json, is not a build (the next build replaces it)."""
     assert build.cached_build(tmp_path) is None
     folder = build.builds_dir(tmp_path) / f"{build.NAME}-{build.digest()}"
     folder.mkdir(parents=True)
@@ -59,6 +60,11 @@ def test_an_unfinished_build_is_never_used(tmp_path):
     assert build.cached_build(tmp_path) is None
     (folder / build.MARKER).write_text(json.dumps({"release": "6.12.118", "digest": build.digest()}))
     assert build.cached_build(tmp_path).image == folder / "bzImage"
+    (folder / "bzImage").unlink()
+    assert build.cached_build(tmp_path) is None
+    (folder / "bzImage").write_bytes(b"whole")
+    (folder / build.MARKER).write_text('{"release')
+    assert build.cached_build(tmp_path) is None
 
 
 def test_a_failed_step_names_the_step_and_its_log(tmp_path):
