@@ -33,6 +33,7 @@ from .compare import (
     only_lines,
     summary_line,
     text,
+    what,
     words,
 )
 
@@ -138,8 +139,8 @@ def page(cmp: Comparison, fig: Rendered | Skipped) -> str:
             f"<p>{esc(summary_line(bl))}</p>" + "".join(html_table(t) for t in bl.tables)
             + (f"<pre>{esc(chr(10).join(only))}</pre>" if only else "") + "</section>")
     figure = html_figure(fig) if drawn else f'<p class="skipped">{esc(fig.title)}: {esc(fig.reason)}</p>'
-    sides = "".join(f"<li><strong>{w}</strong> = {esc(s.name)} (profile {esc(s.manifest.get('profile', '?'))}, "
-                    f"{esc(s.uri)})</li>" for w, s in (("A", cmp.a), ("B", cmp.b)))
+    sides = "".join(f"<li><strong>{w}</strong> = {esc(s.name)}: {esc(what(s))} ({esc(s.uri)})</li>"
+                    for w, s in (("A", cmp.a), ("B", cmp.b)))
     parts = [
         "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',

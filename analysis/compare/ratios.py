@@ -195,8 +195,11 @@ def _point_table(rows: ModelRows, listed: pl.DataFrame, view: View,
     """One row per point listed: configuration, A, B, B/A, improvement and the verdict."""
     higher, unit, marks = style
     data = cells(rows, listed, view)
-    data.update({"A": [format_value(v, unit) for v in listed["a"].to_list()],
-                 "B": [format_value(v, unit) for v in listed["b"].to_list()],
+    a, b = listed["a"].to_list(), listed["b"].to_list()
+    if not unit and all(v is not None and float(v).is_integer() for v in a + b):  # counts print as integers
+        a, b = [int(v) for v in a], [int(v) for v in b]
+    data.update({"A": [format_value(v, unit) for v in a],
+                 "B": [format_value(v, unit) for v in b],
                  "B/A": [ratio(v) for v in listed["ratio"].to_list()],
                  "Improvement": [improvement(x, y, higher) for x, y in listed.select("a", "b").iter_rows()],
                  "Change": [{BETTER: marks[0], WORSE: marks[1]}.get(v, v) for v in listed["verdict"].to_list()],

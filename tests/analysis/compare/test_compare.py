@@ -523,3 +523,11 @@ def test_a_big_mail_lists_the_largest_changes_of_rows_without_samples(tmp_path):
     assert "-50.0%" in listed[0].split()  # the largest |log B/A| first: 0.5x before 1.5x
     assert lines[head + 1 + MAIL_ROWS] == f"... and {80 - MAIL_ROWS} more changes (the largest are listed)"
     assert max(map(len, lines)) < 80
+
+
+def test_counts_print_as_integers_in_the_listing(tmp_path):
+    a = kernel_rows([13235880, 3425924], [13235000, 3425900])
+    b = kernel_rows([17340840, 4465613], [17340000, 4465600], release="6.1.0")
+    r = kernel_compare(tmp_path, a, b)
+    body = table_rows(r.stdout, "namespace_size")[1]
+    assert [row[1:3] for row in body] == [["13235880", "17340840"], ["3425924", "4465613"]]
