@@ -5,6 +5,7 @@ strategies, whose instruction counts must order as the series' steps do."""
 from __future__ import annotations
 
 import json
+import lzma
 import os
 import re
 import shutil
@@ -14,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from workers.guest import GuestConfig, GuestKernelError, GuestSetupError, run_guest
-from workers.guest import build, kernels
+from workers.guest import build, debian, kernels
 from workers.guest.settings import KernelSettings
 from tests.conftest import memsweep
 from workers.units import GiB, MiB
@@ -206,3 +207,37 @@ def test_a_kernel_build_folder_boots_by_its_folder_alone(tmp_path):
     assert nt.init_us > slow.init_us  # 7/8's out-of-line call: more instructions than the slow path here
     (tree / "System.map").unlink()
     assert KernelSettings(image=str(tree)).kernel().strategies == ()
+
+
+def modular_folder(root: Path) -> Path:
+    """Debian's 6.12 laid out as `make bzImage modules` leaves a build folder: the image, .config, System.map,
+    modules.order and modules.builtin at the top, and the pmem drivers' .ko files (decompressed, as make
+    writes them) at their source paths, drivers/nvdimm/libnvdimm.ko and the like."""
+    deb = debian.cached(debian.DEFAULT_SERIES)
+    assert deb is not None, "run `make guest` first"
+    mods = deb.root / "lib" / "modules" / deb.release
+    (root / "arch" / "x86" / "boot").mkdir(parents=True)
+    shutil.copy2(deb.root / "boot" / f"vmlinuz-{deb.release}", root / "arch" / "x86" / "boot" / "bzImage")
+    shutil.copy2(deb.root / "boot" / f"config-{deb.release}", root / ".config")
+    shutil.copy2(deb.root / "boot" / f"System.map-{deb.release}", root / "System.map")
+    for name in ("modules.order", "modules.builtin"):
+        (root / name).write_text((mods / name).read_text().replace("kernel/", ""))
+    for sub in ("drivers/nvdimm", "drivers/dax", "drivers/acpi/nfit"):
+        for ko in (mods / "kernel" / sub).rglob("*.ko.xz"):
+            dest = root / ko.relative_to(mods / "kernel").with_suffix("")
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            dest.write_bytes(lzma.decompress(ko.read_bytes()))
+    return root
+
+
+@pytest.mark.guest
+def test_a_modular_build_folder_boots_with_the_modules_it_built(tmp_path):
+    """A build folder whose .config makes the pmem drivers modules (=m) boots with the .ko files make left in
+    it, found through its modules.order: no lib/modules folder, no --modules. Debian's 6.12 has no strategy
+    parameter in its System.map, so it runs the slow path it has."""
+    tree = modular_folder(tmp_path / "linux")
+    kernel = KernelSettings(image=str(tree)).kernel()
+    assert kernel.modules == tree and kernel.strategies == ()
+    run = run_guest(kernel, [GuestConfig(mode="fsdax", map="dev", align_bytes=2 * MiB, namespace_size_bytes=GiB)])
+    assert run.results[0].status == "ok", run.results[0].reason
+    assert run.release == kernel.release == debian.cached(debian.DEFAULT_SERIES).release
