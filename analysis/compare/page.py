@@ -16,7 +16,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import polars as pl
 import seaborn as sns
-from matplotlib.ticker import MaxNLocator
+from matplotlib.ticker import FuncFormatter, MaxNLocator
 
 from analysis.figures.plotting import Rendered, Skipped, plain_log_labels, save, theme
 from analysis.report.page import CSS, esc, html_figure, html_table
@@ -100,7 +100,8 @@ def _hist_panel(ax, bl: Block, palette: dict) -> None:
            align="edge", color=palette["equal"], edgecolor="0.3", linewidth=0.3)
     if h.height:
         _log_x(ax, h["lo"].min(), h["hi"].max())
-    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.yaxis.set_major_locator(MaxNLocator(nbins=4, integer=True))  # a short panel: a few counts, in full
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
     faster, slower = words(bl)
     ax.set_xlabel(f"B/A of {bl.metric.removeprefix('metric_')} (< 1: B {'lower' if not bl.higher else 'smaller'})")
     ax.set_ylabel("points")
