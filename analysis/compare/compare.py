@@ -351,21 +351,15 @@ def header_lines(cmp: Comparison) -> list[str]:
 
 def what(sw: Sweep) -> str:
     """What a side is, beyond its name: the profile, the guest kernels and accelerators its kernel rows ran,
-    and the hosts that computed or measured its rows."""
-    kernels, hosts = {}, set()
-    for m in sw.models:
-        schema = sw.schema(m)
-        if "env_host" in schema:
-            hosts |= set(sw.scan(m, None).select(pl.col("env_host").drop_nulls().unique()).collect()["env_host"])
-        if KERNEL in sw.sources(m) and {"env_guest_kernel", "env_accel"} <= set(schema):
-            ran = sw.scan(m, KERNEL).select("env_guest_kernel", "env_accel").drop_nulls().unique().collect()
-            for k, acc in ran.iter_rows():
-                kernels.setdefault(k, set()).add(acc)
+    and the hosts that computed or measured its rows (Sweep.provenance: the parts' footers, not their rows)."""
+    seen = sw.provenance()
     parts = [f"profile {sw.manifest.get('profile', '?')}"]
-    if kernels:
-        parts.append("kernel " + ", ".join(f"{k} ({'/'.join(sorted(a))})" for k, a in sorted(kernels.items())))
-    if hosts:
-        parts.append(("host " if len(hosts) == 1 else "hosts ") + ", ".join(sorted(hosts)))
+    if seen.get("env_guest_kernel"):
+        accels = "/".join(sorted(seen.get("env_accel") or ())) or "?"
+        parts.append(f"kernel {', '.join(sorted(seen['env_guest_kernel']))} ({accels})")
+    if seen.get("env_host"):
+        hosts = sorted(seen["env_host"])
+        parts.append(("host " if len(hosts) == 1 else "hosts ") + ", ".join(hosts))
     return "; ".join(parts)
 
 
