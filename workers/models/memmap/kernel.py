@@ -27,7 +27,7 @@ What a kernel row fills (`read`), from what the guest measured (workers.guest.re
   time per instruction, workers/guest/qemu.py), so the function_graph duration of
   memmap_init_zone_device() is the instructions it executed (interrupts that land inside included): the
   median over [kernel] binds binds, each bind's count in measure_min/median/repeats. A rerun repeats it
-  exactly whatever the host's load (qemu.DETERMINISTIC); the binds of one namespace differ by the timer
+  exactly whatever the host's load (qemu.DETERMINISTIC), as long as the guest runs the same /init; the binds of one namespace differ by the timer
   ticks that land inside (a few thousand instructions).
 - metric_init_ms: under KVM, that duration in a machine's milliseconds; null under TCG, whose time is
   not a machine's (env_accel says which).
