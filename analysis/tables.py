@@ -205,7 +205,7 @@ def _block(rows: ModelRows, part: pl.DataFrame, rcol: str, ccol: str, mcol: str,
     """One table of the cells; `higher` None (a categorical metric): no improvement columns. The baseline
     column (`base`, else the spec's first) comes first, the others in the spec's order."""
     counts = rows.schema()[mcol].is_integer()
-    grid = {(r, c): _count(v) if counts else v for r, c, v in part.select(rcol, ccol, mcol).iter_rows()}
+    grid = {(r, c): as_count(v) if counts else v for r, c, v in part.select(rcol, ccol, mcol).iter_rows()}
     marks = {(r, c): evidence.MARK.get(e, "") for r, c, e in part.select(rcol, ccol, "_evidence").iter_rows()}
     rvals = _sorted(part[rcol].unique().to_list())
     cvals = rows.spec_order(part[ccol].unique().to_list(), ccol)
@@ -233,6 +233,6 @@ def _block(rows: ModelRows, part: pl.DataFrame, rcol: str, ccol: str, mcol: str,
     return render(header, body)
 
 
-def _count(v: float | None) -> int | float | None:
+def as_count(v: float | None) -> int | float | None:
     """A count's median as an integer where it is one (the median of two counts may end in .5)."""
     return int(v) if isinstance(v, float) and v.is_integer() else v

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import textwrap
 
-from analysis.tables import format_value
+from analysis.tables import as_count, format_value
 
 from .compare import Block, Comparison, rule_lines, summary_line, what
 
@@ -72,9 +72,7 @@ def _table(bl: Block) -> list[str]:
 
 
 def _value(v: float, unit: str) -> str:
-    if not unit and float(v).is_integer():
-        return f"{int(v)}"
-    return format_value(v, unit)
+    return format_value(as_count(v) if not unit else v, unit)
 
 
 def _spread(v: float, lo: float, sampled: bool) -> str:

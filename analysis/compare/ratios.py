@@ -22,7 +22,7 @@ from analysis import evidence
 from analysis.read import ModelRows
 from analysis.report.overview import Table
 from analysis.read import EQUAL_REL
-from analysis.tables import format_value, improvement
+from analysis.tables import as_count, format_value, improvement
 
 from .axes import MAX_ROWS, View, cells, merged
 
@@ -197,7 +197,7 @@ def _point_table(rows: ModelRows, listed: pl.DataFrame, view: View,
     data = cells(rows, listed, view)
     a, b = listed["a"].to_list(), listed["b"].to_list()
     if not unit and all(v is not None and float(v).is_integer() for v in a + b):  # counts print as integers
-        a, b = [int(v) for v in a], [int(v) for v in b]
+        a, b = [as_count(v) for v in a], [as_count(v) for v in b]
     data.update({"A": [format_value(v, unit) for v in a],
                  "B": [format_value(v, unit) for v in b],
                  "B/A": [ratio(v) for v in listed["ratio"].to_list()],
