@@ -147,9 +147,10 @@ def saved_profile(profile: Profile, start: Profile, results: list[Calibration], 
     rest = f"Every other entry is {start.name}'s ({start.description or 'no description'})."
     if measured is None:
         loo = {r.figure: r.loo_range for cal in results for r in cal.results}
+        refits = {r.figure: r.refits for cal in results for r in cal.results if r.refits}
         return Profile(name=Path(save).stem, sections=profile.sections, validation=profile.validation,
                        description=f"Costs fit by memsweep calibrate on {today} UTC to the published figures "
-                                   f"({counts}): {fitted}. {rest}", leave_one_out=loo)
+                                   f"({counts}): {fitted}. {rest}", leave_one_out=loo, refits=refits)
     held = f"; held out: {', '.join(measured.holdout)}" if measured.holdout else ""
     machine = ", ".join(f"{cpu or 'unknown CPU'} (host {host or 'unknown'})" for host, cpu in measured.hosts)
     names = {host for host, _ in measured.hosts if host}

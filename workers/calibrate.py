@@ -71,6 +71,10 @@ class FigureResult:
     loo_low: float | None = None
     loo_high: float | None = None
     loo_free: tuple[str, ...] = ()
+    # The costs of the refits behind loo_low and loo_high ({"section.key": value}: one where they are one
+    # refit, the valley's two ends where it is a range): the error bars of every answer (workers.interval)
+    # are the spread of the answers under them.
+    refits: tuple[dict[str, float], ...] = ()
 
     @property
     def loo_range(self) -> tuple[float, float]:
@@ -245,12 +249,14 @@ def calibrate(model: Model, profile: Profile, figures=None, free: tuple[FreePara
     loo_points = neutral_starts(len(free), loo_starts)
     results = []
     for i, f in enumerate(figures):
-        (low, high), left_free = _leave_out(model, figures, i, profile, free, box, loo_points,
-                                            walk=not ident.unidentified)
+        ((low, x_low), (high, x_high)), left_free = _leave_out(model, figures, i, profile, free, box, loo_points,
+                                                               walk=not ident.unidentified)
+        refits = [x_low] if x_high is x_low else [x_low, x_high]
         results.append(FigureResult(
             figure=f.id, published=f.published, model=float(values[i]), error=_rel(values[i], f.published),
             loo_error=high if abs(high) > abs(low) else low, loo_low=low, loo_high=high, loo_free=left_free,
             unit=f.unit, source=f.source,
+            refits=tuple({f"{p.section}.{p.key}": float(v) for p, v in zip(free, x)} for x in refits),
         ))
     sensitivity = _sensitivity(model, figures, fitted_profile, free)
     return Calibration(
@@ -264,9 +270,9 @@ def calibrate(model: Model, profile: Profile, figures=None, free: tuple[FreePara
 
 
 def _leave_out(model: Model, figures, i: int, profile: Profile, free, box: Box, starts: np.ndarray,
-               walk: bool = True) -> tuple[tuple[float, float], tuple[str, ...]]:
-    """Figure i predicted by fits to the other figures: (the range of its relative error, the costs those
-    figures leave free). Where they identify every cost the range is one value, the best refit's. Where
+               walk: bool = True) -> tuple[tuple[tuple[float, np.ndarray], tuple[float, np.ndarray]], tuple[str, ...]]:
+    """Figure i predicted by fits to the other figures: (the low and the high end of its relative error, each
+    with the refit's costs, and the costs those figures leave free). Where they identify every cost the range is one value, the best refit's. Where
     they do not (their sensitivity has a direction of singular value below 1% of the largest,
     workers.fitcheck.identify), the refits along that direction fit them as well as the best one (within
     FLAT) and predict figure i differently: the range over that valley (_valley). Reporting the best start's
@@ -284,18 +290,19 @@ def _leave_out(model: Model, figures, i: int, profile: Profile, free, box: Box, 
     while True:
         weak = free_directions(_jacobian(model, rest, _apply(profile, free, best.x), free, best), best.x)
         if not weak or not walk:
-            return (held(best.x),) * 2, tuple(free[k].key for k in weak)
+            return ((held(best.x), best.x),) * 2, tuple(free[k].key for k in weak)
         walks = [_valley(model, rest, profile, free, box, best, k, held) for k in weak]
         lowest = min((end for _, end in walks), key=lambda e: e.cost)
         if lowest.cost >= best.cost * (1.0 - FLAT):
             errors = [e for found, _ in walks for e in found]
-            return (min(errors), max(errors)), tuple(free[k].key for k in weak)
+            return (min(errors, key=lambda e: e[0]), max(errors, key=lambda e: e[0])), \
+                tuple(free[k].key for k in weak)
         best = lowest  # the walk found better fits than every start: walk again from the best of them
 
 
 def _valley(model: Model, figures, profile: Profile, free, box: Box, best: _End, k: int,
-            held) -> tuple[list[float], _End]:
-    """held(x) along the valley of cost k, and the best fit met on the way: from `best`, cost k stepped
+            held) -> tuple[list[tuple[float, np.ndarray]], _End]:
+    """(held(x), x) along the valley of cost k, and the best fit met on the way: from `best`, cost k stepped
     through the unit cube (STEP) each way, the other costs refit from the previous step, for as long as the
     refit's cost stays within FLAT of the best one (or the bounds end it); each edge bisected to EDGE. A
     profile of the fit along one cost (a profile likelihood)."""
@@ -315,7 +322,7 @@ def _valley(model: Model, figures, profile: Profile, free, box: Box, best: _End,
         return end, x
 
     u0 = box.unit(best.x)
-    out = [held(best.x)]
+    out = [(held(best.x), best.x)]
     for direction in (-1.0, 1.0):
         inside, start, outside = u0[k], np.delete(u0, k), None
         while outside is None and 0.0 < inside < 1.0:
@@ -325,7 +332,7 @@ def _valley(model: Model, figures, profile: Profile, free, box: Box, best: _End,
                 outside = t
                 continue
             inside, start = t, sub.unit(end.x)
-            out.append(held(x))
+            out.append((held(x), x))
         while outside is not None and abs(outside - inside) > EDGE:
             mid = 0.5 * (inside + outside)
             end, x = at(mid, start)
@@ -333,7 +340,7 @@ def _valley(model: Model, figures, profile: Profile, free, box: Box, best: _End,
                 outside = mid
             else:
                 inside, start = mid, sub.unit(end.x)
-                out.append(held(x))
+                out.append((held(x), x))
     return out, lowest
 
 

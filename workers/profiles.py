@@ -58,6 +58,11 @@ class Profile:
     # (low == high) where the other figures identify every cost, a range where they leave one free. In TOML
     # a number or [low, high]. Not part of the digest.
     leave_one_out: Mapping[str, tuple[float, float]] = field(default_factory=dict)
+    # `[refits]`: published figure id -> the fitted costs ({"section.key": value}) of the fits behind its
+    # leave-one-out error (one, or a valley's two ends). Every answer's error bar is the spread of the
+    # answers under them (workers.interval), so they are part of the digest: new refits are new rows.
+    # A profile with a `base` takes the base's (and its leave-one-out errors).
+    refits: Mapping[str, tuple[Mapping[str, float], ...]] = field(default_factory=dict)
 
     def value(self, section: str, key: str) -> float:
         """The number at section.key; ProfileError naming the key if it is missing."""
@@ -105,6 +110,8 @@ class Profile:
             out["validation"] = list(self.validation)
         if self.leave_one_out:
             out[LOO] = {k: lo if lo == hi else [lo, hi] for k, (lo, hi) in self.leave_one_out.items()}
+        if self.refits:
+            out[REFITS] = {k: [dict(c) for c in costs] for k, costs in self.refits.items()}
         return out
 
     def digest(self) -> str:
@@ -115,6 +122,7 @@ class Profile:
 
 FITTED = "calibrated"  # a Quantity's source once a fit has set it
 LOO = "leave_one_out"  # the profile table of leave-one-out errors
+REFITS = "refits"  # the profile table of the leave-one-out fits' costs
 
 
 def calibration_status(profile: Profile, keys) -> str:
@@ -180,7 +188,21 @@ def _inherit(base: Profile, own: Profile) -> Profile:
     overrides = frozenset((s, k) for s, entries in own.sections.items() for k, e in entries.items()
                           if isinstance(e, Quantity) and _value_of(base, s, k) != e.value)
     return Profile(name=own.name, description=own.description, sections=sections, validation=own.validation,
-                   base=base.name, overrides=overrides)
+                   base=base.name, overrides=overrides, refits=own.refits or _scaled(base, own, overrides),
+                   leave_one_out=own.leave_one_out or base.leave_one_out)
+
+
+def _scaled(base: Profile, own: Profile, overrides) -> dict[str, tuple[dict[str, float], ...]]:
+    """The base's refits in `own`'s terms: a cost `own` sets moves by the refit's ratio to the base's value
+    (the same relative doubt), the others are the base's refits as they are."""
+    def scale(key: str, value: float) -> float:
+        section, name = key.split(".", 1)
+        if (section, name) not in overrides:
+            return value
+        fitted = _value_of(base, section, name)
+        return value * float(_value_of(own, section, name)) / float(fitted) if fitted else value
+    return {fid: tuple({k: scale(k, v) for k, v in costs.items()} for costs in refits)
+            for fid, refits in base.refits.items()}
 
 
 def _value_of(profile: Profile, section: str, key: str) -> object:
@@ -195,14 +217,29 @@ def profile_from_dict(data: dict, *, origin: str = "<dict>") -> Profile:
     sections: dict[str, dict[str, Quantity | str]] = {}
     validation = _validation(origin, data.get("validation", []))
     loo = _leave_one_out(origin, data.get(LOO, {}))
+    refits = _refits(origin, data.get(REFITS, {}))
     for section, entries in data.items():
-        if section in ("name", "description", "validation", LOO):
+        if section in ("name", "description", "validation", LOO, REFITS):
             continue
         if not isinstance(entries, dict):
             raise ProfileError(f"{origin}: '{section}' must be a table of entries (got {entries!r}).")
         sections[section] = {k: _entry(origin, f"{section}.{k}", e) for k, e in entries.items()}
     return Profile(name=name, description=str(data.get("description", "")), sections=sections,
-                   validation=validation, leave_one_out=loo)
+                   validation=validation, leave_one_out=loo, refits=refits)
+
+
+def _refits(origin: str, table: object) -> dict[str, tuple[dict[str, float], ...]]:
+    """`[refits]`: figure id -> an array of one or two tables of "section.key" = cost."""
+    def costs(v: object) -> bool:
+        return isinstance(v, dict) and bool(v) and all(
+            isinstance(k, str) and "." in k and isinstance(c, (int, float)) and not isinstance(c, bool)
+            for k, c in v.items())
+
+    if not isinstance(table, dict) or not all(
+            isinstance(v, list) and 1 <= len(v) <= 2 and all(costs(c) for c in v) for v in table.values()):
+        raise ProfileError(f"{origin}: '{REFITS}' must be a table of figure id = [{{ \"section.key\" = cost, ... }}] "
+                           f"(one or two refits each; got {table!r}).")
+    return {str(k): tuple({ck: float(c) for ck, c in v.items()} for v in vs) for k, vs in table.items()}
 
 
 def _leave_one_out(origin: str, table: object) -> dict[str, tuple[float, float]]:
@@ -292,6 +329,10 @@ def dump_profile(profile: Profile) -> str:
     if profile.leave_one_out:
         lines += ["", f"[{LOO}]", *(f"{json.dumps(k)} = {lo!r}" if lo == hi else f"{json.dumps(k)} = [{lo!r}, {hi!r}]"
                                     for k, (lo, hi) in profile.leave_one_out.items())]
+    if profile.refits:
+        lines += ["", f"[{REFITS}]", *(f"{json.dumps(k)} = [" + ", ".join(
+            "{ " + ", ".join(f"{json.dumps(ck)} = {c!r}" for ck, c in costs.items()) + " }" for costs in v) + "]"
+            for k, v in profile.refits.items())]
     for item in profile.validation:
         lines += ["", "[[validation]]"]
         for k, v in item.items():

@@ -53,6 +53,22 @@ def test_leave_one_out_is_a_table_of_errors_or_ranges_by_figure():
             profile_from_dict({"name": "p", "leave_one_out": {"memmap/fsdax/slow": bad}})
 
 
+def test_refits_are_a_table_of_one_or_two_cost_sets_by_figure_and_part_of_the_digest():
+    """[refits] maps figure ids to one or two tables of "section.key" = cost, written back as they came; a
+    change of a refit changes the digest (the rows' error bars follow from them); anything else names the
+    table."""
+    table = {"memmap/fsdax/slow": [{"copy.store_ns": 0.48}],
+             "memmap/devdax/template_nt_inline": [{"copy.store_ns": 0.48}, {"copy.store_ns": 0.49}]}
+    p = profile_from_dict({"name": "p", "refits": table})
+    assert "refits" not in p.sections and p.to_dict()["refits"] == table
+    assert profile_from_dict(tomllib.loads(dump_profile(p))).refits == p.refits
+    moved = profile_from_dict({"name": "p", "refits": {**table, "memmap/fsdax/slow": [{"copy.store_ns": 0.47}]}})
+    assert moved.digest() != p.digest()
+    for bad in ([], [{}], [{"store_ns": 1.0}], [{"copy.store_ns": "x"}], [{"a.b": 1.0}] * 3, {"a.b": 1.0}):
+        with pytest.raises(ProfileError, match="'refits' must be a table of figure id"):
+            profile_from_dict({"name": "p", "refits": {"memmap/fsdax/slow": bad}})
+
+
 def test_a_profile_inherits_from_its_base(tmp_path):
     """`base` fills every entry the profile does not set; its own entries win."""
     (tmp_path / "child.toml").write_text(
