@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import polars as pl
 import pyarrow as pa
 
-SCHEMA_VERSION = "6"
+SCHEMA_VERSION = "7"
 # Schema history:
 #   1: identity, param_*, metric_*, env_* columns; key-value metadata memsweep.*
 #   2: `source` ("model" | "measured") among the identity columns; measure_* columns after the
@@ -35,6 +35,8 @@ SCHEMA_VERSION = "6"
 #   6: one dtype per column across models (workers.registry refuses a model that breaks it): copy's per-copy
 #      means metric_lines_partial, metric_rfo_bytes, metric_serial_misses (Float64) are named *_per_copy;
 #      memmap's columns of those names stay Int64 counts. `model` is stored as Arrow string (ARROW_TYPES)
+#   7: error bars: `lo_<name>` and `hi_<name>` (Float32) after the metrics, for each metric the profile's costs
+#      price (Model.priced; workers.interval); null on measured and kernel rows
 
 MANIFEST = "_manifest.json"
 SPEC_FILE = "_spec.toml"

@@ -346,6 +346,13 @@ class Model(abc.ABC):
         """Metric column -> polars dtype, in declaration order (the frame `evaluate` returns)."""
         return {m.column: m.dtype for m in self.metrics}
 
+    @property
+    def priced(self) -> tuple[str, ...]:
+        """The metric columns that rest on the profile's costs and so carry an error bar (workers.interval):
+        the float answers with a better direction, less the kernel's arithmetic."""
+        return tuple(m.column for m in self.metrics
+                     if m.dtype == pl.Float64 and m.better is not None and m.column not in self.arithmetic)
+
     def metric(self, column: str) -> Metric:
         for m in self.metrics:
             if m.column == column:

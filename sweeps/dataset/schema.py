@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import polars as pl
 
-from workers.dataset import EVIDENCE, IDENTITY, MEASURE, PROVENANCE, SCHEMA_VERSION
+from workers import interval
+from workers.dataset import EVIDENCE, IDENTITY, MEASURE, PROVENANCE, SCHEMA_VERSION, unit_of
 from workers.registry import shipped_models
 
 
 def _dtype(dt) -> str:
     return {pl.Int64: "Int64", pl.Float64: "Float64", pl.Utf8: "Utf8", pl.Boolean: "Boolean",
-            pl.UInt64: "UInt64"}.get(dt, str(dt))
+            pl.UInt64: "UInt64", pl.Float32: "Float32"}.get(dt, str(dt))
 
 
 def rows() -> list[tuple[str, str, str, str, str]]:
@@ -36,6 +37,14 @@ def rows() -> list[tuple[str, str, str, str, str]]:
         out.append((col, t, u, ", ".join(ms), doc))
     for col, (t, u, ms, doc) in metrics.items():
         out.append((col, t, u, ", ".join(ms), doc))
+    bars: dict[str, list] = {}
+    for name in sorted(models):
+        for m in models[name].priced:
+            for col, end in zip(interval.columns(m), ("low", "high")):
+                bars.setdefault(col, [unit_of(col), [], f"modeled rows: the {end} end of `{m}`'s error bar "
+                                                        "(workers.interval); null on measured and kernel rows"])[1].append(name)
+    for col, (u, ms, doc) in bars.items():
+        out.append((col, _dtype(interval.DTYPE), u, ", ".join(ms), doc))
     out += [(c, _dtype(t), u, "all", d) for c, t, u, d in (*MEASURE, *EVIDENCE, *PROVENANCE)]
     return out
 

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Callable
 
 import polars as pl
 
-from workers import evaluate, evidence, get_model
+from workers import evaluate, evidence, get_model, interval
 from workers.dataset import GUEST_COLUMNS
 from workers.evaluate import error_rows
 from workers.guest.rows import kernel_rows
@@ -58,8 +58,8 @@ class Backend:
     name: str
     chunk_points: Callable[[SweepSpec, str], int]  # points per chunk of a model, unless the spec sets them
     digest_inputs: Callable[[SweepSpec], dict]  # what fixes its rows besides model, profile and grid
-    # The compute step: points (param_* columns) in; the params, status, reason, the model's metrics,
-    # MEASURE_COLUMNS, the evidence columns and GUEST_COLUMNS out, one row per point; a failure becomes rows with status "error".
+    # The compute step: points (param_* columns) in; the params, status, reason, the model's metrics, their
+    # error bars (workers.interval), MEASURE_COLUMNS, the evidence columns and GUEST_COLUMNS out, one row per point; a failure becomes rows with status "error".
     rows: Callable[[Model, pl.DataFrame, Profile, SourceSettings], pl.DataFrame]
     # Where its chunks run (the driver maps it to a pool of Ray tasks or actors): SHARED, any free CPU; or
     # NODE_ALONE, one chunk at a time on each node, nothing else of ours beside it.
@@ -84,11 +84,22 @@ GUEST_DTYPES = {c: pl.Utf8 for c in GUEST_COLUMNS}
 
 
 def model_rows(model: Model, params: pl.DataFrame, profile: Profile, settings: SourceSettings) -> pl.DataFrame:
-    """The model's evaluation of the points (workers.evaluate: an exception gives error rows) with what each
-    answer rests on (workers.evidence), measure_* and the guest's columns null."""
+    """The model's evaluation of the points (workers.evaluate: an exception gives error rows) with each
+    answer's error bar (workers.interval) and what it rests on (workers.evidence), measure_* and the guest's
+    columns null."""
     rows = evaluate(model, params, profile)
-    return pl.concat([rows, evidence.label(model, profile, rows)], how="horizontal").with_columns(
-        _nulls({**MEASURE_COLUMNS, **GUEST_DTYPES}))
+    labels = evidence.label(model, profile, rows)
+    try:
+        bars = interval.bars(model, profile, rows, labels["evidence"])
+    except Exception as e:  # noqa: BLE001 - a model that fails under a refit fails the chunk's rows, not the chunk
+        rows, bars = pl.concat([params, error_rows(model, params.height, e)], how="horizontal"), \
+            _frame(interval.dtypes(model), params.height)
+        labels = _frame(evidence.COLUMNS, params.height)
+    return pl.concat([rows, bars, labels], how="horizontal").with_columns(_nulls({**MEASURE_COLUMNS, **GUEST_DTYPES}))
+
+
+def _frame(columns: dict, height: int) -> pl.DataFrame:
+    return pl.DataFrame({c: pl.Series(c, [None] * height, dtype=dt) for c, dt in columns.items()})
 
 
 def measured_digest_inputs(spec: SweepSpec) -> dict:
@@ -102,7 +113,8 @@ def measured_rows(model: Model, params: pl.DataFrame, profile: Profile, settings
         out = measure(model, params, profile, settings.measure)
     except Exception as e:  # noqa: BLE001 - a broken measurement must not lose the chunk
         out = error_rows(model, params.height, e, MEASURE_COLUMNS)
-    return pl.concat([params, out], how="horizontal").with_columns(_nulls({**GUEST_DTYPES, **evidence.COLUMNS}))
+    return pl.concat([params, out], how="horizontal").with_columns(
+        _nulls({**GUEST_DTYPES, **interval.dtypes(model), **evidence.COLUMNS}))
 
 
 def kernel_digest_inputs(spec: SweepSpec) -> dict:
@@ -116,9 +128,10 @@ def guest_rows(model: Model, params: pl.DataFrame, profile: Profile, settings: S
         out = kernel_rows(model, params, profile, settings.kernel)
     except Exception as e:  # noqa: BLE001 - a broken guest run must not lose the chunk
         out = error_rows(model, params.height, e, {**MEASURE_COLUMNS, **GUEST_DTYPES})
-    return pl.concat([params, out], how="horizontal").with_columns(_nulls(evidence.COLUMNS)).select(
-        *params.columns, "status", "reason", *model.metric_dtypes, *MEASURE_COLUMNS, *evidence.COLUMNS,
-        *GUEST_COLUMNS)
+    return pl.concat([params, out], how="horizontal").with_columns(
+        _nulls({**interval.dtypes(model), **evidence.COLUMNS})).select(
+        *params.columns, "status", "reason", *model.metric_dtypes, *interval.dtypes(model), *MEASURE_COLUMNS,
+        *evidence.COLUMNS, *GUEST_COLUMNS)
 
 
 BACKENDS: dict[str, Backend] = {

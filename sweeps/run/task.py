@@ -16,7 +16,7 @@ from sweeps.dataset.computation import record
 from sweeps.dataset.store import write_part
 from sweeps.spec.grid import Grid, decode, grid_for
 from sweeps.spec.load import SweepSpec
-from workers import get_model, load_plugins
+from workers import get_model, interval, load_plugins
 from workers.dataset import (DTYPES, PART_CHUNK_ID, EVIDENCE_COLUMNS, IDENTITY_COLUMNS, PART_COMPUTATION, PROVENANCE_COLUMNS,
                              SCHEMA_VERSION, part_table)
 from workers.exceptions import StoreIOError
@@ -54,8 +54,8 @@ class TaskConfig:
 
 
 def chunk_frame(cfg: TaskConfig, chunk: Chunk, node_id: str) -> pl.DataFrame:
-    """The rows of one chunk in dataset column order (identity, params, metrics, measure_*, evidence,
-    provenance)."""
+    """The rows of one chunk in dataset column order (identity, params, metrics, their error bars,
+    measure_*, evidence, provenance)."""
     load_plugins(cfg.plugins)
     model = get_model(chunk.model)
     points = decode(cfg.grids[chunk.model], chunk.start, chunk.stop)
@@ -72,7 +72,8 @@ def chunk_frame(cfg: TaskConfig, chunk: Chunk, node_id: str) -> pl.DataFrame:
         pl.lit(chunk.chunk_id).alias("chunk_id"),
         *(pl.lit(v, dtype=DTYPES[k]).alias(k) for k, v in prov.items()),
     )
-    cols = [c for c in out.columns if c.startswith("param_")] + list(model.metric_dtypes) + list(MEASURE_COLUMNS)
+    cols = [c for c in out.columns if c.startswith("param_")] + list(model.metric_dtypes) \
+        + list(interval.dtypes(model)) + list(MEASURE_COLUMNS)
     return out.select(*IDENTITY_COLUMNS, *cols, *EVIDENCE_COLUMNS, *PROVENANCE_COLUMNS)
 
 
