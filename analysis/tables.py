@@ -20,8 +20,11 @@ into one block per combination, named above the block.
 
 from __future__ import annotations
 
+import math
+
 import polars as pl
 
+from workers import interval
 from workers.dataset import unit_of
 from workers.units import binary_size
 
@@ -56,6 +59,21 @@ def format_value(v: object, unit: str) -> str:
     else:
         text = f"{v:.4g}"
     return f"{text} {UNIT_TEXT.get(unit, unit)}".rstrip()
+
+
+def bar_text(v: object, lo: object, hi: object, unit: str) -> str:
+    """A value with its error bar, rounded to what the bar supports: the bar's larger side to two
+    significant digits as a percentage of the value, the value to the same place ("230 ms ±6.5%",
+    "102.84 ns ±0.34%"). format_value's text where there is no bar (or a size, a count, a zero bar)."""
+    if lo is None or hi is None or not isinstance(v, float) or v != v or unit == "bytes":
+        return format_value(v, unit)
+    half = max(abs(v - float(lo)), abs(float(hi) - v))
+    if not half or not v:
+        return format_value(v, unit)
+    place = math.floor(math.log10(half)) - 1  # the bar's second significant digit
+    pct = half / abs(v) * 100
+    text = f"{round(v, -place):.{max(0, -place)}f} {UNIT_TEXT.get(unit, unit)}".rstrip()
+    return f"{text} ±{pct:.2g}%" if pct < 100 else f"{text} ±{pct:.0f}%"
 
 
 def improvement(base: float | None, v: float | None, higher: bool) -> str:
@@ -162,9 +180,11 @@ def _table(rows: ModelRows, rcol: str, ccol: str, mcol: str, keep: pl.Expr, base
         title = (f"{name}, most common value over ok rows per cell "
                  "(with its share of the cell's rows when they differ)")
     else:
-        cells = rows_ok.group_by(*others, rcol, ccol).agg(pl.col(mcol).median()).collect()
+        bar = [c for c in interval.columns(mcol) if c in rows.schema()]
+        cells = rows_ok.group_by(*others, rcol, ccol).agg(pl.col(mcol).median(), *(pl.col(c).median() for c in bar)) \
+            .collect()
         unit, higher = unit_of(mcol), higher_is_better(rows.model, mcol)
-        title = f"{name}, median over ok rows per cell"
+        title = f"{name}, median over ok rows per cell" + (", with its error bar" if bar else "")
     if cells.height == 0:
         return f"{title}\n(no ok rows with a value of {mcol})"
     keys = [*others, rcol, ccol]
@@ -206,6 +226,9 @@ def _block(rows: ModelRows, part: pl.DataFrame, rcol: str, ccol: str, mcol: str,
     column (`base`, else the spec's first) comes first, the others in the spec's order."""
     counts = rows.schema()[mcol].is_integer()
     grid = {(r, c): as_count(v) if counts else v for r, c, v in part.select(rcol, ccol, mcol).iter_rows()}
+    lo, hi = interval.columns(mcol)
+    bars = {(r, c): (low, high) for r, c, low, high in part.select(rcol, ccol, lo, hi).iter_rows()} \
+        if lo in part.columns and hi in part.columns else {}
     marks = {(r, c): evidence.MARK.get(e, "") for r, c, e in part.select(rcol, ccol, "_evidence").iter_rows()}
     rvals = _sorted(part[rcol].unique().to_list())
     cvals = rows.spec_order(part[ccol].unique().to_list(), ccol)
@@ -226,7 +249,8 @@ def _block(rows: ModelRows, part: pl.DataFrame, rcol: str, ccol: str, mcol: str,
         vals = [grid.get((r, c)) for c in cvals]
         change = (lambda v: difference(vals[0], v)) if sizes else (lambda v: improvement(vals[0], v, higher))
         imps = [change(v) for v in vals[1:]] if len(cvals) > 1 and extra else []
-        cells = [f"{format_value(v, unit)} {marks.get((r, c), '')}".rstrip() for v, c in zip(vals, cvals)]
+        cells = [f"{bar_text(v, *bars.get((r, c), (None, None)), unit)} {marks.get((r, c), '')}".rstrip()
+                 for v, c in zip(vals, cvals)]
         body.append([rows.label(rcol, r), *cells, *imps])
     if len(cvals) < 2:
         header = header[:2]

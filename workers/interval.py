@@ -9,13 +9,15 @@ Every metric a model prices with the profile's costs (Model.priced) gets `lo_<na
    the bar runs from the least to the largest of those answers and the profile's own. At a fit figure's
    point it so covers the error of the fit that did not see that figure.
 2. **Widened where no figure checked the point.** On a row whose evidence (workers.evidence, its headline's
-   label) is `extrapolated` or `assumed`, the spread is widened by the model's stated error on each side,
-   lo * (1 - e) and hi * (1 + e): a point no figure tests can be off by as much as the worst figure a fit
-   did not see. A what-if profile's refits are its base's, scaled to its own costs (workers.profiles): the
+   label) is `extrapolated` or `assumed`, the spread of a quantity with a unit (a time, a rate) is widened by
+   the model's stated error on each side, lo * (1 - e) and hi * (1 + e): a point no figure tests can be off
+   by as much as the worst figure a fit did not see. A ratio of two of the model's answers at one point
+   (a speedup, a fraction) is not widened: the stated error is of the answers, whose errors the ratio
+   shares, and its spread over the refits is its own doubt (slow's speedup over itself is 1, exactly). A what-if profile's refits are its base's, scaled to its own costs (workers.profiles): the
    bar is the base fit's doubt, widened; the what-if's own assumed values it does not bound.
 3. **A model no fit can leave a figure out of** (as many costs as figures: young) has no refits. Its stated
-   error is its validation figures' largest |error| (predicted, never fit), and every answer's bar is that
-   error on each side.
+   error is its validation figures' largest |error| (predicted, never fit), and every answer with a unit
+   has that error on each side; its ratios have no bar.
 4. No refit and no validation figure: no bar (null), and the error says why (`stated`).
 
 `e`, the stated error, is the largest leave-one-out |error| of the model's figures under the profile, else
@@ -31,11 +33,13 @@ import numpy as np
 import polars as pl
 
 from .evaluate import evaluate
+from .dataset import unit_of
 from .model import STATUS_OK, Model, figure_frame, validation_figures
 from .profiles import Profile
 
 LO, HI = "lo_", "hi_"
 DTYPE = pl.Float32
+RATIOS = ("", "fraction")  # units (workers.dataset.unit_of) of a ratio of two answers: not widened
 
 
 def columns(metric: str) -> tuple[str, str]:
@@ -110,9 +114,12 @@ def bars(model: Model, profile: Profile, rows: pl.DataFrame, evidence: pl.Series
         else np.ones(rows.height, dtype=bool)
     out = {}
     for m in names:
-        low = np.where(widen, lo[m] - np.abs(lo[m]) * e, lo[m])
-        high = np.where(widen, hi[m] + np.abs(hi[m]) * e, hi[m])
+        scaled = unit_of(m) not in RATIOS
+        low = np.where(widen & scaled, lo[m] - np.abs(lo[m]) * e, lo[m])
+        high = np.where(widen & scaled, hi[m] + np.abs(hi[m]) * e, hi[m])
         low[~ok], high[~ok] = np.nan, np.nan
+        if not state.refits and not scaled:  # neither a spread nor a stated error of its own
+            low[:], high[:] = np.nan, np.nan
         lo_col, hi_col = columns(m)
         out[lo_col] = pl.Series(lo_col, low, dtype=pl.Float64).fill_nan(None).cast(DTYPE)
         out[hi_col] = pl.Series(hi_col, high, dtype=pl.Float64).fill_nan(None).cast(DTYPE)

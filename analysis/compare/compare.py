@@ -33,11 +33,12 @@ from analysis.metrics import categorical, headline_metric, higher_is_better, ok
 from analysis.read import EQUAL_REL, KERNEL, MEASURED, MODELED, ModelRows, Sweep, parse_where
 from analysis.report.overview import Table, describe_point
 from analysis.tables import metric_unit, render
+from workers import interval
 from workers.dataset import unit_of
 
 from . import changes, ratios
 from .axes import Selection, View, collapsible, parse_by, select, where_text
-from .ratios import BETTER, EQUAL, FEW, MAX_POINTS, NOISE, RULE, TOP, WORSE, verdict  # noqa: F401  (the sizes of a block's tables, re-exported)
+from .ratios import BAR_RULE, BETTER, EQUAL, FEW, MAX_POINTS, NOISE, RULE, TOP, WORSE, verdict  # noqa: F401  (the sizes of a block's tables, re-exported)
 
 SOURCES = (MODELED, MEASURED, KERNEL)
 EXAMPLES = 5  # points of one side only listed
@@ -216,13 +217,15 @@ def _no_sources(a: Sweep, b: Sweep, common: list[str], pair: tuple[str, str] | N
 
 
 def _side(rows: ModelRows, source: str, metric: str, tag: str, params: list[str]) -> pl.LazyFrame:
-    """point_id, the params, the value, its spread [lo, hi] and its sample count n: measured and kernel rows
-    whose metric is the one measure_min / measure_median summarize (the median of measure_repeats samples)
-    span [measure_min, median]; others are a point without samples."""
+    """point_id, the params, the value, its interval [lo, hi], whether it has one (`spread`), whether that is
+    a model's error bar (`bar`) and its sample count n: measured and kernel rows whose metric is the one
+    measure_min / measure_median summarize (the median of measure_repeats samples) span [measure_min,
+    median]; modeled rows with a bar (workers.interval) span it; others are a point with no interval."""
     v = pl.col(metric).cast(pl.Float64)
     schema = rows.schema()
     lf = ok(rows.scan(source)).filter(v.is_not_null() & v.is_finite())
-    spread, low, high, n = pl.lit(False), v, v, pl.lit(None, dtype=pl.Int64)
+    spread, bar, low, high, n = pl.lit(False), pl.lit(False), v, v, pl.lit(None, dtype=pl.Int64)
+    lo_col, hi_col = interval.columns(metric)
     if source in (MEASURED, KERNEL) and "measure_min" in schema and "measure_median" in schema:
         spread = (pl.col("measure_min").is_not_null() & pl.col("measure_median").is_not_null()
                   & ((pl.col("measure_median") - v).abs() <= EQUAL_REL * v.abs())).fill_null(False)
@@ -230,8 +233,13 @@ def _side(rows: ModelRows, source: str, metric: str, tag: str, params: list[str]
         high = pl.when(spread).then(pl.max_horizontal(pl.col("measure_min"), v)).otherwise(v)
         if "measure_repeats" in schema:  # a sweep without it: no count, so no verdict (FEW)
             n = pl.when(spread).then(pl.col("measure_repeats").cast(pl.Int64))
+    elif source == MODELED and lo_col in schema and hi_col in schema:
+        bar = spread = (pl.col(lo_col).is_not_null() & pl.col(hi_col).is_not_null()).fill_null(False)
+        # the bar as stored (Float32) around the value as computed: never narrower than the value itself
+        low = pl.when(bar).then(pl.min_horizontal(pl.col(lo_col).cast(pl.Float64), v)).otherwise(v)
+        high = pl.when(bar).then(pl.max_horizontal(pl.col(hi_col).cast(pl.Float64), v)).otherwise(v)
     return lf.select("point_id", *params, v.alias(tag), low.alias(f"{tag}_lo"), high.alias(f"{tag}_hi"),
-                     spread.alias(f"{tag}_spread"), n.alias(f"{tag}_n"),
+                     spread.alias(f"{tag}_spread"), bar.alias(f"{tag}_bar"), n.alias(f"{tag}_n"),
                      evidence.row_label(rows, source, metric).alias(f"{tag}_evidence"))
 
 
@@ -311,14 +319,18 @@ def summary_line(block: Block) -> str:
             f"max {r(s['max'])}); {s[BETTER]:,} {faster}, {s[WORSE]:,} {slower}, "
             f"{s[NOISE]:,} not a change (~), {s[EQUAL]:,} equal (=)")
     if s["sampled"]:
-        line += (f"; on samples, {s['significant']:,} significant changes"
+        on = "on samples and error bars" if s.get("barred") and s["barred"] < s["sampled"] else \
+            "on error bars" if s.get("barred") else "on samples"
+        line += (f"; {on}, {s['significant']:,} significant changes"
                  + (f" and {s[FEW]:,} with too few samples for a verdict ({FEW})" if s[FEW] else ""))
     return line
 
 
 def rule_lines(block: Block) -> list[str]:
-    """The significance rule, where a side rests on samples."""
-    return [f"rule: {RULE}"] if block.summary.get("sampled") else []
+    """The significance rules, where a side rests on samples or error bars."""
+    s = block.summary
+    return ([f"rule: {RULE}"] if s.get("sampled", 0) > s.get("barred", 0) else []) + \
+        ([f"rule: {BAR_RULE}"] if s.get("barred") else [])
 
 
 def evidence_lines(block: Block) -> list[str]:
@@ -390,7 +402,7 @@ def _listed(j: pl.LazyFrame, labels, shown: list[str], compared: int) -> tuple[p
     """The rows the mail lists (mail.py): every point when there are at most MAIL_ROWS, else the changes
     (significant ones where a side rests on samples, any difference between rows without), largest
     |log B/A| first; and how many changes were left out."""
-    cols = ["a", "b", "a_lo", "b_lo", "a_spread", "b_spread", "verdict", "lr", "point_id", *shown]
+    cols = ["a", "b", "a_lo", "b_lo", "a_hi", "b_hi", "a_spread", "b_spread", "verdict", "lr", "point_id", *shown]
     lf = j.with_columns(ratios.significant().alias("significant"))
     if compared <= MAIL_ROWS:
         df = lf.select(*cols, "significant").sort([*shown, "point_id"], nulls_last=True).collect()

@@ -11,9 +11,10 @@ mmtests' compare-kernels (`**` on a significant change), under 80 columns.
                A     ±%   %change             B     ±%  configuration
         13235880   0.01    +31.0% **   17340840   0.00  1GiB 2MiB devdax dev
 
-`±%` is the spread of a side's samples, (median - least) / median; blank for a value without samples (a
-model's). `**` marks a significant change by the rule; a change between rows without samples has no
-mark (the computation changed, every digit of it). At most compare.MAIL_ROWS rows: every point of a
+`±%` is the spread of a side's samples, (median - least) / median, or a modeled value's error bar, its
+larger side over the value (workers.interval); blank for a value with neither (a count). `**` marks a
+significant change by the rules; a change between rows with no interval has no mark (the computation
+changed, every digit of it). At most compare.MAIL_ROWS rows: every point of a
 small comparison, else the changes (significant ones, where a side rests on samples) largest first.
 """
 
@@ -64,8 +65,8 @@ def _table(bl: Block) -> list[str]:
         config = r["configuration"]
         if len(config) > CONFIG:
             config = config[:CONFIG - 3] + "..."
-        out.append(f"{_value(r['a'], bl.unit):>12} {_spread(r['a'], r['a_lo'], r['a_spread']):>6} {change:>9} "
-                   f"{mark} {_value(r['b'], bl.unit):>12} {_spread(r['b'], r['b_lo'], r['b_spread']):>6}  {config}")
+        out.append(f"{_value(r['a'], bl.unit):>12} {_spread(r, 'a'):>6} {change:>9} "
+                   f"{mark} {_value(r['b'], bl.unit):>12} {_spread(r, 'b'):>6}  {config}")
     if bl.more:
         out.append(f"... and {bl.more:,} more changes (the largest are listed)")
     return out
@@ -75,10 +76,13 @@ def _value(v: float, unit: str) -> str:
     return format_value(as_count(v) if not unit else v, unit)
 
 
-def _spread(v: float, lo: float, sampled: bool) -> str:
-    if not sampled or not v:
+def _spread(r: dict, side: str) -> str:
+    """A side's ±%: the larger distance from its value to its interval's ends, in % of the value."""
+    v, lo, hi = r[side], r[f"{side}_lo"], r[f"{side}_hi"]
+    if not r[f"{side}_spread"] or not v:
         return ""
-    return f"{abs(v - lo) / abs(v) * 100:.2f}"
+    pct = max(abs(v - lo), abs(hi - v)) / abs(v) * 100
+    return f"{pct:.2f}" if pct < 10 else f"{pct:.1f}"
 
 
 def _wrap(line: str) -> list[str]:

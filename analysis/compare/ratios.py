@@ -5,8 +5,12 @@ verdict). RULE, after LKP's (lib/changed_stat.rb, and its `compare` report): whe
 on samples (measured rows, and kernel rows: the binds), a point is better or worse only when each side
 has at least MIN_SAMPLES samples, their ranges (least to median) do not overlap, and B/A is more than
 MIN_CHANGE from 1 (LKP's threshold for the performance metrics it knows; 5% for others); such a point is
-a significant change. Rows without samples (modeled, deterministic) differ or not: every difference
-between them is the computation's, and is a change but not a sampled one. Up to MAX_POINTS
+a significant change. A modeled row with an error bar (workers.interval: the spread over the fits that
+left a figure out, widened where no figure checked the point) rests on its bar the same way: a point is
+better or worse only when the two sides' intervals are apart (a sample range, or a bar), and B/A is more
+than MIN_CHANGE from 1; a change inside them is `~`. Rows with neither (a count, a schema-6 sweep's
+answers) differ or not: every difference between them is the computation's, and is a change but not a
+sampled one. Up to MAX_POINTS
 distinct rows print one row each; more print B/A grouped by the one or two axes that explain most of
 the variance of log B/A (or the `--by` axes) and the TOP largest changes, each distinct row once
 (axes.View). The histogram of B/A is for the page's figure.
@@ -22,7 +26,7 @@ from analysis import evidence
 from analysis.read import ModelRows
 from analysis.report.overview import Table
 from analysis.read import EQUAL_REL
-from analysis.tables import as_count, format_value, improvement
+from analysis.tables import as_count, bar_text, format_value, improvement
 
 from .axes import MAX_ROWS, View, cells, merged
 
@@ -36,27 +40,30 @@ MIN_SAMPLES = 3  # LKP and mmtests: no verdict on fewer samples a side
 MIN_CHANGE = 0.01  # LKP: changes of 1% or less of a known performance metric are dropped
 RULE = (f"a sampled point changes when each side has at least {MIN_SAMPLES} samples, their ranges "
         f"(least to median) are apart and B/A is more than {MIN_CHANGE:.0%} from 1 (after LKP's rule)")
+BAR_RULE = (f"a modeled point changes when the two sides' error bars (or a bar and a sample range) are apart "
+            f"and B/A is more than {MIN_CHANGE:.0%} from 1")
 HIST_SCHEMA = {"lo": pl.Float64, "hi": pl.Float64, "n": pl.UInt32, "significant": pl.UInt32}
 
 
 def verdict(higher: bool) -> pl.Expr:
-    """`=` equal; where a side rests on samples (RULE): `n<3` with fewer than MIN_SAMPLES on a side, `~`
-    when the ranges overlap or the change is MIN_CHANGE or less; else better / worse by the metric's
-    direction."""
+    """`=` equal; where a side rests on samples or an error bar (RULE, BAR_RULE): `n<3` with fewer than
+    MIN_SAMPLES on a sampled side, `~` when the intervals overlap or the change is MIN_CHANGE or less; else
+    better / worse by the metric's direction."""
     a, b = pl.col("a"), pl.col("b")
     spread = pl.col("a_spread") | pl.col("b_spread")
     equal = (b - a).abs() <= EQUAL_REL * pl.max_horizontal(a.abs(), b.abs())
-    few = pl.min_horizontal(pl.col("a_n"), pl.col("b_n")).fill_null(0) < MIN_SAMPLES
+    few = pl.any_horizontal([pl.col(f"{t}_spread") & ~pl.col(f"{t}_bar") & (pl.col(f"{t}_n").fill_null(0) < MIN_SAMPLES)
+                             for t in "ab"])
     overlap = (pl.col("a_lo") <= pl.col("b_hi")) & (pl.col("b_lo") <= pl.col("a_hi"))
     small = (b - a).abs() <= MIN_CHANGE * a.abs()
     better = (b > a) if higher else (b < a)
-    return (pl.when(equal).then(pl.lit(EQUAL)).when(spread & few).then(pl.lit(FEW))
+    return (pl.when(equal).then(pl.lit(EQUAL)).when(few).then(pl.lit(FEW))
             .when(spread & (overlap | small)).then(pl.lit(NOISE))
             .when(better).then(pl.lit(BETTER)).otherwise(pl.lit(WORSE)))
 
 
 def significant() -> pl.Expr:
-    """A change by RULE: better or worse where a side rests on samples."""
+    """A change by RULE or BAR_RULE: better or worse where a side rests on samples or an error bar."""
     return (pl.col("a_spread") | pl.col("b_spread")) & pl.col("verdict").is_in([BETTER, WORSE])
 
 
@@ -65,7 +72,8 @@ def stats() -> list[pl.Expr]:
             pl.col("ratio").max().alias("max"), pl.col("lr").var(ddof=0).alias("var"),
             *((pl.col("verdict") == v).sum().alias(v) for v in (BETTER, WORSE, NOISE, EQUAL, FEW)),
             significant().sum().alias("significant"),
-            (pl.col("a_spread") | pl.col("b_spread")).sum().alias("sampled")]
+            (pl.col("a_spread") | pl.col("b_spread")).sum().alias("sampled"),
+            (pl.col("a_bar") | pl.col("b_bar")).sum().alias("barred")]
 
 
 def limit(by: tuple[str, ...] | None) -> int:
@@ -198,8 +206,12 @@ def _point_table(rows: ModelRows, listed: pl.DataFrame, view: View,
     a, b = listed["a"].to_list(), listed["b"].to_list()
     if not unit and all(v is not None and float(v).is_integer() for v in a + b):  # counts print as integers
         a, b = [as_count(v) for v in a], [as_count(v) for v in b]
-    data.update({"A": [format_value(v, unit) for v in a],
-                 "B": [format_value(v, unit) for v in b],
+    def shown(values: list, side: str) -> list[str]:  # a value with its interval, where it has one
+        ends = listed.select(f"{side}_lo", f"{side}_hi", f"{side}_spread").rows()
+        return [bar_text(v, lo, hi, unit) if spread else format_value(v, unit) for v, (lo, hi, spread) in zip(values, ends)]
+
+    data.update({"A": shown(a, "a"),
+                 "B": shown(b, "b"),
                  "B/A": [ratio(v) for v in listed["ratio"].to_list()],
                  "Improvement": [improvement(x, y, higher) for x, y in listed.select("a", "b").iter_rows()],
                  "Change": [{BETTER: marks[0], WORSE: marks[1]}.get(v, v) for v in listed["verdict"].to_list()],

@@ -109,3 +109,13 @@ def test_only_modeled_rows_carry_bars_and_rows_not_ok_have_none():
     for backend in (measured_rows, guest_rows):
         other = backend(MEMMAP, points.head(0), SEED, SourceSettings())
         assert set(interval.dtypes(MEMMAP)) <= set(other.columns)
+
+
+def test_a_ratio_of_two_answers_is_not_widened():
+    """slow's speedup over itself is 1 at every refit, and stays 1 with no bar around it at 4 TiB
+    (extrapolated); the template step's speedup there is only its refits' spread, narrower than its time's."""
+    rows = bars(MEMMAP, [dict(BIG, strategy="slow"), dict(BIG, strategy="template")])
+    slow, template = rows.row(0, named=True), rows.row(1, named=True)
+    assert slow["metric_speedup_vs_slow"] == slow["lo_speedup_vs_slow"] == slow["hi_speedup_vs_slow"] == 1.0
+    rel = lambda r, m: (r[f"hi_{m}"] - r[f"lo_{m}"]) / r[f"metric_{m}"]  # noqa: E731
+    assert 0 < rel(template, "speedup_vs_slow") < rel(template, "init_ms")
