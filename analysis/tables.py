@@ -62,18 +62,29 @@ def format_value(v: object, unit: str) -> str:
 
 
 def bar_text(v: object, lo: object, hi: object, unit: str) -> str:
-    """A value with its error bar, rounded to what the bar supports: the bar's larger side to two
-    significant digits as a percentage of the value, the value to the same place ("230 ms ±6.5%",
-    "102.84 ns ±0.34%"). format_value's text where there is no bar (or a size, a count, a zero bar)."""
-    if lo is None or hi is None or not isinstance(v, float) or v != v or unit == "bytes":
+    """A value with its error bar, rounded to what the bar supports (bar_parts): "230 ms ±6.5%",
+    "102.84 ns ±0.34%". format_value's text where there is no bar (or a size, a count, a zero bar)."""
+    parts = None if unit == "bytes" else bar_parts(v, lo, hi)
+    if parts is None:
         return format_value(v, unit)
+    text, bar = parts
+    return f"{text} {UNIT_TEXT.get(unit, unit)}".rstrip() + f" {bar}"
+
+
+def bar_parts(v: object, lo: object, hi: object, most: int | None = None) -> tuple[str, str] | None:
+    """(the value rounded to what its bar supports, the bar): the bar's larger side to two significant
+    digits as a percentage of the value, the value to the same place ("230", "±6.5%"), and to at most
+    `most` decimals; None without a bar."""
+    if lo is None or hi is None or not isinstance(v, float) or v != v or lo != lo or hi != hi:
+        return None
     half = max(abs(v - float(lo)), abs(float(hi) - v))
     if not half or not v:
-        return format_value(v, unit)
+        return None
     place = math.floor(math.log10(half)) - 1  # the bar's second significant digit
     pct = half / abs(v) * 100
-    text = f"{round(v, -place):.{max(0, -place)}f} {UNIT_TEXT.get(unit, unit)}".rstrip()
-    return f"{text} ±{pct:.2g}%" if pct < 100 else f"{text} ±{pct:.0f}%"
+    if most is not None:
+        place = max(place, -most)
+    return f"{round(v, -place):.{max(0, -place)}f}", f"±{pct:.2g}%" if pct < 100 else f"±{pct:.0f}%"
 
 
 def improvement(base: float | None, v: float | None, higher: bool) -> str:

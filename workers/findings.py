@@ -17,8 +17,9 @@ path (so a plugin model gets its findings the way a shipped one does). Three kin
 median), FIRST / LAST (the lowest / highest group value), ALL (every group, listed), a `Pick` of those
 restricted by a flag column, or a plain group value (a value of the column, True / False for
 `Above`). Each name gives the sentence template `{name}` (the median), `{name_at}` (the group's
-value, as its label) and `{name_n}` (rows or configurations in it), and the finding's data the same
-keys. A placeholder takes a format spec on the raw number (`{name_at:g}`); without one the median is
+value, as its label), `{name_n}` (rows or configurations in it) and `{name_bar}` (" (±5.8%)": the
+median of the rows' error bars, workers.interval; "" where they have none), and the finding's data the
+same keys. Where the rows carry error bars, `{name}` has only the digits its bar supports. A placeholder takes a format spec on the raw number (`{name_at:g}`); without one the median is
 written with the declaration's `fmt` (a format spec such as ".2f", or "bytes": 24.0 GiB) and a group
 value as the axis labels it ("2MiB", "80 B" for an int axis in bytes).
 
@@ -161,7 +162,7 @@ class MedianTable:
 
 def quote_names(quote: Quote) -> set[str]:
     """The placeholders a quote gives a template."""
-    return {f"{n}{s}" for n, _ in quote for s in ("", "_at", "_n")}
+    return {f"{n}{s}" for n, _ in quote for s in ("", "_at", "_n", "_bar")}
 
 
 def placeholders(template: str) -> set[str]:

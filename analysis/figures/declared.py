@@ -23,6 +23,7 @@ import seaborn as sns
 
 from analysis.metrics import ok, speedup
 from analysis.read import ModelRows, Sweep, cond_expr, value_expr
+from workers import interval
 from workers.model import Model
 from workers.plots import MAX_X, BestHeatmap, Lines, Plot, Series, X, cond_columns, holds
 
@@ -44,6 +45,9 @@ MAX_COLS = 4
 MARKERS = ("o", "s", "^", "D", "v", "P", "X")
 DASHES = ("", (4, 1.5), (1, 1.2), (3, 1, 1, 1), (6, 2), (2, 2))
 LOG_FACTOR = 30.0  # "auto" y scales go log when the values span more than this
+BAND_ALPHA = 0.15  # a series' error band: light enough that lines and other bands show through
+BANDS = (" Bands: each modeled answer's error bar, the spread over the fits that left one published figure "
+         "out, widened by the model's largest leave-one-out error where no figure checked the point.")
 
 
 def declared(sweep: Sweep) -> list[tuple[str, Plot]]:
@@ -270,6 +274,8 @@ def _lines(rows: ModelRows, p: Lines, outdir: Path) -> Rendered | Skipped:
                        key=_order)
         if shown:
             caption += f" {_name(c)} shown: {', '.join(rows.label(c, v) for v in shown)}."
+    if has_bands(panels):
+        caption += BANDS
     caption += _overlap_caption(overlaps) + held_text(held_all)
     return save(fig, outdir, p.id, p.title, caption)
 
@@ -318,8 +324,11 @@ def _medians(rows: ModelRows, p: Lines, s: _Slice, x: X) -> tuple[pl.DataFrame, 
         expr = expr & (pl.col(x.column) >= x.min)
     by = [*s.facets, *split, *s.series, x.column]
     flag = p.overlay.flag
+    schema = rows.schema()
+    bars = [c for m in p.y.metrics for c in interval.columns(m) if c in schema]  # each answer's error bar
     frame = (ok(rows.scan().filter(expr)).group_by(by)
-             .agg(*(pl.col(m).median() for m in p.y.metrics), *([pl.col(flag).any()] if flag else []))
+             .agg(*(pl.col(m).median() for m in p.y.metrics), *(pl.col(c).median() for c in bars),
+                  *([pl.col(flag).any()] if flag else []))
              .sort(by, nulls_last=True).collect(engine="streaming"))
     return frame, held
 
@@ -411,6 +420,7 @@ def _draw_panel(ax, rows: ModelRows, p: Lines, s: _Slice, panel: _Panel, look: _
         if s.style else dict(marker="o")
     sns.lineplot(data=frame.to_pandas(), x="_x", y="_y", hue="_hue", hue_order=look.hue_names, palette=look.palette,
                  markersize=5 if len(xvalues) <= 40 else 0, ax=ax, errorbar=None, legend=False, alpha=0.9, **kw)
+    band = _bands(ax, frame, metric, 100.0 if p.y.scale == "percent" else 1.0, look.palette)
     title = _panel_title(rows, p, s, panel)
     overlap = (title, _overlaps(ax, frame, look.palette, (look.hue_names, look.style_names),
                                 _name(s.style.column) if s.style else ""))
@@ -424,7 +434,29 @@ def _draw_panel(ax, rows: ModelRows, p: Lines, s: _Slice, panel: _Panel, look: _
                and params.get(x) is not None]
     if crosses:
         ax.scatter([a for a, _ in crosses], [b for _, b in crosses], marker="X", s=70, color="black", zorder=5)
-    return xvalues + [a for a, _ in crosses], frame["_y"].to_list() + [b for _, b in crosses], overlap
+    return xvalues + [a for a, _ in crosses], frame["_y"].to_list() + band + [b for _, b in crosses], overlap
+
+
+def _bands(ax, frame: pl.DataFrame, metric: str, scale: float, palette: dict) -> list[float]:
+    """Each series' error bar (workers.interval) as a light band around its line; the band's ends (for the
+    y axis), [] when the rows carry none."""
+    lo, hi = interval.columns(metric)
+    if lo not in frame.columns or hi not in frame.columns:
+        return []
+    ends = []
+    for (hue, _), part in frame.filter(pl.col(lo).is_not_null() & pl.col(hi).is_not_null()).group_by(
+            "_hue", "_style", maintain_order=True):
+        part = part.sort("_x")
+        low, high = (part[lo].cast(pl.Float64) * scale).to_list(), (part[hi].cast(pl.Float64) * scale).to_list()
+        ax.fill_between(part["_x"].to_list(), low, high, color=palette[hue], alpha=BAND_ALPHA, linewidth=0, zorder=1)
+        ends += low + high
+    return ends
+
+
+def has_bands(panels) -> bool:
+    """Whether any panel's rows carry error bars of the metric it draws."""
+    lows = ((p.frame, interval.columns(p.metric)[0]) for p in panels)
+    return any(lo in frame.columns and frame[lo].is_not_null().any() for frame, lo in lows)
 
 
 def _overlaps(ax, frame: pl.DataFrame, palette: dict, order: tuple[list, list], style_name: str) -> list[str]:

@@ -13,6 +13,7 @@ check the sentence against the rows.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -24,6 +25,8 @@ from analysis.kernel import checked as kernel_checked
 from analysis.kernel import gains as kernel_gains
 from analysis.metrics import higher_is_better, ok, per_variant, published_comparison, tied_best
 from analysis.read import MODELED, ModelRows, Sweep, cond_expr, value_expr
+from analysis.tables import bar_parts
+from workers import interval
 from workers.findings import Above, Clause, Medians, Pick, Ratio, Winner
 from workers.model import Model
 from workers.plots import cond_columns
@@ -217,6 +220,7 @@ class _Group:
     value: float  # the median
     n: int
     flags: dict
+    bar: tuple[float, float] | None = None  # the medians of its rows' error bars (workers.interval)
 
 
 def _order(v: object) -> tuple:
@@ -232,8 +236,9 @@ def _groups(df: pl.DataFrame, at: Callable[[dict], tuple[object, str]], flags: s
         if r["_v"] is None or (isinstance(r["_v"], float) and np.isnan(r["_v"])):
             continue
         value, text = at(r)
+        bar = (r["_lo"], r["_hi"]) if r.get("_lo") is not None and r.get("_hi") is not None else None
         out.append(_Group(at=value, text=text, value=float(r["_v"]), n=int(r["_n"]),
-                          flags={f: bool(r[f]) for f in flags}))
+                          flags={f: bool(r[f]) for f in flags}, bar=bar))
     return sorted(out, key=lambda g: _order(g.at))
 
 
@@ -277,11 +282,19 @@ def _quote(groups: list[_Group], quote, fmt: str) -> tuple[dict, dict] | None:
             values[name] = _Value(v, ", ".join(_number(x, fmt) for x in v))
             values[f"{name}_at"] = _Value(at, ", ".join(g.text for g in got))
             values[f"{name}_n"] = _Value(n, ", ".join(f"{x:,}" for x in n))
+            values[f"{name}_bar"] = _Value(None, "")
         else:
             v, at, n = got.value, got.at, got.n
-            values[name] = _Value(v, _number(v, fmt))
+            decimals = re.fullmatch(r"\.(\d+)f", fmt)  # never more digits than the declaration writes
+            parts = bar_parts(v, *got.bar, int(decimals.group(1)) if decimals else None) \
+                if got.bar and fmt != "bytes" else None
+            # a value with an error bar, to the digits the bar supports, and the bar: "2.5", " (±5.8%)"
+            values[name] = _Value(v, parts[0] if parts else _number(v, fmt))
+            values[f"{name}_bar"] = _Value(got.bar, f" ({parts[1]})" if parts else "")
             values[f"{name}_at"] = _Value(at, got.text)
             values[f"{name}_n"] = _Value(n, f"{n:,}")
+            if got.bar:
+                data[f"{name}_bar"] = got.bar
         data.update({name: v, f"{name}_at": at, f"{name}_n": n})
     return values, data
 
@@ -407,15 +420,22 @@ def _medians(rows: ModelRows, d: Medians) -> tuple[str, dict] | None:
     if lf is None:
         return None
     lf = _where(rows, lf, d.where)
-    value = pl.col(d.metric).cast(pl.Float64)
-    if d.per:
-        value = value / pl.col(d.per) * d.scale
-    lf = lf.with_columns(value.alias("_value"))
+    schema = rows.schema()
+    ends = [c for c in interval.columns(d.metric) if c in schema]
+
+    def scaled(column: str) -> pl.Expr:
+        value = pl.col(column).cast(pl.Float64)
+        return value / pl.col(d.per) * d.scale if d.per else value
+
+    lf = lf.with_columns(scaled(d.metric).alias("_value"),
+                         *(scaled(c).alias(f"_{end}") for c, end in zip(ends, ("lo", "hi")) if len(ends) == 2))
 
     def frame(by, extra: list[str]) -> pl.DataFrame:
         key = (pl.col(by.column) > by.threshold) if isinstance(by, Above) else pl.col(by)
+        bars = [pl.col(f"_{end}").median() for end in ("lo", "hi")] if len(ends) == 2 else []
         return (lf.group_by(*extra, key.alias("_at"))
-                .agg(pl.col("_value").median().alias("_v"), pl.len().alias("_n"), *(pl.col(f).any() for f in flags))
+                .agg(pl.col("_value").median().alias("_v"), *bars, pl.len().alias("_n"),
+                     *(pl.col(f).any() for f in flags))
                 .collect(engine="streaming"))
 
     def at_of(by):

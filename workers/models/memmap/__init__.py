@@ -309,7 +309,7 @@ FINDINGS = (
             by="param_medium", each="param_mode", quote=(("dram", "dram"), ("pmem", "pmem")),
             text="On the namespace's own medium (map=dev), template_nt_inline's median speedup over slow is "
                  "{clauses}.",
-            clause="{each} {dram}x on DRAM, {pmem}x on pmem"),
+            clause="{each} {dram}x{dram_bar} on DRAM, {pmem}x{pmem_bar} on pmem"),
     Medians(id="dedup_lost", figure="memmap_overhead", metric="metric_memmap_dram_bytes",
             per="param_namespace_size", scale=TiB, fmt="bytes",
             where=(Cond("param_map", "==", "mem"), Cond("metric_compound_order", ">", 0),

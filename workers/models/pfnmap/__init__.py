@@ -162,8 +162,8 @@ FINDINGS = (
             where=(Either(((Cond("param_compound_order", ">=", 9),), (Cond("param_compound_order", "==", None),))),
                    Cond("metric_ns_per_load", "not null")),
             by=Above("metric_huge_fraction", 0.5), quote=(("aligned", True), ("misaligned", False)),
-            text="Huge pfnmap leaves make lat_mem_rd loads a median {aligned}x faster than PTEs where most of the "
-                 "mapping can take them ({aligned_n} points), and {misaligned}x where misalignment (va - pa, or the "
+            text="Huge pfnmap leaves make lat_mem_rd loads a median {aligned}x{aligned_bar} faster than PTEs where "
+                 "most of the mapping can take them ({aligned_n} points), and {misaligned}x{misaligned_bar} where misalignment (va - pa, or the "
                  "start) leaves less than half of it to huge leaves ({misaligned_n} points)."),
 )
 

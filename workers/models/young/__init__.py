@@ -131,8 +131,8 @@ FINDINGS = (
     Medians(id="young_batching", figure="young_scan", metric="metric_speedup_vs_per_pte",
             where=(Cond("param_batching", "==", "batched"), Cond("param_arch", "==", "arm64")),
             by="param_compound_order", quote=(("best", MAX), ("worst", MIN)),
-            text="Batched young-bit clearing speeds an arm64 reclaim scan up by a median {best}x at folio order "
-                 "{best_at}, and {worst}x at order {worst_at}{more}.",
+            text="Batched young-bit clearing speeds an arm64 reclaim scan up by a median {best}x{best_bar} at folio "
+                 "order {best_at}, and {worst}x{worst_bar} at order {worst_at}{more}.",
             more=(Clause(by="param_young_fraction", quote=(("yf_low", FIRST), ("yf_high", LAST)),
                          text="; from {yf_low}x with {yf_low_at:g} of the folios young to {yf_high}x with "
                               "{yf_high_at:g}"),)),
