@@ -7,6 +7,8 @@ import html
 import polars as pl
 import pytest
 
+from analysis.tables import bar_parts
+
 from analysis.metrics import TIE_RTOL
 from analysis.report import findings as F
 from analysis.read import Sweep
@@ -117,6 +119,11 @@ def test_medium_and_inline_findings_match_the_rows(default_sweep):
     assert m.data["devdax"] == pytest.approx(
         (dev.filter(pl.col("param_medium") == "dram")["metric_speedup_vs_slow"].median(),
          dev.filter(pl.col("param_medium") == "pmem")["metric_speedup_vs_slow"].median()))
+    # each speedup with the median of its rows' error bars, and only the digits that bar supports
+    dram = dev.filter(pl.col("param_medium") == "dram")
+    value, lo, hi = (dram[c].median() for c in ("metric_speedup_vs_slow", "lo_speedup_vs_slow", "hi_speedup_vs_slow"))
+    text, bar = bar_parts(value, lo, hi, 2)
+    assert 0 < max(value - lo, hi - value) < value / 2 and f"devdax {text}x ({bar}) on DRAM" in m.text, m.text
     inline = finding(sweep, "memmap/inline_movnti")
     assert inline.data["max_gain"] >= inline.data["min_gain"] >= 1.0 - 1e-9
     wide = df.filter(pl.col("param_strategy").is_in(["template_nt", "template_nt_inline"])).pivot(
