@@ -36,7 +36,9 @@ SCHEMA_VERSION = "7"
 #      means metric_lines_partial, metric_rfo_bytes, metric_serial_misses (Float64) are named *_per_copy;
 #      memmap's columns of those names stay Int64 counts. `model` is stored as Arrow string (ARROW_TYPES)
 #   7: error bars: `lo_<name>` and `hi_<name>` (Float32) after the metrics, for each metric the profile's costs
-#      price (Model.priced; workers.interval); null on measured and kernel rows
+#      price (Model.priced; workers.interval); null on measured and kernel rows. The evidence as data:
+#      evidence_figure, evidence_error, evidence_axes (a list of structs), evidence_assumptions (a list)
+#      between `evidence` and `evidence_note`
 
 MANIFEST = "_manifest.json"
 SPEC_FILE = "_spec.toml"
@@ -120,11 +122,20 @@ MEASURE = (
     ("measure_median", pl.Float64, "as the headline metric", "measured rows: the median sample (the value in the metric column)"),
     ("measure_huge_pages", pl.Boolean, "", "measured rows that map memory: whether the mapping got 2 MiB pages (AnonHugePages)"),
 )
+# What a modeled row rests on (workers.evidence writes them, analysis.evidence reads them). An axis entry:
+EVIDENCE_AXIS = pl.Struct({"axis": pl.Utf8, "value": pl.Utf8, "relation": pl.Utf8, "ratio": pl.Float64, "reference": pl.Utf8})
 EVIDENCE = (
     ("evidence", pl.Utf8, "", "modeled rows: what the headline rests on, `fit`, `validated`, `kernel-checked`, "
      "`extrapolated` or `assumed` (workers.evidence; null on measured and kernel rows, which are observations)"),
-    ("evidence_note", pl.Utf8, "", "modeled rows: the figure it was fit to or validated by, each axis whose value "
-     "no figure has and how far, and the assumptions it rests on"),
+    ("evidence_figure", pl.Utf8, "", "modeled rows: the published figure whose point it is (fit or validation figure)"),
+    ("evidence_error", pl.Float64, "fraction", "modeled rows at a validation figure's point: the relative error "
+     "against it"),
+    ("evidence_axes", pl.List(EVIDENCE_AXIS), "", "modeled rows: each axis whose value no figure has: {axis, value, relation "
+     "(`no figure`, `between`, `above`, `below` the values with figures), ratio (how many times past them), "
+     "reference (those values)}"),
+    ("evidence_assumptions", pl.List(pl.Utf8), "", "modeled rows: the assumptions its answer rests on, by name (and a "
+     "what-if profile's reason)"),
+    ("evidence_note", pl.Utf8, "", "modeled rows: all of the above in words, for a reader"),
 )
 PROVENANCE = (
     ("env_host", pl.Utf8, "", "host name of the worker that computed the row"),

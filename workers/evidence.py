@@ -30,20 +30,24 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
+from .dataset import EVIDENCE, EVIDENCE_AXIS
 from .model import Figure, Model, figure_frame, validation_figures
 from .profiles import Profile, calibration_status
 from .units import format_size
 
 FIT, VALIDATED, KERNEL_CHECKED, EXTRAPOLATED, ASSUMED = LABELS = (
     "fit", "validated", "kernel-checked", "extrapolated", "assumed")
-COLUMNS = {"evidence": pl.Utf8, "evidence_note": pl.Utf8}
+# How far an axis's value lies from the values some figure has (`relation` of an evidence_axes entry)
+NO_FIGURE, BETWEEN, ABOVE, BELOW = RELATIONS = ("no figure", "between", "above", "below")
+AXIS = EVIDENCE_AXIS
+# The evidence columns (workers.dataset.EVIDENCE), as data that polars, duckdb and pyarrow filter on and
+# analysis reads, never the note: the label; the figure a fit or validation point is at and its error
+# against a validation figure; each axis whose value no figure has (AXIS: the axis, the value as its label,
+# RELATIONS, how many times past the range, the values with figures it is measured from); the assumptions
+# that apply (their names, and a what-if profile's reason); and the note, the same in words for a reader.
+COLUMNS = {name: dtype for name, dtype, *_ in EVIDENCE}
 AT_FIGURE = "at the point of "  # a what-if profile's answer at a figure's point
-SEP = "; "  # between the parts of a note (analysis splits notes on it)
-# How far an axis's value is from those with a figure: "no figure (figures at ...)", "between values with
-# figures (...)", "41x the largest with a figure (...)", "1/512 of the smallest with a figure (...)"
-# (analysis lists the values of one axis that share the words on one line)
-NO_FIGURE, BETWEEN = "no figure", "between values with figures"
-LARGEST, SMALLEST = "the largest with a figure", "of the smallest with a figure"
+SEP = "; "  # between the parts of a note
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -109,11 +113,12 @@ def _what_if(model: Model, profile: Profile) -> str:
 
 def label(model: Model, profile: Profile, rows: pl.DataFrame, metric: str | None = None,
           dom: Domain | None = None) -> pl.DataFrame:
-    """`evidence` and `evidence_note` for each row of `rows` (param_* columns, and the metric columns an
-    assumption reads), the same height and order, for the answer `metric` (default: the headline)."""
+    """The evidence COLUMNS for each row of `rows` (param_* columns, and the metric columns an assumption
+    reads), the same height and order, for the answer `metric` (default: the headline)."""
     dom = dom or domain(model, profile)
     metric = metric or model.headline
-    if rows.height == 0:
+    n = rows.height
+    if n == 0:
         return pl.DataFrame(schema=COLUMNS)
     kind = arithmetic(model, metric)
     if kind is not None:
@@ -122,18 +127,19 @@ def label(model: Model, profile: Profile, rows: pl.DataFrame, metric: str | None
         name = metric.removeprefix("metric_")
         bound = rows.with_columns(arithmetic_checked(model, metric).alias("_bound"))["_bound"]  # a literal broadcasts
         unchecked = "no guest bound this point" if kind == EXACT else "no guest gives it"
-        return pl.DataFrame({"evidence": pl.Series(np.where(bound, KERNEL_CHECKED, EXTRAPOLATED), dtype=pl.Utf8),
-                             "evidence_note": pl.Series(np.where(
-                                 bound, f"{name}: the kernel's own arithmetic, equal to a guest's at this point",
-                                 f"{name}: the kernel's own arithmetic; {unchecked}"), dtype=pl.Utf8)})
+        return _frame(n, pl.Series(np.where(bound, KERNEL_CHECKED, EXTRAPOLATED), dtype=pl.Utf8),
+                      note=pl.Series(np.where(bound, f"{name}: the kernel's own arithmetic, equal to a guest's at "
+                                                     f"this point", f"{name}: the kernel's own arithmetic; {unchecked}"),
+                                     dtype=pl.Utf8))
     keys = rows.select(_key(model)).to_series()
     check = _validation(rows, keys, dom)
+    axes, axes_text = _axes(model, rows, dom)
+    assumed = _assumed(model, profile, rows, dom, metric)
     parts = pl.DataFrame({
         "fit": keys.is_in(list(dom.fit)), "validated": keys.is_in(list(dom.validated)),
         "id": keys.replace_strict(dom.figure_ids, default=None, return_dtype=pl.Utf8),
-        "axes": _axis_notes(model, rows, dom),
-        "assumed": _assumed(model, profile, rows, dom, metric),
-        "within": check["within"], "check": check["check"],
+        "axes": axes_text, "assumed": assumed.list.eval("assumed: " + pl.element()).list.join(SEP),
+        "within": check["within"], "check": check["check"], "error": check["error"],
     })
     # a fit point's number was checked against a published one, unless the profile is a what-if; a
     # validation point's too, when its error is within the model's stated error (else it says how far off)
@@ -143,24 +149,36 @@ def label(model: Model, profile: Profile, rows: pl.DataFrame, metric: str | None
     where = pl.when(off).then(pl.col("id") + pl.lit(": ") + pl.col("check")) \
         .when(pl.col("fit") | pl.col("validated")).then(pl.lit(AT_FIGURE) + pl.col("id")) \
         .otherwise(pl.col("axes"))
-    if parts["assumed"].null_count() < rows.height:  # (joining strings row by row costs: only when needed)
-        where = pl.concat_str([where, pl.col("assumed")], separator=SEP, ignore_nulls=True)
-    return parts.select(
+    some = pl.col("assumed").str.len_bytes() > 0
+    out = parts.select(
         pl.when(fit).then(pl.lit(FIT))
         .when(validated).then(pl.lit(VALIDATED))
-        .when(pl.col("assumed").is_not_null()).then(pl.lit(ASSUMED))
+        .when(some).then(pl.lit(ASSUMED))
         .otherwise(pl.lit(EXTRAPOLATED)).alias("evidence"),
+        pl.when(pl.col("fit") | pl.col("validated")).then(pl.col("id")).alias("evidence_figure"),
+        pl.when(~pl.col("fit")).then(pl.col("error")).alias("evidence_error"),  # against evidence_figure
         pl.when(fit).then(pl.lit("fit to ") + pl.col("id"))
         .when(validated).then(pl.lit("validated by ") + pl.col("id") + pl.lit(", ") + pl.col("check"))
+        .when(some).then(pl.concat_str([where, pl.col("assumed")], separator=SEP, ignore_nulls=True))
         .otherwise(where).alias("evidence_note"),
     )
+    return out.with_columns(axes.alias("evidence_axes"), assumed.alias("evidence_assumptions")).select(list(COLUMNS))
+
+
+def _frame(n: int, labels: pl.Series, note: pl.Series) -> pl.DataFrame:
+    """COLUMNS for rows with a label and a note only (no figure, error, axes or assumptions)."""
+    return pl.DataFrame({"evidence": labels, "evidence_figure": pl.Series([None] * n, dtype=pl.Utf8),
+                         "evidence_error": pl.Series([None] * n, dtype=pl.Float64),
+                         "evidence_axes": _lists("evidence_axes", [], AXIS, n),
+                         "evidence_assumptions": _lists("evidence_assumptions", [], pl.Utf8, n),
+                         "evidence_note": note})
 
 
 def _validation(rows: pl.DataFrame, keys: pl.Series, dom: Domain) -> pl.DataFrame:
     """Per row at a validation figure's point: `within` (its error against the figure is within the model's
-    stated error) and `check`, the error in words; false and null elsewhere."""
+    stated error), `error` and `check`, the error in words; false and null elsewhere."""
     n = rows.height
-    within, check = [False] * n, [None] * n
+    within, check, error = [False] * n, [None] * n, [None] * n
     if dom.checks.height:
         at = {k: i for i, k in enumerate(dom.checks["key"].to_list())}
         hits = np.flatnonzero(keys.is_in(list(at)).to_numpy())  # a chunk's few validation points, not every row
@@ -171,14 +189,15 @@ def _validation(rows: pl.DataFrame, keys: pl.Series, dom: Domain) -> pl.DataFram
             if value is None or not published:
                 check[i] = "no value to set against it"
                 continue
-            err = float(value) / published - 1
+            err = error[i] = float(value) / published - 1
             if dom.stated is None:
                 check[i] = f"{err:+.1%} from it (the model states no error: no leave-one-out fit)"
             elif abs(err) <= dom.stated:
                 within[i], check[i] = True, f"{err:+.1%} (within the model's stated {dom.stated:.1%})"
             else:
                 check[i] = f"{err:+.1%} from it, beyond the model's stated {dom.stated:.1%}"
-    return pl.DataFrame({"within": pl.Series(within, dtype=pl.Boolean), "check": pl.Series(check, dtype=pl.Utf8)})
+    return pl.DataFrame({"within": pl.Series(within, dtype=pl.Boolean), "check": pl.Series(check, dtype=pl.Utf8),
+                         "error": pl.Series(error, dtype=pl.Float64)})
 
 
 EXACT, COUNTED = "exact", "counted"
@@ -201,62 +220,115 @@ def arithmetic_checked(model: Model, metric: str) -> pl.Expr:
 
 
 def _assumed(model: Model, profile: Profile, rows: pl.DataFrame, dom: Domain, metric: str) -> pl.Series:
-    """Per row, the assumptions that apply to `metric` ("assumed: <name>", joined), null where none does."""
-    texts = [pl.lit(f"assumed: {dom.what_if}")] if dom.what_if else []
-    for a in (a for a in model.calibration.assumptions if a.bears_on(metric)):
+    """Per row, the names of the assumptions that apply to `metric` (a what-if profile's reason first), as a
+    list; empty where none does. Built per combination of the assumptions that apply (a few), then joined."""
+    n = rows.height
+    fixed = [dom.what_if] if dom.what_if else []
+    bearing = [a for a in model.calibration.assumptions if a.bears_on(metric)]
+    if not bearing:
+        return _lists("assumed", fixed, pl.Utf8, n)
+    columns = {}
+    for i, a in enumerate(bearing):
         applies = pl.Series(a.applies(rows, profile), dtype=pl.Boolean).fill_null(False)
-        texts.append(pl.when(pl.lit(applies)).then(pl.lit(f"assumed: {a.name}")))
-    if not texts:
-        return _repeat("assumed", None, rows.height)
-    joined = pl.select(pl.concat_str(texts, separator=SEP, ignore_nulls=True).alias("assumed")).to_series()
-    if joined.len() == 1:
-        return _repeat("assumed", joined[0] or None, rows.height)
-    return joined.replace("", None)
+        columns[f"_{i}"] = applies if applies.len() == n else pl.repeat(applies[0], n, eager=True)  # one for all
+    flags = pl.DataFrame(columns)
+    combos = flags.unique()
+    names = [fixed + [a.name for a, on in zip(bearing, combo) if on] for combo in combos.rows()]
+    table = combos.with_columns(pl.Series("assumed", names, dtype=pl.List(pl.Utf8)))
+    return flags.join(table, on=list(flags.columns), how="left", maintain_order="left")["assumed"]
 
 
-def _axis_notes(model: Model, rows: pl.DataFrame, dom: Domain) -> pl.Series:
-    """Per row, the axes whose value no figure has, each with how far it is from those that have one;
-    "a combination ... no single figure has" when every value has one but the point is none of the figures'.
-    Each axis's few distinct values are described once; polars joins them per row."""
+def _axes(model: Model, rows: pl.DataFrame, dom: Domain) -> tuple[pl.Series, pl.Series]:
+    """Per row, the axes whose value no figure has (a list of AXIS), and the same in words: each with how far
+    it is from the values that have one ("a combination ... no single figure has" when every value has one
+    but the point is none of the figures'). Each distinct combination of the far axes' values is described
+    once, and joined back to the rows (a chunk has a million rows and a few thousand combinations)."""
+    n = rows.height
     if not dom.fit and not dom.validated:
-        return _repeat("axes", f"{model.name} has no published figure of its own", rows.height)
-    parts = []
+        return (_lists("axes", [], AXIS, n),
+                _repeat("axes", f"{model.name} has no published figure of its own", n))
+    entries, texts, columns = [], [], []
     for a in model.axes:
         if a.column not in rows.columns:
             continue
         have, seen = dom.values[a.column], rows[a.column].unique().to_list()
-        far = {v: _far(a, v, have) for v in seen if v is not None and v not in have}
-        note = pl.col(a.column).replace_strict(far, default=None, return_dtype=pl.Utf8) if far else None
-        if None in seen and None not in have:  # "auto", "all": a null param
-            note = pl.when(pl.col(a.column).is_null()).then(pl.lit(_far(a, None, have))).otherwise(note)
-        if note is not None:
-            parts.append(note)
+        far = {v: _far(a, v, have) for v in seen if v not in have and (v is not None or None not in have)}
+        if not far:
+            continue
+        col = pl.col(a.column)
+        known = [v for v in far if v is not None]
+        hit = col.is_in(known) if known else pl.lit(False)
+        if None in far:
+            hit = hit | col.is_null()
+
+        def field(i: int, dtype) -> pl.Expr:
+            mapping = {v: f[i] for v, f in far.items() if v is not None}
+            e = col.replace_strict(mapping, default=None, return_dtype=dtype) if mapping else pl.lit(None, dtype=dtype)
+            return pl.when(col.is_null()).then(pl.lit(far[None][i], dtype=dtype)).otherwise(e) if None in far else e
+
+        columns.append(a.column)
+        entries.append(pl.when(hit).then(pl.struct(
+            pl.lit(a.name).alias("axis"), field(0, pl.Utf8).alias("value"), field(1, pl.Utf8).alias("relation"),
+            field(2, pl.Float64).alias("ratio"), field(3, pl.Utf8).alias("reference"))))
+        texts.append(pl.when(hit).then(pl.lit(f"{a.name} ") + field(0, pl.Utf8) + pl.lit(": ") + field(4, pl.Utf8)))
     combination = "a combination of values no single figure has"
-    if not parts:
-        return _repeat("axes", combination, rows.height)
-    joined = rows.select(pl.concat_str(parts, separator=SEP, ignore_nulls=True).alias("axes"))
-    return joined.select(pl.when(pl.col("axes").str.len_bytes() == 0).then(pl.lit(combination))
-                         .otherwise(pl.col("axes")).alias("axes"))["axes"]
+    if not entries:
+        return _lists("axes", [], AXIS, n), _repeat("axes", combination, n)
+    combos = rows.select(columns).unique().with_row_index("_combo")
+    # the entries in long form, axis by axis, gathered per combination (polars builds a list of structs
+    # ten times faster so than by concat_list)
+    long = pl.concat([combos.select("_combo", e.alias("_entry")).filter(pl.col("_entry").is_not_null())
+                      for e in entries])
+    lists = long.group_by("_combo", maintain_order=True).agg(pl.col("_entry").cast(AXIS).alias("_list"))
+    described = combos.with_columns(pl.concat_str(texts, separator=SEP, ignore_nulls=True).alias("_text")) \
+        .join(lists, on="_combo", how="left").with_columns(pl.col("_list").fill_null(pl.lit([], dtype=pl.List(AXIS))))
+    out = rows.select(columns).join(described.drop("_combo"), on=columns, how="left", nulls_equal=True,
+                                    maintain_order="left")
+    text = out.select(pl.when(pl.col("_text").str.len_bytes() == 0).then(pl.lit(combination))
+                      .otherwise(pl.col("_text")).alias("axes"))["axes"]
+    return out["_list"].alias("axes"), text
+
+
+def _lists(name: str, items: list, inner, n: int) -> pl.Series:
+    """The same list on each of n rows (built once and repeated: a Python list of n lists is slow)."""
+    return pl.Series(name, [items], dtype=pl.List(inner)).new_from_index(0, n)
 
 
 def _repeat(name: str, text: str | None, n: int) -> pl.Series:
     return pl.repeat(text, n, dtype=pl.Utf8, eager=True).alias(name)
 
 
-def _far(axis, value, have: list) -> str:
-    """How far `value` of `axis` is from the values some figure has."""
-    name, text = axis.name, _text(axis, value)
+def _far(axis, value, have: list) -> tuple[str, str, float | None, str, str]:
+    """How far `value` of `axis` is from the values some figure has: (the value as its label, RELATIONS,
+    the ratio past the range or None, the values it is measured from, the words)."""
+    text = _text(axis, value)
     numbers = [v for v in have if isinstance(v, (int, float)) and not isinstance(v, bool)]
     # an order is an exponent: how many times larger says nothing, so it reads as a value no figure has
     if axis.kind in ("size", "extent", "int", "float") and numbers and min(numbers) > 0 \
             and isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
         lo, hi = min(numbers), max(numbers)
         if value > hi:
-            return f"{name} {text}: {_ratio(value / hi)}x {LARGEST} ({_text(axis, hi)})"
-        if value < lo:
-            return f"{name} {text}: 1/{_ratio(lo / value)} {SMALLEST} ({_text(axis, lo)})"
-        return f"{name} {text}: {BETWEEN} ({_text(axis, lo)} .. {_text(axis, hi)})"
-    return f"{name} {text}: {NO_FIGURE} (figures at {', '.join(_text(axis, v) for v in have)})"
+            found = (ABOVE, value / hi, _text(axis, hi))
+        elif value < lo:
+            found = (BELOW, lo / value, _text(axis, lo))
+        else:
+            found = (BETWEEN, None, f"{_text(axis, lo)} .. {_text(axis, hi)}")
+    else:
+        found = (NO_FIGURE, None, ", ".join(_text(axis, v) for v in have))
+    return (text, *found, describe(*found))
+
+
+def describe(relation: str, ratio: float | None, reference: str, farthest: bool = False) -> str:
+    """An evidence_axes entry's distance in words, for the note and for analysis alike: "41x the largest
+    with a figure (100GiB)", "1/512 of the smallest with a figure (1GiB)", "between values with figures
+    (4KiB .. 2MiB)", "no figure (figures at 0)"; `farthest` for several values' farthest ("up to 41x")."""
+    if relation == ABOVE:
+        return f"{'up to ' if farthest else ''}{_ratio(ratio)}x the largest with a figure ({reference})"
+    if relation == BELOW:
+        return f"{'down to ' if farthest else ''}1/{_ratio(ratio)} of the smallest with a figure ({reference})"
+    if relation == BETWEEN:
+        return f"between values with figures ({reference})"
+    return f"no figure (figures at {reference})"
 
 
 def _text(axis, value) -> str:

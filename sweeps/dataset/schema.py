@@ -15,6 +15,10 @@ from workers.registry import shipped_models
 
 
 def _dtype(dt) -> str:
+    if isinstance(dt, pl.List):
+        return f"List({_dtype(dt.inner)})"
+    if isinstance(dt, pl.Struct):
+        return "Struct"
     return {pl.Int64: "Int64", pl.Float64: "Float64", pl.Utf8: "Utf8", pl.Boolean: "Boolean",
             pl.UInt64: "UInt64", pl.Float32: "Float32"}.get(dt, str(dt))
 
