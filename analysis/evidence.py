@@ -1,21 +1,22 @@
 """What the answers in a sweep rest on (workers.evidence labels), as the report, `table` and `compare` show it.
 
-A modeled row's label is stored in the dataset (`evidence`, `evidence_note`: schema 5) for its headline;
-a metric the kernel gives exactly (memmap's counts and bytes) is `kernel-checked` at the points a guest
-bound (KernelCheck.bound), `extrapolated` elsewhere, as is any count the model computes without a cost.
-A cell or a group of rows rests on its weakest row: fit < validated < kernel-checked < extrapolated <
-assumed. Rows of the measured and kernel sources are observations and carry no label.
+A modeled row's evidence is stored in the dataset as data (schema 7: `evidence`, `evidence_figure`,
+`evidence_error`, `evidence_axes`, `evidence_assumptions`, and `evidence_note`, the same in words) for its
+headline; this module reads the data, never the note's words. A metric the kernel gives exactly (memmap's
+counts and bytes) is `kernel-checked` at the points a guest bound (KernelCheck.bound), `extrapolated`
+elsewhere, as is any count the model computes without a cost. A cell or a group of rows rests on its
+weakest row: fit < validated < kernel-checked < extrapolated < assumed. Rows of the measured and kernel
+sources are observations and carry no label. A sweep of schema 5 or 6 stored the label and the note only:
+its labels are read as stored and its notes listed as written.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 import polars as pl
 
-from workers.evidence import (ASSUMED, AT_FIGURE, BETWEEN, EXTRAPOLATED, KERNEL_CHECKED, LABELS, LARGEST, NO_FIGURE,
-                              SEP, SMALLEST, arithmetic, arithmetic_checked)
+from workers.evidence import ASSUMED, EXTRAPOLATED, KERNEL_CHECKED, LABELS, arithmetic, arithmetic_checked, describe
 from workers.units import parse_size
 
 from .read import MODELED, ModelRows
@@ -25,18 +26,19 @@ MARK = {label: label[0].upper() for label in LABELS}  # F, V, K, E, A: one lette
 LEGEND = ("evidence marks (a cell's weakest row): F fit, V validated, K kernel-checked, E extrapolated, "
           "A assumed")
 FRAGMENTS = 8  # notes listed under a table
-# An axis's note (workers.evidence): the axis, its value, a ratio for a value past the figures' range, and
-# the words every such value of the axis shares: "namespace_size 4TiB: 41x the largest with a figure (100GiB)"
-_AXIS_NOTE = re.compile(rf"^(\w+) ([^:]+): (?:([\d.]+)x |1/([\d.]+) )?"
-                        rf"((?:{NO_FIGURE}|{BETWEEN}|{LARGEST}|{SMALLEST}) .*)$")
+ASSUMED_PREFIX = "assumed: "  # how a line names an assumption
+
+
+def _structured(rows: ModelRows) -> bool:
+    """Whether the sweep stores its evidence as data (schema 7), not as the note alone."""
+    return "evidence_axes" in rows.schema() and "evidence_assumptions" in rows.schema()
 
 
 def _off(rows: ModelRows, metric: str) -> list[str]:
-    """The note fragments of the model's assumptions that do not bear on `metric` (the stored label is the
+    """The names of the model's assumptions that do not bear on `metric` (the stored label is the
     headline's: a cost assumption behind a time is no part of a count's evidence)."""
     model = rows.model
-    return [f"assumed: {a.name}" for a in (model.calibration.assumptions if model is not None else ())
-            if not a.bears_on(metric)]
+    return [a.name for a in (model.calibration.assumptions if model is not None else ()) if not a.bears_on(metric)]
 
 
 def label_expr(rows: ModelRows, metric: str) -> pl.Expr | None:
@@ -49,11 +51,10 @@ def label_expr(rows: ModelRows, metric: str) -> pl.Expr | None:
         return pl.when(labelled & arithmetic_checked(rows.model, metric)).then(pl.lit(KERNEL_CHECKED)) \
             .when(labelled).then(pl.lit(EXTRAPOLATED))
     off = _off(rows, metric)
-    if not off:
+    if not off or not _structured(rows):
         return pl.col("evidence")
     # assumed only for assumptions that do not bear on this metric: the point is otherwise extrapolated
-    kept = pl.col("evidence_note").str.split(SEP).list.eval(
-        pl.element().filter(pl.element().str.starts_with("assumed: ") & ~pl.element().is_in(off))).list.len()
+    kept = pl.col("evidence_assumptions").list.eval(pl.element().filter(~pl.element().is_in(off))).list.len()
     return pl.when((pl.col("evidence") == ASSUMED) & (kept == 0)).then(pl.lit(EXTRAPOLATED)) \
         .otherwise(pl.col("evidence"))
 
@@ -81,11 +82,14 @@ def weakest(expr: pl.Expr) -> pl.Expr:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Evidence:
-    """What a set of modeled rows rests on: rows per label (strongest first) and the distinct notes of
-    the extrapolated and assumed ones (each axis or assumption once, most rows first)."""
+    """What a set of modeled rows rests on: rows per label (strongest first); the lines that say what the
+    extrapolated and assumed ones rest on (each axis or assumption once, most rows first); and the axes and
+    the assumptions those lines name."""
 
     counts: tuple[tuple[str, int], ...] = ()
     notes: tuple[str, ...] = ()
+    axes: tuple[str, ...] = ()
+    assumptions: tuple[str, ...] = ()
 
     @property
     def rows(self) -> int:
@@ -100,54 +104,74 @@ def summarize(rows: ModelRows, lf: pl.LazyFrame, metric: str) -> Evidence:
     """The evidence of the rows of `lf` (rows of one model, already filtered) for `metric`."""
     label = label_expr(rows, metric)
     if label is None:
-        return Evidence(counts=(), notes=())
-    counted = rows.model is not None and arithmetic(rows.model, metric)
-    note = pl.lit(None, dtype=pl.Utf8) if counted else pl.col("evidence_note")
+        return Evidence()
     value = pl.col(metric).is_not_null() if metric in rows.schema() else pl.lit(True)
-    labelled = lf.filter(value).select(label.alias("label"), note.alias("note")).filter(pl.col("label").is_not_null())
-    groups = labelled.group_by("label", "note").agg(pl.len().alias("n")).collect()  # one scan for both
-    counts = groups.group_by("label").agg(pl.col("n").sum())
-    notes = groups.filter(pl.col("label").is_in([EXTRAPOLATED, ASSUMED])).select("note", "n")
-    ordered = tuple(sorted(((lab, int(n)) for lab, n in counts.iter_rows()), key=lambda c: RANK[c[0]]))
-    off = set(_off(rows, metric))
-    return Evidence(counts=ordered, notes=tuple(n for n in _fragments(notes) if n not in off))
+    labelled = lf.filter(value).with_columns(label.alias("_label")).filter(pl.col("_label").is_not_null())
+    weak = labelled.filter(pl.col("_label").is_in([EXTRAPOLATED, ASSUMED]))
+    counted = rows.model is not None and arithmetic(rows.model, metric)
+    if counted:  # the kernel's arithmetic: the label says it all
+        counts = labelled.group_by("_label").agg(pl.len().alias("n")).collect()
+        return Evidence(counts=_ordered(counts))
+    if not _structured(rows):
+        counts, notes = pl.collect_all([labelled.group_by("_label").agg(pl.len().alias("n")),
+                                        weak.group_by("evidence_note").agg(pl.len().alias("n"))])
+        return Evidence(counts=_ordered(counts), notes=tuple(
+            n for n, _ in sorted(notes.drop_nulls("evidence_note").rows(), key=lambda r: (-r[1], r[0]))))
+    off = _off(rows, metric)
+    axis = pl.col("evidence_axes").explode().struct
+    counts, axes, assumed, other = pl.collect_all([
+        labelled.group_by("_label").agg(pl.len().alias("n")),
+        weak.select(axis.field("axis"), axis.field("value"), axis.field("relation"), axis.field("ratio"),
+                    axis.field("reference")).drop_nulls("axis")
+        .group_by("axis", "relation", "reference", "value").agg(pl.len().alias("n"), pl.col("ratio").max()),
+        weak.select(pl.col("evidence_assumptions").explode().alias("name")).drop_nulls()
+        .filter(~pl.col("name").is_in(off)).group_by("name").agg(pl.len().alias("n")),
+        # rows extrapolated with no axis far from a figure (a combination no figure has; a model without
+        # figures): the producer's words for why, as written
+        weak.filter(pl.col("evidence_axes").list.len() == 0).filter(pl.col("_label") == EXTRAPOLATED)
+        .group_by("evidence_note").agg(pl.len().alias("n")),
+    ])
+    lines = _axis_lines(axes) + [(f"{ASSUMED_PREFIX}{name}", n) for name, n in assumed.rows()] + \
+        [(note, n) for note, n in other.drop_nulls("evidence_note").rows()]
+    lines.sort(key=lambda line: (-line[1], line[0]))
+    names = [name for name, _ in sorted(assumed.rows(), key=lambda r: (-r[1], r[0]))]
+    shown = list(dict.fromkeys(a for a, _ in sorted(
+        axes.group_by("axis").agg(pl.col("n").sum()).rows(), key=lambda r: (-r[1], r[0]))))
+    return Evidence(counts=_ordered(counts), notes=tuple(text for text, _ in lines), axes=tuple(shown),
+                    assumptions=tuple(names))
 
 
-def _fragments(notes: pl.DataFrame) -> tuple[str, ...]:
-    """Each "; "-separated part of the notes once, by the rows it covers (most first). The values of one axis
-    that share how far they are from a figure are one line, with the farthest ratio: "namespace_size 112GiB,
-    128GiB, 144GiB, ..., 16TiB (1018 values): up to 164x the largest with a figure (100GiB)"."""
-    covered: dict[str, int] = {}
-    for note, n in notes.iter_rows():
-        for part in (note or "").split(SEP):
-            if part and not part.startswith(AT_FIGURE):  # a what-if at a figure's point: the count says it
-                covered[part] = covered.get(part, 0) + n
-    lines: dict[tuple[str, str | None], _Line] = {}
-    for part, n in sorted(covered.items(), key=lambda kv: (-kv[1], kv[0])):
-        m = _AXIS_NOTE.match(part)
-        axis, value, times, fraction, far = m.groups() if m else (part, part, None, None, None)
-        line = lines.setdefault((axis, far), _Line(part))
+def _ordered(counts: pl.DataFrame) -> tuple[tuple[str, int], ...]:
+    return tuple(sorted(((lab, int(n)) for lab, n in counts.select("_label", "n").iter_rows()), key=lambda c: RANK[c[0]]))
+
+
+def _axis_lines(axes: pl.DataFrame) -> list[tuple[str, int]]:
+    """One line per axis and distance (relation, reference): its values, with the farthest ratio when several
+    share it: "namespace_size 112GiB, 128GiB, 144GiB, ..., 16TiB (1018 values): up to 164x the largest with a
+    figure (100GiB)"; and the rows it covers (a row has one value of an axis: its values' rows add up)."""
+    lines: dict[tuple[str, str, str], _Line] = {}
+    for axis, relation, reference, value, n, ratio in sorted(
+            axes.select("axis", "relation", "reference", "value", "n", "ratio").rows(), key=lambda r: (-r[4], r[3])):
+        line = lines.setdefault((axis, relation, reference), _Line())
         line.values.append(value)
-        line.rows += n  # a row has one value of an axis: the rows of its values add up
-        if times or fraction:  # the farthest value's ratio, as its note wrote it
-            line.farthest = max(line.farthest, (float(times or fraction),
-                                                f"up to {times}x " if times else f"down to 1/{fraction} "))
-    return tuple(line.text(axis, far) for (axis, far), line in sorted(lines.items(), key=lambda kv: -kv[1].rows))
+        line.rows += n
+        if ratio is not None:
+            line.farthest = max(line.farthest, ratio)
+    out = []
+    for (axis, relation, reference), line in lines.items():
+        several = len(line.values) > 1
+        far = describe(relation, line.farthest or None, reference, farthest=several)
+        out.append((f"{axis} {_values(line.values)}: {far}", line.rows))
+    return out
 
 
 @dataclass
 class _Line:
-    """One line of notes: the first note's text, the values of its axis, their rows and the farthest ratio."""
+    """One line of notes: the values of its axis, their rows and the farthest ratio."""
 
-    first: str
     values: list[str] = field(default_factory=list)
     rows: int = 0
-    farthest: tuple[float, str] = (0.0, "")
-
-    def text(self, axis: str, far: str | None) -> str:
-        if far is None or len(self.values) == 1:
-            return self.first
-        return f"{axis} {_values(self.values)}: {self.farthest[1]}{far}"
+    farthest: float = 0.0
 
 
 def _values(values: list[str], most: int = 6) -> str:
@@ -171,14 +195,11 @@ def note_lines(ev: Evidence, limit: int = FRAGMENTS) -> list[str]:
 
 def sentence(ev: Evidence) -> str:
     """One line for a finding: "Rests on 2,480 extrapolated rows (namespace_size, align), 300 assumed (LLC-warm
-    struct pages (copy.warm_llc)) and 8 fit." The axes and assumptions named are those of the notes."""
+    struct pages (copy.warm_llc)) and 8 fit." The axes and assumptions named are those of the rows."""
     if not ev.counts:
         return ""
-    axes = list(dict.fromkeys(n.split(" ", 1)[0] for n in ev.notes
-                              if not n.startswith(("assumed: ", "a combination", "profile")) and " " in n))
-    assumed = [n.removeprefix("assumed: ") for n in ev.notes if n.startswith("assumed: ")]
-    what = {EXTRAPOLATED: f" (along {', '.join(axes)})" if axes else "",
-            ASSUMED: f" ({'; '.join(assumed)})" if assumed else ""}
+    what = {EXTRAPOLATED: f" (along {', '.join(ev.axes)})" if ev.axes else "",
+            ASSUMED: f" ({'; '.join(ev.assumptions)})" if ev.assumptions else ""}
     parts = [f"{n:,} {label}{what.get(label, '')}" for label, n in reversed(ev.counts)]
     body = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
     return f"Evidence: its {ev.rows:,} rows are {body}."

@@ -338,7 +338,7 @@ def evidence_tables(sweep: Sweep) -> list[Table]:
             continue
         ev = evidence.summarize(rows, ok(rows.scan(MODELED)), rows.model.headline)
         for label, n in ev.counts:
-            what = [x for x in ev.notes if (x.startswith("assumed: ") == (label == evidence.ASSUMED))]
+            what = [x for x in ev.notes if (x.startswith(evidence.ASSUMED_PREFIX) == (label == evidence.ASSUMED))]
             rows_out.append({"model": rows.name, "evidence": label, "rows": f"{n:,}",
                              "share": f"{n / ev.rows:.1%}",
                              "rests on": "; ".join(what[:6]) + (f" (+{len(what) - 6} more)" if len(what) > 6 else "")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import polars as pl
+
 from sweeps.run.sources import SourceSettings, model_rows
 from sweeps.spec.grid import decode, grid_for
 from sweeps.spec.load import parse_spec
@@ -21,7 +23,7 @@ BIG = dict(namespace_size="4TiB", align="1GiB", mode="devdax", map="dev", strate
 
 def labels(model, points: list[dict], profile=SEED, metric=None) -> list[tuple[str, str]]:
     rows = evaluate(model, points_frame(model, points), profile)
-    return evidence.label(model, profile, rows, metric).rows()
+    return evidence.label(model, profile, rows, metric).select("evidence", "evidence_note").rows()
 
 
 def test_the_seed_point_is_fit():
@@ -148,3 +150,26 @@ def test_a_byte_count_axis_reads_as_a_size():
     """start_offset counts bytes (an int axis): its note gives 10MiB, not 10485760."""
     [(label, note)] = labels(MEMMAP, [{**SEED_POINT, "start_offset": 10 * 2 ** 20}])
     assert label == "extrapolated" and "start_offset 10MiB: no figure (figures at 0)" in note
+
+
+def test_the_evidence_is_data_a_query_can_filter():
+    """The label's parts are columns, not prose: the figure and its error, each far axis as a struct (axis,
+    value, relation, ratio, reference) and the assumptions by name; the note says the same in words."""
+    points = [SEED_POINT, BIG, dict(SEED_POINT, namespace_size="16GiB", medium="pmem")]
+    rows = evaluate(MEMMAP, points_frame(MEMMAP, points), SEED)
+    out = evidence.label(MEMMAP, SEED, rows)
+    assert dict(out.schema) == evidence.COLUMNS
+    fit, big, pmem = out.rows(named=True)
+    assert (fit["evidence_figure"], fit["evidence_error"], fit["evidence_axes"]) == ("memmap/fsdax/template", None, [])
+    assert big["evidence_axes"] == [
+        {"axis": "namespace_size", "value": "4TiB", "relation": "above", "ratio": 40.96, "reference": "100GiB"},
+        {"axis": "align", "value": "1GiB", "relation": "above", "ratio": 512.0, "reference": "2MiB"}]
+    assert big["evidence_note"] == ("namespace_size 4TiB: 41x the largest with a figure (100GiB); "
+                                    "align 1GiB: 512x the largest with a figure (2MiB)")
+    assert pmem["evidence"] == "assumed" and {"axis": "medium", "value": "pmem", "relation": "no figure",
+                                              "ratio": None, "reference": "dram"} in pmem["evidence_axes"]
+    assert any(a.startswith("pmem costs") for a in pmem["evidence_assumptions"])
+    # what a user asks of the dataset: the rows extrapolated more than 10x past a figure along namespace_size
+    far = out.filter(pl.col("evidence_axes").list.eval(
+        (pl.element().struct.field("axis") == "namespace_size") & (pl.element().struct.field("ratio") > 10)).list.any())
+    assert far.height == 1 and far["evidence_note"][0] == big["evidence_note"]
