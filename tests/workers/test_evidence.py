@@ -75,8 +75,8 @@ def test_pmem_rests_on_costs_from_another_machine():
     [(label, note), (mem_label, mem_note)] = labels(MEMMAP, [{**SEED_POINT, "medium": "pmem"},
                                                              {**BIG, "map": "mem", "medium": "pmem"}])
     assert label == "assumed"
-    assert note == ("medium pmem: no figure (figures at dram); assumed: pmem costs: another machine's "
-                    "DRAM-to-Optane ratios (memmap.pmem_*_ratio)")
+    assert note == ("medium pmem: no figure (figures at dram); assumed: pmem costs: Optane DC rates and ratios "
+                    "of another machine (memmap.pmem_*)")
     assert "pmem costs" not in mem_note
 
 

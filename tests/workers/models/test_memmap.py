@@ -366,48 +366,78 @@ def test_init_time_never_decreases_as_the_namespace_grows(k, grow, mode, map_, a
         assert out.schema[c] == dt
 
 
-def test_pmem_prices_the_profiles_dram_costs_by_the_published_ratios():
-    """On pmem a struct page's memory costs are the profile's own DRAM costs scaled by the [memmap] DRAM-to-Optane
-    ratios (bandwidths divided, the miss latency multiplied): a profile with twice the DRAM write bandwidth writes
-    pmem twice as fast, so no absolute figure of another machine enters."""
-    ratio = {k: PROFILE.value("memmap", f"pmem_{k}_ratio") for k in ("nt_write", "read", "latency")}
+def test_pmem_streams_run_at_the_lesser_of_the_core_and_the_media():
+    """pmem_costs(): an NT stream at min(the core's, per-DIMM rate x DIMMs); a write-back's media bytes amplified
+    to a whole XPLine; an RFO stream at min(the core's latency-bound stream, per-DIMM read x DIMMs); a miss at
+    Optane's latency. A core faster than the media writes no faster; one slower than them sets the rate."""
+    v = lambda k: PROFILE.value("memmap", k)  # noqa: E731
     dram = cp.CopyCosts.of(PROFILE)
-    pmem = pmem_costs(dram, PROFILE)
-    assert pmem.dram_write_gbs == pytest.approx(dram.dram_write_gbs / ratio["nt_write"])
-    assert pmem.dram_rfo_gbs == pytest.approx(dram.dram_rfo_gbs / ratio["read"])
-    assert pmem.dram_latency_ns == pytest.approx(dram.dram_latency_ns * ratio["latency"])
-    assert (pmem.store_ns, pmem.call_ns, pmem.llc_gbs) == (dram.store_ns, dram.call_ns, dram.llc_gbs)
-    faster = PROFILE.with_values({("copy", "dram_write_gbs"): 2 * dram.dram_write_gbs}, source="assumed")
-    assert pmem_costs(cp.CopyCosts.of(faster), faster).dram_write_gbs == pytest.approx(2 * pmem.dram_write_gbs)
+    for dimms in (1, 2, 6, 8):
+        pmem = pmem_costs(dram, PROFILE, dimms)
+        media = v("pmem_dimm_nt_write_gbs") * dimms
+        assert pmem.dram_write_gbs == pytest.approx(min(dram.dram_write_gbs, media))
+        assert pmem.writeback_gbs == pytest.approx(min(dram.dram_write_gbs, media / v("pmem_writeback_amplification")))
+        assert pmem.dram_rfo_gbs == pytest.approx(min(dram.dram_rfo_gbs / v("pmem_read_ratio"),
+                                                      v("pmem_dimm_read_gbs") * dimms))
+        assert pmem.dram_latency_ns == pytest.approx(dram.dram_latency_ns * v("pmem_latency_ratio"))
+        assert (pmem.store_ns, pmem.call_ns, pmem.llc_gbs) == (dram.store_ns, dram.call_ns, dram.llc_gbs)
+    assert pmem_costs(dram, PROFILE, 6).dram_write_gbs == pytest.approx(12.5, rel=1e-3)  # media-bound, not 16.26
+    slow = PROFILE.with_values({("copy", "dram_write_gbs"): 4.0}, source="assumed")
+    assert pmem_costs(cp.CopyCosts.of(slow), slow, 6).dram_write_gbs == 4.0  # a slow core sets the rate
 
 
-def test_the_seed_ratios_are_the_studys_one_thread_rows():
-    """The seed's ratios: ntstore 4.31 / 4.13 GB/s, read 7.38 / 2.88 GB/s (Fig. 4, one thread), random read latency
-    305.0 / 101.5 ns (Fig. 2), each a published number in "x" that names its file and column."""
-    for key, value, named in (("pmem_nt_write_ratio", 4.31 / 4.13, "Write(ntstore)"),
-                              ("pmem_read_ratio", 7.38 / 2.88, "column Read"),
-                              ("pmem_latency_ratio", 305.0 / 101.5, "Read\\Random")):
+def test_the_pmem_costs_name_the_studys_rows():
+    """Per-DIMM NT write 12.50 / 6 GB/s and read 37.63 / 6 GB/s (Fig. 4, six interleaved DIMMs at their peak),
+    the one-thread read ratio 7.38 / 2.88 and the random read latency ratio 305.0 / 101.5 (Fig. 2): published,
+    each naming its file and row; the XPLine amplification 256 / 64, assumed and saying so."""
+    for key, value, unit, named in (("pmem_dimm_nt_write_gbs", 12.50 / 6, "GB/s", "Threads = 4 and 5"),
+                                    ("pmem_dimm_read_gbs", 37.63 / 6, "GB/s", "Threads = 22"),
+                                    ("pmem_read_ratio", 7.38 / 2.88, "x", "column Read"),
+                                    ("pmem_latency_ratio", 305.0 / 101.5, "x", "Read\\Random")):
         q = PROFILE.sections["memmap"][key]
-        assert (q.unit, q.source) == ("x", "published")
+        assert (q.unit, q.source) == (unit, "published"), key
         assert q.value == pytest.approx(value, rel=1e-3)
         assert "graphs/0" in q.note and named in q.note, key
+    q = PROFILE.sections["memmap"]["pmem_writeback_amplification"]
+    assert (q.value, q.source) == (256 / 64, "assumed") and "XPLine" in q.note
+
+
+def test_a_pmem_init_is_never_under_the_media_bound_of_its_interleave():
+    """100 GiB fsdax map=dev template_nt_inline on pmem: the struct pages stored take at least their bytes over
+    the NT rate the DIMMs interleaved take, at 1, 2 and 6 DIMMs; fewer DIMMs, longer."""
+    rate = PROFILE.value("memmap", "pmem_dimm_nt_write_gbs")
+    out = run(*({"medium": "pmem", "pmem_dimms": d} for d in (1, 2, 6)))
+    for d, r in zip((1, 2, 6), out.rows(named=True)):
+        assert r["metric_init_ms"] >= r["metric_bytes_stored"] / (rate * d) / 1e6, d
+    assert out["metric_init_ms"].is_sorted(descending=True)
+    assert out["metric_init_ms"][0] / out["metric_init_ms"][2] > 5
+
+
+def test_a_machine_that_takes_no_optane_refuses_pmem():
+    """epyc_genoa (no AMD platform takes Optane): every pmem point is infeasible, naming the profile and why;
+    its DRAM points are ok."""
+    genoa = load_profile("epyc_genoa")
+    out = run({"medium": "dram"}, {"medium": "pmem"}, {"medium": "pmem", "map": "mem"}, profile=genoa)
+    assert out["status"].to_list() == ["ok", "infeasible", "infeasible"]
+    assert out["reason"][1].startswith("medium = pmem: profile epyc_genoa's machine takes no Optane") \
+        and "AMD" in out["reason"][1]
 
 
 def test_pmem_map_dev_is_never_faster_than_dram_and_slower_where_memory_sets_the_time():
     """With map=dev the struct pages are stored to the namespace: no strategy is faster on pmem; slow, bound by its
-    reads for ownership (2.56x slower on pmem), takes over 1.5x as long; fsdax template_nt_inline, bound by its NT
-    stream, takes the NT write ratio longer (a little more: its re-touched lines are also read)."""
-    nt_ratio = PROFILE.value("memmap", "pmem_nt_write_ratio")
+    reads for ownership and amplified write-backs, takes over 3x as long; fsdax template_nt_inline, bound by its
+    NT stream, takes what the six DIMMs' media bound gives (a little more: its re-touched lines are also read)."""
+    media = 6 * PROFILE.value("memmap", "pmem_dimm_nt_write_gbs")
     for mode in ("fsdax", "devdax"):
         for strategy in STRATEGIES:
             dram, pmem = run(*({"mode": mode, "strategy": strategy, "medium": m} for m in ("dram", "pmem"))).rows(
                 named=True)
             assert pmem["metric_init_ms"] >= dram["metric_init_ms"], (mode, strategy)
             if strategy == "slow":
-                assert pmem["metric_init_ms"] > 1.5 * dram["metric_init_ms"]
+                assert pmem["metric_init_ms"] > 3 * dram["metric_init_ms"]
                 assert pmem["metric_dominant"] == "memory"
             if (mode, strategy) == ("fsdax", "template_nt_inline"):
-                assert pmem["metric_bound_ms"] == pytest.approx(nt_ratio * dram["metric_bound_ms"], rel=0.02)
+                assert pmem["metric_bound_ms"] == pytest.approx(pmem["metric_bytes_stored"] / media / 1e6, rel=0.02)
 
 
 @pytest.mark.parametrize("strategy", STRATEGIES)
@@ -421,9 +451,9 @@ def test_map_mem_is_unaffected_by_the_medium(mode, strategy):
 
 def test_pmem_speedup_of_template_nt_inline_is_the_rfo_it_saves_and_shrinks_with_compounds():
     """On pmem (map=dev) slow and template_nt_inline are both bound by the medium: slow's cached stores read each
-    line for ownership and write it back (1/read + 1/write ns a byte), MOVNTI only writes it (1/write), so fsdax's
-    speedup is about 1 + write/read bandwidth of pmem (a little less: the seeding inits and the re-touched lines
-    still pay both). devdax adds 2 serialized misses a compound, each pmem_latency_ratio times DRAM's, to the NT
+    line for ownership and write it back amplified (1/read + 1/write-back ns a byte), MOVNTI only writes it
+    (1/write), so fsdax's speedup is about write x (1/read + 1/write-back) (a little less: the seeding inits and
+    the re-touched lines still pay both). devdax adds 2 serialized misses a compound, each pmem_latency_ratio times DRAM's, to the NT
     side only, so its speedup is below fsdax's."""
     rows = [{"mode": mode, "strategy": s, "medium": m} for mode in ("fsdax", "devdax")
             for m in ("dram", "pmem") for s in ("slow", "template_nt_inline")]
@@ -431,8 +461,8 @@ def test_pmem_speedup_of_template_nt_inline_is_the_rfo_it_saves_and_shrinks_with
     t = dict(zip([(r["mode"], r["medium"], r["strategy"]) for r in rows], out["metric_init_ms"].to_list()))
     speedup = {(mode, m): t[(mode, m, "slow")] / t[(mode, m, "template_nt_inline")]
                for mode in ("fsdax", "devdax") for m in ("dram", "pmem")}
-    pmem = pmem_costs(cp.CopyCosts.of(PROFILE), PROFILE)
-    rfo_saved = 1 + pmem.dram_write_gbs / pmem.dram_rfo_gbs
+    pmem = pmem_costs(cp.CopyCosts.of(PROFILE), PROFILE, 6)
+    rfo_saved = pmem.dram_write_gbs * (1 / pmem.dram_rfo_gbs + 1 / pmem.writeback_gbs)
     assert speedup[("fsdax", "pmem")] == pytest.approx(rfo_saved, rel=0.05)
     assert speedup[("fsdax", "pmem")] < rfo_saved
     assert speedup[("devdax", "pmem")] < speedup[("fsdax", "pmem")]
@@ -441,16 +471,14 @@ def test_pmem_speedup_of_template_nt_inline_is_the_rfo_it_saves_and_shrinks_with
         PROFILE.value("memmap", "pmem_latency_ratio") * stall[("devdax", "dram", "template_nt_inline")])
 
 
-def test_pmem_ratios_are_published_and_only_pmem_points_need_them():
-    """The seed's pmem ratios cite published figures; a profile without them still prices dram points, and a pmem
-    map=dev point fails naming the missing key (error rows from evaluate(); ProfileError from the model)."""
-    for key in ("pmem_nt_write_ratio", "pmem_read_ratio", "pmem_latency_ratio"):
-        assert PROFILE.sections["memmap"][key].source == "published"
+def test_only_pmem_points_need_the_pmem_costs():
+    """A profile without them still prices dram points, and a pmem map=dev point fails naming the missing key
+    (error rows from evaluate(); ProfileError from the model)."""
     bare = Profile(name="bare", description="", sections={**PROFILE.sections, "memmap": {}})
     assert run({"medium": "dram"}, {"medium": "pmem", "map": "mem"}, profile=bare)["status"].to_list() == ["ok", "ok"]
     failed = run({"medium": "pmem"}, profile=bare).row(0, named=True)
-    assert failed["status"] == "error" and "memmap.pmem_nt_write_ratio" in failed["reason"]
-    with pytest.raises(ProfileError, match="memmap.pmem_nt_write_ratio"):
+    assert failed["status"] == "error" and "memmap.pmem_dimm_nt_write_gbs" in failed["reason"]
+    with pytest.raises(ProfileError, match="memmap.pmem_dimm_nt_write_gbs"):
         MODEL.evaluate(frame({"medium": "pmem"}), bare)
 
 

@@ -93,6 +93,9 @@ class CopyCosts:
     llc_bytes: float  # last-level cache size
     dram_latency_ns: float  # one serialized DRAM miss
     warm_llc: bool  # destinations rewritten in a loop keep an LLC-sized part resident
+    # write-backs of cached lines where they go at another rate than dram_write_gbs (a medium that
+    # amplifies them: memmap's pmem, workers.models.memmap.pmem_costs); None: dram_write_gbs
+    writeback_gbs: float | None = None
 
     @classmethod
     def of(cls, profile: Profile) -> CopyCosts:
@@ -198,7 +201,8 @@ def memory_ns(cached_bytes, cold_bytes, nt_bytes, footprint, cost: CopyCosts):
     `nt_bytes` go to DRAM with non-temporal stores. GB/s is bytes per ns.
     """
     resident = resident_fraction(footprint, cost)
-    dram_line = 1.0 / cost.dram_rfo_gbs + 1.0 / cost.dram_write_gbs
+    writeback = cost.dram_write_gbs if cost.writeback_gbs is None else cost.writeback_gbs
+    dram_line = 1.0 / cost.dram_rfo_gbs + 1.0 / writeback
     return (cached_bytes * ((1.0 - resident) * dram_line + resident / cost.llc_gbs)
             + cold_bytes * dram_line + nt_bytes / cost.dram_write_gbs)
 

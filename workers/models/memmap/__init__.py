@@ -43,13 +43,14 @@ Medium (axis `medium`): what the namespace is. `dram` is what the seed
 measured (its VM emulates pmem in DRAM), priced with the [copy] costs. `pmem`
 is Optane-class persistent memory: with map=dev the struct pages live on the
 namespace, so every store, write-back, read for ownership and serialized miss
-of the init goes to the medium, priced as the profile's own DRAM cost scaled by
-a DRAM-to-Optane ratio measured on one machine (the [memmap]
-pmem_nt_write_ratio for non-temporal stores and write-backs, pmem_read_ratio
-for reads for ownership, pmem_latency_ratio for a serialized miss), never by
-absolute figures of another machine; LLC-resident lines stay at LLC cost.
-With map=mem the struct pages are in DRAM whatever the medium, so the medium
-changes nothing.
+of the init goes to the medium (`pmem_costs()`): a stream runs at the lesser of
+what the core sustains and what the media take, per DIMM times the DIMMs the
+namespace interleaves over (axis `pmem_dimms`); a cached line's write-back
+writes a whole 256-byte XPLine (pmem_writeback_amplification); a serialized
+miss costs Optane's latency. LLC-resident lines stay at LLC cost. With map=mem
+the struct pages are in DRAM whatever the medium, so the medium changes only
+whether the machine can have the namespace: a profile whose machine takes no
+Optane (memmap.optane = false) makes every pmem point infeasible.
 
 Memory (`metric_memmap_dram_bytes`): every DRAM byte the bind takes for the
 memmap: struct pages in DRAM (map=mem; with map=dev only those of partial
@@ -74,10 +75,11 @@ import polars as pl
 from workers.axes import ALIGN, COMPOUND_ORDER, NAMESPACE_SIZE, STRUCT_PAGE_SIZE, Axis, choice
 from workers.findings import MAX, MIN, Column, Medians, MedianTable, Pick, Ratio, Winner
 from workers.model import (LAST_LEVEL, Assumption, Calibration, Comparison, Figure, FreeParam, KernelCheck,
-                           LastPoints, Measurement, Metric, Model, Reasons, Report, status_columns)
+                           STATUS_INFEASIBLE, STATUS_OK, LastPoints, Measurement, Metric, Model, Reasons, Report,
+                           status_columns)
 from workers.models import copy as cp
 from workers.plots import POOL, BestHeatmap, Cond, Lines, Overlay, Panels, Series, X, Y
-from workers.profiles import Profile
+from workers.profiles import Profile, Quantity
 from workers.units import GiB, KiB, MiB, TiB
 
 from . import layout as ml
@@ -111,8 +113,8 @@ MODE = choice("mode", ("fsdax", "devdax"), "fsdax",
               "compound pages of the namespace align")
 MAP = choice("map", ("dev", "mem"), "dev", "dev: the memmap lives on the namespace (altmap); mem: in DRAM")
 MEDIUM = choice("medium", ("dram", "pmem"), "dram",
-                "what backs the namespace: dram (pmem emulated in DRAM, as the seed's VM) or pmem (Optane-class, "
-                "priced as the profile's DRAM costs scaled by its memmap.pmem_*_ratio entries); with map=dev the "
+                "what backs the namespace: dram (pmem emulated in DRAM, as the seed's VM) or pmem (Optane-class: "
+                "each stream at the lesser of the core's rate and the media's, memmap.pmem_*); with map=dev the "
                 "struct pages are stored to it, with map=mem they stay in DRAM whatever the medium")
 STRATEGY = choice("strategy", STRATEGIES, "template_nt_inline",
                   "slow: field-by-field init (mainline); template: memcpy of a template (patches 4-5); "
@@ -121,6 +123,12 @@ START_OFFSET = Axis(
     name="start_offset", kind="int", unit="bytes", default=0,
     doc="physical start of the namespace modulo 1 GiB (the kernel requires a multiple of 2 MiB)",
     rule="a non-negative multiple of 4KiB", check=lambda v: v >= 0 and v % (4 * KiB) == 0,
+)
+PMEM_DIMMS = Axis(
+    name="pmem_dimms", kind="int", unit="", default=6,
+    doc="medium = pmem: the Optane DIMMs the namespace interleaves over (one socket of a Cascade Lake or Ice "
+        "Lake server: 1 to 8; the study the costs come from interleaves 6)",
+    rule="an integer from 1 to 16", check=lambda v: 1 <= v <= 16,
 )
 NVDIMM_KMSAN = Axis(
     name="nvdimm_kmsan", kind="bool", unit="", default=False,
@@ -152,14 +160,33 @@ def _copy_table() -> dict[str, np.ndarray]:
 _COPY_TABLE = _copy_table()
 
 
-def pmem_costs(cost: cp.CopyCosts, profile: Profile) -> cp.CopyCosts:
-    """`cost` with the memory terms of a struct-page array stored on pmem: the profile's own DRAM costs scaled
-    by the [memmap] DRAM-to-Optane ratios (DRAM / Optane bandwidth, Optane / DRAM latency, each pair measured
-    on one machine): non-temporal stores and write-backs, reads for ownership, and a serialized miss."""
-    ratio = lambda k: float(profile.value("memmap", k))  # noqa: E731
-    return replace(cost, dram_write_gbs=cost.dram_write_gbs / ratio("pmem_nt_write_ratio"),
-                   dram_rfo_gbs=cost.dram_rfo_gbs / ratio("pmem_read_ratio"),
-                   dram_latency_ns=cost.dram_latency_ns * ratio("pmem_latency_ratio"))
+def pmem_costs(cost: cp.CopyCosts, profile: Profile, dimms) -> cp.CopyCosts:
+    """`cost` with the memory terms of a struct-page array stored on pmem interleaved over `dimms` Optane DIMMs
+    (a number or an array per point), each the lesser of the core's stream and the media's rate:
+
+    - non-temporal stores: min(the core's NT stream, dram_write_gbs; per-DIMM NT write rate x dimms);
+    - write-backs of cached lines: each one rewrites a 256-byte XPLine of the DIMM, so the media take
+      pmem_writeback_amplification times the bytes: min(the core's stream; media rate / amplification);
+    - reads for ownership: min(the core's RFO stream to Optane, the profile's DRAM rate over the one-thread
+      DRAM / Optane read ratio (a latency-bound stream); per-DIMM read rate x dimms);
+    - a serialized miss: the profile's DRAM latency times the Optane / DRAM latency ratio.
+    Each entry names its study, table and row in the profile ([memmap])."""
+    v = lambda k: float(profile.value("memmap", k))  # noqa: E731
+    dimms = np.asarray(dimms, dtype=float)
+    media_write = v("pmem_dimm_nt_write_gbs") * dimms
+    return replace(cost, dram_write_gbs=np.minimum(cost.dram_write_gbs, media_write),
+                   writeback_gbs=np.minimum(cost.dram_write_gbs, media_write / v("pmem_writeback_amplification")),
+                   dram_rfo_gbs=np.minimum(cost.dram_rfo_gbs / v("pmem_read_ratio"), v("pmem_dimm_read_gbs") * dimms),
+                   dram_latency_ns=cost.dram_latency_ns * v("pmem_latency_ratio"))
+
+
+def no_optane(profile: Profile) -> str | None:
+    """Why the profile's machine cannot have a pmem namespace (memmap.optane = false), or None."""
+    entry = profile.sections.get("memmap", {}).get("optane")
+    if entry is None or not isinstance(entry, Quantity) or entry.value:
+        return None
+    return (f"medium = pmem: profile {profile.name}'s machine takes no Optane-class persistent memory "
+            f"(memmap.optane = false: {entry.note})")
 
 
 def serial_misses(psize, deep):
@@ -239,6 +266,7 @@ def _inputs(points: pl.DataFrame) -> dict[str, np.ndarray]:
         pl.col("param_start_offset").fill_null(0).clip(0, None).alias("start"),
         pl.col("param_nvdimm_kmsan").fill_null(False).alias("kmsan"),
         (pl.col("param_medium") == "pmem").fill_null(False).alias("pmem"),
+        pl.col("param_pmem_dimms").fill_null(PMEM_DIMMS.default).clip(1, None).alias("dimms"),
     )
     return {c: arr[c].to_numpy() for c in arr.columns}
 
@@ -251,7 +279,7 @@ def _timing_on_medium(a: dict[str, np.ndarray], w: dict, stored_lines, order, pr
     t = timing(a["strategy"], w, stored_lines, a["psize"], order, fsdax, cost)
     on_pmem = a["map_dev"] & a["pmem"]  # map=mem keeps the struct pages in DRAM whatever the medium
     if on_pmem.any():
-        tp = timing(a["strategy"], w, stored_lines, a["psize"], order, fsdax, pmem_costs(cost, profile))
+        tp = timing(a["strategy"], w, stored_lines, a["psize"], order, fsdax, pmem_costs(cost, profile, a["dimms"]))
         t = {k: np.where(on_pmem, tp[k], v) for k, v in t.items()}
     return t
 
@@ -391,10 +419,10 @@ ASSUMPTIONS = (
     Assumption(name="LLC-warm struct pages (copy.warm_llc)", where=llc_warm, metrics=TIMES,
                text="struct pages that fit the LLC are priced as resident between rebinds, as the seed's 30 "
                     "rebinds keep them; a first bind finds them cold"),
-    Assumption(name="pmem costs: another machine's DRAM-to-Optane ratios (memmap.pmem_*_ratio)", where=on_pmem,
+    Assumption(name="pmem costs: Optane DC rates and ratios of another machine (memmap.pmem_*)", where=on_pmem,
                metrics=TIMES,
-               text="Optane's write, read and latency costs are this profile's DRAM costs scaled by ratios "
-                    "measured on another machine (one study, one thread), not fit to any figure"),
+               text="Optane's per-DIMM media rates, its write-back amplification and its DRAM ratios come from "
+                    "one study of first-generation Optane DC on Cascade Lake, not fit to any figure"),
 )
 
 
@@ -436,12 +464,12 @@ def work_counts(points: pl.DataFrame) -> tuple[np.ndarray, dict[str, np.ndarray]
 
 class MemmapModel(Model):
     name = "memmap"
-    version = "5"  # 5: memmap_pages as nr_memmap_pages counts them; 4: metric_init_instructions; 3: metric_memmap_pages
+    version = "6"  # 6: pmem by mechanism, axis pmem_dimms; 5: memmap_pages as nr_memmap_pages counts them; 4: metric_init_instructions; 3: metric_memmap_pages
     _points = LastPoints()  # a fit's figures: inputs, layout, walk and status derived once
     description = ("memmap_init_zone_device(): struct pages written, memmap placement and init time of the "
                    "slow / template / template_nt / template_nt_inline strategies")
     axes = (NAMESPACE_SIZE, STRUCT_PAGE_SIZE, ALIGN, COMPOUND_ORDER, MODE, MAP, STRATEGY, START_OFFSET,
-            NVDIMM_KMSAN, MEDIUM)
+            NVDIMM_KMSAN, MEDIUM, PMEM_DIMMS)
     metrics = (
         Metric(column="metric_pfns_in_range", dtype=INT,
                doc="pfns of the pgmap range: (namespace_size - end_trunc) / 4 KiB"),
@@ -546,6 +574,13 @@ class MemmapModel(Model):
     def evaluate(self, points: pl.DataFrame, profile: Profile) -> pl.DataFrame:
         """Layout, counts and modeled init time for every point (see the module doc)."""
         a, order, lay, w, geo, vm, status = self._points.get(points, self._of_points)
+        refused = no_optane(profile) if a["pmem"].any() else None
+        if refused:  # the machine, not the point: after every reason of the point's own
+            status = status.with_columns(
+                pl.when((pl.col("status") == STATUS_OK) & pl.Series(a["pmem"])).then(pl.lit(STATUS_INFEASIBLE))
+                .otherwise(pl.col("status")).alias("status"),
+                pl.when((pl.col("status") == STATUS_OK) & pl.Series(a["pmem"])).then(pl.lit(refused))
+                .otherwise(pl.col("reason")).alias("reason"))
         size, psize, map_dev = a["size"], a["psize"], a["map_dev"]
         t = _timing_on_medium(a, w, geo["lines"], order, profile)
         dram = vm["struct_dram"] + vm["pt_bytes"]
