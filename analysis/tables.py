@@ -71,6 +71,9 @@ def bar_text(v: object, lo: object, hi: object, unit: str) -> str:
     return f"{text} {UNIT_TEXT.get(unit, unit)}".rstrip() + f" {bar}"
 
 
+SMALLEST_BAR = 0.1  # % of the value: a bar below it reads "±<0.1%" (its digits would be the refits' noise)
+
+
 def bar_parts(v: object, lo: object, hi: object, most: int | None = None) -> tuple[str, str] | None:
     """(the value rounded to what its bar supports, the bar): the bar's larger side to two significant
     digits as a percentage of the value, the value to the same place ("230", "±6.5%"), and to at most
@@ -80,11 +83,13 @@ def bar_parts(v: object, lo: object, hi: object, most: int | None = None) -> tup
     half = max(abs(v - float(lo)), abs(float(hi) - v))
     if not half or not v:
         return None
-    place = math.floor(math.log10(half)) - 1  # the bar's second significant digit
     pct = half / abs(v) * 100
+    # the bar's second significant digit; a bar under SMALLEST_BAR holds no more digits than one of it
+    place = math.floor(math.log10(max(half, abs(v) * SMALLEST_BAR / 100))) - 1
     if most is not None:
         place = max(place, -most)
-    return f"{round(v, -place):.{max(0, -place)}f}", f"±{pct:.2g}%" if pct < 100 else f"±{pct:.0f}%"
+    bar = f"±{pct:.0f}%" if pct >= 100 else f"±{pct:.2g}%" if pct >= SMALLEST_BAR else f"±<{SMALLEST_BAR:g}%"
+    return f"{round(v, -place):.{max(0, -place)}f}", bar
 
 
 def improvement(base: float | None, v: float | None, higher: bool) -> str:

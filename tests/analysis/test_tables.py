@@ -86,9 +86,9 @@ def test_seed_sweep_gives_both_rfc_tables(seed_sweep):
         for b in body:
             # every cell is the point of a published figure the profile was fit to: marked F, with its error
             # bar (the spread of the leave-one-out fits) and only the digits the bar supports
-            m = re.match(rf"\S+\s+([\d.]+) {unit} ±([\d.]+)% F\s+([\d.]+) {unit} ±([\d.]+)% F\s+([\d.]+)%$", b)
+            m = re.match(rf"\S+\s+([\d.]+) {unit} ±(<?[\d.]+)% F\s+([\d.]+) {unit} ±(<?[\d.]+)% F\s+([\d.]+)%$", b)
             assert m, b
-            pte, pte_bar, pmd, pmd_bar, imp = map(float, m.groups())
+            pte, pte_bar, pmd, pmd_bar, imp = (float(g.lstrip("<")) for g in m.groups())
             assert 0 < pte_bar < 6 and 0 < pmd_bar < 6  # pfnmap's leave-one-out errors are within 4%
             assert pmd < pte and imp == pytest.approx(100 * (pte - pmd) / pte, rel=0.01)
 
