@@ -172,11 +172,22 @@ def load_profile(name_or_path: str) -> Profile:
         raise ProfileError(f"profile file {path.name} is not valid TOML: {e}") from None
     base = data.pop("base", None)
     profile = profile_from_dict(data, origin=path.name)
-    if base is None:
-        return profile
-    if not isinstance(base, str) or base == profile.name:
-        raise ProfileError(f"{path.name}: 'base' must name another profile (got {base!r}).")
-    return _inherit(load_profile(base), profile)
+    if base is not None:
+        if not isinstance(base, str) or base == profile.name:
+            raise ProfileError(f"{path.name}: 'base' must name another profile (got {base!r}).")
+        profile = _inherit(load_profile(base), profile)
+    return _checked_refits(profile, path.name)
+
+
+def _checked_refits(profile: Profile, origin: str) -> Profile:
+    """`profile`, if every cost its refits set is a number the profile has; else ProfileError naming it."""
+    for fid, refits in profile.refits.items():
+        for key in (k for costs in refits for k in costs):
+            section, name = key.split(".", 1)
+            if not isinstance(profile.sections.get(section, {}).get(name), Quantity):
+                raise ProfileError(f"{origin}: 'refits.\"{fid}\"' sets {key!r}, which is no cost of the profile; "
+                                   "a refit may set only the costs of its sections (memsweep calibrate writes them).")
+    return profile
 
 
 def _inherit(base: Profile, own: Profile) -> Profile:

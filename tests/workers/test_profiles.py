@@ -69,6 +69,14 @@ def test_refits_are_a_table_of_one_or_two_cost_sets_by_figure_and_part_of_the_di
             profile_from_dict({"name": "p", "refits": {"memmap/fsdax/slow": bad}})
 
 
+def test_a_refit_of_a_cost_the_profile_lacks_is_refused_at_load(tmp_path):
+    """A refit setting a cost no section holds would fail every chunk's bars: the file is refused, naming it."""
+    (tmp_path / "own.toml").write_text('name = "own"\nbase = "seed"\n[refits]\n'
+                                       '"memmap/fsdax/slow" = [{ "copy.nothing" = 1.0 }]\n')
+    with pytest.raises(ProfileError, match="'refits.\"memmap/fsdax/slow\"' sets 'copy.nothing', which is no cost"):
+        load_profile(str(tmp_path / "own.toml"))
+
+
 def test_a_profile_inherits_from_its_base(tmp_path):
     """`base` fills every entry the profile does not set; its own entries win."""
     (tmp_path / "child.toml").write_text(
