@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 
 from workers import MODELS, load_plugins
 from workers.axes import Axis
-from workers.dataset import MANIFEST, PROVENANCE_COLUMNS, Layout
+from workers.dataset import KERNEL, MANIFEST, MEASURED, MODELED, PROVENANCE_COLUMNS, Layout  # noqa: F401 (the row sources, re-exported)
 from workers.folder import at, layout, read_manifest, read_text, scan_parts
 from workers.parts import checked_parts
 from workers.exceptions import ProfileError, SweepFolderError
@@ -31,9 +31,6 @@ from workers.profiles import Profile, calibration_status, load_profile, profile_
 from .exceptions import AnalysisError
 
 SOURCE = "source"  # identity column since schema 2: "model" (modeled) or "measured" rows; schema 4: "kernel"
-MODELED = "model"
-MEASURED = "measured"
-KERNEL = "kernel"
 EQUAL_REL = 1e-9  # values this close are the same (deterministic models; float summation order)
 BATCH_ROWS = 4_000_000  # rows per batch of scan_batches(): about 0.7 GB of streaming group_by state at most
 DEFAULT = "default"  # scan(): the modeled rows, or the measured ones when a model has only those

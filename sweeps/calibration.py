@@ -21,6 +21,7 @@ from workers import MODELS
 from workers.calibrate import (
     DEFAULT_STARTS, LOO_STARTS, Calibration, FigureResult, calibrate, loo_text, predict, validation_figures,
 )
+from workers.dataset import MEASURED
 from workers.folder import Location, at, read_manifest, scan_parts
 from workers.parts import checked_parts
 from workers.exceptions import SweepFolderError
@@ -263,7 +264,7 @@ def _measured_rows(loc: Location, parts: list[str] | None) -> pl.DataFrame | Non
     lf = scan_parts(loc.fs, parts)
     if "source" not in lf.collect_schema():  # schema 1: modeled rows only
         return None
-    frame = lf.filter((pl.col("source") == "measured") & (pl.col("status") == "ok")).collect()
+    frame = lf.filter((pl.col("source") == MEASURED) & (pl.col("status") == "ok")).collect()
     return frame if frame.height else None
 
 

@@ -40,6 +40,10 @@ SCHEMA_VERSION = "7"
 #      evidence_figure, evidence_error, evidence_axes (a list of structs), evidence_assumptions (a list)
 #      between `evidence` and `evidence_note`
 
+# The row sources (a row's `source` column), in the order a run computes them: the model's own answer, the
+# user-space analog measured on a worker, the real kernel path in a guest (sweeps.run.sources: one backend each).
+SOURCE_NAMES = (MODELED, MEASURED, KERNEL) = ("model", "measured", "kernel")
+
 MANIFEST = "_manifest.json"
 SPEC_FILE = "_spec.toml"
 SUBMISSIONS = "_slurm.json"  # written at submit time, before any manifest; every manifest carries it as "slurm"

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Callable
 import polars as pl
 
 from workers import evaluate, evidence, get_model, interval
-from workers.dataset import GUEST_COLUMNS
+from workers.dataset import GUEST_COLUMNS, KERNEL, MEASURED, MODELED
 from workers.evaluate import error_rows
 from workers.guest.rows import kernel_rows
 from workers.guest.settings import KernelSettings
@@ -104,7 +104,7 @@ def _frame(columns: dict, height: int) -> pl.DataFrame:
 
 def measured_digest_inputs(spec: SweepSpec) -> dict:
     """Measured rows also depend on how they are measured: the spec's [measure] settings."""
-    return {"source": "measured", "measure": asdict(spec.measure)}
+    return {"source": MEASURED, "measure": asdict(spec.measure)}
 
 
 def measured_rows(model: Model, params: pl.DataFrame, profile: Profile, settings: SourceSettings) -> pl.DataFrame:
@@ -119,7 +119,7 @@ def measured_rows(model: Model, params: pl.DataFrame, profile: Profile, settings
 
 def kernel_digest_inputs(spec: SweepSpec) -> dict:
     """Kernel rows also depend on the kernel: the [kernel] settings, its release and its image's digest."""
-    return {"source": "kernel", "kernel": spec.kernel.identity()}
+    return {"source": KERNEL, "kernel": spec.kernel.identity()}
 
 
 def guest_rows(model: Model, params: pl.DataFrame, profile: Profile, settings: SourceSettings) -> pl.DataFrame:
@@ -135,12 +135,12 @@ def guest_rows(model: Model, params: pl.DataFrame, profile: Profile, settings: S
 
 
 BACKENDS: dict[str, Backend] = {
-    "model": Backend(name="model", chunk_points=model_chunk_points, digest_inputs=lambda spec: {},
+    MODELED: Backend(name=MODELED, chunk_points=model_chunk_points, digest_inputs=lambda spec: {},
                      rows=model_rows, placement=SHARED, planned_here=True),
-    "measured": Backend(name="measured", chunk_points=lambda spec, model: MEASURED_CHUNK_POINTS,
+    MEASURED: Backend(name=MEASURED, chunk_points=lambda spec, model: MEASURED_CHUNK_POINTS,
                         digest_inputs=measured_digest_inputs, rows=measured_rows, placement=NODE_ALONE,
                         planned_here=False),
     # A guest is one QEMU process on one CPU (TCG), so kernel chunks share a node like model chunks.
-    "kernel": Backend(name="kernel", chunk_points=lambda spec, model: KERNEL_CHUNK_POINTS,
+    KERNEL: Backend(name=KERNEL, chunk_points=lambda spec, model: KERNEL_CHUNK_POINTS,
                       digest_inputs=kernel_digest_inputs, rows=guest_rows, placement=SHARED, planned_here=False),
 }

@@ -31,6 +31,7 @@ from pathlib import Path
 from sweeps.exceptions import SpecError
 from workers import MODELS, load_plugins
 from workers.axes import SHARED_AXES, Axis
+from workers.dataset import MEASURED, MODELED, SOURCE_NAMES
 from workers.exceptions import ProfileError
 from workers.guest.build import build as build_series
 from workers.guest.build import cached_build
@@ -45,8 +46,7 @@ from workers.units import parse_size
 SPEC_DIR = Path(__file__).parent / "shipped"
 TOP_KEYS = {"name", "description", "models", "profile", "plugins", "chunk_points", "source", "measure", "kernel",
             "axes"}
-SOURCE_NAMES = ("model", "measured", "kernel")  # the row sources (sweeps.run.sources), in the order they run
-SOURCES = {**{s: (s,) for s in SOURCE_NAMES}, "both": ("model", "measured")}
+SOURCES = {**{s: (s,) for s in SOURCE_NAMES}, "both": (MODELED, MEASURED)}
 RANGE_KEYS = {"from", "to", "scale", "step"}
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 MAX_VALUES_PER_AXIS = 100_000

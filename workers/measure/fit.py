@@ -23,6 +23,7 @@ from typing import Iterable
 
 import polars as pl
 
+from workers.dataset import MEASURED
 from workers.model import L1D_BYTES, L2_BYTES, LAST_LEVEL, STATUS_OK, Figure, Model
 from workers.profiles import Profile
 from workers.registry import MODELS
@@ -42,7 +43,7 @@ def figures_from_measured(model: Model, frame: pl.DataFrame, *, statistic: str =
         return []
     rows = frame.filter(pl.col("status") == STATUS_OK)
     if "source" in rows.columns:
-        rows = rows.filter(pl.col("source") == "measured")
+        rows = rows.filter(pl.col("source") == MEASURED)
     groups: dict[str, tuple[str, dict, list[float], set[str]]] = {}
     for row in rows.iter_rows(named=True):
         metric = m.metric_of(row.get(f"param_{m.metric_axis}")) if m.metric_axis else m.metric_of()
