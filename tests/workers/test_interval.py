@@ -119,3 +119,19 @@ def test_a_ratio_of_two_answers_is_not_widened():
     assert slow["metric_speedup_vs_slow"] == slow["lo_speedup_vs_slow"] == slow["hi_speedup_vs_slow"] == 1.0
     rel = lambda r, m: (r[f"hi_{m}"] - r[f"lo_{m}"]) / r[f"metric_{m}"]  # noqa: E731
     assert 0 < rel(template, "speedup_vs_slow") < rel(template, "init_ms")
+
+
+def test_a_model_that_fails_under_a_refit_gives_error_rows_of_the_full_schema(monkeypatch):
+    """A refit the model cannot evaluate (a cost out of its domain) fails the chunk's rows, not the chunk:
+    every row is `error` naming the exception, with every column of a model row, bars and evidence null."""
+    points = points_frame(MEMMAP, [BIG, dict(BIG, namespace_size="1TiB")])
+    good = model_rows(MEMMAP, points, SEED, SourceSettings())
+
+    def broken(*args, **kwargs):
+        raise ValueError("refit out of range")
+
+    monkeypatch.setattr(interval, "bars", broken)
+    rows = model_rows(MEMMAP, points, SEED, SourceSettings())
+    assert rows.columns == good.columns and rows.schema == good.schema
+    assert rows["status"].to_list() == ["error", "error"] and "refit out of range" in rows["reason"][0]
+    assert rows["lo_init_ms"].is_null().all() and rows["evidence"].is_null().all()
