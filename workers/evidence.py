@@ -76,12 +76,10 @@ def domain(model: Model, profile: Profile) -> Domain:
                            "check_metric": [f.metric for f in val], "published": [f.published for f in val]}) \
         if "validation" in frames else pl.DataFrame(schema={"key": pl.UInt64, "id": pl.Utf8, "check_metric": pl.Utf8,
                                                             "published": pl.Float64})
-    own = {f.id for f in fit}
-    loo = [max(abs(lo), abs(hi)) for k, (lo, hi) in profile.leave_one_out.items() if k in own]
     return Domain(fit=frozenset(frames["fit"]["key"]) if "fit" in frames else frozenset(),
                   validated=frozenset(frames["validation"]["key"]) if "validation" in frames else frozenset(),
                   values=values, what_if=_what_if(model, profile), figure_ids=ids, checks=checks,
-                  stated=max(loo) if loo else None)
+                  stated=profile.loo_error(f.id for f in fit))
 
 
 def _keyed(model: Model, figures: tuple[Figure, ...]) -> pl.DataFrame:

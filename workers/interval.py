@@ -66,10 +66,10 @@ def stated(model: Model, profile: Profile) -> Stated:
     """The model's stated error under `profile` and the refit profiles behind it (module doc)."""
     own = [f.id for f in model.calibration.figures]
     refits = tuple(_with(profile, costs) for fid in own for costs in profile.refits.get(fid, ()))
-    loo = [max(abs(lo), abs(hi)) for fid, (lo, hi) in profile.leave_one_out.items() if fid in own]
-    if refits and loo:
-        return Stated(error=max(loo), refits=refits,
-                      basis=f"the largest leave-one-out error of its {len(loo)} fit figures")
+    loo = profile.loo_error(own)
+    if refits and loo is not None:
+        return Stated(error=loo, refits=refits,
+                      basis=f"the largest leave-one-out error of its {len(own)} fit figures")
     checks = validation_figures(model, profile)
     if checks:
         out = evaluate(model, figure_frame(model, checks), profile)
@@ -97,9 +97,8 @@ def bars(model: Model, profile: Profile, rows: pl.DataFrame, evidence: pl.Series
     if not names or state.error is None:
         return pl.DataFrame({c: pl.Series(c, [None] * rows.height, dtype=DTYPE) for c in dtypes(model)})
     ok = (rows["status"] == STATUS_OK).to_numpy()
-    answers = {m: rows[m].cast(pl.Float64).to_numpy().copy() for m in names}
-    lo = {m: answers[m].copy() for m in names}
-    hi = {m: answers[m].copy() for m in names}
+    lo = {m: rows[m].cast(pl.Float64).to_numpy() for m in names}  # the answers, then the least and the largest
+    hi = dict(lo)
     if state.refits and ok.any():
         points = rows.filter(pl.Series(ok)).select([a.column for a in model.axes])
         for refit in state.refits:

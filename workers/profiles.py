@@ -64,6 +64,13 @@ class Profile:
     # A profile with a `base` takes the base's (and its leave-one-out errors).
     refits: Mapping[str, tuple[Mapping[str, float], ...]] = field(default_factory=dict)
 
+    def loo_error(self, figure_ids) -> float | None:
+        """The largest |leave-one-out error| this profile records of the figures `figure_ids` (a model's
+        stated error: workers.evidence, workers.interval); None when it records none of them."""
+        ids = set(figure_ids)
+        errors = [max(abs(lo), abs(hi)) for fid, (lo, hi) in self.leave_one_out.items() if fid in ids]
+        return max(errors) if errors else None
+
     def value(self, section: str, key: str) -> float:
         """The number at section.key; ProfileError naming the key if it is missing."""
         entry = self.sections.get(section, {}).get(key)
