@@ -60,13 +60,14 @@ def test_cli_counts_the_costs_that_move_the_figures(capsys):
     """The text says how many costs move the figures (fitted and hand-set) against the independent numbers
     the figures carry; --json gives every figure row of the model the same count."""
     assert main(["calibrate", "--model", "young", "--starts", "2"]) == 0
-    assert "3 costs move the figures (2 fitted, 1 hand-set); the figures carry 3 independent numbers" in (
+    assert "6 costs move the figures (4 fitted, 2 hand-set); the figures carry 6 independent numbers" in (
         capsys.readouterr().out)
     assert main(["calibrate", "--model", "young", "--starts", "2", "--json"]) == 0
     counts = [r["count"] for r in json.loads(capsys.readouterr().out)]
     assert all(c == counts[0] for c in counts)
     assert (counts[0]["fitted"], counts[0]["hand_set"], counts[0]["over"]) == (
-        ["young.folio_ns", "young.pte_atomic_ns"], ["young.call_ns"], False)
+        ["young.folio_ns", "young.pte_atomic_ns", "young.unmap_step_ns", "young.tlb_sync_ns"],
+        ["young.call_ns", "young.tlb_flush_ns"], False)
 
 
 @pytest.mark.parametrize("flag", ["--starts", "--loo-starts"])
@@ -90,7 +91,7 @@ def test_cli_prints_validation_apart(capsys):
     assert main(["calibrate", "--model", "young", "--starts", "2"]) == 0
     text = capsys.readouterr().out
     assert "validation figures: predicted, not fit" in text
-    assert text.index("young/validation/classic/arm64/per_pte") > text.index("max |error|")
+    assert text.index("young/validation/classic/x86_64/improvement") > text.index("max |error|")
     assert "young.tlb_flush_ns = 50: " in text  # a hand-set cost, at -20% / +20%
 
 
@@ -99,28 +100,29 @@ def test_cli_table_and_save_write_a_loadable_profile(tmp_path, capsys):
     out = tmp_path / "fitted.toml"
     assert main(["calibrate", "--model", "young", "--starts", "2", "--save", str(out)]) == 0
     text = capsys.readouterr().out
-    assert "young: 2 free parameters fit to 3 figures" in text and "LOO error" in text
+    assert "young: 4 free parameters fit to 7 figures" in text and "LOO error" in text
     saved = load_profile(str(out))
     assert saved.sections["young"]["folio_ns"].source == "calibrated"
     assert saved.name == "fitted" and re.match(r"Costs fit by memsweep calibrate on \d{4}-\d\d-\d\d UTC to the "
-                                               r"published figures \(3 young\): young: young\.folio_ns, "
-                                               r"young\.pte_atomic_ns\. Every other entry is seed's", saved.description)
+                                               r"published figures \(7 young\): young: young\.folio_ns, "
+                                               r"young\.pte_atomic_ns, young\.unmap_step_ns, young\.tlb_sync_ns\. "
+                                               r"Every other entry is seed's", saved.description)
 
 
 def test_the_seed_profile_records_the_leave_one_out_errors_calibrate_finds(results):
     """The report quotes the leave-one-out errors seed.toml records ([leave_one_out]): they are the ones a
-    fresh calibration finds, for every fitted figure but young's, whose three figures pin its three costs (no
-    fit can leave one out). A single value is the one refit every start reaches (to the 4 decimals written);
-    a range is where the other figures leave a cost free, and its ends are where the walk along that cost
-    leaves the equally good fits (bisected to 1e-5 of the unit cube) or meets the cost's bounds: the same to
-    the 4 decimals written, whichever start the refit took on whichever machine."""
+    fresh calibration finds, for every fitted figure. A single value is the one refit every start reaches (to
+    the 4 decimals written); a range is where the other figures leave a cost free, and its ends are where the
+    walk along that cost leaves the equally good fits (bisected to 1e-5 of the unit cube) or meets the cost's
+    bounds: the same to the 4 decimals written, whichever start the refit took on whichever machine."""
     recorded = load_profile("seed").leave_one_out
-    assert set(recorded) == {f for f in results if not f.startswith("young/")}
+    assert set(recorded) == set(results)
     for fid, (low, high) in recorded.items():
         found = results[fid]
         assert (low, high) == pytest.approx((found["loo_low"], found["loo_high"]), abs=6e-4), fid
         assert (low == high) == (not found["loo_free"]), fid
     assert results["memmap/devdax/template_nt_inline"]["loo_free"] == ["dram_write_gbs"]
+    assert results["young/classic/x86_64/unmap_improvement"]["loo_free"] == ["unmap_step_ns"]
 
 
 def test_save_records_the_leave_one_out_errors(tmp_path, capsys):
@@ -135,17 +137,20 @@ def test_save_records_the_leave_one_out_errors(tmp_path, capsys):
 def test_every_published_figure_is_calibrated(results):
     """One result per figure of every model, ids starting with the model name."""
     expected = {f.id for m in MODELS.values() for f in m.calibration.figures}
-    assert set(results) == expected and len(expected) == 8 + 20 + 3
+    assert set(results) == expected and len(expected) == 8 + 20 + 7
     for fid, r in results.items():
         assert fid.split("/")[0] in MODELS
         assert {"figure", "published", "model", "error", "loo_error"} <= set(r)
         assert r["error"] == pytest.approx((r["model"] - r["published"]) / r["published"])
 
 
-@pytest.mark.parametrize("model,fit,loo", [("memmap", 0.10, 0.20), ("pfnmap", 0.03, 0.06), ("young", 0.10, None)])
+@pytest.mark.parametrize("model,fit,loo", [("memmap", 0.10, 0.20), ("pfnmap", 0.03, 0.06), ("young/", 0.10, None),
+                                           ("young/classic/", 0.12, None)])
 def test_figures_are_within_the_acceptance_bounds(results, model, fit, loo):
-    """Fitted errors (and leave-one-out errors where the issue bounds them) stay inside the targets."""
-    rows = [r for f, r in results.items() if f.startswith(model + "/")]
+    """Fitted errors (and leave-one-out errors where the issue bounds them) stay inside the targets: young's
+    seed figures within 10%, the classic series' within 12% (its batched unmap, 249 ms, at 221 ms)."""
+    prefix = model if model.endswith("/") else model + "/"
+    rows = [r for f, r in results.items() if f.startswith(prefix) and (model != "young/" or "/classic/" not in f)]
     assert max(abs(r["error"]) for r in rows) < fit
     if loo is not None:
         assert max(abs(r["loo_error"]) for r in rows) < loo
@@ -282,7 +287,8 @@ def test_save_names_the_host_and_says_what_when_and_which_costs(tmp_path, capsys
 def test_fix_must_name_a_cost_the_calibration_fits():
     """--fix of a cost no fitted model frees is refused with the list of those it may name."""
     with pytest.raises(UsageError, match=r"'--fix' must be one of the costs this calibration fits, "
-                                         r"\['young\.folio_ns', 'young\.pte_atomic_ns'\] \(got 'copy\.call_ns'\)"):
+                                         r"\['young\.folio_ns', 'young\.pte_atomic_ns', 'young\.tlb_sync_ns', "
+                                         r"'young\.unmap_step_ns'\] \(got 'copy\.call_ns'\)"):
         run_calibration("seed", models=["young"], as_json=False, save=None, fix=["copy.call_ns"])
 
 

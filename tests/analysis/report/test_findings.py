@@ -183,10 +183,10 @@ def test_the_accuracy_finding_leads_with_the_figures_never_fit(seed_sweep):
     the validation figures (never fit); the residual on the fitted figures last, called in-sample."""
     text = F.published(Sweep(seed_sweep)).text
     loo, val, in_sample = text.split("; ")
-    assert loo.startswith("Leave-one-out (each of 28 fitted figures predicted by a fit without it), the model's "
+    assert loo.startswith("Leave-one-out (each of 35 fitted figures predicted by a fit without it), the model's "
                           "median |error| is ")
-    assert val.startswith("against 10 validation figures, never fit, it is ")
-    assert in_sample.startswith("on the 31 figures the profile was fit to (in-sample, not a test of accuracy) it is ")
+    assert val.startswith("against 6 validation figures, never fit, it is ")
+    assert in_sample.startswith("on the 35 figures the profile was fit to (in-sample, not a test of accuracy) it is ")
 
 
 def test_the_accuracy_finding_is_the_models_whatever_points_the_sweep_holds(tmp_path):

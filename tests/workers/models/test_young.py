@@ -47,12 +47,13 @@ def test_seed_profile_x86_improvement_near_published():
 
 
 def test_calibration_fits_every_figure_with_fewer_parameters(seed_calibration):
-    """Calibration uses 2 free costs for 3 figures and lands every figure within 10%."""
+    """Calibration fits 4 costs to 7 figures (the seed's three MGLRU figures and the classic series' four)
+    and lands every figure within 12% (the classic batched unmap, 249 ms, is the worst: 221 ms)."""
     cal = seed_calibration(MODEL.name)
-    assert len(MODEL.calibration.free_params) < len(MODEL.calibration.figures)
-    assert cal.max_error < 0.10
+    assert len(MODEL.calibration.free_params) == 4 and len(MODEL.calibration.figures) == 7
+    assert cal.max_error < 0.12 and cal.identification.independent == 4
     fitted = predict(MODEL, MODEL.calibration.figures, cal.profile)
-    assert fitted == pytest.approx([f.published for f in MODEL.calibration.figures], rel=0.10)
+    assert fitted == pytest.approx([f.published for f in MODEL.calibration.figures], rel=0.12)
 
 
 def test_figures_name_every_axis_and_exist():
@@ -148,24 +149,56 @@ def test_mapped_size_all_is_namespace_size():
         assert out.row(0)[len(MODEL.axes):] == out.row(1)[len(MODEL.axes):]
 
 
-def test_seed_figures_pin_call_ns_with_the_two_fitted_costs():
-    """folio_ns, pte_atomic_ns and call_ns: the three seed figures carry three independent numbers for
-    them, and fitting all three from neutral starts reaches the profile's values (call_ns is fitted)."""
+def test_call_ns_is_held_where_the_figures_put_it_when_it_is_freed():
+    """call_ns is held at the value the seed's three figures gave it: freed as a fifth cost, the seven
+    figures carry five independent numbers and put it within 15% of the held value (15.8 ns)."""
     from workers.calibrate import fit
     from workers.model import FreeParam
 
     free = MODEL.calibration.free_params + (FreeParam(section="young", key="call_ns", lower=1.0, upper=100.0),)
     figs = MODEL.calibration.figures
     x = fit(MODEL, figs, PROFILE, free, starts=4)
-    assert x == pytest.approx([PROFILE.value(p.section, p.key) for p in free], rel=0.01)
+    assert x[-1] == pytest.approx(PROFILE.value("young", "call_ns"), rel=0.15)
     published = np.array([f.published for f in figs])
     base = np.log(predict(MODEL, figs, PROFILE) / published)
     jac = np.array([(np.log(predict(MODEL, figs, PROFILE.with_values({(p.section, p.key): v * 1.001},
                                                                         source="calibrated")) / published) - base)
                     / np.log(1.001) for p, v in zip(free, x)]).T
     s = np.linalg.svd(jac, compute_uv=False)
-    assert (s > 0.01 * s[0]).sum() == 3
+    assert (s > 0.01 * s[0]).sum() == 5
     assert PROFILE.sections["young"]["call_ns"].source == "calibrated"
+
+
+def test_the_unmap_prices_a_deferred_flush_and_an_unfold_s_synchronous_one_apart():
+    """A per-PTE unmap of one 64 KiB folio on arm64: 16 steps, each a walk step, its rmap work and a
+    deferred TLBI, and one unfold, whose TLBI + DSB waits (tlb_sync_ns); x86 has neither TLBI nor unfold."""
+    cost = {k: PROFILE.value("young", k) for k in ("call_ns", "unmap_step_ns", "pte_atomic_ns", "tlb_flush_ns",
+                                                    "tlb_sync_ns", "pte_read_ns")}
+    one = {"namespace_size": "64KiB", "compound_order": 4, "unmap": "per_pte"}
+    arm, x86 = run(one, {**one, "arch": "x86_64", "first_pte_cont": False})["metric_unmap_ms"].to_list()
+    steps = 16 * (cost["call_ns"] + cost["unmap_step_ns"])
+    atomics = (2 * 16 + 3 * 16) * cost["pte_atomic_ns"]  # per PTE 2, per step 3 (counts.py)
+    assert arm * 1e6 == pytest.approx(steps + (atomics + 16 * cost["pte_atomic_ns"]) + 16 * cost["tlb_flush_ns"]
+                                      + cost["tlb_sync_ns"] + 16 * cost["pte_read_ns"])
+    assert x86 * 1e6 == pytest.approx(steps + atomics + 16 * cost["pte_atomic_ns"])  # x86: tlb_gen per step
+
+
+def test_the_classic_set_alone_predicts_the_seed_set():
+    """Validation across the two sets: the classic series' figures alone (its five, its x86 '10%+' among
+    them), fitting the four costs, predict the seed's three MGLRU figures within 35% (470 ms -> 453 ms,
+    180 ms -> 241 ms, 15% -> 11%). The other way round cannot be done: the MGLRU figures unmap one step per
+    folio and unfold nothing, so they cannot tell unmap_step_ns from folio_ns nor price tlb_sync_ns."""
+    from workers.calibrate import fit
+    from workers.model import validation_figures
+
+    classic = tuple(f for f in MODEL.calibration.figures if "/classic/" in f.id) + validation_figures(MODEL, PROFILE)
+    seed = tuple(f for f in MODEL.calibration.figures if "/classic/" not in f.id)
+    free = MODEL.calibration.free_params
+    x = fit(MODEL, classic, PROFILE, free, starts=4)
+    costs = PROFILE.with_values({(p.section, p.key): v for p, v in zip(free, x)}, source="calibrated")
+    errors = [v / f.published - 1 for v, f in zip(predict(MODEL, seed, costs), seed)]
+    assert max(abs(e) for e in errors) < 0.35
+    assert max(abs(v / f.published - 1) for v, f in zip(predict(MODEL, classic, costs), classic)) < 0.10
 
 
 @pytest.mark.parametrize(("row", "match"), [
