@@ -474,7 +474,8 @@ def test_pmem_speedup_of_template_nt_inline_is_the_rfo_it_saves_and_shrinks_with
 def test_only_pmem_points_need_the_pmem_costs():
     """A profile without them still prices dram points, and a pmem map=dev point fails naming the missing key
     (error rows from evaluate(); ProfileError from the model)."""
-    bare = Profile(name="bare", description="", sections={**PROFILE.sections, "memmap": {}})
+    kept = {"exposed_fraction": PROFILE.sections["memmap"]["exposed_fraction"]}  # every point's combination rule
+    bare = Profile(name="bare", description="", sections={**PROFILE.sections, "memmap": kept})
     assert run({"medium": "dram"}, {"medium": "pmem", "map": "mem"}, profile=bare)["status"].to_list() == ["ok", "ok"]
     failed = run({"medium": "pmem"}, profile=bare).row(0, named=True)
     assert failed["status"] == "error" and "memmap.pmem_dimm_nt_write_gbs" in failed["reason"]
@@ -511,3 +512,19 @@ def test_memmap_pages_are_what_nr_memmap_pages_counts_per_section_not_the_leaves
     = 640 per section, 1920 for three (the 2 MiB PMD leaves behind them take 2048 pages of DRAM)."""
     r = row(namespace_size=384 * MiB, struct_page_size=80, nvdimm_kmsan=True, map="mem", mode="fsdax", align="2MiB")
     assert r["metric_memmap_pages"] == 1920 and r["metric_memmap_dram_bytes"] >= 2048 * 4096
+
+
+def test_compute_and_memory_combine_as_the_exposed_fraction_says():
+    """memmap.exposed_fraction is the share of the shorter side that does not run under the longer: the
+    seed's 0 gives max(compute, memory) (the data leave it there: combined()), 1 their sum, 0.5 halfway;
+    the speedup's slow side combines the same way."""
+    point = {"namespace_size": "16GiB", "mode": "devdax", "strategy": "template_nt_inline"}
+    rows = {f: run(point, {**point, "strategy": "slow"},
+                   profile=PROFILE.with_values({("memmap", "exposed_fraction"): f}, source="assumed"))
+            for f in (0.0, 0.5, 1.0)}
+    at_max = rows[0.0].row(0, named=True)
+    compute, memory = at_max["metric_compute_ms"], at_max["metric_bound_ms"] + at_max["metric_stall_ms"]
+    for f, out in rows.items():
+        assert out["metric_init_ms"][0] == pytest.approx(max(compute, memory) + f * min(compute, memory))
+        assert out["metric_speedup_vs_slow"][0] == pytest.approx(out["metric_init_ms"][1] / out["metric_init_ms"][0])
+    assert PROFILE.value("memmap", "exposed_fraction") == 0.0
