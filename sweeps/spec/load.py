@@ -41,6 +41,7 @@ from workers.measure.exceptions import MeasureSettingsError
 from workers.measure.settings import MeasureSettings
 from workers.model import with_costs
 from workers.profiles import Profile, available_profiles, load_profile
+from workers.keys import unknown_key
 from workers.units import parse_size
 
 SPEC_DIR = Path(__file__).parent / "shipped"
@@ -137,9 +138,9 @@ def parse_spec(text: str, base_dir: Path | None = None) -> SweepSpec:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise SpecError(f"the spec must be valid TOML: {e}.") from None
-    unknown = sorted(set(data) - TOP_KEYS)
-    if unknown:
-        raise SpecError(f"'{unknown[0]}' is not a spec key; allowed keys are {sorted(TOP_KEYS)}.")
+    problem = unknown_key(data, TOP_KEYS, kind="spec")
+    if problem:
+        raise SpecError(problem)
     name = _name(data)
     plugins = _plugins(data)
     load_plugins(plugins)

@@ -13,6 +13,8 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 
 from . import build, debian
+from workers.keys import unknown_key
+
 from .exceptions import GuestKernelError
 from .kernels import GuestKernel, cached_kernel, load_build_tree, load_kernel
 from .runner import ACCELS
@@ -62,12 +64,9 @@ class KernelSettings:
     def from_table(cls, table: object, base: Path | None = None) -> KernelSettings:
         """The settings a spec's `[kernel]` table gives (keys it leaves out keep their defaults); relative
         image and modules paths are taken from `base` (the spec file's folder)."""
-        allowed = sorted(f.name for f in fields(cls))
-        if not isinstance(table, dict):
-            raise GuestKernelError(f"'kernel' must be a table with keys {allowed} (got {table!r}).")
-        for key in table:
-            if key not in allowed:
-                raise GuestKernelError(f"'kernel.{key}' is not a kernel key; allowed keys are {allowed}.")
+        problem = unknown_key(table, (f.name for f in fields(cls)), "kernel")
+        if problem:
+            raise GuestKernelError(problem)
         out = cls(**table)
         return out.resolved(base) if base is not None else out
 

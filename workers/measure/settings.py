@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
+from workers.keys import unknown_key
+
 from .exceptions import MeasureSettingsError
 
 # Noise on a shared host comes in bursts, from under a second to minutes (benchmarks/RESULTS.md): the rounds
@@ -34,11 +36,8 @@ class MeasureSettings:
     @classmethod
     def from_table(cls, table: object) -> MeasureSettings:
         """The settings a spec's `[measure]` table gives (keys it leaves out keep their defaults)."""
-        allowed = sorted(f.name for f in fields(cls))
-        if not isinstance(table, dict):
-            raise MeasureSettingsError(f"'measure' must be a table with keys {allowed} (got {table!r}).")
-        for key in table:
-            if key not in allowed:
-                raise MeasureSettingsError(f"'measure.{key}' is not a measure key; allowed keys are {allowed}.")
+        problem = unknown_key(table, (f.name for f in fields(cls)), "measure")
+        if problem:
+            raise MeasureSettingsError(problem)
         return cls(**table)
 
