@@ -21,11 +21,11 @@ from typing import TYPE_CHECKING, Callable
 import polars as pl
 
 from workers import evaluate, evidence, get_model, interval
-from workers.dataset import GUEST_COLUMNS, KERNEL, MEASURED, MODELED
+from workers.dataset import DTYPES, GUEST_COLUMNS, KERNEL, MEASURE_COLUMNS, MEASURED, MODELED
 from workers.evaluate import error_rows
 from workers.guest.rows import kernel_rows
 from workers.guest.settings import KernelSettings
-from workers.measure.measure import MEASURE_COLUMNS, measure
+from workers.measure.measure import measure
 from workers.measure.settings import MeasureSettings
 from workers.model import Model
 from workers.profiles import Profile
@@ -81,6 +81,7 @@ def _nulls(columns) -> list[pl.Expr]:
 
 
 GUEST_DTYPES = {c: pl.Utf8 for c in GUEST_COLUMNS}
+MEASURE_DTYPES = {c: DTYPES[c] for c in MEASURE_COLUMNS}
 
 
 def model_rows(model: Model, params: pl.DataFrame, profile: Profile, settings: SourceSettings) -> pl.DataFrame:
@@ -95,7 +96,7 @@ def model_rows(model: Model, params: pl.DataFrame, profile: Profile, settings: S
         rows, bars = pl.concat([params, error_rows(model, params.height, e)], how="horizontal"), \
             _frame(interval.dtypes(model), params.height)
         labels = _frame(evidence.COLUMNS, params.height)
-    return pl.concat([rows, bars, labels], how="horizontal").with_columns(_nulls({**MEASURE_COLUMNS, **GUEST_DTYPES}))
+    return pl.concat([rows, bars, labels], how="horizontal").with_columns(_nulls({**MEASURE_DTYPES, **GUEST_DTYPES}))
 
 
 def _frame(columns: dict, height: int) -> pl.DataFrame:
@@ -112,7 +113,7 @@ def measured_rows(model: Model, params: pl.DataFrame, profile: Profile, settings
     try:
         out = measure(model, params, profile, settings.measure)
     except Exception as e:  # noqa: BLE001 - a broken measurement must not lose the chunk
-        out = error_rows(model, params.height, e, MEASURE_COLUMNS)
+        out = error_rows(model, params.height, e, MEASURE_DTYPES)
     return pl.concat([params, out], how="horizontal").with_columns(
         _nulls({**GUEST_DTYPES, **interval.dtypes(model), **evidence.COLUMNS}))
 
@@ -127,7 +128,7 @@ def guest_rows(model: Model, params: pl.DataFrame, profile: Profile, settings: S
     try:
         out = kernel_rows(model, params, profile, settings.kernel)
     except Exception as e:  # noqa: BLE001 - a broken guest run must not lose the chunk
-        out = error_rows(model, params.height, e, {**MEASURE_COLUMNS, **GUEST_DTYPES})
+        out = error_rows(model, params.height, e, {**MEASURE_DTYPES, **GUEST_DTYPES})
     return pl.concat([params, out], how="horizontal").with_columns(
         _nulls({**interval.dtypes(model), **evidence.COLUMNS})).select(
         *params.columns, "status", "reason", *model.metric_dtypes, *interval.dtypes(model), *MEASURE_COLUMNS,

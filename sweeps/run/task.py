@@ -18,10 +18,9 @@ from sweeps.spec.grid import Grid, decode, grid_for
 from sweeps.spec.load import SweepSpec
 from workers import get_model, interval, load_plugins
 from workers.dataset import (DTYPES, PART_CHUNK_ID, EVIDENCE_COLUMNS, IDENTITY_COLUMNS, PART_COMPUTATION, PROVENANCE_COLUMNS,
-                             SCHEMA_VERSION, part_table)
+                             MEASURE_COLUMNS, SCHEMA_VERSION, part_table)
 from workers.exceptions import StoreIOError
 from workers.folder import Location
-from workers.measure.measure import MEASURE_COLUMNS
 from workers.profiles import Profile
 
 from .chunks import Chunk

@@ -66,7 +66,7 @@ def test_the_registry_has_one_source():
     """The README generator, the measure backend and the task take their columns from workers.dataset."""
     from sweeps.dataset import schema
     from sweeps.run import task
-    from workers.measure.measure import MEASURE_COLUMNS
+    from workers.measure import measure
 
     assert schema.IDENTITY is dataset.IDENTITY and schema.PROVENANCE is dataset.PROVENANCE
     assert schema.MEASURE is dataset.MEASURE and schema.SCHEMA_VERSION == dataset.SCHEMA_VERSION == "7"
@@ -75,7 +75,7 @@ def test_the_registry_has_one_source():
     assert [r[0] for r in rows[:len(dataset.IDENTITY)]] == list(dataset.IDENTITY_COLUMNS)
     assert [(r[0], r[2], r[4]) for r in rows[-len(dataset.PROVENANCE):]] == [
         (c, u, d) for c, _, u, d in dataset.PROVENANCE]
-    assert tuple(MEASURE_COLUMNS) == dataset.MEASURE_COLUMNS
+    assert measure.MEASURE_COLUMNS is dataset.MEASURE_COLUMNS
     assert task.PROVENANCE_COLUMNS is dataset.PROVENANCE_COLUMNS and task.SCHEMA_VERSION is dataset.SCHEMA_VERSION
 
 

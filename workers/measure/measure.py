@@ -30,7 +30,7 @@ from typing import Iterator
 
 import polars as pl
 
-from workers.dataset import MEASURE
+from workers.dataset import DTYPES, MEASURE_COLUMNS
 from workers.evaluate import evaluate
 from workers.model import STATUS_ERROR, STATUS_INFEASIBLE, STATUS_OK, Model
 from workers.profiles import Profile
@@ -42,7 +42,6 @@ from .kernels import CLOCKS, load
 from .plans import Plan, Samples, summarize
 from .settings import SPAN_MS, MeasureSettings
 
-MEASURE_COLUMNS = {name: dtype for name, dtype, _, _ in MEASURE}  # the registry's, in dataset order
 SAFETY_MIN_BYTES = 512 * MiB  # memory left to the rest of the node, at least ...
 SAFETY_FRACTION = 0.10  # ... or this share of MemAvailable, whichever is larger
 MAX_ROUNDS_FACTOR = 20  # rounds go on past `repeats` to last span_ms, but at most this many times `repeats`
@@ -226,5 +225,5 @@ def _frame(model: Model, points: pl.DataFrame, status: list[str], reason: list[s
         cols["measure_min"][i] = res.floor
         cols["measure_median"][i] = med
         cols["measure_huge_pages"][i] = res.huge_pages
-    schema = {"status": pl.Utf8, "reason": pl.Utf8, **model.metric_dtypes, **MEASURE_COLUMNS}
+    schema = {"status": pl.Utf8, "reason": pl.Utf8, **model.metric_dtypes, **{c: DTYPES[c] for c in MEASURE_COLUMNS}}
     return pl.DataFrame(cols, schema=schema)

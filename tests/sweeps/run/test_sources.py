@@ -17,7 +17,7 @@ from sweeps.dataset.store import locate
 from sweeps.run.task import TaskConfig, chunk_frame
 from workers import get_model
 from workers.dataset import EVIDENCE_COLUMNS, GUEST_COLUMNS
-from workers.measure.measure import MEASURE_COLUMNS
+from workers.dataset import MEASURE_COLUMNS
 from workers.measure.settings import MeasureSettings
 
 # 20 probe points, modeled and measured.

@@ -9,6 +9,7 @@ from dataclasses import replace
 import polars as pl
 import pytest
 
+from workers import dataset
 from workers.measure import measure as ms
 from workers.measure.host import machine_arch
 from workers.measure.plans import Run
@@ -26,8 +27,9 @@ TINY = MeasureSettings(repeats=2, warmup=0, span_ms=0)
 
 def check_contract(model, points, out):
     assert out.height == points.height
-    assert out.columns == ["status", "reason", *model.metric_dtypes, *ms.MEASURE_COLUMNS]
-    expected = {"status": pl.Utf8, "reason": pl.Utf8, **model.metric_dtypes, **ms.MEASURE_COLUMNS}
+    assert out.columns == ["status", "reason", *model.metric_dtypes, *dataset.MEASURE_COLUMNS]
+    expected = {"status": pl.Utf8, "reason": pl.Utf8, **model.metric_dtypes,
+                **{c: dataset.DTYPES[c] for c in dataset.MEASURE_COLUMNS}}
     assert dict(out.schema) == expected
 
 
