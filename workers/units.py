@@ -46,6 +46,14 @@ def is_power_of_two(n: int) -> bool:
 SIZE_UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB")
 
 
+def bytes_text(n: float) -> str:
+    """Bytes in prose, one decimal in the largest binary unit they reach: 1.5 * 2**30 -> '1.5 GiB', 300 -> '300 B'."""
+    for unit in ("TiB", "GiB", "MiB", "KiB"):
+        if n >= _UNITS[unit]:
+            return f"{n / _UNITS[unit]:.1f} {unit}"
+    return f"{n:.0f} B"
+
+
 def binary_size(n: float) -> str:
     """Bytes as a short binary-unit label: 1073741824 -> '1GiB', 1.5 MiB -> '1.5MiB'."""
     if not n or not math.isfinite(n) or n < 0:

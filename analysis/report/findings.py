@@ -30,6 +30,7 @@ from workers import interval
 from workers.findings import Above, Clause, Medians, Pick, Ratio, Winner
 from workers.model import Model
 from workers.plots import cond_columns
+from workers.units import bytes_text
 
 # What a finding's evaluation may raise on a sweep of an older schema or an unexpected dtype: it is left out.
 SKIP = (pl.exceptions.ColumnNotFoundError, pl.exceptions.SchemaError, pl.exceptions.InvalidOperationError)
@@ -178,17 +179,10 @@ class _Value:
         return self.text
 
 
-def _bytes(n: float) -> str:
-    for unit, size in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= size:
-            return f"{n / size:.1f} {unit}"
-    return f"{n:.0f} B"
-
-
 def _number(v: float, fmt: str) -> str:
     if v is None or (isinstance(v, float) and v != v):
         return "-"
-    return _bytes(v) if fmt == "bytes" else format(v, fmt)
+    return bytes_text(v) if fmt == "bytes" else format(v, fmt)
 
 
 # -- rows -------------------------------------------------------------------------------------------------
