@@ -32,7 +32,7 @@ from typing import Callable
 from sweeps.dataset.computation import check_spec, refuse_foreign
 from sweeps.dataset.store import add_submission, delete_sweep, locate, read_submissions
 from sweeps.exceptions import UsageError
-from sweeps.run.chunks import plan
+from sweeps.run.chunks import RunPlan, plan_run
 from sweeps.run.dryrun import cluster_line, cluster_notes, declared_seconds
 from sweeps.run.provenance import PROJECT_ROOT
 from sweeps.spec.load import SweepSpec, load_spec, portable_spec
@@ -176,11 +176,18 @@ def _heredoc(path: str, text: str, eof: str) -> str:
 class Job:
     """A submission checked and ready for sbatch: its spec, where it writes, its log and its script."""
 
-    spec: SweepSpec
+    planned: RunPlan  # the spec (checked against the folder), where it writes, its chunks: planned once
     out: str
-    loc: Location
     log: str | None
     script: str
+
+    @property
+    def spec(self) -> SweepSpec:
+        return self.planned.spec
+
+    @property
+    def loc(self) -> Location:
+        return self.planned.loc
 
 
 def submit_slurm(spec: str, out: str | None, options: SlurmOptions, *, wait: bool, dry_run: bool) -> int:
@@ -193,8 +200,7 @@ def submit_slurm(spec: str, out: str | None, options: SlurmOptions, *, wait: boo
     if sbatch is None:
         raise UsageError("'--slurm' needs Slurm's sbatch on PATH (not found): submit from a Slurm login node, "
                          "or see the script with --dry-run.")
-    spec = check_spec(job.loc, job.spec)  # a folder of another computation is refused now, not once the job runs
-    refuse_foreign(job.loc, spec, {c.chunk_id for c in plan(spec)})
+    refuse_foreign(job.loc, job.spec, job.planned.chunk_ids)  # another computation is refused now, not in the job
     undo = make_out_folder(job)  # Slurm opens the job's log there as the job starts
     try:
         job_id = _sbatch(sbatch, job)
@@ -232,13 +238,14 @@ def prepare(spec: str, out: str | None, options: SlurmOptions) -> Job:
     if "://" not in out:  # before locate, which refuses a file in the way without saying what was tried
         check_out_folder(out, os.path.join(out, parsed.name))
     loc = locate(out, parsed.name)
+    planned = plan_run(check_spec(loc, parsed), out, loc)  # check_spec reads only; it may reorder the values
     log = os.path.join(loc.root, SLURM_LOG) if loc.is_local else None
-    for line in placement_warnings(out if loc.is_local else None) + cluster_warnings(parsed, options):
+    for line in placement_warnings(out if loc.is_local else None) + cluster_warnings(planned.chunks, options):
         print(f"memsweep submit: warning: {line}", file=sys.stderr)
     text, beside = portable_spec(spec)  # the spec, and the profile file it names (then named beside it)
     files = {JOB_SPEC: text, **{name: data.decode() for name, data in beside.items()}}
     script = render_script(files=files, spec_path=JOB_SPEC, sweep=parsed.name, out=out, options=options, log=log)
-    return Job(spec=parsed, out=out, loc=loc, log=log, script=script)
+    return Job(planned=planned, out=out, log=log, script=script)
 
 
 def check_out_folder(out: str, root: str) -> None:
@@ -312,10 +319,9 @@ def placement_warnings(out: str | None) -> list[str]:
     return lines
 
 
-def cluster_warnings(spec: SweepSpec, options: SlurmOptions) -> list[str]:
+def cluster_warnings(chunks, options: SlurmOptions) -> list[str]:
     """The line of `plan` when this many nodes will not make the sweep faster (its chunks and its declared
     throughput; every node's CPUs unknown when it is taken whole)."""
-    chunks = plan(spec)
     cpus = options.nodes * options.cpus_per_node if options.cpus_per_node else None
     notes = cluster_notes(chunks=len(chunks), seconds=declared_seconds(chunks, cpus or options.nodes),
                           nodes=options.nodes, cpus=cpus)

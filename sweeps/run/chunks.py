@@ -15,9 +15,11 @@ import hashlib
 import json
 from dataclasses import dataclass
 
+from sweeps.dataset.store import locate
 from sweeps.spec.grid import Grid, grid_for
 from sweeps.spec.load import SweepSpec
 from workers import get_model
+from workers.folder import Location
 
 from .sources import BACKENDS
 
@@ -69,3 +71,22 @@ def plan(spec: SweepSpec) -> list[Chunk]:
                 cid = hashlib.blake2b(f"{digest}:{start}:{stop}".encode(), digest_size=8).hexdigest()
                 chunks.append(Chunk(model=model, start=start, stop=stop, chunk_id=cid, source=source))
     return chunks
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RunPlan:
+    """A run of one spec into one OUT, planned once at its start and handed down: the spec (in the order
+    of values the folder keeps, once computation.check_spec has settled it), where it writes, its chunks."""
+
+    spec: SweepSpec
+    loc: Location
+    chunks: tuple[Chunk, ...]
+
+    @property
+    def chunk_ids(self) -> set[str]:
+        return {c.chunk_id for c in self.chunks}
+
+
+def plan_run(spec: SweepSpec, out: str, loc: Location | None = None) -> RunPlan:
+    """The run of `spec` into OUT/<sweep> (`loc` when the caller has located it already)."""
+    return RunPlan(spec=spec, loc=loc or locate(out, spec.name), chunks=tuple(plan(spec)))

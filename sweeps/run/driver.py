@@ -42,7 +42,7 @@ from workers.exceptions import StoreIOError
 from workers.folder import Location, check_inside, exists, part_infos, read_manifest, write_bytes
 from workers.parts import part_problem
 
-from .chunks import Chunk, plan
+from .chunks import Chunk, RunPlan, plan_run
 from .provenance import git_sha, host_provenance
 from .embedded import EmbeddedRay, logs
 from .embedded import start as start_embedded
@@ -107,16 +107,14 @@ def _chunk_task(cfg: TaskConfig, chunk: Chunk) -> dict:
     return run_chunk(cfg, chunk, ray.get_runtime_context().get_node_id())
 
 
-def prepare(spec: SweepSpec, out: str, fresh: bool) -> Location:
+def prepare(p: RunPlan, fresh: bool) -> None:
     """Clear OUT/<sweep> with --fresh (keeping the lease); write _spec.toml where there is none (a folder
     of the same computation keeps the spec it was run with: computation.check_spec)."""
-    loc = locate(out, spec.name)
-    spec_path = loc.path(SPEC_FILE)
+    spec_path = p.loc.path(SPEC_FILE)
     if fresh:
-        delete_sweep(loc, keep=(LEASE_FILE,))
-    if fresh or not exists(loc, spec_path):
-        write_bytes(loc, spec_path, spec.text.encode())
-    return loc
+        delete_sweep(p.loc, keep=(LEASE_FILE,))
+    if fresh or not exists(p.loc, spec_path):
+        write_bytes(p.loc, spec_path, p.spec.text.encode())
 
 
 def refuse_links_out(loc: Location, spec: SweepSpec, also: tuple[str, ...] = ()) -> None:
@@ -222,12 +220,14 @@ def run(spec: SweepSpec, out: str, *, address: str | None = None, fresh: bool = 
         say = say or (lambda m: print(m, file=sys.stderr))
         if not fresh:
             spec = check_spec(loc, spec, say)  # a refusal writes nothing, not even a lease
-            refuse_foreign(loc, spec, {c.chunk_id for c in plan(spec)})
+        planned = plan_run(spec, out, loc)  # the one plan of this run, after the spec's order is settled
+        if not fresh:
+            refuse_foreign(loc, spec, planned.chunk_ids)
         lease = Lease(loc, say=say)
         lease.acquire(wait=wait_lease)
         try:
             remove_temp_files(loc)  # left by a driver or worker that was killed mid-write
-            summary = _run_leased(spec, out, lease, say, address=address, fresh=fresh, progress=progress, cpus=cpus,
+            summary = _run_leased(planned, lease, say, address=address, fresh=fresh, progress=progress, cpus=cpus,
                                   verbose=verbose)
         finally:
             lease.release()
@@ -238,9 +238,9 @@ def run(spec: SweepSpec, out: str, *, address: str | None = None, fresh: bool = 
     return summary
 
 
-def _run_leased(spec, out, lease, say, *, address, fresh, progress, cpus, verbose) -> RunSummary:
-    loc = prepare(spec, out, fresh)
-    chunks = plan(spec)
+def _run_leased(planned: RunPlan, lease, say, *, address, fresh, progress, cpus, verbose) -> RunSummary:
+    prepare(planned, fresh)
+    spec, loc, chunks = planned.spec, planned.loc, list(planned.chunks)
     old = read_manifest(loc, LAYOUT) or {}
     records = _finished(loc, chunks, old.get("parts", {}), say)
     todo = [c for c in chunks if c.chunk_id not in records]

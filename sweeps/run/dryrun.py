@@ -22,13 +22,13 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 from tqdm import tqdm
 
-from sweeps.dataset.store import locate
 from sweeps.spec.grid import decode
 from sweeps.spec.load import SweepSpec
 from workers import get_model
 from workers.folder import Location
+from workers.units import bytes_text
 
-from .chunks import Chunk, plan
+from .chunks import Chunk, plan_run
 from .sources import BACKENDS
 from .task import TaskConfig, run_chunk
 
@@ -136,8 +136,8 @@ def dry_run(spec: SweepSpec, out: str = "results", *, cpus: int | None = None, n
     """Plan the spec as `run` does, evaluate every modeled point here, and estimate size and time on
     `nodes` nodes of `cpus` CPUs each (default: this machine's)."""
     t0 = time.perf_counter()
-    dataset = locate(out, spec.name).uri
-    chunks = plan(spec)
+    planned = plan_run(spec, out)  # as `run` plans it (reading nothing: no folder's order applies)
+    dataset, chunks = planned.loc.uri, list(planned.chunks)
     models = {m: ModelPlan(model=m) for m in spec.models}
     modeled = [c for c in chunks if BACKENDS[c.source].planned_here]
     for c in chunks:
@@ -328,12 +328,12 @@ def _table(models: dict, d: dict) -> list[str]:
             "bytes/row", "dataset")
     rows = [(m, f"{v['points']:,}", f"{v['chunks']:,}", f"{v['chunk_points']:,}", f"{v['feasible']:,}",
              f"{v['infeasible']:,} ({v['infeasible'] / v['points']:.1%})", f"{v['error']:,}",
-             f"{v['points_per_second']:,.0f}", f"{v['bytes_per_row']:.1f}", _size(v["bytes"]))
+             f"{v['points_per_second']:,.0f}", f"{v['bytes_per_row']:.1f}", bytes_text(v["bytes"]))
             for m, v in models.items()]
     pts = sum(v["points"] for v in models.values())
     rows.append(("total", f"{pts:,}", f"{sum(v['chunks'] for v in models.values()):,}", "",
                  f"{d['feasible']:,}", f"{d['infeasible']:,} ({d['infeasible'] / pts:.1%})", f"{d['error']:,}", "",
-                 "", _size(d["bytes"])))
+                 "", bytes_text(d["bytes"])))
     widths = [max(len(r[i]) for r in (head, *rows)) for i in range(len(head))]
     return ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
             for r in (head, *rows)]
@@ -345,8 +345,3 @@ def _secs(s: float) -> str:
     return f"{s:.2g} s" if s < 1 else f"{s:.1f} s" if s < 120 else f"{s / 60:.1f} min"
 
 
-def _size(n: float) -> str:
-    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= scale:
-            return f"{n / scale:.1f} {unit}"
-    return f"{n:.0f} B"
