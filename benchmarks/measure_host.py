@@ -29,7 +29,7 @@ from sweeps.run.sources import MEASURED_CHUNK_POINTS
 from workers.calibrate import calibrate, predict
 from workers.measure.fit import figures_from_measured, host_profile
 from workers.measure.host import host_facts, machine_arch
-from workers.measure.kernels import Mapping, load
+from workers.measure.native import Mapping, load
 from workers.measure.measure import measure, pinned
 from workers.measure.settings import SPAN_MS, MeasureSettings
 from workers.models.memmap import MODEL as MEMMAP

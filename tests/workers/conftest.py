@@ -1,4 +1,4 @@
-"""Fixtures of the measure backend's tests: one build of the native kernels per session, in a temp cache."""
+"""Fixtures of the measure backend's tests: one build of the native routines per session, in a temp cache."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ def native_cache(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def kernels(native_cache):
-    """The native kernels, built once into the session's cache."""
-    from workers.measure.kernels import load
+def native(native_cache):
+    """The native routines, built once into the session's cache."""
+    from workers.measure.native import load
 
     return load(cache_dir=native_cache)
 

@@ -1,4 +1,4 @@
-"""Build the native kernels (workers/native/*.c) into a shared library, cached per sources and compiler.
+"""Build the native routines (workers/native/*.c) into a shared library, cached per sources and compiler.
 
 The library lands in `<cache_dir>/<key>/libmemsweep.so`, key = hash of the
 sources, the compiler (resolved path, `--version`, `-dumpmachine`), the flags
@@ -94,7 +94,7 @@ def library_path(cc: str = "cc", cache_dir: Path | str | None = None) -> Path:
 
 
 def build(cc: str = "cc", cache_dir: Path | str | None = None, force: bool = False) -> Path:
-    """Compile and link the kernels unless the cache holds them (or `force`); returns the library path."""
+    """Compile and link the routines unless the cache holds them (or `force`); returns the library path."""
     compiler = find_compiler(cc)
     root = _writable(Path(cache_dir) if cache_dir is not None else default_cache_dir())
     final = root / build_key(compiler) / LIB_NAME
@@ -156,7 +156,7 @@ def _writable(root: Path) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Build the kernels now (the install step); print where the library is."""
+    """Build the routines now (the install step); print where the library is."""
     parser = argparse.ArgumentParser(prog="python -m workers.measure.build", description=main.__doc__)
     parser.add_argument("--cc", default="cc", help="the C compiler to use (default: cc)")
     parser.add_argument("--cache-dir", default=None,

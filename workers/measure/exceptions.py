@@ -2,7 +2,7 @@
 
 
 class MeasureError(RuntimeError):
-    """The measure backend could not build, load or run its native kernels."""
+    """The measure backend could not build, load or run its native routines."""
 
 
 class CompilerNotFound(MeasureError):
@@ -10,7 +10,7 @@ class CompilerNotFound(MeasureError):
 
 
 class BuildError(MeasureError):
-    """The C compiler exists but failed to build the kernels (a bug, not a property of the node)."""
+    """The C compiler exists but failed to build the routines (a bug, not a property of the node)."""
 
 
 class MeasureSettingsError(ValueError):

@@ -38,7 +38,7 @@ from workers.units import GiB, MiB
 
 from .exceptions import CompilerNotFound, MeasureError
 from .host import mem_available_bytes
-from .kernels import CLOCKS, load
+from .native import CLOCKS, load
 from .plans import Plan, Samples, summarize
 from .settings import SPAN_MS, MeasureSettings
 
@@ -72,8 +72,8 @@ def measure(model: Model, points: pl.DataFrame, profile: Profile, settings: Meas
             todo.append((i, plan))
     if todo:
         try:
-            kernels = load(cc=cc, cache_dir=cache_dir)
-            kernels.set_clock(clock)
+            native = load(cc=cc, cache_dir=cache_dir)
+            native.set_clock(clock)
         except MeasureError as e:  # no compiler: the node cannot measure; a failed build: a bug
             bad = STATUS_INFEASIBLE if isinstance(e, CompilerNotFound) else STATUS_ERROR
             for i, _ in todo:
@@ -88,7 +88,7 @@ def measure(model: Model, points: pl.DataFrame, profile: Profile, settings: Meas
             else:
                 fits.append((i, plan))
         for batch in batches(fits):
-            outcomes = interleaved(kernels, batch, settings.warmup, settings.repeats, settings.span_ms)
+            outcomes = interleaved(native, batch, settings.warmup, settings.repeats, settings.span_ms)
             for i, outcome in outcomes:
                 if isinstance(outcome, Samples):
                     results[i] = outcome
@@ -119,7 +119,7 @@ def interleaved(k, batch: list[tuple[int, Plan]], warmup: int, repeats: int,
     point before repeat r + 1 of any, so the points' samples spread over the whole batch's time. Rounds
     go on past `repeats` until they span `span_ms` milliseconds (at most MAX_ROUNDS_FACTOR x repeats
     rounds): points of a few ms would otherwise be sampled inside one burst of host noise.
-    A point whose mapping or kernel fails gets the error (as "Type: message") and the rest go on."""
+    A point whose mapping or routine fails gets the error (as "Type: message") and the rest go on."""
     runs: dict[int, list] = {}
     failed: dict[int, str] = {}
     with ExitStack() as stack:

@@ -1,7 +1,7 @@
-"""ctypes bindings of libmemsweep.so (workers/native) and anonymous mappings to run its kernels on.
+"""ctypes bindings of libmemsweep.so (workers/native) and anonymous mappings to run its routines on.
 
-Every timed kernel returns elapsed nanoseconds measured in C around the
-kernel's loop, so the ctypes call overhead is not part of a sample; the clock
+Every timed routine returns elapsed nanoseconds measured in C around the
+routine's loop, so the ctypes call overhead is not part of a sample; the clock
 is wall time or the thread's CPU time (`set_clock`).
 """
 
@@ -42,7 +42,7 @@ _SIGNATURES = {
 }
 
 
-class Kernels:
+class Native:
     """The library's functions with Python types; raises MeasureError on the C side's bad-argument value."""
 
     def __init__(self, path: Path):
@@ -53,7 +53,7 @@ class Kernels:
             fn.restype, fn.argtypes = restype, argtypes
 
     def set_clock(self, clock: str) -> None:
-        """Time the kernels by "wall" clock (CLOCK_MONOTONIC) or by the "thread"'s CPU time
+        """Time the routines by "wall" clock (CLOCK_MONOTONIC) or by the "thread"'s CPU time
         (CLOCK_THREAD_CPUTIME_ID: time other tasks run on the pinned CPU is not counted)."""
         if clock not in CLOCKS:
             raise ValueError(f"'clock' must be one of {CLOCKS} (got {clock!r}).")
@@ -116,18 +116,18 @@ class Kernels:
 
 
 @functools.cache
-def _load(cc: str, cache_dir: str | None) -> Kernels:
-    return Kernels(library_path(cc=cc, cache_dir=cache_dir))
+def _load(cc: str, cache_dir: str | None) -> Native:
+    return Native(library_path(cc=cc, cache_dir=cache_dir))
 
 
-def load(cc: str = "cc", cache_dir: Path | str | None = None) -> Kernels:
-    """The kernels built with `cc` (built on first use; loaded once per process)."""
+def load(cc: str = "cc", cache_dir: Path | str | None = None) -> Native:
+    """The routines built with `cc` (built on first use; loaded once per process)."""
     return _load(cc, None if cache_dir is None else str(cache_dir))
 
 
 def _checked(ns: int, what: str) -> int:
     if ns == BAD:
-        raise MeasureError(f"{what}: arguments the kernel does not support")
+        raise MeasureError(f"{what}: arguments the routine does not support")
     return ns
 
 
@@ -135,7 +135,7 @@ class Mapping:
     """A private anonymous mapping of `nbytes` at a multiple of `align` (not touched until prefault());
     a context manager that unmaps it."""
 
-    def __init__(self, k: Kernels, nbytes: int, *, align: int = 2 * MiB):
+    def __init__(self, k: Native, nbytes: int, *, align: int = 2 * MiB):
         self.k = k
         self.nbytes = nbytes
         addr = k.lib.ms_map(nbytes, align)
@@ -148,7 +148,7 @@ class Mapping:
         return length <= 0 or self.k.lib.ms_advise(self.addr + offset, length, int(huge)) == 0
 
     def prefault(self, offset: int = 0, length: int | None = None) -> None:
-        """Write one byte per 4 KiB page of the range so the kernels never fault."""
+        """Write one byte per 4 KiB page of the range so the routines never fault."""
         self.k.lib.ms_prefault(self.addr + offset, self.nbytes - offset if length is None else length)
 
     def read(self, offset: int, length: int) -> bytes:

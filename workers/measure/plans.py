@@ -2,8 +2,8 @@
 
 A model's planner (its `measurement`, workers.model.Measurement; workers/models/<model>/measure.py)
 turns its points into one Plan per point, or the reason this node cannot measure it. A plan's
-open() maps and pre-faults its memory and builds what the kernel needs; the Run it yields times
-one run of the kernel per sample() call, in stretches, and summarize() turns a point's runs into
+open() maps and pre-faults its memory and builds what the routine needs; the Run it yields times
+one run of the routine per sample() call, in stretches, and summarize() turns a point's runs into
 Samples of the metric the model's measurement fills. Shared here: the Run / Samples discipline and
 lmbench's lat_mem_rd chase (Chain, chase_loads(), chase_warm_loads(): a sample timed in slices of
 SLICE_LOADS loads).
@@ -21,7 +21,7 @@ from typing import Callable, Protocol
 
 from workers.units import KiB
 
-from .kernels import Kernels
+from .native import Native
 
 PAGE = 4 * KiB
 CHASE_STRIDE = 64  # lmbench lat_mem_rd's default stride on 64-bit (512 / sizeof(char *))
@@ -52,7 +52,7 @@ Stretches = list[tuple[int, int]]  # one timed run: (ns, units of work) per stre
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Run:
-    """A point's memory, ready to measure. sample() times one run of the kernel. `per_unit`: the metric
+    """A point's memory, ready to measure. sample() times one run of the routine. `per_unit`: the metric
     is ns per unit of work (ns/load, ns/copy), whose fastest stretch is the floor; else it is the
     run's total time, the stretches its consecutive parts (the same ones every run), and the floor
     sums each part's fastest run. The metric is ns x scale."""
@@ -89,13 +89,13 @@ class Plan(Protocol):
     @property
     def memory(self) -> int: ...
 
-    def open(self, k: Kernels) -> AbstractContextManager[Run]: ...
+    def open(self, k: Native) -> AbstractContextManager[Run]: ...
 
 
 class Chain:
     """lat_mem_rd's chase over a built chain: every call continues where the last one stopped."""
 
-    def __init__(self, k: Kernels, start: int):
+    def __init__(self, k: Native, start: int):
         self.k, self.at = k, start
 
     def follow(self, loads: int, warm: int = 0) -> Stretches:

@@ -1,5 +1,5 @@
 /*
- * memsweep native kernels: user-space analogs of the kernel paths the models price.
+ * memsweep native routines: user-space analogs of the kernel paths the models price.
  *
  * Shared by the translation units: the clock, the out-of-line non-temporal
  * copy (an analog of __memcpy_flushcache(), arch/x86/lib/usercopy_64.c) and

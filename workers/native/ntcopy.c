@@ -33,7 +33,7 @@ __attribute__((constructor)) static void detect_writeback(void)
 #endif
 }
 
-/* The clock every timed kernel reads: wall time (CLOCK_MONOTONIC) or the calling thread's CPU time
+/* The clock every timed routine reads: wall time (CLOCK_MONOTONIC) or the calling thread's CPU time
  * (CLOCK_THREAD_CPUTIME_ID), which leaves out the time other tasks ran on the pinned CPU. */
 static clockid_t clock_id = CLOCK_MONOTONIC;
 

@@ -140,7 +140,7 @@ def test_submitted_sweep_runs_on_both_nodes_and_verifies(cluster, spec_file, tmp
 
 
 def test_a_measured_sweep_compiles_the_kernels_on_each_node_it_measures_on(cluster, spec_file, tmp_path):
-    """Nodes that got the project only as the job's working directory build the C kernels on first use,
+    """Nodes that got the project only as the job's working directory build the C routines on first use,
     each into its own cache, and measure there: ok measured rows from both nodes, and verify passes."""
     env, address, homes = cluster
     assert not any(list(home.rglob("libmemsweep.so")) for home in homes)
@@ -154,7 +154,7 @@ def test_a_measured_sweep_compiles_the_kernels_on_each_node_it_measures_on(clust
     assert df.height == 32 and (df["source"] == "measured").all() and (df["status"] == "ok").all()
     assert (df["measure_min"] > 0).all() and df["env_ray_node_id"].n_unique() == 2
     for home in homes:
-        assert len(list(home.rglob("libmemsweep.so"))) == 1, f"no kernels built under {home}"
+        assert len(list(home.rglob("libmemsweep.so"))) == 1, f"no routines built under {home}"
 
 
 def test_submit_rejects_a_bad_spec_before_contacting_the_cluster(spec_file, capsys):

@@ -29,7 +29,7 @@ namespace_size = ["1GiB"]
 
 @pytest.fixture(scope="module")
 def sweep(ray_local, tmp_path_factory):
-    """The spec run for real, its memmap points timed by the C kernels on this host: an end-to-end run of 7 s
+    """The spec run for real, its memmap points timed by the C routines on this host: an end-to-end run of 7 s
     on a quiet machine, 28 s in a loaded `make test`; its tests are `slow`, so `make check` leaves them."""
     out = tmp_path_factory.mktemp("measured")
     summary = run(parse_spec(SPEC), str(out), progress=False)

@@ -129,14 +129,14 @@ def test_a_model_exception_becomes_error_rows():
 def test_a_measure_exception_becomes_error_rows(monkeypatch):
     """The measured backend keeps a chunk whose measurement raises: the points, status "error", the reason."""
     def broken(*args):
-        raise OSError("the kernels went away")
+        raise OSError("the routines went away")
 
     monkeypatch.setattr(sweeps.run.sources, "measure", broken)
     spec = parse_spec(BOTH)
     params = decode(grid_for(spec, "probe"), 0, 3).drop("point_id")
     out = measured_rows(get_model("probe"), params, spec.profile, SourceSettings(measure=spec.measure))
     assert out["param_i"].to_list() == [0, 1, 2]
-    assert out["status"].to_list() == ["error"] * 3 and "OSError: the kernels went away" in out["reason"][0]
+    assert out["status"].to_list() == ["error"] * 3 and "OSError: the routines went away" in out["reason"][0]
     assert set(MEASURE_COLUMNS) <= set(out.columns)
 
 

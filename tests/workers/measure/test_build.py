@@ -1,4 +1,4 @@
-"""Building the native kernels (workers/measure/build.py): cache, concurrency, missing or broken compilers."""
+"""Building the native routines (workers/measure/build.py): cache, concurrency, missing or broken compilers."""
 
 from __future__ import annotations
 
@@ -16,14 +16,14 @@ from workers.measure.exceptions import BuildError, CompilerNotFound
 ROOT = Path(__file__).resolve().parents[3]
 
 
-def test_a_second_build_reuses_the_cached_library(native_cache, kernels, monkeypatch):
+def test_a_second_build_reuses_the_cached_library(native_cache, native, monkeypatch):
     """With the library cached, build() returns it without running the compiler again."""
     first = build.library_path(cache_dir=native_cache)
     stamp = first.stat().st_mtime_ns
     monkeypatch.setattr(build, "_compile", lambda *a, **k: pytest.fail("the compiler ran again"))
     assert build.build(cache_dir=native_cache) == first
     assert first.stat().st_mtime_ns == stamp
-    assert first == kernels.path
+    assert first == native.path
 
 
 def test_the_cache_key_changes_with_the_compiler():

@@ -214,7 +214,7 @@ def test_batches_keep_the_points_that_fit_memory_together(tmp_path):
 
 
 class Waits:
-    """A plugin analog's plan that runs no kernel: every run takes 2 ms (ns x 1e-6)."""
+    """A plugin analog's plan that runs no routine: every run takes 2 ms (ns x 1e-6)."""
 
     memory = 1 << 20
 

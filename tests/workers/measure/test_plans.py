@@ -45,21 +45,21 @@ def test_a_100gib_fsdax_memmap_needs_about_1_5gib_of_struct_pages(points):
 
 
 def test_memmap_sizes_without_a_compiled_analog_are_refused(points):
-    """P = 56 is a legal axis value but has no kernel: the reason names the built sizes."""
+    """P = 56 is a legal axis value but has no routine: the reason names the built sizes."""
     (reason,) = MEMMAP.measurement.plan(points(MEMMAP, {"struct_page_size": 56, "map": "mem"}))
     assert isinstance(reason, str) and "64, 72, 80, 88, 96" in reason
 
 
-@pytest.mark.parametrize("size,strategy,inline,kernel", [
+@pytest.mark.parametrize("size,strategy,inline,routine", [
     (64, "nt_inline", "mainline", "nt_call"), (64, "nt_inline", "patched", "nt_inline"),
     (72, "nt_inline", "patched", "nt_call"), (56, "nt_inline", "patched", "nt_call"),
     (64, "memcpy", "patched", "memcpy"), (96, "nt_call", "patched", "nt_call"),
 ])
-def test_copy_plans_pick_the_kernel_the_inline_set_implies(points, size, strategy, inline, kernel):
+def test_copy_plans_pick_the_routine_the_inline_set_implies(points, size, strategy, inline, routine):
     """nt_inline is inline MOVNTI only for sizes in the inline set; otherwise the out-of-line call."""
     (plan,) = COPY.measurement.plan(points(COPY, {"struct_page_size": size, "strategy": strategy,
                                                   "inline_sizes": inline, "namespace_size": "1MiB", "dst_offset": 8}))
-    assert (plan.strategy, plan.n, plan.dst_offset) == (kernel, (1 * MiB) // size, 8)
+    assert (plan.strategy, plan.n, plan.dst_offset) == (routine, (1 * MiB) // size, 8)
 
 
 @pytest.mark.parametrize("row,huge,offset", [
@@ -117,10 +117,10 @@ def test_a_working_set_the_chase_cannot_visit_is_refused(points, working_set):
     assert isinstance(reason, str) and "working_set" in reason
 
 
-def test_a_working_set_chase_samples_laps_over_its_own_pages(kernels):
+def test_a_working_set_chase_samples_laps_over_its_own_pages(native):
     """The chase of a 1 MiB working set in an 8 MiB mapping times whole laps of its 256 pages, in slices."""
     plan = PfnmapPlan(length=8 * MiB, offset=0, huge=False, copy=False, working_set=1 * MiB)
-    with plan.open(kernels) as run:
+    with plan.open(native) as run:
         stretches = run.sample()
     loads = sum(n for _, n in stretches)
     assert loads == plans.chase_loads(1 * MiB) and loads % 256 == 0
@@ -132,12 +132,12 @@ def test_a_chase_sample_starts_warm_and_times_only_its_own_loads():
     its steady state, as lmbench's timed intervals are: only the sample's loads are timed, in slices."""
     calls = []
 
-    class FakeKernels:
+    class FakeNative:
         def chase(self, at, n):
             calls.append(n)
             return 10 * n, at + n
 
-    chain = plans.Chain(FakeKernels(), 0)
+    chain = plans.Chain(FakeNative(), 0)
     assert chain.follow(3 * plans.SLICE_LOADS, warm=1000) == [(10 * plans.SLICE_LOADS, plans.SLICE_LOADS)] * 3
     assert calls == [1000] + [plans.SLICE_LOADS] * 3 and chain.at == 1000 + 3 * plans.SLICE_LOADS
     lines = plans.PAGE // plans.CHASE_STRIDE
@@ -148,12 +148,12 @@ def test_a_chase_sample_starts_warm_and_times_only_its_own_loads():
             assert warm == npages * lines  # a working set that fits a cache is all in it
 
 
-def test_a_working_set_copy_copies_its_first_bytes(kernels, monkeypatch):
+def test_a_working_set_copy_copies_its_first_bytes(native, monkeypatch):
     """memcpy_seq copies the first working_set bytes of the region (the model's sequential_copy)."""
     copied = []
-    monkeypatch.setattr(type(kernels), "stream_copy", lambda self, dst, src, n: copied.append(n) or 1)
+    monkeypatch.setattr(type(native), "stream_copy", lambda self, dst, src, n: copied.append(n) or 1)
     plan = PfnmapPlan(length=4 * MiB, offset=4096, huge=False, copy=True, working_set=64 * 1024)
-    with plan.open(kernels) as run:
+    with plan.open(native) as run:
         run.sample()
     assert copied == [64 * 1024] and plan.memory == 2 * plan.span
 

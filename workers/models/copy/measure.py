@@ -1,6 +1,6 @@
 """copy's measurement plan: the copy loop, n copies of struct_page_size bytes over a destination array.
 
-A point's plan runs the C kernel of its strategy (workers/native: memcpy, the out-of-line
+A point's plan runs the C routine of its strategy (workers/native: memcpy, the out-of-line
 __memcpy_flushcache() or the inline MOVNTI sequence) n = namespace_size // struct_page_size times,
 filling metric_ns_per_copy (and metric_gbs from it). The copy model declares it
 (`CopyModel.measurement`); workers.measure imports this module only when it measures copy points.
@@ -15,7 +15,7 @@ from typing import Iterator
 import polars as pl
 
 from workers.measure.host import machine_arch
-from workers.measure.kernels import COPY_SIZES, Kernels, Mapping
+from workers.measure.native import COPY_SIZES, Native, Mapping
 from workers.measure.plans import PAGE, Plan, Run, whole_pages
 from workers.models.copy import MAINLINE_INLINE, PATCHED_INLINE
 
@@ -25,7 +25,7 @@ class CopyPlan:
     """n copies of `size` bytes at a destination aligned to `align`, plus dst_offset."""
 
     size: int
-    strategy: str  # the kernel's: memcpy, nt_call, nt_inline (patched inline set)
+    strategy: str  # the routine's: memcpy, nt_call, nt_inline (patched inline set)
     n: int
     align: int
     dst_offset: int
@@ -35,7 +35,7 @@ class CopyPlan:
         return whole_pages(self.dst_offset + self.n * self.size)
 
     @contextmanager
-    def open(self, k: Kernels) -> Iterator[Run]:
+    def open(self, k: Native) -> Iterator[Run]:
         with Mapping(k, self.memory, align=max(self.align, PAGE)) as dst, Mapping(k, PAGE) as src:
             dst.advise(0, self.memory, True)  # the direct map is mapped with huge pages
             dst.prefault()
@@ -54,11 +54,11 @@ def plan_copy(points: pl.DataFrame) -> list[Plan | str]:
     for total, size, align, dst_offset, strategy, inline_sizes in rows:
         inline = PATCHED_INLINE if inline_sizes == "patched" else MAINLINE_INLINE
         if size not in COPY_SIZES:
-            out.append(f"copy size {size} has no compiled kernel: built for 8..128 bytes in steps of 8")
+            out.append(f"copy size {size} has no compiled routine: built for 8..128 bytes in steps of 8")
         elif strategy != "memcpy" and not x86:
             out.append(f"{strategy} needs MOVNTI: on {machine_arch()} memcpy_nontemporal() is plain memcpy()")
         else:
-            kernel = "nt_inline" if strategy == "nt_inline" and size in inline else (
+            routine = "nt_inline" if strategy == "nt_inline" and size in inline else (
                 "memcpy" if strategy == "memcpy" else "nt_call")
-            out.append(CopyPlan(size=size, strategy=kernel, n=total // size, align=align, dst_offset=dst_offset))
+            out.append(CopyPlan(size=size, strategy=routine, n=total // size, align=align, dst_offset=dst_offset))
     return out

@@ -1,7 +1,7 @@
 """memmap's measurement plan: the analog of memmap_init_zone_device() over a point's struct pages.
 
 A point's plan initializes the struct pages the model counts (heads x pages per compound, from
-workers/models/memmap/layout.py) in an anonymous mapping, with the C kernel of its strategy
+workers/models/memmap/layout.py) in an anonymous mapping, with the C routine of its strategy
 (workers/native), filling metric_init_ms; a run is timed in segments of SEGMENT_PAGES struct pages.
 The memmap model declares it (`MemmapModel.measurement`); workers.measure imports this module only
 when it measures memmap points.
@@ -17,7 +17,7 @@ import numpy as np
 import polars as pl
 
 from workers.measure.host import machine_arch
-from workers.measure.kernels import MEMMAP_SIZES, Kernels, Mapping
+from workers.measure.native import MEMMAP_SIZES, Native, Mapping
 from workers.measure.plans import Plan, Run, whole_pages
 from workers.models import memmap as mm
 
@@ -44,7 +44,7 @@ class MemmapPlan:
         return whole_pages(self.heads * self.per_compound * self.psize)
 
     @contextmanager
-    def open(self, k: Kernels) -> Iterator[Run]:
+    def open(self, k: Native) -> Iterator[Run]:
         with Mapping(k, self.memory) as m:
             # x86 vmemmap_populate() maps the memmap with 2 MiB pages where it can: so does the analog
             m.advise(0, self.memory, True)
@@ -87,7 +87,7 @@ def plan_memmap(points: pl.DataFrame) -> list[Plan | str]:
             out.append("medium = pmem with map=dev stores the struct pages to persistent memory; the analog writes "
                        "this node's DRAM, so it cannot measure that (use medium = dram, or map = mem)")
         elif psize not in MEMMAP_SIZES:
-            out.append(f"struct_page_size {psize} has no compiled analog: the memmap kernels are built for "
+            out.append(f"struct_page_size {psize} has no compiled analog: the memmap routines are built for "
                        f"P = {', '.join(map(str, MEMMAP_SIZES))} bytes")
         elif strategy in NT_STRATEGIES and not x86:
             out.append(f"{strategy} needs MOVNTI: on {machine_arch()} memcpy_nontemporal() is plain memcpy(), "

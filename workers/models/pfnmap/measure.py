@@ -18,7 +18,7 @@ from typing import Iterator
 import polars as pl
 
 from workers.measure.host import anon_huge_bytes, machine_arch
-from workers.measure.kernels import Kernels, Mapping
+from workers.measure.native import Native, Mapping
 from workers.measure.plans import CHASE_STRIDE, PAGE, Chain, Plan, Run, chase_loads, chase_warm_loads
 
 from .geometry import PMD, starts
@@ -51,7 +51,7 @@ class PfnmapPlan:
     def memory(self) -> int:
         return self.span * (2 if self.copy else 1)
 
-    def _region(self, k: Kernels) -> Mapping:
+    def _region(self, k: Native) -> Mapping:
         m = Mapping(k, self.span, align=PMD)
         lo = -(-self.offset // PMD) * PMD
         hi = (self.offset + self.length) // PMD * PMD
@@ -76,7 +76,7 @@ class PfnmapPlan:
         return whole > 0 and got >= 0.9 * whole
 
     @contextmanager
-    def open(self, k: Kernels) -> Iterator[Run]:
+    def open(self, k: Native) -> Iterator[Run]:
         with ExitStack() as stack:
             src = stack.enter_context(self._region(k))
             if self.copy:
