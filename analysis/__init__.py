@@ -5,6 +5,6 @@
     analysis.scan("results/default").collect()                   # every model's, columns unioned
 """
 
-from workers.parts import scan
+from workers.dataset.parts import scan
 
 __all__ = ["scan"]

@@ -21,8 +21,8 @@ import pyarrow.parquet as pq
 from workers import MODELS, load_plugins
 from workers.axes import Axis
 from workers.dataset import KERNEL, MANIFEST, MEASURED, MODELED, PROVENANCE_COLUMNS, Layout  # noqa: F401 (the row sources, re-exported)
-from workers.folder import at, layout, read_manifest, read_text, scan_parts
-from workers.parts import checked_parts
+from workers.dataset.folder import at, layout, read_manifest, read_text, scan_parts
+from workers.dataset.parts import checked_parts
 from workers.exceptions import ProfileError, SweepFolderError
 from workers.model import STATUS_OK, Model
 from workers.plots import Cond, Either
@@ -110,7 +110,7 @@ class Sweep:
         return pl.col(SOURCE) == (self.default_source(model) if source == DEFAULT else source)
 
     def _scan_parts(self, model: str) -> pl.LazyFrame:
-        """workers.folder's reader: polars' own scan locally, pyarrow's filesystem for URIs."""
+        """workers.dataset.folder's reader: polars' own scan locally, pyarrow's filesystem for URIs."""
         return scan_parts(self.fs, self._parts[model])
 
     def scan_batches(self, model: str, source: str | None = DEFAULT) -> list[pl.LazyFrame]:

@@ -1,4 +1,4 @@
-"""What the readers' check of a sweep folder against its manifest costs (workers/parts.py), beside what reading
+"""What the readers' check of a sweep folder against its manifest costs (workers/dataset/parts.py), beside what reading
 the folder costs anyway.
 
     .venv/bin/python benchmarks/time_part_check.py OUT/SWEEP [--repeat N]
@@ -17,7 +17,7 @@ import time
 
 import pyarrow.parquet as pq
 
-from workers import folder, parts
+from workers.dataset import folder, parts
 
 
 def timed(fn) -> tuple[float, float]:

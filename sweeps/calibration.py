@@ -22,8 +22,8 @@ from workers.calibrate import (
     DEFAULT_STARTS, LOO_STARTS, Calibration, FigureResult, calibrate, loo_text, predict, validation_figures,
 )
 from workers.dataset import MEASURED
-from workers.folder import Location, at, read_manifest, scan_parts
-from workers.parts import checked_parts
+from workers.dataset.folder import Location, at, read_manifest, scan_parts
+from workers.dataset.parts import checked_parts
 from workers.exceptions import SweepFolderError
 from workers.fitcheck import cost_orders, impossible
 from workers.profiles import Profile, dump_profile, load_profile
@@ -245,7 +245,7 @@ def measured_models() -> list[str]:
 
 
 def _checked(sweep_dir: str) -> tuple[Location, dict[str, list[str]]]:
-    """The sweep folder of --from and its parts, once they match its manifest (workers.parts)."""
+    """The sweep folder of --from and its parts, once they match its manifest (workers.dataset.parts)."""
     try:
         loc = at(sweep_dir, field="--from")
         manifest = read_manifest(loc)

@@ -275,7 +275,7 @@ def _interrupt(signum, frame) -> None:
 
 def _os_error_line(e: OSError) -> str:
     """One line for an OSError raised outside the dataset store (the report's files)."""
-    from workers.folder import describe_os_error
+    from workers.dataset.folder import describe_os_error
 
     where = f" {e.filename}" if e.filename else ""
     return f"writing{where} failed: {describe_os_error(e)}; nothing was left half-written."
@@ -352,15 +352,15 @@ def cmd_submit(args) -> int:
 
 def cmd_status(args) -> int:
     from .cluster.slurm import status_lines
-    from .dataset.inspect import status
-    from .dataset.store import locate
+    from .run.inspect import status
+    from .run.store import locate
 
     print(status(args.sweep_dir, slurm=status_lines(locate(args.sweep_dir))))
     return EXIT_OK
 
 
 def cmd_verify(args) -> int:
-    from .dataset.inspect import verify
+    from .run.inspect import verify
 
     problems, summary = verify(args.sweep_dir)
     print(summary)

@@ -1,6 +1,6 @@
 """The dataset schema as a Markdown table, from the column registry (workers.dataset) and the models.
 
-    python -m sweeps.dataset.schema      # prints the table the README carries
+    python -m sweeps.schema      # prints the table the README carries
 
 The README's table is this output; a test keeps the two equal.
 """

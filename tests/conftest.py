@@ -35,16 +35,16 @@ LONGEST_FIRST = (
     "sweeps/cluster/test_slurm.py",  # the cancel-and-resubmit test alone 132-170 s: two two-node Slurm jobs, a
     # worker's raylet aborted and started again; then a job whose worker's step ends at once
     "sweeps/cluster/test_jobs.py",  # 118 s: a two-node Ray cluster and two Jobs API submissions
-    "sweeps/dataset/test_lease.py",  # 105 s: drivers signalled and killed, each with its Ray
+    "sweeps/run/test_lease.py",  # 105 s: drivers signalled and killed, each with its Ray
     "sweeps/run/test_reaper.py",  # 86-98 s: a SIGKILLed driver's Ray reaped (29-31 s); a raylet abort (56-67 s);
     # since then, drivers SIGKILLed at five moments of Ray's start (the module 102 s alone on a busy 2-core host)
     "sweeps/run/test_kernel.py",  # 70 s: a guest sweep binding 16 namespaces in Debian's 6.12
-    "sweeps/dataset/test_faults.py",  # 68 s: a full disk, an object store that fails, its retries
+    "sweeps/run/test_faults.py",  # 68 s: a full disk, an object store that fails, its retries
     "sweeps/run/test_failures.py",  # 53 s: a killed driver and its Ray
     "test_example_plugin.py",  # 42 s: pip installs the example plugin and runs its sweep
     "workers/models/test_pfnmap.py",  # 42 s: the seed fits of every model (once per run)
     "workers/guest/test_guest.py",  # 32 s: two boots of 6.12 (one panics before /init) and a timeout
-    "sweeps/dataset/test_object_store.py",  # 29 s: a sweep, a resume and a report on S3
+    "sweeps/run/test_object_store.py",  # 29 s: a sweep, a resume and a report on S3
 )
 
 

@@ -10,7 +10,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.dataset as ds
 
-from sweeps.dataset.schema import markdown
+from sweeps.schema import markdown
 from tests.analysis.conftest import small_sweep  # noqa: F401 - the fixture: a real sweep of all four models
 from tests.conftest import ROOT
 
@@ -21,7 +21,7 @@ EXAMPLES = ("pl.scan_parquet(", 'ds.dataset("results/default")', 'partitioning="
 
 
 def test_schema_table_matches_the_models():
-    """The table between the schema markers is exactly `python -m sweeps.dataset.schema`."""
+    """The table between the schema markers is exactly `python -m sweeps.schema`."""
     table = README.split("<!-- schema:start -->\n", 1)[1].split("\n<!-- schema:end -->", 1)[0]
     assert table == markdown()
 
@@ -35,7 +35,7 @@ def test_quick_start_is_two_commands_and_ci_runs_the_test_one():
 
 def test_schema_table_names_every_column_a_part_holds():
     """Every column the task writes is documented, in the order the parts hold them."""
-    from sweeps.dataset.schema import rows
+    from sweeps.schema import rows
     from workers.dataset import EVIDENCE_COLUMNS, IDENTITY_COLUMNS, PROVENANCE_COLUMNS
     from workers.dataset import MEASURE_COLUMNS
 

@@ -21,7 +21,7 @@ class PluginError(ValueError):
 class StoreIOError(OSError):
     """Writing or reading the dataset failed: no space, no permission, an I/O error, or an object
     store that kept failing after its retries. The CLI prints it and exits with status 3
-    (workers.folder raises it)."""
+    (workers.dataset.folder raises it)."""
 
     def __str__(self) -> str:
         return self.strerror or super().__str__()

@@ -20,7 +20,7 @@ from matplotlib.ticker import FuncFormatter, MaxNLocator
 
 from analysis.figures.plotting import Rendered, Skipped, plain_log_labels, save, theme
 from analysis.report.page import CSS, esc, html_figure, html_table
-from workers.folder import at, write_files
+from workers.dataset.folder import at, write_files
 
 from .compare import (
     BETTER,

@@ -17,7 +17,7 @@ from pathlib import Path
 from analysis.figures.index import render_all
 from analysis.figures.plotting import Rendered, Skipped
 from analysis.read import Sweep
-from workers.folder import at, check_inside, write_files
+from workers.dataset.folder import at, check_inside, write_files
 
 from .findings import findings_html, key_findings
 from .overview import (

@@ -29,15 +29,15 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
-from sweeps.dataset.computation import check_spec, refuse_foreign
-from sweeps.dataset.store import add_submission, delete_sweep, locate, read_submissions
+from sweeps.run.computation import check_spec, refuse_foreign
+from sweeps.run.store import add_submission, delete_sweep, locate, read_submissions
 from sweeps.exceptions import UsageError
 from sweeps.run.chunks import RunPlan, plan_run
 from sweeps.run.dryrun import cluster_line, cluster_notes, declared_seconds
 from sweeps.run.provenance import PROJECT_ROOT
 from sweeps.spec.load import SweepSpec, load_spec, portable_spec
 from workers.dataset import SLURM_LOG
-from workers.folder import Location, exists
+from workers.dataset.folder import Location, exists
 
 from .mounts import mount_table, placement
 

@@ -15,11 +15,11 @@ import hashlib
 import json
 from dataclasses import dataclass
 
-from sweeps.dataset.store import locate
+from sweeps.run.store import locate
 from sweeps.spec.grid import Grid, grid_for
 from sweeps.spec.load import SweepSpec
 from workers import get_model
-from workers.folder import Location
+from workers.dataset.folder import Location
 
 from .sources import BACKENDS
 

@@ -26,8 +26,8 @@ from sweeps.exceptions import DatasetError
 from sweeps.spec.load import SweepSpec
 from workers import MODELS, get_model
 from workers.dataset import COMPUTATION, LAYOUT, SPEC_FILE, parse_part_path
-from workers.folder import Location, exists, part_infos, read_manifest, read_text
-from workers.parts import mismatch_message, stray
+from workers.dataset.folder import Location, exists, part_infos, read_manifest, read_text
+from workers.dataset.parts import mismatch_message, stray
 
 from .store import check_schema
 
@@ -193,7 +193,7 @@ def refuse_foreign(loc: Location, spec: SweepSpec, planned: set[str]) -> None:
     """DatasetError when the folder holds parts whose chunk ids are not `planned` (the chunk ids of the spec
     check_spec returned): a duplicate of a part under another name, or rows of another computation (a folder mixed
     before memsweep recorded computations, or one whose run stopped before its first manifest), which a run
-    must not add to. Each is named with the verdict `verify` gives it (workers.parts.unlisted_verdict)."""
+    must not add to. Each is named with the verdict `verify` gives it (workers.dataset.parts.unlisted_verdict)."""
     prefix, own = loc.root.rstrip("/") + "/", digest(identity(spec))
     strays = [stray(loc, i, own) for infos in part_infos(loc).values() for i in infos
               if parse_part_path(i.path.removeprefix(prefix))[1] not in planned]

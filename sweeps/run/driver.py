@@ -6,7 +6,7 @@ cluster. Each task writes its own part; the driver sees only small records.
 A rerun of the same command resumes: a chunk whose part exists and is valid is
 skipped. Tasks are retried when their worker dies.
 
-One driver per sweep: `run` holds the sweep's lease (sweeps.dataset.lease) from before
+One driver per sweep: `run` holds the sweep's lease (sweeps.run.lease) from before
 it writes anything until it is done. A write that fails (no space, permission,
 I/O error, an object store that keeps failing) stops the sweep: the tasks in
 flight finish, the manifest records the finished chunks, temporary files are
@@ -31,16 +31,16 @@ import ray._private.services
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 from tqdm import tqdm
 
-from sweeps.dataset.computation import check_spec, record, refuse_foreign
-from sweeps.dataset.lease import Lease
-from sweeps.dataset.store import delete_sweep, locate, part_checksum, remove_temp_files, write_manifest
+from sweeps.run.computation import check_spec, record, refuse_foreign
+from sweeps.run.lease import Lease
+from sweeps.run.store import delete_sweep, locate, part_checksum, remove_temp_files, write_manifest
 from sweeps.exceptions import UsageError
 from sweeps.spec.load import SweepSpec
 from workers import get_model
 from workers.dataset import COMPUTATION, LAYOUT, LEASE_FILE, MANIFEST, SCHEMA_VERSION, SPEC_FILE, model_dir, parse_part_path
 from workers.exceptions import StoreIOError
-from workers.folder import Location, check_inside, exists, part_infos, read_manifest, write_bytes
-from workers.parts import part_problem
+from workers.dataset.folder import Location, check_inside, exists, part_infos, read_manifest, write_bytes
+from workers.dataset.parts import part_problem
 
 from .chunks import Chunk, RunPlan, plan_run
 from .provenance import git_sha, host_provenance
@@ -275,7 +275,7 @@ def _run_leased(planned: RunPlan, lease, say, *, address, fresh, progress, cpus,
 
 def _finished(loc: Location, chunks: list[Chunk], old_parts: dict, say) -> dict[str, dict]:
     """Records of chunks whose part already exists and is whole (the resume set). A part keeps its manifest
-    record while it matches it (workers.parts.part_problem: checksum on a local folder, size and footer on an
+    record while it matches it (workers.dataset.parts.part_problem: checksum on a local folder, size and footer on an
     object store); a part the manifest does not list yet (a run stopped before its manifest caught up) is taken
     when its footer names its chunk and it holds the chunk's rows. Any other part is computed again, said once."""
     prefix = loc.root.rstrip("/") + "/"

@@ -25,7 +25,7 @@ from tqdm import tqdm
 from sweeps.spec.grid import decode
 from sweeps.spec.load import SweepSpec
 from workers import get_model
-from workers.folder import Location
+from workers.dataset.folder import Location
 from workers.units import bytes_text
 
 from .chunks import Chunk, plan_run

@@ -8,8 +8,8 @@ import pyarrow.parquet as pq
 
 from sweeps.exceptions import DatasetError
 from workers.dataset import MANIFEST, parse_part_path
-from workers.folder import Location, exists, layout, list_parts, part_infos, read_manifest
-from workers.parts import check_parts
+from workers.dataset.folder import Location, exists, layout, list_parts, part_infos, read_manifest
+from workers.dataset.parts import check_parts
 
 from .store import locate
 
@@ -84,7 +84,7 @@ def status(sweep_dir: str, slurm: list[str] | tuple[str, ...] = ()) -> str:
 
 
 def verify(sweep_dir: str) -> tuple[list[str], str]:
-    """(problems, summary): every part matching the manifest (workers.parts.check_parts, every byte read,
+    """(problems, summary): every part matching the manifest (workers.dataset.parts.check_parts, every byte read,
     on object stores too), the counts the manifest and the spec expect, no duplicate point_id."""
     unmanifested = _without_manifest(sweep_dir)
     if unmanifested:

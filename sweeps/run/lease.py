@@ -38,7 +38,7 @@ import psutil
 from sweeps.exceptions import LeaseError
 from workers.dataset import LEASE_FILE, LEASE_TEMP_PREFIX, TEMP_PREFIX
 from workers.exceptions import StoreIOError
-from workers.folder import Location, check_inside, read_text, remove_quietly, retrying, write_bytes
+from workers.dataset.folder import Location, check_inside, read_text, remove_quietly, retrying, write_bytes
 
 HEARTBEAT_S = 10.0
 STALE_AFTER_S = 3 * HEARTBEAT_S  # three missed heartbeats

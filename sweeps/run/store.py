@@ -2,7 +2,7 @@
 submissions, and the folder's upkeep (schema check, temporary files, deletion).
 
 The layout, the file names and the schema version are workers.dataset's; the file I/O (whole-file writes,
-retried reads, the part lister, the manifest reader) is workers.folder's; this module writes the records
+retried reads, the part lister, the manifest reader) is workers.dataset.folder's; this module writes the records
 with them. A folder of schema 1-2 (manifest.json, spec.toml, ...) is read through its own names
 (`layout`) and never written into (`check_schema`).
 """
@@ -21,8 +21,8 @@ import pyarrow.parquet as pq
 from sweeps.exceptions import OUT_RULE, DatasetError, UsageError
 from workers.dataset import LAYOUT, LEASE_TEMP_PREFIX, MANIFEST, SCHEMA_VERSION, SUBMISSIONS, TEMP_PREFIX, Layout
 from workers.exceptions import SweepFolderError
-from workers.parts import checksum
-from workers.folder import (
+from workers.dataset.parts import checksum
+from workers.dataset.folder import (
     Location, exists, filesystem, layout, link_out, read_json, read_manifest, remove_quietly, retrying,
     write_bytes,
 )

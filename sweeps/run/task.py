@@ -12,15 +12,15 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
-from sweeps.dataset.computation import record
-from sweeps.dataset.store import write_part
+from sweeps.run.computation import record
+from sweeps.run.store import write_part
 from sweeps.spec.grid import Grid, decode, grid_for
 from sweeps.spec.load import SweepSpec
 from workers import get_model, interval, load_plugins
 from workers.dataset import (DTYPES, PART_CHUNK_ID, EVIDENCE_COLUMNS, IDENTITY_COLUMNS, PART_COMPUTATION, PROVENANCE_COLUMNS,
                              MEASURE_COLUMNS, SCHEMA_VERSION, part_table)
 from workers.exceptions import StoreIOError
-from workers.folder import Location
+from workers.dataset.folder import Location
 from workers.profiles import Profile
 
 from .chunks import Chunk
@@ -40,7 +40,7 @@ class TaskConfig:
     location: Location
     git_sha: str
     settings: SourceSettings = field(default_factory=SourceSettings)  # how measured and kernel chunks run
-    computation: str = ""  # the digest of what the rows are computed with (sweeps.dataset.computation), in each footer
+    computation: str = ""  # the digest of what the rows are computed with (sweeps.run.computation), in each footer
 
     @classmethod
     def for_spec(cls, spec: SweepSpec, location: Location) -> TaskConfig:

@@ -228,7 +228,7 @@ def measured_sweep(root: Path, **costs: float) -> str:
     part = root / "m" / part_path("memmap", "c0")
     part.parent.mkdir(parents=True)
     rows.with_columns(pl.Series("measure_min", times), *(pl.lit(v).alias(k) for k, v in HOST.items())).write_parquet(part)
-    # the manifest --from checks the part against (workers.parts); no checksum or size, as older manifests
+    # the manifest --from checks the part against (workers.dataset.parts); no checksum or size, as older manifests
     (root / "m" / MANIFEST).write_text(json.dumps({"sweep": "m", "parts": {
         "c0": {"chunk_id": "c0", "model": "memmap", "rows": rows.height}}}))
     return str(root / "m")

@@ -1,6 +1,7 @@
-"""The dataset contract: schema version, the sweep folder's file names, the part-path rule and the column
-registry. Every writer (sweeps) and reader (analysis, status, verify, calibrate) derives from here;
-workers.folder reads and writes the files.
+"""The dataset's one home, the bottom layer every writer (sweeps) and reader (analysis, status, verify,
+calibrate) derives from: here the schema version, the sweep folder's file names, the part-path rule, the
+row-source names and the column registry; folder.py reads and writes the files; parts.py checks the
+parts against the manifest and scans them.
 
     OUT/<sweep>/model=<name>/part-<chunk_id>.parquet   one part per chunk
     OUT/<sweep>/_manifest.json      chunks expected / done, rows, checksums, spec, versions
@@ -51,8 +52,8 @@ SLURM_LOG = "_slurm-%j.out"  # a Slurm job's output (sbatch expands %j to the jo
 LEASE_FILE = "_lease.json"
 REPORT_DIR = "_report"
 TEMP_PREFIX = ".tmp-"  # every temporary file of a write starts with it (and lives beside its target)
-LEASE_TEMP_PREFIX = TEMP_PREFIX + "lease-"  # a driver's attempt at the lease (sweeps.dataset.lease), in progress
-# A folder holds the rows of one computation (sweeps.dataset.computation): the manifest records its digest under
+LEASE_TEMP_PREFIX = TEMP_PREFIX + "lease-"  # a driver's attempt at the lease (sweeps.run.lease), in progress
+# A folder holds the rows of one computation (sweeps.run.computation): the manifest records its digest under
 # this key, and every part carries the digest of the computation that wrote it in its footer.
 COMPUTATION = "computation"
 PART_COMPUTATION = "memsweep.computation"

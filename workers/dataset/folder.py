@@ -1,7 +1,7 @@
 """A sweep folder on a filesystem (local, or any pyarrow filesystem such as S3): the one home of its file
 I/O. Where it is (`Location`), whole-file writes (`write_bytes`), reads retried on an object store's
 transient errors, the names its own files use (`layout`), the part lister (`part_files`, `list_parts`) and
-the JSON reader of its manifest and submissions (`read_json`); workers.parts checks the parts against the
+the JSON reader of its manifest and submissions (`read_json`); workers.dataset.parts checks the parts against the
 manifest and scans them. The driver and its workers write parts and
 manifests through here; status, verify, calibrate, report and compare read through here, and the report
 and compare pages are written with the same `write_bytes`. workers.dataset has the names and columns.
@@ -29,8 +29,8 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from .dataset import LAYOUT, TEMP_PREFIX, Layout, layout_of, parse_part_path, part_path
-from .exceptions import StoreIOError, SweepFolderError
+from workers.dataset import LAYOUT, TEMP_PREFIX, Layout, layout_of, parse_part_path, part_path
+from workers.exceptions import StoreIOError, SweepFolderError
 
 # Object-store retries: 5 tries, waiting 0.2, 0.4, 0.8, 1.6 s between them (at most 3 s), on top of
 # the AWS SDK's own attempts inside each pyarrow call. Only errors that read as transient are retried.
@@ -228,7 +228,7 @@ def part_infos(loc: Location) -> dict[str, list[pafs.FileInfo]]:
 
 
 def part_files(loc: Location) -> dict[str, list[str]]:
-    """model -> sorted paths (on loc.fs) of the part files in the sweep folder, unchecked (workers.parts
+    """model -> sorted paths (on loc.fs) of the part files in the sweep folder, unchecked (workers.dataset.parts
     checks them against the manifest)."""
     return {m: [i.path for i in infos] for m, infos in part_infos(loc).items()}
 

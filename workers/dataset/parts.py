@@ -23,8 +23,8 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from .dataset import COMPUTATION, PART_CHUNK_ID, PART_COMPUTATION, parse_part_path, part_path
-from .exceptions import SweepFolderError
+from workers.dataset import COMPUTATION, PART_CHUNK_ID, PART_COMPUTATION, parse_part_path, part_path
+from workers.exceptions import SweepFolderError
 from .folder import Location, at, part_infos, read_manifest, retrying, scan_parts
 
 

@@ -9,9 +9,9 @@ import shutil
 import pytest
 
 from sweeps.cli import main
-from sweeps.dataset.computation import differences, identity
+from sweeps.run.computation import differences, identity
 from sweeps.exceptions import DatasetError
-from sweeps.dataset.inspect import verify
+from sweeps.run.inspect import verify
 from sweeps.run.driver import run
 from sweeps.spec.load import load_spec, parse_spec
 from tests.conftest import tree_state

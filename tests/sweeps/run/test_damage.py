@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from sweeps.dataset.inspect import status, verify
+from sweeps.run.inspect import status, verify
 from sweeps.run.driver import run
 from sweeps.spec.load import parse_spec
 from tests.conftest import memsweep, memsweep_here, tree_state

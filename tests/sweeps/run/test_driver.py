@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from sweeps.exceptions import DatasetError
-from sweeps.dataset.inspect import status, verify
+from sweeps.run.inspect import status, verify
 from sweeps.run.driver import run
 from sweeps.spec.load import parse_spec
 from tests.conftest import memsweep, tree_state

@@ -16,7 +16,7 @@ import pytest
 
 from sweeps.run.ray_env import RUN_MARK_VAR
 from tests.conftest import ROOT
-from tests.sweeps.dataset.test_lease import SLOW
+from tests.sweeps.run.test_lease import SLOW
 
 # What must be listening once a task runs (the metrics servers may come later): by the first word of each
 # process's command line (the agents and workers rename themselves, the driver is `python`).

@@ -14,7 +14,7 @@ import psutil
 import pyarrow.parquet as pq
 import pytest
 
-from sweeps.dataset.inspect import verify
+from sweeps.run.inspect import verify
 from sweeps.run.driver import run
 from sweeps.spec.load import parse_spec
 from tests.conftest import ROOT

@@ -15,13 +15,13 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 import pytest
 
-from sweeps.dataset.inspect import verify
+from sweeps.run.inspect import verify
 from sweeps.run.driver import run
 from sweeps.spec.load import parse_spec
 from tests.conftest import memsweep_here
 from tests.support.faulty_proxy import FaultyProxy
-from tests.sweeps.dataset.test_object_store import SPEC as S3_SPEC
-from tests.sweeps.dataset.test_object_store import s3  # noqa: F401 - the moto server fixture
+from tests.sweeps.run.test_object_store import SPEC as S3_SPEC
+from tests.sweeps.run.test_object_store import s3  # noqa: F401 - the moto server fixture
 from workers.dataset import LEASE_FILE
 
 EXIT_IO = 3

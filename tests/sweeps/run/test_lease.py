@@ -16,11 +16,11 @@ import time
 import pytest
 
 from sweeps.exceptions import LeaseError
-from sweeps.dataset.inspect import verify
-from sweeps.dataset.lease import Holder, Lease
+from sweeps.run.inspect import verify
+from sweeps.run.lease import Holder, Lease
 from sweeps.run.driver import run
 from sweeps.spec.load import parse_spec
-from sweeps.dataset.store import locate
+from sweeps.run.store import locate
 from workers.dataset import LEASE_FILE
 from tests.conftest import ROOT
 from tests.support.probe import SPEC
@@ -154,7 +154,7 @@ def test_the_holders_cleanup_leaves_another_drivers_attempt_at_the_lease(tmp_pat
     """The holder removes the temporary files of killed writes, but not a .tmp-lease-* file another driver
     has just made to link as the lease (it failed with an I/O error, exit 3, where it must exit 2 naming the
     holder): only one older than LEASE_TEMP_STALE_S, which a killed driver left."""
-    from sweeps.dataset.store import LEASE_TEMP_STALE_S, remove_temp_files
+    from sweeps.run.store import LEASE_TEMP_STALE_S, remove_temp_files
     from workers.dataset import LEASE_TEMP_PREFIX, TEMP_PREFIX
 
     folder = tmp_path / "leased"

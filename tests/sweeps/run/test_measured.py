@@ -8,7 +8,7 @@ import polars as pl
 import pytest
 
 from sweeps.cli import main
-from sweeps.dataset.inspect import verify
+from sweeps.run.inspect import verify
 from sweeps.run.driver import run
 from sweeps.spec.load import parse_spec
 

@@ -15,7 +15,7 @@ import pytest
 
 from sweeps.run.ray_env import RUN_MARK_VAR
 from tests.conftest import ROOT, planted
-from tests.sweeps.dataset.test_lease import SLOW
+from tests.sweeps.run.test_lease import SLOW
 
 SESSION = re.compile(r"/session_[0-9_-]+_(\d+)")
 

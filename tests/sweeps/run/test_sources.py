@@ -13,7 +13,7 @@ from sweeps.spec.grid import decode, grid_for
 from sweeps.run.chunks import plan
 from sweeps.run.dryrun import as_dict, declared_seconds, dry_run
 from sweeps.spec.load import SOURCES, parse_spec
-from sweeps.dataset.store import locate
+from sweeps.run.store import locate
 from sweeps.run.task import TaskConfig, chunk_frame
 from workers import get_model
 from workers.dataset import EVIDENCE_COLUMNS, GUEST_COLUMNS

@@ -15,10 +15,10 @@ import pytest
 from analysis.read import Sweep
 from analysis.report.page import write_report
 from sweeps.exceptions import DatasetError
-from sweeps.dataset.inspect import status, verify
+from sweeps.run.inspect import status, verify
 from sweeps.run.driver import run
 from sweeps.spec.load import parse_spec
-from sweeps.dataset.store import check_schema, checksum, locate, parquet_bytes, remove_temp_files
+from sweeps.run.store import check_schema, checksum, locate, parquet_bytes, remove_temp_files
 from tests.conftest import memsweep, memsweep_here, tree_state
 from tests.support.probe import SPEC
 from workers.dataset import LEGACY_LAYOUT, MANIFEST, REPORT_DIR, SPEC_FILE, TEMP_PREFIX, part_path

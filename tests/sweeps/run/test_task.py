@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from sweeps.dataset.computation import record
-from sweeps.dataset.store import locate
+from sweeps.run.computation import record
+from sweeps.run.store import locate
 from sweeps.run.task import TaskConfig
 from sweeps.spec.grid import grid_for
 from sweeps.spec.load import parse_spec

@@ -201,7 +201,7 @@ def test_a_plugins_default_costs_join_the_specs_profile_and_a_profile_file_overr
 
 def test_a_plugins_changed_default_cost_changes_its_chunk_ids_digest_and_rows(monkeypatch):
     """Another default cost gives new chunk ids and computation digest, and evaluation prices with it."""
-    from sweeps.dataset.computation import record
+    from sweeps.run.computation import record
     from sweeps.run.chunks import plan
     from sweeps.spec.grid import decode, grid_for
     from workers import evaluate, get_model

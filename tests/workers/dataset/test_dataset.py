@@ -1,4 +1,4 @@
-"""The dataset contract (workers/dataset.py): part paths, layouts, the column registry, units, one home."""
+"""The dataset contract (workers/dataset/__init__.py): part paths, layouts, the column registry, units, one home."""
 
 from __future__ import annotations
 
@@ -64,7 +64,7 @@ def test_registry_derives_the_column_tuples_and_host_facts_are_integers():
 
 def test_the_registry_has_one_source():
     """The README generator, the measure backend and the task take their columns from workers.dataset."""
-    from sweeps.dataset import schema
+    from sweeps import schema
     from sweeps.run import task
     from workers.measure import measure
 
@@ -80,7 +80,7 @@ def test_the_registry_has_one_source():
 
 
 def test_schema_version_provenance_list_and_part_rule_are_defined_once():
-    """In the three packages' source, only workers/dataset.py defines the schema version, lists the
+    """In the three packages' source, only workers/dataset/__init__.py defines the schema version, lists the
     provenance columns, and spells the part file name."""
     rules = {"schema version": re.compile(r"^SCHEMA_VERSION\s*=", re.M),
              "provenance list": re.compile(r"\(\s*\"env_host\",.{0,300}?\"env_cpu_model\",.{0,300}?\"env_caches\",", re.S),
@@ -92,4 +92,4 @@ def test_schema_version_provenance_list_and_part_rule_are_defined_once():
             for name, rule in rules.items():
                 if rule.search(text):
                     found[name].append(str(path.relative_to(ROOT)))
-    assert found == {name: ["workers/dataset.py"] for name in rules}
+    assert found == {name: ["workers/dataset/__init__.py"] for name in rules}

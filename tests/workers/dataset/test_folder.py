@@ -1,4 +1,4 @@
-"""A sweep folder's file I/O (workers/folder.py): the part lister, the manifest reader, whole-file writes,
+"""A sweep folder's file I/O (workers/dataset/folder.py): the part lister, the manifest reader, whole-file writes,
 and the errors that name the user's field."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import re
 import polars as pl
 import pytest
 
-from workers import folder
+from workers.dataset import folder
 from workers.dataset import part_path
 from workers.exceptions import SweepFolderError
 from tests.conftest import tree_state

@@ -1,4 +1,4 @@
-"""The check of a sweep folder's parts against its manifest (workers/parts.py): one verdict per damaged or
+"""The check of a sweep folder's parts against its manifest (workers/dataset/parts.py): one verdict per damaged or
 stray part, the message every reader gives, and `scan`, which reads only checked parts. Real Parquet files,
 written as a run writes them (footer key-value metadata, manifest records with bytes and checksum)."""
 
@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from workers import folder, parts
+from workers.dataset import folder, parts
 from workers.dataset import COMPUTATION, MANIFEST, PART_CHUNK_ID, PART_COMPUTATION, part_path
 from workers.exceptions import SweepFolderError
 
