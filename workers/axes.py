@@ -38,9 +38,9 @@ class Axis:
 
     name: str
     kind: str
-    unit: str
     default: object
     doc: str
+    unit: str = ""
     rule: str = ""
     choices: tuple[str, ...] = ()
     check: Callable[[object], bool] | None = None

@@ -1,35 +1,74 @@
 """Run a model on a frame of points and hold it to its contract.
 
-This is the one entry point the sweep runner calls on a worker. A model that
-raises does not lose the chunk: every row comes back with status "error" and
-the exception text in `reason`. Metrics of rows that are not ok are nulled
-here, so a model may compute them for every row.
+`evaluate` is the one entry point the sweep runner calls on a worker. The host builds the row frame
+from what a model returns (`frame`): status and reason from the model's `infeasible` rules (or the
+"reason" it returns), then its metrics in the declared dtypes. A model that raises does not lose the
+chunk: every row comes back with status "error" and the exception text in `reason`. Metrics of rows
+that are not ok are nulled here, so a model may compute them for every row.
 """
 
 from __future__ import annotations
 
+import functools
 import traceback
 
 import polars as pl
 
 from .exceptions import ModelError
-from .model import STATUS_ERROR, STATUS_OK, STATUSES, Model
+from .model import STATUS_ERROR, STATUS_OK, LastPoints, Model, Reasons, status_columns
 from .profiles import Profile
 
 
 def evaluate(model: Model, points: pl.DataFrame, profile: Profile) -> pl.DataFrame:
     """`points` with the model's status, reason and metric columns appended."""
     try:
-        out = null_unless_ok(model, model.evaluate(points, profile))
-        _check_contract(model, points, out)
+        out = null_unless_ok(model, frame(model, points, profile))
     except Exception as e:  # noqa: BLE001 - any model failure becomes error rows
         out = error_rows(model, points.height, e)
     return pl.concat([points, out], how="horizontal")
 
 
+def frame(model: Model, points: pl.DataFrame, profile: Profile) -> pl.DataFrame:
+    """status, reason and the metric columns, built from what `model.evaluate` returns (see workers.model)."""
+    got = model.evaluate(points, profile)
+    dtypes = model.metric_dtypes
+    names = got.columns if isinstance(got, pl.DataFrame) else list(got)
+    if sorted(names) != sorted([*dtypes, *(["reason"] if "reason" in names else [])]):
+        raise ModelError(f"model {model.name!r} returned columns {names}, declared {list(dtypes)}")
+    try:
+        if isinstance(got, pl.DataFrame):
+            metrics = got.select(pl.col(c).cast(dt) for c, dt in dtypes.items())
+        else:
+            metrics = pl.DataFrame({c: got[c] for c in dtypes}, schema=dtypes)
+    except (pl.exceptions.PolarsError, TypeError, ValueError) as e:
+        raise ModelError(f"model {model.name!r} returned metric values its declared dtypes cannot hold: {e}") from e
+    if metrics.height != points.height:
+        raise ModelError(f"model {model.name!r} returned {metrics.height} rows for {points.height} points")
+    if "reason" in names:
+        reason = pl.Series("reason", got["reason"], dtype=pl.Utf8)
+        status = reason.to_frame().select(*status_columns(pl.col("reason")))
+    else:  # what depends on the points alone, derived once for a fit's many evaluations of its figures
+        last = _STATUS.setdefault(model, LastPoints())
+        status = last.get(points, lambda p: p.with_columns(_reasons(model).alias("reason"))  # a literal, broadcast
+                          .select(*status_columns(pl.col("reason"))))
+    return pl.concat([status, metrics], how="horizontal")
+
+
+_STATUS: dict[Model, LastPoints] = {}
+
+
+@functools.cache
+def _reasons(model: Model) -> pl.Expr:
+    """The model's `infeasible` rules as one expression, built once: a fit evaluates thousands of times."""
+    rules = Reasons()
+    for condition, message in model.infeasible:
+        rules.add(condition, message)
+    return rules.expr()
+
+
 def null_unless_ok(model: Model, out: pl.DataFrame) -> pl.DataFrame:
     """A point that cannot exist has no metrics: null them on every row whose status is not ok."""
-    if "status" not in out.columns or (out["status"] == STATUS_OK).all():
+    if (out["status"] == STATUS_OK).all():
         return out
     ok = pl.col("status") == STATUS_OK
     return out.with_columns(pl.when(ok).then(pl.col(m)).otherwise(None).alias(m)
@@ -45,21 +84,3 @@ def error_rows(model: Model, height: int, exc: BaseException, extra: dict | None
         {"status": [STATUS_ERROR] * height, "reason": [msg] * height},
         schema={"status": pl.Utf8, "reason": pl.Utf8},
     ).with_columns(pl.lit(None, dtype=dt).alias(c) for c, dt in {**model.metric_dtypes, **(extra or {})}.items())
-
-
-def _check_contract(model: Model, points: pl.DataFrame, out: pl.DataFrame) -> None:
-    if out.height != points.height:
-        raise ModelError(f"model {model.name!r} returned {out.height} rows for {points.height} points")
-    missing = {"status", "reason"} - set(out.columns)
-    if missing:
-        raise ModelError(f"model {model.name!r} did not return the columns {sorted(missing)}")
-    expected = ["status", "reason", *model.metric_dtypes]
-    if out.columns != expected:
-        raise ModelError(f"model {model.name!r} returned columns {out.columns}, declared {expected}")
-    schema = out.schema  # polars builds the schema anew on each access
-    wrong = {c: str(schema[c]) for c, dt in model.metric_dtypes.items() if schema[c] != dt}
-    if wrong:
-        raise ModelError(f"model {model.name!r} returned metric dtypes {wrong}, declared otherwise")
-    bad = set(out["status"].unique().to_list()) - set(STATUSES)
-    if bad:
-        raise ModelError(f"model {model.name!r} returned unknown statuses {sorted(bad)}")

@@ -36,7 +36,7 @@ import string
 from dataclasses import dataclass, field
 from typing import Literal, Mapping, get_args
 
-from .plots import Cond, Either, cond_columns
+from .plots import Cond, Either, cond_columns, conditions
 
 Which = Literal["max", "min", "first", "last", "all"]
 PICKS = get_args(Which)
@@ -112,10 +112,10 @@ class Clause:
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Medians:
     """Median of `metric` (divided by the column `per` times `scale`, when given) on the rows satisfying
-    every condition of `where`, per group of `by`. With `each`, the groups are formed per value of that
-    axis, `clause` is written for every value that has all quoted groups ({each}: the value's label)
-    and the clauses, joined by "; ", fill {clauses}; the finding's data maps each value to the quoted
-    medians in order."""
+    every condition of `where` (Cond / Either, or a dict of equalities), per group of `by`. With `each`, the
+    groups are formed per value of that axis, `clause` is written for every value that has all quoted groups
+    ({each}: the value's label) and the clauses, joined by "; ", fill {clauses}; the finding's data maps each
+    value to the quoted medians in order."""
 
     id: str
     figure: str
@@ -130,6 +130,9 @@ class Medians:
     clause: str = ""
     more: tuple[Clause, ...] = ()
     fmt: str = ".2f"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "where", conditions(self.where))
 
 
 FINDING_KINDS = (Winner, Ratio, Medians)

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from .evaluate import evaluate
+from .evaluate import evaluate, frame
 from .dataset import unit_of
 from .model import STATUS_OK, Model, figure_frame, validation_figures
 from .profiles import Profile
@@ -102,7 +102,7 @@ def bars(model: Model, profile: Profile, rows: pl.DataFrame, evidence: pl.Series
     if state.refits and ok.any():
         points = rows.filter(pl.Series(ok)).select([a.column for a in model.axes])
         for refit in state.refits:
-            again = model.evaluate(points, refit)
+            again = frame(model, points, refit)
             for m in names:
                 v = np.full(rows.height, np.nan)
                 v[ok] = again[m].cast(pl.Float64).fill_null(np.nan).to_numpy()

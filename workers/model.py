@@ -1,21 +1,34 @@
 """The model contract: a small core every model gives, and optional parts it may add.
 
+A plugin imports what it needs from this one module (workers/model.py):
+
+    from workers.model import Axis, Lines, Medians, Metric, Model, Quantity
+
 The core (a `Model` subclass sets these class attributes and defines `evaluate`):
-- `name`, `axes` (workers.axes.Axis), `metrics` (`Metric`: column, dtype, doc, which direction is
-  better), `headline` (the metric the report leads with) and `evaluate(points, profile)`;
-- `version`, `description`, `points_per_second` (used only to size chunks) and `costs` (the default
-  costs of its own profile section, for a model no shipped profile knows) have defaults.
+- `name`, `axes` (an `Axis` each, or the name of a shared axis: "struct_page_size"), `metrics`
+  (`Metric`: column, dtype, doc, which direction is better), `headline` (the metric the report leads
+  with) and `evaluate(points, profile)`;
+- `version`, `description`, `points_per_second` (used only to size chunks), `costs` (the default
+  costs of its own profile section, `Quantity` each, for a model no shipped profile knows) and
+  `infeasible` (why a point cannot exist: (polars expression over the points, message) pairs, the
+  first that holds wins) have defaults.
 
 `evaluate` turns a polars frame of points (one `param_<axis>` column per axis the model declares)
-into a frame of the same height and order with `status` ("ok" | "infeasible"), `reason` (null
-when ok) and the `metric_<name>_<unit>` columns. No Ray, no I/O, nothing read from the
-environment: everything a model needs comes in the points and the profile.
+into its metric columns: a mapping of each declared `metric_<name>_<unit>` column to its values
+(numpy arrays, polars Series or lists, one per point, in order) or a polars frame of them. It may
+add "reason" (null where the point is feasible) when a point's feasibility needs more than
+`infeasible` can say. The host (workers.evaluate) builds the row frame: `status` ("ok" |
+"infeasible") and `reason`, then the metrics in the declared dtypes, nulled where a point is not
+ok. No Ray, no I/O, nothing read from the environment: everything a model needs comes in the
+points and the profile.
 
 Optional parts, each one frozen object on the model (empty when absent; no `measurement` or `kernel`: None):
-- `report` (`Report`): what the report says about the model beyond its metrics: the `comparison`
-  a kernel engineer asks of it (variants on one axis against a baseline), the `best_keys` axes of
-  its best-variant table, display names of axis values (`value_labels`), and the figures, key
-  findings and tables it adds (`plots`: workers.plots; `findings`, `tables`: workers.findings);
+- `report` (`Report`, or a dict of its fields): what the report says about the model beyond its
+  metrics: the `comparison` a kernel engineer asks of it (variants on one axis against a baseline:
+  a dict of axis and baseline is enough), the `best_keys` axes of its best-variant table, display
+  names of axis values (`value_labels`), and the figures, key findings and tables it adds (`plots`:
+  `Lines` and the rest of workers.plots; `findings`, `tables`: `Medians` and the rest of
+  workers.findings);
 - `calibration` (`Calibration`): the published figures it must reproduce, the profile entries
   calibration may move (`free_params`, and `measured_free_params` for a fit to measured rows), the
   orders its costs keep on any machine (`cost_orders`), and what its answers rest on unchecked
@@ -36,13 +49,13 @@ from __future__ import annotations
 import abc
 import importlib
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Literal, Mapping, get_args
 
 import numpy as np
 import polars as pl
 
-from .axes import Axis
+from .axes import SHARED_AXES, Axis
 from .dataset import unit_of
 from .findings import MedianTable, Medians, Ratio, Winner
 from .plots import BestHeatmap, Lines
@@ -99,12 +112,13 @@ class Metric:
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Comparison:
     """The variants of a model a report compares: the values of `axis` (an axis name, or its param
-    column) against `baseline`, by `metric`; `label` names a variant in tables ("strategy")."""
+    column) against `baseline`, by `metric` (default: the model's headline); `label` names a variant
+    in tables ("strategy"; default: the axis name)."""
 
     axis: str
     baseline: object
-    metric: str
-    label: str
+    metric: str = ""
+    label: str = ""
 
     @property
     def column(self) -> str:
@@ -265,6 +279,10 @@ class Report:
     findings: tuple[Winner | Ratio | Medians, ...] = ()
     tables: tuple[MedianTable, ...] = ()
 
+    def __post_init__(self) -> None:
+        if isinstance(self.comparison, Mapping):
+            object.__setattr__(self, "comparison", Comparison(**self.comparison))
+
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Assumption:
@@ -331,15 +349,31 @@ class Model(abc.ABC):
     # profile holds (a plugin): a spec's profile takes those it lacks (with_costs), so its rows, chunk ids
     # and digests see them; a profile's own entries win.
     costs: Mapping[str, Quantity] = {}
+    # Why a point cannot exist: (polars expression over the points' param_* columns, message), first match wins.
+    infeasible: tuple[tuple[pl.Expr, str], ...] = ()
     # The optional parts: an empty part (or no measurement) when the model has none.
     report: Report = Report()
     calibration: Calibration = Calibration()
     measurement: Measurement | None = None
     kernel: KernelCheck | None = None
 
+    def __init_subclass__(cls, **kwargs) -> None:
+        """The short forms a subclass may declare, made whole: a shared axis by name, the report as a dict,
+        the comparison's metric and label by default."""
+        super().__init_subclass__(**kwargs)
+        if any(isinstance(a, str) for a in cls.__dict__.get("axes", ())):
+            cls.axes = tuple(SHARED_AXES[a] if isinstance(a, str) else a for a in cls.axes)
+        report = cls.__dict__.get("report")
+        if isinstance(report, Mapping):
+            report = cls.report = Report(**report)
+        c = report.comparison if isinstance(report, Report) else None
+        if c is not None and not (c.metric and c.label):
+            cls.report = replace(report, comparison=replace(c, metric=c.metric or cls.headline,
+                                                            label=c.label or c.column.removeprefix("param_")))
+
     @abc.abstractmethod
-    def evaluate(self, points: pl.DataFrame, profile: Profile) -> pl.DataFrame:
-        """Metrics for every row of `points`: same height, same order (see module doc)."""
+    def evaluate(self, points: pl.DataFrame, profile: Profile) -> Mapping[str, object] | pl.DataFrame:
+        """The metric columns for every row of `points`: same height, same order (see module doc)."""
 
     @property
     def metric_dtypes(self) -> dict[str, pl.DataType]:

@@ -11,7 +11,8 @@ The common case names its columns as plain strings:
 
     Lines(id="x_time", title="...", caption="...", x="param_size", y="metric_time_ms", hue="param_strategy")
 
-Rarer options live in small objects that take a string's place where a figure needs them:
+Rarer options live in small objects that take a string's place where a figure needs them (or a dict
+of their fields: `x=dict(column="param_cpus", scale="log")`):
 `X` (scale, label, a minimum; several X are alternatives, a panel each), `Y` (scale, label, or a
 metric per panel), `Series` (value order, legend title, at most n values), `Panels` (one per value
 of a split column, times the facets that vary) and `Overlay` (stars where a flag is true, the
@@ -149,12 +150,23 @@ class Overlay:
 
 
 def _as(cls, value):
-    """`value` as a `cls` object: a string is its first field; anything else is left for the contract."""
-    return cls(value) if isinstance(value, str) else value
+    """`value` as a `cls` object: a string is its first field, a dict its fields by name; anything else is
+    left for the contract."""
+    if isinstance(value, str):
+        return cls(value)
+    return cls(**value) if isinstance(value, Mapping) else value
+
+
+def conditions(value):
+    """Row filters as Cond / Either: a dict is {column: value} equalities, a (column, op, value) tuple one
+    Cond; a Cond or Either is kept."""
+    if isinstance(value, Mapping):
+        return tuple(Cond(c, "==", v) for c, v in value.items())
+    return tuple(Cond(*c) if type(c) is tuple else c for c in value)
 
 
 def _xs(value):
-    if isinstance(value, (str, X)):
+    if isinstance(value, (str, X, Mapping)):
         return (_as(X, value),)
     return tuple(_as(X, v) for v in value) if isinstance(value, tuple) else value
 
@@ -164,7 +176,7 @@ class Plot:
     """What both kinds take: a stable `id` (the anchor in report.html and the file name), a `title`, a
     `caption` (what the reader needs; analysis appends the panels and the axes held), the `panels`,
     `hold` (param column -> the value to hold that axis at where the sweep has it, or POOL) and `where`
-    (row filters). Columns are param_/metric_ names."""
+    (row filters: Cond / Either, or a dict of equalities). Columns are param_/metric_ names."""
 
     id: str
     title: str
@@ -232,7 +244,7 @@ class BestHeatmap(Plot):
         return Plot.columns(self) | set(self.grid)
 
 
-_CONVERT = {"x": _xs, "y": lambda v: _as(Y, v), "hue": lambda v: _as(Series, v),
+_CONVERT = {"x": _xs, "where": conditions, "y": lambda v: _as(Y, v), "hue": lambda v: _as(Series, v),
             "style": lambda v: _as(Series, v), "panels": lambda v: Panels() if v is None else _as(Panels, v),
             "overlay": lambda v: Overlay() if v is None else v}
 

@@ -11,7 +11,7 @@ import time
 import polars as pl
 
 from workers.axes import Axis
-from workers.model import Metric, Model, Reasons, status_columns
+from workers.model import Metric, Model
 from workers.registry import register
 
 
@@ -31,18 +31,14 @@ class ProbeModel(Model):
     )
     headline = "metric_i_squared"
     points_per_second = 1e6
+    infeasible = ((pl.col("param_i") < 0, "i is negative: the probe has no square for it"),)
 
     def evaluate(self, points: pl.DataFrame, profile) -> pl.DataFrame:
         time.sleep(float(points["param_delay_ms"].max()) / 1000.0)
         if points["param_explode"].any():
             raise RuntimeError("the probe model was asked to explode")
         i = pl.col("param_i")
-        reason = Reasons().add(i < 0, "i is negative: the probe has no square for it").expr()
-        return points.select(
-            *status_columns(reason),
-            pl.when(i >= 0).then(i * i).alias("metric_i_squared"),
-            (i / 2).alias("metric_half_i"),
-        )
+        return points.select(pl.when(i >= 0).then(i * i).alias("metric_i_squared"), (i / 2).alias("metric_half_i"))
 
 
 MODEL = register(ProbeModel())

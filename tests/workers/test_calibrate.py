@@ -7,7 +7,7 @@ import pytest
 
 from workers.axes import Axis
 from workers.calibrate import calibrate
-from workers.model import Calibration, Figure, FreeParam, Metric, Model, status_columns
+from workers.model import Calibration, Figure, FreeParam, Metric, Model
 from workers.profiles import profile_from_dict
 
 X = Axis(name="x", kind="float", unit="", default=1.0, doc="work units")
@@ -30,7 +30,7 @@ class Line(Model):
 
     def evaluate(self, points, profile):
         t = profile.value("line", "per_unit") * pl.col("param_x") + profile.value("line", "fixed")
-        return points.select(*status_columns(pl.lit(None, dtype=pl.Utf8)), t.alias("metric_time_ms"))
+        return points.select(t.alias("metric_time_ms"))
 
 
 PROFILE = profile_from_dict({"name": "p", "line": {
@@ -162,7 +162,7 @@ class Offsets(Model):
     def evaluate(self, points, profile):
         v = lambda key: profile.value("offsets", key)  # noqa: E731
         t = v("per_unit") * pl.col("param_x") + v("fixed") + v("setup") + v("probe") / 1e4
-        return points.select(*status_columns(pl.lit(None, dtype=pl.Utf8)), t.alias("metric_time_ms"))
+        return points.select(t.alias("metric_time_ms"))
 
 
 OFFSETS = profile_from_dict({"name": "p", "offsets": {

@@ -1,7 +1,5 @@
 """The evaluate wrapper: models are held to their contract; a raising model yields error rows."""
 
-from dataclasses import replace
-
 import polars as pl
 import pytest
 
@@ -37,7 +35,8 @@ class Undeclared(ProbeModel):
 
 
 class WrongType(ProbeModel):
-    metrics = (replace(ProbeModel.metrics[0], dtype=pl.Float64), *ProbeModel.metrics[1:])
+    def evaluate(self, points, profile):
+        return {"metric_i_squared": ["one", "two", "three"], "metric_half_i": [0.0, 0.5, 1.0]}
 
 
 class Short(ProbeModel):
@@ -47,11 +46,11 @@ class Short(ProbeModel):
 
 @pytest.mark.parametrize("model,match", [
     (Undeclared(), "returned columns .* declared"),
-    (WrongType(), "returned metric dtypes"),
+    (WrongType(), "declared dtypes cannot hold"),
     (Short(), "returned 1 rows for 3 points"),
 ])
 def test_contract_breaches_become_error_rows(model, match):
-    """Undeclared columns, wrong dtypes or a wrong row count are reported as ModelError rows."""
+    """Undeclared columns, values the declared dtypes cannot hold or a wrong row count are ModelError rows."""
     out = evaluate(model, points(), PROFILE)
     assert (out["status"] == "error").all()
     assert out["reason"].str.contains("ModelError").all() and out["reason"].str.contains(match).all()

@@ -1,4 +1,4 @@
-"""The model contract's value objects: Metric, Comparison, and what Model derives from them."""
+"""The model contract's value objects: Metric, Comparison, what Model derives from them and its short forms."""
 
 import numpy as np
 import polars as pl
@@ -7,7 +7,10 @@ import pytest
 from workers import get_model
 from workers.calibrate import figure_frame
 from workers.evaluate import evaluate
-from workers.model import Comparison, LastPoints, Metric
+from workers.axes import STRUCT_PAGE_SIZE
+from workers.findings import MAX
+from workers.model import Axis, Comparison, LastPoints, Lines, Medians, Metric, Model
+from workers.plots import Cond, Series, X
 from workers.profiles import load_profile
 
 
@@ -73,8 +76,63 @@ def test_a_model_that_keeps_its_last_points_answers_as_a_fresh_one(name):
     after_others = evaluate(model, figures.head(3), moved)
     again = evaluate(model, figures, seed)
     kept = model._points._last[1]
+    kept = kept if isinstance(kept, tuple) else (kept,)  # memmap keeps a tuple, pfnmap its inputs
     arrays = [v for part in kept if isinstance(part, dict) for v in part.values() if isinstance(v, np.ndarray)]
     assert arrays and not any(v.flags.writeable for v in arrays)
     for frame, profile, got in ((figures, seed, again), (figures.head(3), moved, after_others)):
         model._points._last = None
         assert got.equals(evaluate(model, frame, profile))
+
+
+class Short(Model):
+    """A model declared in the short forms a plugin uses: a shared axis by name, the report and a figure's
+    parts as dicts, rules for infeasible points, and metrics returned as arrays by column."""
+
+    name = "short"
+    axes = ("struct_page_size", Axis(name="n", kind="int", default=1, doc="steps"))
+    metrics = (Metric(column="metric_time_ns", dtype=pl.Float64, doc="n x P", better="lower"),
+               Metric(column="metric_bytes", dtype=pl.Int64, doc="n x P"))
+    headline = "metric_time_ns"
+    infeasible = ((pl.col("param_n") < 0, "n must not be negative"),)
+    report = dict(comparison=dict(axis="n", baseline=1), plots=(
+        Lines(id="t", title="t", caption="c", x=dict(column="param_n", scale="log"), y="metric_time_ns",
+              hue=dict(column="param_struct_page_size", order=(64,)), where={"param_n": 2}),),
+        findings=(Medians(id="m", figure="t", text="{most}", metric="metric_time_ns", by="param_n",
+                          quote=(("most", MAX),), where={"param_struct_page_size": 64}),))
+
+    def evaluate(self, points, profile):
+        n, p = points["param_n"].to_numpy(), points["param_struct_page_size"].to_numpy()
+        return {"metric_time_ns": n * p, "metric_bytes": n * p}  # int64 arrays: the host casts to Float64
+
+
+def test_the_short_forms_become_the_contract_objects():
+    """A shared axis named is the shared Axis; the report dict a Report whose comparison reads the headline
+    and names the axis; a figure's dicts its X and Series, a `where` dict equalities."""
+    model = Short()
+    assert model.axes[0] is STRUCT_PAGE_SIZE
+    assert model.report.comparison == Comparison(axis="n", baseline=1, metric="metric_time_ns", label="n")
+    plot, finding = model.report.plots[0], model.report.findings[0]
+    assert plot.x == (X("param_n", "log"),) and plot.hue == Series("param_struct_page_size", order=(64,))
+    assert plot.where == (Cond("param_n", "==", 2),)
+    assert finding.where == (Cond("param_struct_page_size", "==", 64),)
+
+
+def test_the_host_builds_the_rows_from_the_arrays_a_model_returns():
+    """status and reason from the model's rules, metrics in their declared dtypes, nulled where not ok."""
+    points = pl.DataFrame({"param_struct_page_size": [64, 64], "param_n": [3, -1]})
+    out = evaluate(Short(), points, load_profile("seed"))
+    assert out["status"].to_list() == ["ok", "infeasible"]
+    assert out["reason"].to_list() == [None, "n must not be negative"]
+    assert out.schema["metric_time_ns"] == pl.Float64 and out["metric_time_ns"].to_list() == [192.0, None]
+    assert out["metric_bytes"].to_list() == [192, None]
+
+
+def test_a_model_may_give_the_reason_itself():
+    """A "reason" entry (null where feasible) takes the place of the rules."""
+    class Told(Short):
+        def evaluate(self, points, profile):
+            return {**super().evaluate(points, profile), "reason": ["told so", None]}
+
+    out = evaluate(Told(), pl.DataFrame({"param_struct_page_size": [64, 64], "param_n": [3, -1]}),
+                   load_profile("seed"))
+    assert out["status"].to_list() == ["infeasible", "ok"] and out["reason"].to_list() == ["told so", None]

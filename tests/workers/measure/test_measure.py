@@ -243,8 +243,7 @@ def test_a_plugin_model_measures_through_its_declaration(points, native_cache):
         measurement = Measurement(planner=plan_waits, metric="metric_run_ms", derived={"metric_rate": "x"})
 
         def evaluate(self, points, profile):
-            return points.select(pl.lit("ok").alias("status"), pl.lit(None, pl.Utf8).alias("reason"),
-                                 pl.lit(1.0).alias("metric_run_ms"), (pl.col("param_x") / 1.0).alias("metric_rate"))
+            return points.select(pl.lit(1.0).alias("metric_run_ms"), (pl.col("param_x") / 1.0).alias("metric_rate"))
 
     timed = Timed()
     frame = points(timed, {"x": 4}, {"x": -1})

@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from workers.calibrate import predict
-from workers.evaluate import evaluate
+from workers.evaluate import evaluate, frame as row_frame
 from workers.exceptions import ProfileError
 from workers.models.pfnmap import COPY_FIGURES, LAT_FIGURES, MODEL
 from workers.models.pfnmap.footprint import touched
@@ -182,7 +182,7 @@ def test_a_profile_with_an_impossible_host_page_is_refused():
 
 def test_an_empty_frame_gives_an_empty_result():
     """No points, no rows: the declared columns with their dtypes."""
-    out = MODEL.evaluate(frame().head(0), SEED)  # not through evaluate(), which turns errors into rows
+    out = row_frame(MODEL, frame().head(0), SEED)  # not through evaluate(), which turns errors into rows
     assert out.height == 0 and out.columns == ["status", "reason", *MODEL.metric_dtypes]
     assert [out.schema[c] for c in MODEL.metric_dtypes] == list(MODEL.metric_dtypes.values())
 

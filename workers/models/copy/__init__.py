@@ -42,7 +42,6 @@ The memmap model prices its struct-page copies with `instructions()`,
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 from math import gcd
 
@@ -50,8 +49,7 @@ import numpy as np
 import polars as pl
 
 from workers.axes import ALIGN, NAMESPACE_SIZE, STRUCT_PAGE_SIZE, Axis, choice
-from workers.model import (LAST_LEVEL, Calibration, Comparison, CostOrder, Measurement, Metric, Model, Reasons, Report,
-                           status_columns)
+from workers.model import LAST_LEVEL, Calibration, Comparison, CostOrder, Measurement, Metric, Model, Report
 from workers.plots import Lines, Panels, Series, X, Y
 from workers.profiles import Profile
 
@@ -306,9 +304,8 @@ class CopyModel(Model):
         id_prefixes={"struct_page_size": "P"}, host_caches={("copy", "llc_bytes"): LAST_LEVEL},
     )
 
-    def evaluate(self, points: pl.DataFrame, profile: Profile) -> pl.DataFrame:
+    def evaluate(self, points: pl.DataFrame, profile: Profile) -> dict:
         """Per-copy counts (averaged over the array's line phases) and time per copy."""
-        status = points.select(*status_columns(self._reasons()))
         arr = points.select(
             pl.col("param_namespace_size").fill_null(0).clip(0, None).alias("total"),
             pl.col("param_struct_page_size").fill_null(8).clip(8, MAX_TABLE_SIZE).alias("size"),
@@ -337,7 +334,7 @@ class CopyModel(Model):
         bound = np.where(cached, memory_ns(footprint / per, 0.0, 0.0, footprint, cost),
                          memory_ns(0.0, t["flushed"] * LINE, t["nt_bytes"], footprint, cost))
         ns = np.maximum(compute, bound + t["serial"] * cost.dram_latency_ns)
-        metrics = pl.DataFrame({
+        return {
             "metric_copies": n, "metric_inline": t["inline"], "metric_calls": t["calls"],
             "metric_movnti": t["movnti"], "metric_cached_stores": t["cached_stores"],
             "metric_cached_bytes": t["cached_bytes"], "metric_split_stores": t["splits"],
@@ -347,22 +344,20 @@ class CopyModel(Model):
             "metric_serial_misses_per_copy": t["serial"], "metric_compute_ns": compute, "metric_bound_ns": bound,
             "metric_ns_per_copy": ns, "metric_gbs": size / ns, "metric_total_ms": ns * n / 1e6,
             "metric_memory_bound": bound > compute,
-        }, schema=self.metric_dtypes)
-        return pl.concat([status, metrics], how="horizontal")  # evaluate() nulls the metrics of rows not ok
+        }  # the host builds the frame: status from `infeasible`, metrics nulled where not ok
 
-    @staticmethod
-    @functools.cache  # one expression, built once: a fit evaluates its figures thousands of times
-    def _reasons() -> pl.Expr:
-        """Why a point cannot exist (first rule that matches), or null."""
+    @property
+    def infeasible(self) -> tuple[tuple[pl.Expr, str], ...]:
+        """Why a point cannot exist: (condition, message), the first that holds wins."""
         size, total = pl.col("param_struct_page_size"), pl.col("param_namespace_size")
-        return (Reasons()
-                .add(size.is_null() | (size < 8) | (size > MAX_TABLE_SIZE) | (size % 8 != 0),
-                     f"struct_page_size (the copy size) must be a multiple of 8 from 8 to {MAX_TABLE_SIZE}")
-                .add(pl.col("param_dst_offset").is_null() | (pl.col("param_dst_offset") < 0),
-                     "dst_offset must be a non-negative number of bytes")
-                .add(total.is_null() | (total < size),
-                     "namespace_size (the total bytes copied) is smaller than one copy")
-                .expr())
+        return (
+            (size.is_null() | (size < 8) | (size > MAX_TABLE_SIZE) | (size % 8 != 0),
+             f"struct_page_size (the copy size) must be a multiple of 8 from 8 to {MAX_TABLE_SIZE}"),
+            (pl.col("param_dst_offset").is_null() | (pl.col("param_dst_offset") < 0),
+             "dst_offset must be a non-negative number of bytes"),
+            (total.is_null() | (total < size),
+             "namespace_size (the total bytes copied) is smaller than one copy"),
+        )
 
 
 def period(size: int) -> int:

@@ -76,8 +76,7 @@ import polars as pl
 from workers.axes import ALIGN, COMPOUND_ORDER, NAMESPACE_SIZE, STRUCT_PAGE_SIZE, Axis, choice
 from workers.findings import MAX, MIN, Column, Medians, MedianTable, Pick, Ratio, Winner
 from workers.model import (LAST_LEVEL, Assumption, Calibration, Comparison, Figure, FreeParam, KernelCheck,
-                           STATUS_INFEASIBLE, STATUS_OK, LastPoints, Measurement, Metric, Model, Reasons, Report,
-                           status_columns)
+                           LastPoints, Measurement, Metric, Model, Reasons, Report)
 from workers.models import copy as cp
 from workers.plots import POOL, BestHeatmap, Cond, Lines, Overlay, Panels, Series, X, Y
 from workers.profiles import Profile, Quantity
@@ -486,7 +485,7 @@ def work_counts(points: pl.DataFrame) -> tuple[np.ndarray, dict[str, np.ndarray]
 class MemmapModel(Model):
     name = "memmap"
     version = "6"  # 6: pmem by mechanism, axis pmem_dimms; 5: memmap_pages as nr_memmap_pages counts them; 4: metric_init_instructions; 3: metric_memmap_pages
-    _points = LastPoints()  # a fit's figures: inputs, layout, walk and status derived once
+    _points = LastPoints()  # a fit's figures: inputs, layout, walk and reasons derived once
     description = ("memmap_init_zone_device(): struct pages written, memmap placement and init time of the "
                    "slow / template / template_nt / template_nt_inline strategies")
     axes = (NAMESPACE_SIZE, STRUCT_PAGE_SIZE, ALIGN, COMPOUND_ORDER, MODE, MAP, STRATEGY, START_OFFSET,
@@ -592,16 +591,12 @@ class MemmapModel(Model):
         sampled="metric_init_instructions", bound="workers.models.memmap.kernel:bound",
     )
 
-    def evaluate(self, points: pl.DataFrame, profile: Profile) -> pl.DataFrame:
+    def evaluate(self, points: pl.DataFrame, profile: Profile) -> dict:
         """Layout, counts and modeled init time for every point (see the module doc)."""
-        a, order, lay, w, geo, vm, status = self._points.get(points, self._of_points)
+        a, order, lay, w, geo, vm, reason = self._points.get(points, self._of_points)
         refused = no_optane(profile) if a["pmem"].any() else None
         if refused:  # the machine, not the point: after every reason of the point's own
-            status = status.with_columns(
-                pl.when((pl.col("status") == STATUS_OK) & pl.Series(a["pmem"])).then(pl.lit(STATUS_INFEASIBLE))
-                .otherwise(pl.col("status")).alias("status"),
-                pl.when((pl.col("status") == STATUS_OK) & pl.Series(a["pmem"])).then(pl.lit(refused))
-                .otherwise(pl.col("reason")).alias("reason"))
+            reason = reason.zip_with(reason.is_not_null() | ~pl.Series(a["pmem"]), pl.Series([refused] * len(reason)))
         size, psize, map_dev = a["size"], a["psize"], a["map_dev"]
         t = _timing_on_medium(a, w, geo["lines"], order, profile)
         dram = vm["struct_dram"] + vm["pt_bytes"]
@@ -610,7 +605,8 @@ class MemmapModel(Model):
         memory_side = t["bound"] + t["stall"]
         dominant = np.where(t["compute"] >= memory_side, 0, np.where(t["stall"] >= t["bound"], 2, 1))
         with np.errstate(divide="ignore", invalid="ignore"):
-            metrics = pl.DataFrame({
+            return {
+                "reason": reason,  # feasibility rests on derived columns and the profile: given, not `infeasible`
                 "metric_pfns_in_range": lay["pfns_in_range"], "metric_data_pfns": lay["data_pfns"],
                 "metric_pfns_covered": np.where(map_dev, lay["pfns_in_range"] - ml.RESERVE_PFNS,
                                                 lay["pfns_in_range"]),
@@ -633,12 +629,11 @@ class MemmapModel(Model):
                 "metric_speedup_vs_slow": t["slow_init"] / t["init"],
                 "metric_dominant": pl.Series(dominant).replace_strict(
                     {0: "compute", 1: "memory", 2: "latency"}, return_dtype=pl.Utf8),
-            }, schema=self.metric_dtypes)
-        return pl.concat([status, metrics], how="horizontal")  # evaluate() nulls the metrics of rows not ok
+            }  # the host builds the frame: status from the reason, metrics nulled where not ok
 
     def _of_points(self, points: pl.DataFrame) -> tuple:
-        """What depends on the points alone: inputs, compound order, layout, walk, lines, vmemmap and status
-        (kept by LastPoints)."""
+        """What depends on the points alone: inputs, compound order, layout, walk, lines, vmemmap and the
+        reason a point cannot exist (kept by LastPoints)."""
         a = _inputs(points)
         size, psize, align, start, map_dev, devdax = (a[k] for k in ("size", "psize", "align", "start",
                                                                      "map_dev", "devdax"))
@@ -648,13 +643,13 @@ class MemmapModel(Model):
         w = ml.walk(lay, start, map_dev, order, psize)
         geo = ml.lines(w["heads"], w["per_compound"], w["optimized"], psize)
         vm = ml.vmemmap(lay, start, map_dev, w["optimized"], w["heads"], psize)
-        status = pl.DataFrame({
+        reason = pl.DataFrame({
             "p_big": psize > MAX_ZEROED, "p_align": psize % STRUCT_PAGE_ALIGN != 0,
             "bad_align": ~np.isin(align, SUPPORTED_ALIGNS), "bad_start": start % ml.COMPAT_ALIGN != 0,
             "fs_order": ~devdax & (order > 0), "dd_order": devdax & (order != kernel_order), "kmsan": map_dev & (psize > 64) & ~a["kmsan"],
             "dd_mem_start": devdax & ~map_dev & (start % align != 0), "small": ~lay["ok"],
-        }).select(*status_columns(self._reasons()))
-        return a, order, lay, w, geo, vm, status
+        }).select(self._reasons().alias("reason"))["reason"]
+        return a, order, lay, w, geo, vm, reason
 
     @staticmethod
     @functools.cache  # one expression, built once: a fit evaluates its figures thousands of times

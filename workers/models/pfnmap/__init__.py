@@ -46,8 +46,6 @@ with its note.
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 import polars as pl
 
@@ -66,9 +64,7 @@ from workers.model import (
     Measurement,
     Metric,
     Model,
-    Reasons,
     Report,
-    status_columns,
 )
 from workers.plots import Cond, Either, Lines, Overlay, Panels, Series, X, Y
 from workers.profiles import Profile
@@ -280,7 +276,7 @@ class PfnmapModel(Model):
 
     def evaluate(self, points: pl.DataFrame, profile: Profile) -> pl.DataFrame:
         """Geometry, setup and access cost for every point (see the module doc)."""
-        status, a = self._of_points(points)
+        a = self._points.get(points, self._inputs)  # what depends on the points alone
         m = Machine.from_profile(profile)
         cont_on = a["arm64"] & bool(profile.value("pfnmap", "contpte_special"))
         pa, va = starts(a["align"], a["pa_offset"], a["va_offset"])
@@ -307,18 +303,10 @@ class PfnmapModel(Model):
             "metric_ns_per_load": cost["ns"], "metric_copy_ms": cost["ns"] / 1e6,
             "metric_speedup_vs_pte": base["ns"] / cost["ns"],
         }, schema=self.metric_dtypes)
-        # each access pattern fills its own metric; evaluate() nulls the metrics of rows not ok
-        seq = pl.col("_seq")
+        # each access pattern fills its own metric; the host nulls the metrics of rows not ok
+        seq = pl.Series(a["seq"])
         only = {"metric_ns_per_load": ~seq, "metric_copy_ms": seq}
-        return pl.concat([status, metrics, pl.DataFrame({"_seq": a["seq"]})], how="horizontal").select(
-            "status", "reason",
-            *(pl.when(only[c]).then(pl.col(c)).otherwise(None).alias(c) if c in only else pl.col(c)
-              for c in self.metric_dtypes),
-        )
-
-    def _of_points(self, points: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, np.ndarray]]:
-        """Status and inputs: what depends on the points alone (kept by LastPoints)."""
-        return self._points.get(points, lambda p: (p.select(*status_columns(self._reasons())), self._inputs(p)))
+        return metrics.with_columns(pl.when(keep).then(pl.col(c)).otherwise(None).alias(c) for c, keep in only.items())
 
     @staticmethod
     def _inputs(points: pl.DataFrame) -> dict[str, np.ndarray]:
@@ -357,38 +345,37 @@ class PfnmapModel(Model):
                 out[k][rows] = v
         return out
 
-    @staticmethod
-    @functools.cache  # one expression, built once: a fit evaluates its figures thousands of times
-    def _reasons() -> pl.Expr:
-        """Why a point cannot exist (first rule that matches), or null."""
+    @property
+    def infeasible(self) -> tuple[tuple[pl.Expr, str], ...]:
+        """Why a point cannot exist: (condition, message), the first that holds wins."""
         size, align, order = pl.col("param_namespace_size"), pl.col("param_align"), order_expr()
         pa, va, ws = pl.col("param_pa_offset"), pl.col("param_va_offset"), pl.col("param_working_set")
-        return (Reasons()
-                .add(size.is_null() | (size <= 0) | (size % PAGE != 0),
-                     "namespace_size must be a positive multiple of 4KiB (remap_pfn_range maps whole pages)")
-                .add(align.is_null() | (align < PAGE) | ((align & (align - 1)) != 0),
-                     "align must be a power of two of at least 4KiB")
-                .add(~order.is_in(LEAF_ORDERS),
-                     "compound_order must be 0 (PTEs only, mainline), 9 (PMD leaves, the RFC) or 18 "
-                     "(PUD leaves, what-if); remap_pfn_range() creates no other leaf order ('auto' is 9)")
-                # mm/Kconfig: ARCH_SUPPORTS_PUD_PFNMAP depends on HAVE_ARCH_TRANSPARENT_HUGEPAGE_PUD, which
-                # x86_64 selects and arm64 does not (huge pfnmap series: "only x86_64 (1G+2M) and arm64 (2M)")
-                .add((order == PUD_ORDER) & (pl.col("param_arch") == "arm64"),
-                     "arm64 has no PUD pfnmap: ARCH_SUPPORTS_PUD_PFNMAP needs HAVE_ARCH_TRANSPARENT_HUGEPAGE_PUD, "
-                     "which arm64 does not select (mm/Kconfig); its largest pfnmap leaf is a PMD (order 9)")
-                .add(pa.is_null() | ((pa != NOT_GIVEN) & ((pa < 0) | (pa >= PUD))),
-                     "pa_offset must be -1 (not given) or a byte offset from 0 to 1GiB - 1")
-                .add((pa != NOT_GIVEN) & (pa % PAGE != 0),
-                     "pa_offset must be a multiple of 4KiB: remap_pfn_range() maps page frames")
-                .add(va.is_null() | (va < 0) | (va >= PUD), "va_offset must be from 0 to 1GiB - 1")
-                .add(va % PAGE != 0,
-                     "va_offset must be a multiple of 4KiB: remap_pfn_range() warns and fails on an "
-                     "unaligned address (WARN_ON_ONCE(!PAGE_ALIGNED(addr)))")
-                .add(ws.is_not_null() & ((ws <= 0) | (ws % PAGE != 0)),
-                     "working_set must be a positive multiple of 4KiB (the chase visits whole pages) or 'all'")
-                .add(ws.is_not_null() & (ws > size),
-                     "working_set must not exceed namespace_size: the access touches pages of the mapping")
-                .expr())
+        return (
+            (size.is_null() | (size <= 0) | (size % PAGE != 0),
+             "namespace_size must be a positive multiple of 4KiB (remap_pfn_range maps whole pages)"),
+            (align.is_null() | (align < PAGE) | ((align & (align - 1)) != 0),
+             "align must be a power of two of at least 4KiB"),
+            (~order.is_in(LEAF_ORDERS),
+             "compound_order must be 0 (PTEs only, mainline), 9 (PMD leaves, the RFC) or 18 "
+             "(PUD leaves, what-if); remap_pfn_range() creates no other leaf order ('auto' is 9)"),
+            # mm/Kconfig: ARCH_SUPPORTS_PUD_PFNMAP depends on HAVE_ARCH_TRANSPARENT_HUGEPAGE_PUD, which
+            # x86_64 selects and arm64 does not (huge pfnmap series: "only x86_64 (1G+2M) and arm64 (2M)")
+            ((order == PUD_ORDER) & (pl.col("param_arch") == "arm64"),
+             "arm64 has no PUD pfnmap: ARCH_SUPPORTS_PUD_PFNMAP needs HAVE_ARCH_TRANSPARENT_HUGEPAGE_PUD, "
+             "which arm64 does not select (mm/Kconfig); its largest pfnmap leaf is a PMD (order 9)"),
+            (pa.is_null() | ((pa != NOT_GIVEN) & ((pa < 0) | (pa >= PUD))),
+             "pa_offset must be -1 (not given) or a byte offset from 0 to 1GiB - 1"),
+            ((pa != NOT_GIVEN) & (pa % PAGE != 0),
+             "pa_offset must be a multiple of 4KiB: remap_pfn_range() maps page frames"),
+            (va.is_null() | (va < 0) | (va >= PUD), "va_offset must be from 0 to 1GiB - 1"),
+            (va % PAGE != 0,
+             "va_offset must be a multiple of 4KiB: remap_pfn_range() warns and fails on an "
+             "unaligned address (WARN_ON_ONCE(!PAGE_ALIGNED(addr)))"),
+            (ws.is_not_null() & ((ws <= 0) | (ws % PAGE != 0)),
+             "working_set must be a positive multiple of 4KiB (the chase visits whole pages) or 'all'"),
+            (ws.is_not_null() & (ws > size),
+             "working_set must not exceed namespace_size: the access touches pages of the mapping"),
+        )
 
 
 MODEL = PfnmapModel()

@@ -42,15 +42,12 @@ it (it is charged as freed), and a kept folio's isolation and putback (only its 
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 import polars as pl
 
 from workers.axes import ALIGN, COMPOUND_ORDER, NAMESPACE_SIZE, Axis, choice
 from workers.findings import FIRST, LAST, MAX, MIN, Clause, Medians
-from workers.model import (Calibration, Comparison, Figure, FreeParam, Measurement, Metric, Model, Reasons, Report,
-                           status_columns)
+from workers.model import Calibration, Comparison, Figure, FreeParam, Measurement, Metric, Model, Report
 from workers.plots import Cond, Either, Lines, Panels, Series, X, Y
 from workers.profiles import Profile
 
@@ -262,9 +259,8 @@ class YoungModel(Model):
         reason="young has no user-space analog: test_and_clear_young_ptes() clears access bits in the kernel's "
                "arm64 page tables during reclaim, which no user process can run")
 
-    def evaluate(self, points: pl.DataFrame, profile: Profile) -> pl.DataFrame:
+    def evaluate(self, points: pl.DataFrame, profile: Profile) -> dict:
         """Counts and modeled times for every point (see the module doc for the cost formula)."""
-        status = points.select(*status_columns(self._reasons()))
         arr = points.select(
             pl.col("param_namespace_size").clip(0, None).alias("size"),
             pl.max_horizontal(mapped_expr(), pl.col("param_namespace_size")).clip(0, None).alias("mapped"),
@@ -297,7 +293,7 @@ class YoungModel(Model):
             speedup = total_pp / total
             reduction = 1.0 - total / total_pp
             reduction_unmap = 1.0 - total / total_pp_unmap
-        metrics = pl.DataFrame({
+        return {
             "metric_folios": c["folios"], "metric_mapped_folios": c["mapped_folios"], "metric_ptes": c["pages"],
             "metric_cont_blocks": c["cont_blocks"], "metric_walks": c["walks"], "metric_kept_folios": c["kept"],
             "metric_calls": pick["calls"], "metric_ptes_visited": pick["visits"],
@@ -309,8 +305,7 @@ class YoungModel(Model):
             "metric_reclaim_rest_ms": rest_ns / 1e6, "metric_scan_ms": total / 1e6,
             "metric_speedup_vs_per_pte": speedup, "metric_time_reduction_vs_per_pte": reduction,
             "metric_time_reduction_vs_per_pte_unmap": reduction_unmap,
-        }, schema=self.metric_dtypes)
-        return pl.concat([status, metrics], how="horizontal")  # evaluate() nulls the metrics of rows not ok
+        }  # the host builds the frame: status from `infeasible`, metrics nulled where not ok
 
     @staticmethod
     def _young_ns(c: dict, path: str, arm64: np.ndarray, cost: dict) -> np.ndarray:
@@ -342,29 +337,27 @@ class YoungModel(Model):
                 + deferred * cost["tlb_flush_ns"] + unfolds * cost["tlb_sync_ns"]
                 + c[f"unmap_writes_{path}"] * cost["pte_read_ns"])
 
-    @staticmethod
-    @functools.cache  # one expression, built once: a fit evaluates its figures thousands of times
-    def _reasons() -> pl.Expr:
-        """Why a point cannot exist (first rule that matches), or null."""
+    @property
+    def infeasible(self) -> tuple[tuple[pl.Expr, str], ...]:
+        """Why a point cannot exist: (condition, message), the first that holds wins."""
         size, align, yf = pl.col("param_namespace_size"), pl.col("param_align"), pl.col("param_young_fraction")
         order = order_expr()
         folio = (pl.lit(2, dtype=pl.Int64).pow(order.clip(0, 18)).cast(pl.Int64) * PAGE)
-        arch, first = pl.col("param_arch"), pl.col("param_first_pte_cont")
-        return (Reasons()
-                .add(yf.is_null() | yf.is_nan() | (yf < 0) | (yf > 1),
-                     "young_fraction must be from 0 to 1 (a fraction of the folios)")
-                .add(size <= 0, "namespace_size must be a positive number of bytes")
-                .add((align < PAGE) | ((align & (align - 1)) != 0), "align must be a power of two of at least 4KiB")
-                .add(order > MAX_PAGECACHE_ORDER,
-                     "page-cache folios are at most order 9 (MAX_PAGECACHE_ORDER = HPAGE_PMD_ORDER, 4 KiB pages)")
-                .add((order == HPAGE_PMD_ORDER) & (align >= PMD_SIZE),
-                     "a 2 MiB folio at 2 MiB alignment is PMD-mapped (do_set_pmd): its young bit is one PMD "
-                     "entry, not PTEs; use align below 2MiB or a smaller order")
-                .add(size % folio != 0, "namespace_size must be a whole number of folios of this order")
-                .add(mapped_expr() < size,
-                     "mapped_size must be at least namespace_size: the folios reclaimed are among those mapped")
-                .add(mapped_expr() % folio != 0, "mapped_size must be a whole number of folios of this order")
-                .expr())
+        return (
+            (yf.is_null() | yf.is_nan() | (yf < 0) | (yf > 1),
+             "young_fraction must be from 0 to 1 (a fraction of the folios)"),
+            (size <= 0, "namespace_size must be a positive number of bytes"),
+            ((align < PAGE) | ((align & (align - 1)) != 0), "align must be a power of two of at least 4KiB"),
+            (order > MAX_PAGECACHE_ORDER,
+             "page-cache folios are at most order 9 (MAX_PAGECACHE_ORDER = HPAGE_PMD_ORDER, 4 KiB pages)"),
+            ((order == HPAGE_PMD_ORDER) & (align >= PMD_SIZE),
+             "a 2 MiB folio at 2 MiB alignment is PMD-mapped (do_set_pmd): its young bit is one PMD "
+             "entry, not PTEs; use align below 2MiB or a smaller order"),
+            (size % folio != 0, "namespace_size must be a whole number of folios of this order"),
+            (mapped_expr() < size,
+             "mapped_size must be at least namespace_size: the folios reclaimed are among those mapped"),
+            (mapped_expr() % folio != 0, "mapped_size must be a whole number of folios of this order"),
+        )
 
 
 MODEL = YoungModel()
