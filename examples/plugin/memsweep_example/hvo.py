@@ -38,11 +38,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from workers.axes import STRUCT_PAGE_SIZE, Axis, choice
-from workers.findings import Medians
-from workers.model import Comparison, Metric, Model, Reasons, Report, status_columns
-from workers.plots import Cond, Lines, Panels, Series, X, Y
-from workers.profiles import Profile, Quantity
+from workers.model import Axis, Lines, Medians, Metric, Model, Quantity
 
 SECTION = "hvo"
 PAGE = 4096
@@ -83,14 +79,14 @@ DEFAULTS = {
 NR_HUGEPAGES = Axis(name="nr_hugepages", kind="int", unit="folios", default=1024,
                     doc="2 MiB hugetlb folios allocated by one write to nr_hugepages (the pool starts empty)",
                     rule="at least 1", check=lambda v: v >= 1)
-HVO = Axis(name="hvo", kind="bool", unit="", default=True,
+HVO = Axis(name="hvo", kind="bool", default=True,
            doc="vm.hugetlb_optimize_vmemmap: free the folios' vmemmap but one page each")
-BATCHING = choice("batching", ("per_folio", "batched"), "batched",
-                  "per_folio: optimize and flush per folio (next-20230824); batched: split all, flush, remap "
-                  "all, flush (the v6.7 batching series)")
+BATCHING = Axis(name="batching", kind="choice", choices=("per_folio", "batched"), default="batched",
+                doc="per_folio: optimize and flush per folio (next-20230824); batched: split all, flush, remap "
+                    "all, flush (the v6.7 batching series)")
 CPUS = Axis(name="cpus", kind="int", unit="CPUs", default=64, doc="online CPUs: every kernel TLB flush IPIs them all",
             rule="from 1 to 8192", check=lambda v: 1 <= v <= 8192)
-VIRTUALIZED = Axis(name="virtualized", kind="bool", unit="", default=False,
+VIRTUALIZED = Axis(name="virtualized", kind="bool", default=False,
                    doc="in a guest: each flush IPI traps to the hypervisor")
 
 INT, FLOAT = pl.Int64, pl.Float64
@@ -98,7 +94,7 @@ INT, FLOAT = pl.Int64, pl.Float64
 # The report's key finding, as data (workers.findings): what HVO costs a write, per folio and batched.
 FINDINGS = (
     Medians(id="hvo_cost", figure="hvo_alloc", metric="metric_slowdown_vs_no_hvo",
-            where=(Cond("param_hvo", "==", True),), by="param_batching",
+            where={"param_hvo": True}, by="param_batching",
             quote=(("per_folio", "per_folio"), ("batched", "batched")),
             text="With HVO on, a write to nr_hugepages takes a median {per_folio}x as long as with HVO off when "
                  "each folio is optimized and flushed on its own ({per_folio_n} points), and {batched}x batched "
@@ -109,9 +105,10 @@ FINDINGS = (
 # The report's figure, as data (workers.plots): drawn by memsweep's generic figure path.
 PLOTS = (
     Lines(id="hvo_alloc", title="hvo: nr_hugepages write time vs folios, per-folio vs batched flushes",
-          x=X("param_nr_hugepages", "log", "hugetlb folios allocated (2 MiB)"),
-          y=Y("metric_alloc_ms", label="write time (ms)"), hue=Series("param_batching", order=("per_folio", "batched")),
-          panels=Panels("param_virtualized", facets=("param_cpus",), most=4),
+          x=dict(column="param_nr_hugepages", scale="log", label="hugetlb folios allocated (2 MiB)"),
+          y=dict(metric="metric_alloc_ms", label="write time (ms)"),
+          hue=dict(column="param_batching", order=("per_folio", "batched")),
+          panels=dict(split="param_virtualized", facets=("param_cpus",), most=4),
           hold={"param_hvo": True, "param_struct_page_size": 64},
           caption="Modeled time of one write to nr_hugepages with HVO on: per_folio optimizes and flushes each "
                   "folio on its own (a kernel TLB flush per folio and per vmemmap PMD split, each an IPI to "
@@ -139,12 +136,13 @@ def counts(folios: np.ndarray, struct_page: np.ndarray, hvo: np.ndarray, batched
 
 
 class HvoModel(Model):
-    # The core: name, axes, metrics, headline and evaluate() (version, description, costs have defaults).
+    # The core: name, axes, metrics, headline and evaluate() (version, description, costs, infeasible have
+    # defaults). A shared axis is named, not imported.
     name = "hvo"
     version = "1"
     description = ("HugeTLB vmemmap optimization when nr_hugepages grows: vmemmap pages freed, PTEs remapped, "
                    "PMD splits and kernel TLB flushes, per folio or batched")
-    axes = (NR_HUGEPAGES, STRUCT_PAGE_SIZE, HVO, BATCHING, CPUS, VIRTUALIZED)
+    axes = (NR_HUGEPAGES, "struct_page_size", HVO, BATCHING, CPUS, VIRTUALIZED)
     metrics = (
         Metric(column="metric_folios", dtype=INT, doc="2 MiB hugetlb folios allocated"),
         Metric(column="metric_struct_pages_init", dtype=INT,
@@ -169,14 +167,15 @@ class HvoModel(Model):
     headline = "metric_alloc_ms"
     points_per_second = 2e6
     costs = DEFAULTS  # its own [hvo] section: no shipped profile has one
-    # Optional: what the report says of it; the comparison is the batching series' question.
-    report = Report(comparison=Comparison(axis="batching", baseline="per_folio", metric="metric_alloc_ms",
-                                          label="batching"),
-                    best_keys=("cpus", "virtualized"), value_labels={"hvo": {True: "HVO on", False: "HVO off"}},
-                    findings=FINDINGS, plots=PLOTS)
-    def evaluate(self, points: pl.DataFrame, profile: Profile) -> pl.DataFrame:
-        """Counts and modeled times (ns summed, reported in ms) for every point."""
-        status = points.select(*status_columns(self._reasons()))
+    # Why a point cannot exist (the axes' rules already keep specs from such points).
+    infeasible = ((pl.col("param_nr_hugepages") < 1, "nr_hugepages must be at least 1"),
+                  (pl.col("param_cpus") < 1, "cpus must be at least 1"))
+    # Optional: what the report says of it; the comparison is the batching series' question (by the headline).
+    report = dict(comparison=dict(axis="batching", baseline="per_folio"), best_keys=("cpus", "virtualized"),
+                  value_labels={"hvo": {True: "HVO on", False: "HVO off"}}, findings=FINDINGS, plots=PLOTS)
+
+    def evaluate(self, points: pl.DataFrame, profile) -> dict:
+        """Counts and modeled times (ns summed, reported in ms) for every point: metric column -> values."""
         a = {c: points[f"param_{c}"].to_numpy() for c in ("nr_hugepages", "struct_page_size", "cpus")}
         folios = np.clip(a["nr_hugepages"], 0, None).astype(np.int64)
         p = a["struct_page_size"].astype(np.int64)
@@ -196,22 +195,13 @@ class HvoModel(Model):
         off = base_ns + np.where(batched, 2, 0) * flush_one  # the same write with HVO off
         with np.errstate(divide="ignore", invalid="ignore"):
             slowdown = total / off
-        metrics = pl.DataFrame({
+        return {
             "metric_folios": c["folios"], "metric_struct_pages_init": c["struct_pages"],
             "metric_vmemmap_ptes_remapped": c["ptes"], "metric_vmemmap_pages_freed": c["freed"],
             "metric_vmemmap_saved_bytes": c["saved_bytes"], "metric_pmd_splits": c["splits"],
             "metric_tlb_flushes": c["flushes"], "metric_alloc_ms": total / 1e6, "metric_hvo_ms": hvo_ns / 1e6,
             "metric_flush_ms": flush_ns / 1e6, "metric_slowdown_vs_no_hvo": slowdown,
-        }, schema=self.metric_dtypes)
-        return pl.concat([status, metrics], how="horizontal")
-
-    @staticmethod
-    def _reasons() -> pl.Expr:
-        """Why a point cannot exist (the axes' rules already keep specs from such points)."""
-        return (Reasons()
-                .add(pl.col("param_nr_hugepages") < 1, "nr_hugepages must be at least 1")
-                .add(pl.col("param_cpus") < 1, "cpus must be at least 1")
-                .expr())
+        }
 
 
 MODEL = HvoModel()
