@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import io
 import json
 import re
 from pathlib import Path
@@ -31,6 +33,20 @@ def calibrations(seed_calibration):
 
 
 @pytest.fixture(scope="module")
+def young(tmp_path_factory) -> dict:
+    """`memsweep calibrate --model young --starts 2` run twice in this process, as the text a user reads
+    (with --save: the profile it writes) and as --json: each fit takes seconds, and several tests read them."""
+    saved = tmp_path_factory.mktemp("young") / "fitted.toml"
+    out = {"saved": saved}
+    for key, extra in (("text", ["--save", str(saved)]), ("json", ["--json"])):
+        with contextlib.redirect_stdout(io.StringIO()) as printed:
+            assert main(["calibrate", "--model", "young", "--starts", "2", *extra]) == 0
+        out[key] = printed.getvalue()
+    out["rows"] = json.loads(out["json"])
+    return out
+
+
+@pytest.fixture(scope="module")
 def results(calibrations):
     """Every published figure's result, by figure id."""
     return {r.figure: r.to_dict() for cal in calibrations for r in cal.results}
@@ -44,11 +60,10 @@ def test_the_published_figures_identify_every_cost_they_fit(calibrations):
             cal.model, len(cal.free), ())
 
 
-def test_cli_json_has_the_documented_keys(capsys):
+def test_cli_json_has_the_documented_keys(young):
     """--json prints a list of objects keyed figure/published/model/error/loo_error/use: the fit figures,
     then the seed profile's validation figures (use = "validation")."""
-    assert main(["calibrate", "--model", "young", "--starts", "2", "--json"]) == 0
-    rows = json.loads(capsys.readouterr().out)
+    rows = young["rows"]
     fit = [r["figure"] for r in rows if r["use"] == "fit"]
     validation = [r["figure"] for r in rows if r["use"] == "validation"]
     assert fit == [f.id for f in MODELS["young"].calibration.figures]
@@ -56,14 +71,11 @@ def test_cli_json_has_the_documented_keys(capsys):
     assert all({"figure", "published", "model", "error", "loo_error", "use"} <= set(r) for r in rows)
 
 
-def test_cli_counts_the_costs_that_move_the_figures(capsys):
+def test_cli_counts_the_costs_that_move_the_figures(young):
     """The text says how many costs move the figures (fitted and hand-set) against the independent numbers
     the figures carry; --json gives every figure row of the model the same count."""
-    assert main(["calibrate", "--model", "young", "--starts", "2"]) == 0
-    assert "6 costs move the figures (4 fitted, 2 hand-set); the figures carry 6 independent numbers" in (
-        capsys.readouterr().out)
-    assert main(["calibrate", "--model", "young", "--starts", "2", "--json"]) == 0
-    counts = [r["count"] for r in json.loads(capsys.readouterr().out)]
+    assert "6 costs move the figures (4 fitted, 2 hand-set); the figures carry 6 independent numbers" in young["text"]
+    counts = [r["count"] for r in young["rows"]]
     assert all(c == counts[0] for c in counts)
     assert (counts[0]["fitted"], counts[0]["hand_set"], counts[0]["over"]) == (
         ["young.folio_ns", "young.pte_atomic_ns", "young.unmap_step_ns", "young.tlb_sync_ns"],
@@ -86,22 +98,19 @@ def test_validation_figures_come_from_two_sources_at_least():
     assert len({v["source"].split(",")[0] for v in seed.validation}) >= 2
 
 
-def test_cli_prints_validation_apart(capsys):
+def test_cli_prints_validation_apart(young):
     """The text output lists the validation figures under 'predicted, not fit', after the fit ones."""
-    assert main(["calibrate", "--model", "young", "--starts", "2"]) == 0
-    text = capsys.readouterr().out
+    text = young["text"]
     assert "validation figures: predicted, not fit" in text
     assert text.index("young/validation/classic/x86_64/improvement") > text.index("max |error|")
     assert "young.tlb_flush_ns = 50: " in text  # a hand-set cost, at -20% / +20%
 
 
-def test_cli_table_and_save_write_a_loadable_profile(tmp_path, capsys):
+def test_cli_table_and_save_write_a_loadable_profile(young):
     """The text output names free parameters and errors; --save writes a profile that loads."""
-    out = tmp_path / "fitted.toml"
-    assert main(["calibrate", "--model", "young", "--starts", "2", "--save", str(out)]) == 0
-    text = capsys.readouterr().out
+    text = young["text"]
     assert "young: 4 free parameters fit to 7 figures" in text and "LOO error" in text
-    saved = load_profile(str(out))
+    saved = load_profile(str(young["saved"]))
     assert saved.sections["young"]["folio_ns"].source == "calibrated"
     assert saved.name == "fitted" and re.match(r"Costs fit by memsweep calibrate on \d{4}-\d\d-\d\d UTC to the "
                                                r"published figures \(7 young\): young: young\.folio_ns, "
@@ -125,11 +134,9 @@ def test_the_seed_profile_records_the_leave_one_out_errors_calibrate_finds(resul
     assert results["young/classic/x86_64/unmap_improvement"]["loo_free"] == ["unmap_step_ns"]
 
 
-def test_save_records_the_leave_one_out_errors(tmp_path, capsys):
+def test_save_records_the_leave_one_out_errors(young):
     """--save writes each fitted figure's leave-one-out error into the profile, outside its digest."""
-    out = tmp_path / "fitted.toml"
-    assert main(["calibrate", "--model", "young", "--starts", "2", "--save", str(out)]) == 0
-    saved = load_profile(str(out))
+    saved = load_profile(str(young["saved"]))
     assert set(saved.leave_one_out) == {f.id for f in MODELS["young"].calibration.figures}
     assert saved.digest() == dataclasses.replace(saved, leave_one_out={}).digest()
 

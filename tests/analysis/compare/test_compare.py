@@ -568,7 +568,7 @@ def test_a_what_if_inside_the_error_bars_is_no_change_and_one_beyond_them_is(tmp
         spec.write_text(MEMMAP_SPEC.format(name=f"s-{name}", profile=profile))
         assert not run(load_spec(str(spec)), str(tmp_path / "out"), progress=False).failed
         sweeps[name] = str(tmp_path / "out" / f"s-{name}")
-    r = memsweep("compare", sweeps["seed"], sweeps["fast"])
+    r = memsweep_here("compare", sweeps["seed"], sweeps["fast"])
     assert r.returncode == 0, r.stderr
     assert "0 faster, 0 slower" in r.stdout and "on error bars, 0 significant changes" in r.stdout
     assert "rule: a modeled point changes when the two sides' error bars" in r.stdout
@@ -576,12 +576,12 @@ def test_a_what_if_inside_the_error_bars_is_no_change_and_one_beyond_them_is(tmp
     changed = [row for row in body if row[header.index("Change")] != "="]
     assert changed and all(row[header.index("Change")] == "~" for row in changed)
     assert all("±" in row[header.index("A")] and "±" in row[header.index("B")] for row in body)
-    r = memsweep("compare", sweeps["seed"], sweeps["half"])
+    r = memsweep_here("compare", sweeps["seed"], sweeps["half"])
     assert r.returncode == 0, r.stderr
     header, body = table_rows(r.stdout, "namespace_size")
     slower = {(row[0], row[1]) for row in body if row[header.index("Change")] == "slower"}
     assert ("100GiB", "template_nt_inline") in slower and ("1TiB", "template_nt_inline") not in slower
     found = re.search(r"on error bars, (\d+) significant changes", r.stdout)
     assert found and int(found.group(1)) == len(slower)
-    mail = memsweep("compare", sweeps["seed"], sweeps["half"], "--format", "mail").stdout
+    mail = memsweep_here("compare", sweeps["seed"], sweeps["half"], "--format", "mail").stdout
     assert "**" in mail and max(len(line) for line in mail.splitlines()) < 80
