@@ -30,8 +30,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import polars as pl
-from scipy.optimize import least_squares
-from scipy.stats import qmc
 
 from .evaluate import evaluate
 from .model import Figure, FreeParam, Model, figure_frame, validation_figures, with_costs
@@ -187,6 +185,8 @@ def neutral_starts(k: int, n: int) -> np.ndarray:
     calibration is reproducible). None depends on any fitted value."""
     if n <= 1:
         return np.full((1, k), 0.5)
+    from scipy.stats import qmc  # here, not at the top: report, table and compare import this module (0.35 s)
+
     m = max(1, math.ceil(math.log2(n - 1)))
     sobol = qmc.Sobol(d=k, scramble=True, seed=20261130).random_base2(m)[: n - 1]
     return np.vstack([np.full((1, k), 0.5), 0.02 + 0.96 * sobol])
@@ -201,6 +201,8 @@ class _End:
 
 def _fit_from(model: Model, figures, profile: Profile, free, box: Box, starts: np.ndarray) -> list[_End]:
     """One least-squares run (log relative residuals) from each start, in the unit cube."""
+    from scipy.optimize import least_squares  # here: only a fit needs it
+
     published = np.array([f.published for f in figures], dtype=float)
     frame = figure_frame(model, figures)
 
@@ -354,6 +356,8 @@ def _start(end: _End, best: _End) -> Start:
 def _jacobian(model: Model, figures, profile: Profile, free, best: _End) -> np.ndarray:
     """d log(model/published) / d cost at the fit (figures x costs), each cost in its own units."""
     x = best.x
+    from scipy.optimize import least_squares  # here: only a fit needs it
+
     published = np.array([f.published for f in figures], dtype=float)
     frame = figure_frame(model, figures)
     cols = []
@@ -403,6 +407,8 @@ def _sensitivity(model: Model, figures, profile: Profile, free) -> tuple[Sensiti
     the worst |figure error| each way, whether that moves the figures (MOVES), and the secant slope of
     each figure's log error over the move. Entries that move no figure's error by a tenth of a point are
     left out."""
+    from scipy.optimize import least_squares  # here: only a fit needs it
+
     published = np.array([f.published for f in figures], dtype=float)
     frame = figure_frame(model, figures)
     sections = {model.name} | {p.section for p in free}
