@@ -20,7 +20,7 @@ import sweeps.cluster.slurm
 from sweeps.cluster.mounts import Mount
 from sweeps.cluster.slurm import job_state
 from tests import slurm_cluster
-from tests.conftest import ROOT, memsweep, planted, tree_state
+from tests.conftest import ROOT, memsweep, memsweep_here, planted, tree_state
 from workers.dataset import MANIFEST, SUBMISSIONS
 
 BIN = Path(sys.executable).parent
@@ -229,11 +229,11 @@ def test_dry_run_takes_whole_nodes_unless_cpus_per_node_is_given(spec_file, tmp_
     """No --cpus-per-node: #SBATCH --exclusive and Ray takes the node's CPUs; --cpus-per-node 3 --mem 8G:
     --cpus-per-task=3, --mem=8G, and every Ray step (head, workers, wait) is given --cpus 3."""
     spec, out = str(spec_file(SPEC)), str(tmp_path / "out")
-    whole = memsweep("submit", spec, "--slurm", "--nodes", "2", "--out", out, "--dry-run")
+    whole = memsweep_here("submit", spec, "--slurm", "--nodes", "2", "--out", out, "--dry-run")
     assert whole.returncode == 0, whole.stderr
     assert "#SBATCH --exclusive" in whole.stdout.splitlines() and "--cpus" not in whole.stdout
-    asked = memsweep("submit", spec, "--slurm", "--nodes", "2", "--cpus-per-node", "3", "--mem", "8G", "--out", out,
-                     "--dry-run")
+    asked = memsweep_here("submit", spec, "--slurm", "--nodes", "2", "--cpus-per-node", "3", "--mem", "8G", "--out", out,
+                          "--dry-run")
     assert asked.returncode == 0, asked.stderr
     lines = asked.stdout.replace("\\\n", "").splitlines()  # a step's command, continued lines joined
     assert "#SBATCH --cpus-per-task=3" in lines and "#SBATCH --mem=8G" in lines and "#SBATCH --exclusive" not in lines
@@ -321,7 +321,7 @@ def test_a_profile_file_beside_the_spec_travels_with_it(tmp_path):
     (tmp_path / "profiles" / "host.toml").write_text((ROOT / "workers" / "profiles" / "seed.toml").read_text())
     spec = tmp_path / "specs" / "spec.toml"
     spec.write_text('name = "x"\nmodels = ["copy"]\nprofile = "../profiles/host.toml"\n')
-    r = memsweep("submit", str(spec), "--slurm", "--out", str(tmp_path / "out"), "--dry-run")
+    r = memsweep_here("submit", str(spec), "--slurm", "--out", str(tmp_path / "out"), "--dry-run")
     assert r.returncode == 0, r.stderr
     assert str(spec) not in r.stdout and str(tmp_path / "profiles") not in r.stdout
     (tmp_path / "job").mkdir()
@@ -333,8 +333,8 @@ def test_dry_run_on_more_nodes_than_chunks_says_a_cluster_will_not_help(spec_fil
     """2 chunks on --nodes 4: the script is printed, and a warning says a cluster will not help, how many
     nodes would sit idle and that the work is shorter than Ray's start."""
     tiny = SPEC.replace("to = 239", "to = 39")
-    r = memsweep("submit", str(spec_file(tiny)), "--slurm", "--nodes", "4", "--out", str(tmp_path / "out"),
-                 "--dry-run")
+    r = memsweep_here("submit", str(spec_file(tiny)), "--slurm", "--nodes", "4", "--out", str(tmp_path / "out"),
+                      "--dry-run")
     assert r.returncode == 0 and r.stdout.startswith("#!/bin/bash"), r.stderr
     assert "warning: a cluster will not help: 2 chunks for 4 nodes: 2 nodes would sit idle; the work takes " in r.stderr
     assert "against ~3 s to start Ray on each node" in r.stderr
