@@ -19,7 +19,7 @@ from sweeps.run.inspect import status, verify
 from sweeps.run.driver import run
 from sweeps.spec.load import parse_spec
 from sweeps.run.store import check_schema, checksum, locate, parquet_bytes, remove_temp_files
-from tests.conftest import memsweep, memsweep_here, tree_state
+from tests.conftest import memsweep_here, tree_state
 from tests.support.probe import SPEC
 from workers.dataset import LEGACY_LAYOUT, MANIFEST, REPORT_DIR, SPEC_FILE, TEMP_PREFIX, part_path
 
@@ -71,7 +71,7 @@ def test_run_into_a_schema_2_folder_exits_2_and_touches_nothing(old_sweep, tmp_p
     spec = tmp_path / "old.toml"
     spec.write_text(OLD)
     before = tree_state(old_sweep)
-    r = memsweep("run", str(spec), "--out", str(old_sweep.parent), "--quiet", "--no-report")
+    r = memsweep_here("run", str(spec), "--out", str(old_sweep.parent), "--quiet", "--no-report")
     assert r.returncode == 2, r.stdout + r.stderr
     assert r.stderr.strip().splitlines() == [
         f"memsweep run: error: {old_sweep} holds a sweep written with dataset schema 2; this memsweep writes "
@@ -167,7 +167,7 @@ def test_a_schema_5_folder_is_still_read_and_never_added_to(ray_local, tmp_path)
     r = memsweep_here("report", str(folder))
     assert r.returncode == 0 and r.stdout.strip() == f"report: {folder / REPORT_DIR / 'report.html'}", r.stderr
     before = tree_state(folder)
-    r = memsweep("run", str(spec), "--out", str(tmp_path / "out"), "--quiet", "--no-report")
+    r = memsweep_here("run", str(spec), "--out", str(tmp_path / "out"), "--quiet", "--no-report")
     assert r.returncode == 2, r.stdout + r.stderr
     assert r.stderr.strip() == (f"memsweep run: error: {folder} holds a sweep written with dataset schema 5; this "
                                 "memsweep writes schema 7 and does not mix the two in one folder: rerun with --fresh "
