@@ -459,15 +459,17 @@ def status_columns(infeasible_reason: pl.Expr) -> list[pl.Expr]:
 
 
 class LastPoints:
-    """What a model derives from its points alone, kept for the last small frame it was given.
+    """What a model derives from its points alone, kept for the last frame it was given.
 
-    A fit evaluates its figures' frame thousands of times, each time with other costs; what depends on the
-    points only (status, inputs, counts) need not be derived again. `get(points, derive)` gives derive(points),
-    or what it gave for the last frame equal to `points` (DataFrame.equals compares every value) if that
-    frame had at most `rows` rows. The numpy arrays in what derive gives (in tuples and dicts) are made
-    read-only, so no evaluation can change what the next one is given."""
+    A fit evaluates its figures' frame thousands of times, each time with other costs, and a chunk's error
+    bars (workers.interval) evaluate its points again under every refit; what depends on the points only
+    (status, inputs, counts) need not be derived again. `get(points, derive)` gives derive(points), or what it
+    gave for the last frame equal to `points` (DataFrame.equals compares every value) if that frame had at
+    most `rows` rows: a chunk's worth (chunks are sized to seconds of work, at most 1,000,000 points in the
+    shipped specs), so what is kept is at most one chunk's. The numpy arrays in what derive gives (in tuples
+    and dicts) are made read-only, so no evaluation can change what the next one is given."""
 
-    def __init__(self, rows: int = 1000) -> None:
+    def __init__(self, rows: int = 1_000_000) -> None:
         self.rows = rows
         self._last: tuple[pl.DataFrame, object] | None = None
 
