@@ -362,6 +362,10 @@ class Model(abc.ABC):
         the comparison's metric and label by default."""
         super().__init_subclass__(**kwargs)
         if any(isinstance(a, str) for a in cls.__dict__.get("axes", ())):
+            unknown = [a for a in cls.axes if isinstance(a, str) and a not in SHARED_AXES]
+            if unknown:
+                raise ValueError(f"{cls.__name__}.axes names {unknown[0]!r}, which is no shared axis; a name must be "
+                                 f"one of {sorted(SHARED_AXES)}, else give an Axis")
             cls.axes = tuple(SHARED_AXES[a] if isinstance(a, str) else a for a in cls.axes)
         report = cls.__dict__.get("report")
         if isinstance(report, Mapping):

@@ -31,6 +31,7 @@ from pathlib import Path
 from sweeps.exceptions import SpecError
 from workers import MODELS, load_plugins
 from workers.axes import SHARED_AXES, Axis
+from workers.contract import one_line
 from workers.dataset import MEASURED, MODELED, SOURCE_NAMES
 from workers.exceptions import ProfileError
 from workers.guest.build import build as build_series
@@ -218,6 +219,8 @@ def _plugins(data: dict) -> tuple[str, ...]:
             load_plugins([p])
         except ImportError as e:
             raise SpecError(f"'plugins' must name importable modules (got {p!r}: {e}).") from None
+        except Exception as e:  # noqa: BLE001 - whatever a plugin raises on import is reported as its failure
+            raise SpecError(f"'plugins' module {p!r} does not import ({type(e).__name__}: {one_line(e)}).") from None
     return tuple(plugins)
 
 

@@ -136,3 +136,11 @@ def test_a_model_may_give_the_reason_itself():
     out = evaluate(Told(), pl.DataFrame({"param_struct_page_size": [64, 64], "param_n": [3, -1]}),
                    load_profile("seed"))
     assert out["status"].to_list() == ["infeasible", "ok"] and out["reason"].to_list() == ["told so", None]
+
+
+def test_a_shared_axis_named_wrong_is_refused_naming_the_shared_ones():
+    """A string in `axes` must be a shared axis's name; the error names the class, the string and the choices."""
+    with pytest.raises(ValueError, match=r"Typo.axes names 'struct_pagesize', which is no shared axis; a name "
+                                         r"must be one of \['align', 'compound_order', 'namespace_size', "
+                                         r"'struct_page_size'\]"):
+        type("Typo", (Short,), {"axes": ("struct_pagesize",)})

@@ -26,6 +26,8 @@ BAD_SPECS = [
     (GOOD.replace('plugins = ["tests.support.probe"]', 'plugins = "tests.support.probe"'), "'plugins' must be a list"),
     (GOOD.replace('plugins = ["tests.support.probe"]', 'plugins = ["tests.support.probe", "no.such.module"]'),
      "'plugins' must name importable modules \\(got 'no.such.module'"),
+    (GOOD.replace('plugins = ["tests.support.probe"]', 'plugins = ["tests.support.misdeclared"]'),
+     "'plugins' module 'tests.support.misdeclared' does not import \\(TypeError: .*'comparsion'\\)"),
     (HEAD + "chunk_points = 0\n", "'chunk_points' must be a positive integer \\(got 0\\)"),
     (HEAD + "[axes]\nfoo = [1]\n", "'axes.foo' is not a shared axis"),
     (HEAD + "[axes.memmap]\nmode = [\"fsdax\"]\n", "'axes.memmap' must be a model listed in 'models'"),
