@@ -70,7 +70,7 @@ from workers.plots import Cond, Either, Lines, Overlay, Panels, Series, X, Y
 from workers.profiles import Profile
 
 from .geometry import LEAF_ORDERS, PAGE, PMD_ORDER, PUD, PUD_ORDER, kind_bytes, leaves, starts
-from .tlb import Machine, entries, random_access, reach, sequential_copy
+from .tlb import Machine, entries, random_access, random_counts, reach, sequential_copy
 
 AUTO_ORDER = PMD_ORDER  # the RFC's behaviour: PMD leaves where the rules allow
 NOT_GIVEN = -1
@@ -105,6 +105,15 @@ WORKING_SET = Axis(
 INT, FLOAT = pl.Int64, pl.Float64
 # The geometry the access model reads (gathered per access pattern).
 ACCESS_NEEDS = ("pte", "pmd_entries", "pud_entries", "pt_pages", "pte_tables", "pmd_tables")
+
+
+def _rows(g: dict, a: dict, rows: np.ndarray) -> tuple:
+    """An access function's leaves, bytes by leaf kind, lengths and working sets, of `rows` only (the
+    arrays themselves when `rows` is every point)."""
+    whole = rows.size == a["seq"].size
+    pick = (lambda x: x) if whole else (lambda x: x[rows])  # noqa: E731
+    return ({k: pick(g[k]) for k in ACCESS_NEEDS}, {k: pick(v) for k, v in kind_bytes(g).items()},
+            pick(a["length"]), pick(a["working_set"]))
 SETUP_KEYS = ("remap_call_ns", "pte_set_ns", "huge_leaf_set_ns", "pt_page_alloc_ns")
 
 # The RFC's tables (ns per load, ms per copy), by size: PTE-only (mainline) and with PMD leaves.
@@ -215,6 +224,7 @@ def published_figures(model: str) -> tuple[Figure, ...]:
 class PfnmapModel(Model):
     name = "pfnmap"
     _points = LastPoints()  # a fit's figures: status and inputs derived once (a third of an evaluation)
+    _counted: dict[tuple, LastPoints] = {}  # Machine.structure, contpte_special -> the last points' geometry
     version = "3"  # 2: no PUD leaves on arm64; 3: the L3 in two parts, datasheet cache sizes, five new costs
     description = ("remap_pfn_range() with PMD (RFC) or PUD (what-if) leaves: leaves, page tables, setup, "
                    "TLB misses, page walks, ns per random load and ms per streaming copy")
@@ -278,13 +288,12 @@ class PfnmapModel(Model):
         """Geometry, setup and access cost for every point (see the module doc)."""
         a = self._points.get(points, self._inputs)  # what depends on the points alone
         m = Machine.from_profile(profile)
-        cont_on = a["arm64"] & bool(profile.value("pfnmap", "contpte_special"))
-        pa, va = starts(a["align"], a["pa_offset"], a["va_offset"])
-        g = leaves(a["length"], pa, va, a["order"], cont_on)
-        # What the access sees: the whole mapping (random pages from all of it), or the copied prefix.
-        span = np.where(a["seq"], a["working_set"], a["length"])
-        cost = self._access(m, a, leaves(span, pa, va, a["order"], cont_on))
-        base = self._access(m, a, leaves(span, pa, va, np.zeros_like(a["order"]), cont_on))  # mainline
+        contpte = bool(profile.value("pfnmap", "contpte_special"))
+        geo = self._counted.setdefault((m.structure, contpte), LastPoints()).get(
+            points, lambda p: self._geometry(m, a, contpte))
+        g = geo["mapping"]
+        cost = self._access(m, a, *geo["access"])
+        base = self._access(m, a, *geo["mainline"])
         kb = kind_bytes(g)
         per_kind, per_size = entries(m, kb)
         setup = {k: float(profile.value("pfnmap", k)) for k in SETUP_KEYS}
@@ -329,19 +338,34 @@ class PfnmapModel(Model):
         return {c: arr[c].to_numpy() for c in arr.columns}
 
     @staticmethod
-    def _access(m: Machine, a: dict, g: dict) -> dict[str, np.ndarray]:
-        """The access pattern's cost per point: random loads or the streaming copy, each on its rows."""
-        kb = kind_bytes(g)
+    def _geometry(m: Machine, a: dict, contpte: bool) -> dict:
+        """The leaves of the mapping and, for the access with this RFC's leaves and with mainline's PTEs, the
+        leaves it sees and the counts of its random loads (tlb.random_counts): what the points and the
+        machine's structure decide. Kept per structure for the last points (self._counted): a chunk's error
+        bars evaluate its points again under refits that move latencies only."""
+        cont_on = a["arm64"] & contpte
+        pa, va = starts(a["align"], a["pa_offset"], a["va_offset"])
+        # What the access sees: the whole mapping (random pages from all of it), or the copied prefix.
+        span = np.where(a["seq"], a["working_set"], a["length"])
+        out = {"mapping": leaves(a["length"], pa, va, a["order"], cont_on)}
+        for side, order in (("access", a["order"]), ("mainline", np.zeros_like(a["order"]))):
+            g = leaves(span, pa, va, order, cont_on)
+            rows = np.flatnonzero(~a["seq"])
+            counts = random_counts(m, *_rows(g, a, rows)) if rows.size else None
+            out[side] = (g, counts)
+        return out
+
+    @staticmethod
+    def _access(m: Machine, a: dict, g: dict, counts: dict | None) -> dict[str, np.ndarray]:
+        """The access pattern's cost per point: random loads (priced from their `counts`) or the streaming
+        copy, each on its rows."""
         n = a["seq"].size
         out = {k: np.zeros(n) for k in ("ns", "miss_rate", "walk_ns_per_access", "walk_ns", "walk_refs")}
-        for rows, fn in ((np.flatnonzero(~a["seq"]), random_access), (np.flatnonzero(a["seq"]), sequential_copy)):
+        for rows, fn in ((np.flatnonzero(~a["seq"]), lambda *args: random_access(*args, counts=counts)),
+                         (np.flatnonzero(a["seq"]), sequential_copy)):
             if rows.size == 0:
                 continue
-            whole = rows.size == n
-            pick = (lambda x: x) if whole else (lambda x: x[rows])  # noqa: E731
-            res = fn(m, {k: pick(g[k]) for k in ACCESS_NEEDS}, {k: pick(v) for k, v in kb.items()},
-                     pick(a["length"]), pick(a["working_set"]))
-            for k, v in res.items():
+            for k, v in fn(m, *_rows(g, a, rows)).items():
                 out[k][rows] = v
         return out
 

@@ -97,6 +97,13 @@ class Machine:
             memcpy_test_gbs=float(v("memcpy_test_gbs")), copy_tlb_miss_ns=float(v("copy_tlb_miss_ns")),
         )
 
+    @property
+    def structure(self) -> tuple:
+        """What the counts of an access rest on (the TLBs' sizes, the table levels, the host page), as against
+        the latencies and bandwidths that price them: machines of one structure count alike."""
+        return (self.virtualized, self.host_page, self.levels, self.walk_cache_levels, tuple(self.tlb_l1.items()),
+                tuple(self.tlb_l2.items()), self.tlb_nested)
+
     def entry_size(self, kind: str) -> int:
         """Bytes one TLB entry of this leaf kind covers (min(leaf, host page) in a guest)."""
         size = KIND_SIZE[kind]
@@ -188,8 +195,11 @@ def _tlb_hits(touched_entries, chosen_pages, cap: float) -> np.ndarray:
     return first * (d <= cap) + (1.0 - first) * np.minimum(1.0, cap / d)
 
 
-def random_access(m: Machine, g: dict, kb: dict, length: np.ndarray, working_set: np.ndarray) -> dict[str, np.ndarray]:
-    """lat_mem_rd_random: ns per load, miss rate, and the mean walk (ns, references).
+def random_counts(m: Machine, g: dict, kb: dict, length: np.ndarray, working_set: np.ndarray) -> dict:
+    """What lat_mem_rd_random's cost rests on that no latency or bandwidth moves: the TLB misses per load by
+    leaf kind, its L2 hits, the host walks per guest walk, and for each line class a walk reads (and for
+    the data) the lines since its last use, which m.line_ns() prices. Counts of the points, the leaves and
+    the machine's structure only (Machine.structure), so the refits of a chunk's error bars reuse them.
 
     `working_set` bytes of pages are chosen at random from the whole mapping
     (footprint); the counts below are of what they touch.
@@ -233,18 +243,29 @@ def random_access(m: Machine, g: dict, kb: dict, length: np.ndarray, working_set
     # Every load is to a new data line until the chase has visited every line of the working set.
     data_lines = working_set.astype(np.float64) / LINE
 
-    def line_ns_after(gap):
-        pt = sum(_distinct(lines[c], rate[c], gap) for c in rate)
-        return m.line_ns(np.minimum(gap, data_lines), pt)
+    def since(gap):
+        """(data lines, table lines) used since a line last used `gap` loads ago: m.line_ns()'s arguments."""
+        return np.minimum(gap, data_lines), sum(_distinct(lines[c], rate[c], gap) for c in rate)
 
-    t = {c: line_ns_after(np.maximum(lines[c], 1.0) / np.maximum(rate[c], TINY)) for c in rate}
-    t_data = line_ns_after(data_lines)
+    return {"lf": lf, "miss": miss, "l2_hits": l2_hits, "walked": walked, "host_walks": host_walks,
+            "since": {c: since(np.maximum(lines[c], 1.0) / np.maximum(rate[c], TINY)) for c in rate},
+            "since_data": since(data_lines)}
+
+
+def random_access(m: Machine, g: dict, kb: dict, length: np.ndarray, working_set: np.ndarray,
+                  counts: dict | None = None) -> dict[str, np.ndarray]:
+    """lat_mem_rd_random: ns per load, miss rate, and the mean walk (ns, references): random_counts()
+    (or the `counts` it gave for these points on this machine's structure) priced by the latencies."""
+    n = random_counts(m, g, kb, length, working_set) if counts is None else counts
+    walked, host_walks = n["walked"], n["host_walks"]
+    t = {c: m.line_ns(*at) for c, at in n["since"].items()}
+    t_data = m.line_ns(*n["since_data"])
     h = len(m.host_levels())
     host_ns = sum(t[f"h{lvl}"] for lvl in m.host_levels()) + m.walk_ref_ns * h if walked and h else 0.0
     refs = {k: len(m.guest_levels(k)) + host_walks[k] * h for k in walked}
     walk = {k: sum(t[lvl] for lvl in m.guest_levels(k)) + m.walk_ref_ns * len(m.guest_levels(k))
             + host_walks[k] * host_ns for k in walked}
-    return _summary(lf, miss, walk, refs, t_data + l2_hits * m.tlb_l2_hit_ns, per_access=1.0)
+    return _summary(n["lf"], n["miss"], walk, refs, t_data + n["l2_hits"] * m.tlb_l2_hit_ns, per_access=1.0)
 
 
 def sequential_copy(m: Machine, g: dict, kb: dict, length: np.ndarray, working_set: np.ndarray) -> dict[str, np.ndarray]:
