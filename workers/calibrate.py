@@ -356,8 +356,6 @@ def _start(end: _End, best: _End) -> Start:
 def _jacobian(model: Model, figures, profile: Profile, free, best: _End) -> np.ndarray:
     """d log(model/published) / d cost at the fit (figures x costs), each cost in its own units."""
     x = best.x
-    from scipy.optimize import least_squares  # here: only a fit needs it
-
     published = np.array([f.published for f in figures], dtype=float)
     frame = figure_frame(model, figures)
     cols = []
@@ -407,8 +405,6 @@ def _sensitivity(model: Model, figures, profile: Profile, free) -> tuple[Sensiti
     the worst |figure error| each way, whether that moves the figures (MOVES), and the secant slope of
     each figure's log error over the move. Entries that move no figure's error by a tenth of a point are
     left out."""
-    from scipy.optimize import least_squares  # here: only a fit needs it
-
     published = np.array([f.published for f in figures], dtype=float)
     frame = figure_frame(model, figures)
     sections = {model.name} | {p.section for p in free}

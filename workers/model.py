@@ -64,7 +64,6 @@ from .profiles import Profile, Quantity
 STATUS_OK = "ok"
 STATUS_INFEASIBLE = "infeasible"
 STATUS_ERROR = "error"
-STATUSES = (STATUS_OK, STATUS_INFEASIBLE, STATUS_ERROR)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
