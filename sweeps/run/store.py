@@ -19,7 +19,8 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from sweeps.exceptions import OUT_RULE, DatasetError, UsageError
-from workers.dataset import LAYOUT, LEASE_TEMP_PREFIX, MANIFEST, SCHEMA_VERSION, SUBMISSIONS, TEMP_PREFIX, Layout
+from workers.dataset import (LAYOUT, LEASE_TEMP_PREFIX, MANIFEST, SCHEMA_VERSION, SUBMISSIONS, TEMP_PREFIX, Layout,
+                             parquet_options)
 from workers.exceptions import SweepFolderError
 from workers.dataset.parts import checksum
 from workers.dataset.folder import (
@@ -82,8 +83,9 @@ def remove_temp_files(loc: Location) -> int:
 
 
 def parquet_bytes(table: pa.Table) -> bytes:
+    """A part's file: its table encoded as workers.dataset.parquet_options says."""
     buf = io.BytesIO()
-    pq.write_table(table, buf, compression="zstd")
+    pq.write_table(table, buf, **parquet_options(table.schema))
     return buf.getvalue()
 
 
