@@ -47,7 +47,7 @@ import polars as pl
 
 from workers.axes import ALIGN, COMPOUND_ORDER, NAMESPACE_SIZE, Axis, choice
 from workers.findings import FIRST, LAST, MAX, MIN, Clause, Medians
-from workers.model import Calibration, Comparison, Figure, FreeParam, Measurement, Metric, Model, Report
+from workers.model import Calibration, Comparison, Figure, FreeParam, LastPoints, Measurement, Metric, Model, Report
 from workers.plots import Cond, Either, Lines, Panels, Series, X, Y
 from workers.profiles import Profile
 
@@ -246,6 +246,7 @@ class YoungModel(Model):
     )
     headline = "metric_scan_ms"
     points_per_second = 2e6
+    _points = LastPoints()  # a chunk's counts, derived once for its error bars' refits (and a fit's figures)
     report = Report(
         comparison=Comparison(axis="batching", baseline="per_pte", metric="metric_scan_ms", label="batching"),
         best_keys=("compound_order", "arch"), plots=PLOTS, findings=FINDINGS)
@@ -261,21 +262,7 @@ class YoungModel(Model):
 
     def evaluate(self, points: pl.DataFrame, profile: Profile) -> dict:
         """Counts and modeled times for every point (see the module doc for the cost formula)."""
-        arr = points.select(
-            pl.col("param_namespace_size").clip(0, None).alias("size"),
-            pl.max_horizontal(mapped_expr(), pl.col("param_namespace_size")).clip(0, None).alias("mapped"),
-            pl.col("param_align").clip(PAGE, None).alias("align"),
-            order_expr().clip(0, 18).alias("order"),
-            (pl.col("param_arch") == "arm64").alias("arm64"),
-            (pl.col("param_batching") == "batched").alias("batched"),
-            (pl.col("param_unmap") == "batched").alias("batched_unmap"),
-            (pl.col("param_lru") == "classic").alias("classic"),
-            pl.col("param_first_pte_cont").fill_null(True).alias("first_cont"),
-            pl.col("param_young_fraction").fill_nan(0.0).fill_null(0.0).clip(0.0, 1.0).alias("yf"),
-        )
-        a = {c: arr[c].to_numpy() for c in arr.columns}
-        c = counts(a["size"], a["mapped"], a["align"], a["order"], a["arm64"], a["first_cont"], a["yf"],
-                   a["classic"])
+        a, c = self._points.get(points, self._counts)  # what depends on the points alone
         cost = {k: float(profile.value("young", k))
                 for k in COSTS}
         rest_ns = c["folios"] * cost["folio_ns"]
@@ -306,6 +293,25 @@ class YoungModel(Model):
             "metric_speedup_vs_per_pte": speedup, "metric_time_reduction_vs_per_pte": reduction,
             "metric_time_reduction_vs_per_pte_unmap": reduction_unmap,
         }  # the host builds the frame: status from `infeasible`, metrics nulled where not ok
+
+    @staticmethod
+    def _counts(points: pl.DataFrame) -> tuple[dict, dict]:
+        """The points' inputs as numpy arrays, and their counts (young.counts): no cost in either."""
+        arr = points.select(
+            pl.col("param_namespace_size").clip(0, None).alias("size"),
+            pl.max_horizontal(mapped_expr(), pl.col("param_namespace_size")).clip(0, None).alias("mapped"),
+            pl.col("param_align").clip(PAGE, None).alias("align"),
+            order_expr().clip(0, 18).alias("order"),
+            (pl.col("param_arch") == "arm64").alias("arm64"),
+            (pl.col("param_batching") == "batched").alias("batched"),
+            (pl.col("param_unmap") == "batched").alias("batched_unmap"),
+            (pl.col("param_lru") == "classic").alias("classic"),
+            pl.col("param_first_pte_cont").fill_null(True).alias("first_cont"),
+            pl.col("param_young_fraction").fill_nan(0.0).fill_null(0.0).clip(0.0, 1.0).alias("yf"),
+        )
+        a = {c: arr[c].to_numpy() for c in arr.columns}
+        return a, counts(a["size"], a["mapped"], a["align"], a["order"], a["arm64"], a["first_cont"], a["yf"],
+                         a["classic"])
 
     @staticmethod
     def _young_ns(c: dict, path: str, arm64: np.ndarray, cost: dict) -> np.ndarray:
