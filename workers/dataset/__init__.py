@@ -189,8 +189,9 @@ def unit_of(column: str) -> str:
 
 
 # Columns whose min/max a part's footer keeps: those readers filter whole parts on (a source, the status, an axis
-# value). Statistics of the other columns took a third of a part's encoding (the strings' min and max above all).
-STATISTICS_COLUMNS = ("source", "status")
+# value), and the provenance, which analysis.read.Sweep.distinct reads from the footers (a part's is one worker's:
+# min == max). Statistics of the other columns took a third of a part's encoding (the strings' min and max above all).
+STATISTICS_COLUMNS = ("source", "status", *PROVENANCE_COLUMNS)
 
 
 def parquet_options(schema: pa.Schema) -> dict:

@@ -177,12 +177,14 @@ def test_a_schema_5_folder_is_still_read_and_never_added_to(ray_local, tmp_path)
 
 def test_a_part_keeps_statistics_where_readers_filter_and_dictionaries_off_the_floats():
     """workers.dataset.parquet_options: min/max of the source, the status and the axes (what a scan skips parts
-    on), none of a metric; dictionary pages for strings and counts, plain pages for the floats and point_id."""
+    on) and of the provenance (read from the footers), none of a metric; dictionary pages for strings and counts,
+    plain pages for the floats and point_id."""
     table = pa.table({"source": ["model"] * 3, "status": ["ok"] * 3, "point_id": pa.array([7, 8, 9], pa.uint64()),
+                      "env_host": ["h"] * 3,
                       "param_align": [4096, 4096, 8192], "metric_stores": [1, 2, 2], "metric_ns": [0.5, 0.25, 0.125]})
     meta = pq.ParquetFile(pa.BufferReader(parquet_bytes(table))).metadata.row_group(0)
     cols = {meta.column(i).path_in_schema: meta.column(i) for i in range(meta.num_columns)}
-    assert {n for n, c in cols.items() if c.is_stats_set} == {"source", "status", "param_align"}
+    assert {n for n, c in cols.items() if c.is_stats_set} == {"source", "status", "env_host", "param_align"}
     assert cols["param_align"].statistics.min == 4096 and cols["param_align"].statistics.max == 8192
     dictionary = {n for n, c in cols.items() if any("DICTIONARY" in e for e in c.encodings)}
-    assert dictionary == {"source", "status", "param_align", "metric_stores"}
+    assert dictionary == {"source", "status", "env_host", "param_align", "metric_stores"}
