@@ -299,20 +299,20 @@ def _repeat(name: str, text: str | None, n: int) -> pl.Series:
 def _far(axis, value, have: list) -> tuple[str, str, float | None, str, str]:
     """How far `value` of `axis` is from the values some figure has: (the value as its label, RELATIONS,
     the ratio past the range or None, the values it is measured from, the words)."""
-    text = _text(axis, value)
+    text = value_text(axis, value)
     numbers = [v for v in have if isinstance(v, (int, float)) and not isinstance(v, bool)]
     # an order is an exponent: how many times larger says nothing, so it reads as a value no figure has
     if axis.kind in ("size", "extent", "int", "float") and numbers and min(numbers) > 0 \
             and isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
         lo, hi = min(numbers), max(numbers)
         if value > hi:
-            found = (ABOVE, value / hi, _text(axis, hi))
+            found = (ABOVE, value / hi, value_text(axis, hi))
         elif value < lo:
-            found = (BELOW, lo / value, _text(axis, lo))
+            found = (BELOW, lo / value, value_text(axis, lo))
         else:
-            found = (BETWEEN, None, f"{_text(axis, lo)} .. {_text(axis, hi)}")
+            found = (BETWEEN, None, f"{value_text(axis, lo)} .. {value_text(axis, hi)}")
     else:
-        found = (NO_FIGURE, None, ", ".join(_text(axis, v) for v in have))
+        found = (NO_FIGURE, None, ", ".join(value_text(axis, v) for v in have))
     return (text, *found, describe(*found))
 
 
@@ -329,7 +329,7 @@ def describe(relation: str, ratio: float | None, reference: str, farthest: bool 
     return f"no figure (figures at {reference})"
 
 
-def _text(axis, value) -> str:
+def value_text(axis, value) -> str:
     """A value as the notes give it: a count of bytes as a size (start_offset 10MiB), else the axis's label."""
     if axis.unit == "bytes" and isinstance(value, int) and not isinstance(value, bool) and value > 0:
         return format_size(value)
