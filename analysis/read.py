@@ -113,16 +113,19 @@ class Sweep:
         """workers.dataset.folder's reader: polars' own scan locally, pyarrow's filesystem for URIs."""
         return scan_parts(self.fs, self._parts[model])
 
-    def scan_batches(self, model: str, source: str | None = DEFAULT) -> list[pl.LazyFrame]:
+    def scan_batches(self, model: str, source: str | None = DEFAULT, batch_rows: int | None = None) \
+            -> list[pl.LazyFrame]:
         """scan(model, source) as several scans, each over consecutive parts holding about `batch_rows` rows
-        (counted from the parts' footers; a part is never split), for aggregations folded batch by batch
-        (metrics.reduce_batches): polars' streaming group_by holds more the more rows it reads."""
+        (the sweep's own when None; counted from the parts' footers; a part is never split), for aggregations
+        folded batch by batch (metrics.reduce_batches): polars' streaming group_by holds more the more rows it
+        reads."""
         scan = self.scan(model, source)  # checks the model
+        batch_rows = self.batch_rows if batch_rows is None else batch_rows
         counts = self._part_rows(model)
         groups: list[list[str]] = [[]]
         held = 0
         for path in self._parts[model]:
-            if groups[-1] and held + counts[path] > self.batch_rows:
+            if groups[-1] and held + counts[path] > batch_rows:
                 groups.append([])
                 held = 0
             groups[-1].append(path)
@@ -287,8 +290,8 @@ class ModelRows:
     def scan(self, source: str | None = DEFAULT) -> pl.LazyFrame:
         return self.sweep.scan(self.name, source)
 
-    def scan_batches(self, source: str | None = DEFAULT) -> list[pl.LazyFrame]:
-        return self.sweep.scan_batches(self.name, source)
+    def scan_batches(self, source: str | None = DEFAULT, batch_rows: int | None = None) -> list[pl.LazyFrame]:
+        return self.sweep.scan_batches(self.name, source, batch_rows)
 
     def sources(self) -> list[str]:
         return self.sweep.sources(self.name)
