@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
-from workers.evidence import ASSUMED, EXTRAPOLATED, KERNEL_CHECKED, LABELS, arithmetic, arithmetic_checked, describe
+from workers.evidence import (ASSUMED, EXTRAPOLATED, KERNEL_CHECKED, LABELS, arithmetic, arithmetic_checked, describe,
+                              value_text)
 from workers.units import parse_size
 
 from .read import MODELED, ModelRows
@@ -27,6 +28,7 @@ LEGEND = ("evidence marks (a cell's weakest row): F fit, V validated, K kernel-c
           "A assumed")
 FRAGMENTS = 8  # notes listed under a table
 ASSUMED_PREFIX = "assumed: "  # how a line names an assumption
+ENTRY_BATCH_ROWS = 1_000_000  # rows whose evidence_axes far_values decodes at once: ~0.6 GB
 
 
 def _structured(rows: ModelRows) -> bool:
@@ -118,6 +120,40 @@ def summarize(rows: ModelRows, lf: pl.LazyFrame, metric: str) -> Evidence:
         return Evidence(counts=_ordered(counts), notes=tuple(
             n for n, _ in sorted(notes.drop_nulls("evidence_note").rows(), key=lambda r: (-r[1], r[0]))))
     off = _off(rows, metric)
+    far = far_values(rows)
+    if far is None:  # an unregistered model: its axes are not known
+        return _summarize_entries(labelled, weak, off)
+    # an entry of evidence_axes is the function of one axis's value that far_values read from the data: the rows
+    # far along an axis are counted by their value, never by decoding each row's list (a million rows' lists
+    # took a second to read, and the report asks this of several sections)
+    hits = [(a, _among(a.column, far[a.name])) for a in rows.model.axes if far.get(a.name)]
+    per_axis = [weak.filter(hit).group_by(pl.col(a.column).alias("param")).agg(pl.len().alias("n")) for a, hit in hits]
+    none_far = ~pl.any_horizontal(*(hit for _, hit in hits)) if hits else pl.lit(True)
+    counts, assumed, other, *found = pl.collect_all([
+        labelled.group_by("_label").agg(pl.len().alias("n")),
+        weak.select(pl.col("evidence_assumptions").explode().alias("name")).drop_nulls()
+        .filter(~pl.col("name").is_in(off)).group_by("name").agg(pl.len().alias("n")),
+        # rows extrapolated with no axis far from a figure (a combination no figure has; a model without
+        # figures): the producer's words for why, as written
+        weak.filter(none_far & (pl.col("_label") == EXTRAPOLATED)).group_by("evidence_note").agg(pl.len().alias("n")),
+        *per_axis,
+    ])
+    axes = [(a.name, *far[a.name][param], n) for (a, _), frame in zip(hits, found) for param, n in frame.rows()]
+    axes = pl.DataFrame(axes, schema={"axis": pl.Utf8, "value": pl.Utf8, "relation": pl.Utf8, "reference": pl.Utf8,
+                                      "ratio": pl.Float64, "n": pl.Int64}, orient="row")
+    axes = axes.group_by("axis", "relation", "reference", "value").agg(pl.col("n").sum(), pl.col("ratio").max())
+    return _evidence(counts, axes, assumed, other)
+
+
+def _among(column: str, values) -> pl.Expr:
+    """Whether a row's `column` is one of `values` (None among them: a null one is)."""
+    known = [v for v in values if v is not None]
+    hit = pl.col(column).is_in(known) if known else pl.lit(False)
+    return hit | pl.col(column).is_null() if None in values else hit
+
+
+def _summarize_entries(labelled: pl.LazyFrame, weak: pl.LazyFrame, off: list[str]) -> Evidence:
+    """summarize() by each row's evidence_axes entries, for a model whose axes are not known here."""
     axis = pl.col("evidence_axes").explode().struct
     counts, axes, assumed, other = pl.collect_all([
         labelled.group_by("_label").agg(pl.len().alias("n")),
@@ -126,11 +162,15 @@ def summarize(rows: ModelRows, lf: pl.LazyFrame, metric: str) -> Evidence:
         .group_by("axis", "relation", "reference", "value").agg(pl.len().alias("n"), pl.col("ratio").max()),
         weak.select(pl.col("evidence_assumptions").explode().alias("name")).drop_nulls()
         .filter(~pl.col("name").is_in(off)).group_by("name").agg(pl.len().alias("n")),
-        # rows extrapolated with no axis far from a figure (a combination no figure has; a model without
-        # figures): the producer's words for why, as written
         weak.filter(pl.col("evidence_axes").list.len() == 0).filter(pl.col("_label") == EXTRAPOLATED)
         .group_by("evidence_note").agg(pl.len().alias("n")),
     ])
+    return _evidence(counts, axes, assumed, other)
+
+
+def _evidence(counts: pl.DataFrame, axes: pl.DataFrame, assumed: pl.DataFrame, other: pl.DataFrame) -> Evidence:
+    """An Evidence from its counts by label, its far axes (axis, relation, reference, value, n, ratio), its
+    assumptions (name, n) and the notes of extrapolated rows far along no axis (evidence_note, n)."""
     lines = _axis_lines(axes) + [(f"{ASSUMED_PREFIX}{name}", n) for name, n in assumed.rows()] + \
         [(note, n) for note, n in other.drop_nulls("evidence_note").rows()]
     lines.sort(key=lambda line: (-line[1], line[0]))
@@ -139,6 +179,38 @@ def summarize(rows: ModelRows, lf: pl.LazyFrame, metric: str) -> Evidence:
         axes.group_by("axis").agg(pl.col("n").sum()).rows(), key=lambda r: (-r[1], r[0]))))
     return Evidence(counts=_ordered(counts), notes=tuple(text for text, _ in lines), axes=tuple(shown),
                     assumptions=tuple(names))
+
+
+def far_values(rows: ModelRows) -> dict[str, dict] | None:
+    """axis name -> {param value: (value, relation, reference, ratio)}: the values of each axis that some modeled
+    row's evidence_axes names, with its entry, read once per sweep and model from the data (the distinct entries)
+    and matched to the axis's values by the words the producer wrote them in (workers.evidence.value_text). None
+    for a model not registered here, and when an entry matches no value of its axis (then nothing is guessed:
+    summarize counts the entries row by row)."""
+    model = rows.model
+    if model is None:
+        return None
+
+    def read() -> dict[str, dict] | None:
+        axis = pl.col("evidence_axes").explode().struct
+        by_axis = {a.name: a for a in model.axes if a.column in rows.schema()}
+        # batch by batch, one after another: the lists of all rows at once held 2 GB
+        entries = pl.concat([
+            lf.select(axis.field("axis"), axis.field("value"), axis.field("relation"), axis.field("reference"),
+                      axis.field("ratio")).drop_nulls("axis").unique().collect(engine="streaming")
+            for lf in rows.scan_batches(MODELED, batch_rows=ENTRY_BATCH_ROWS)]).unique()
+        lf = rows.scan(MODELED)
+        distinct = pl.collect_all([lf.select(pl.col(a.column).unique()) for a in by_axis.values()], engine="streaming")
+        values = {name: frame.to_series().to_list() for name, frame in zip(by_axis, distinct)}
+        far: dict[str, dict] = {}
+        for name, value, relation, reference, ratio in entries.rows():
+            params = [p for p in values.get(name, []) if value_text(by_axis[name], p) == value]
+            if not params:
+                return None
+            far.setdefault(name, {}).update({p: (value, relation, reference, ratio) for p in params})
+        return far
+
+    return rows.sweep.memo(("far_values", rows.name), read)
 
 
 def _ordered(counts: pl.DataFrame) -> tuple[tuple[str, int], ...]:
