@@ -85,3 +85,20 @@ def test_a_count_reads_kernel_checked_only_where_a_guest_bound_its_point(tmp_pat
     got = sw.rows("memmap").scan().select(label_expr(sw.rows("memmap"), "metric_memmap_pages")).collect()
     assert got.to_series().to_list() == ["kernel-checked", "extrapolated"]
     assert got.to_series().to_list() == produced.label(memmap, seed, rows, "metric_memmap_pages")["evidence"].to_list()
+
+
+def test_counting_by_axis_value_agrees_with_reading_each_rows_entries(tmp_path, monkeypatch):
+    """summarize counts far rows by their axis values (far_values, the distinct entries read once); a model
+    whose axes are not known counts each row's evidence_axes entries. Both give the same Evidence, for the
+    whole sweep and for a filtered part of it."""
+    import analysis.evidence as ev_module
+    rows = produced_sweep(tmp_path, [
+        {**BASE, "namespace_size": size, "start_offset": offset, "align": align, "strategy": strategy}
+        for size in ("16GiB", "100GiB", "1TiB", "4TiB") for offset in ("0", "4MiB", "10MiB")
+        for align in ("2MiB", "1GiB") for strategy in ("template", "slow")])
+    parts = [rows.scan(), rows.scan().filter(pl.col("param_strategy") == "slow")]
+    by_value = [summarize(rows, lf, m) for lf in parts for m in ("metric_init_ms", "metric_memmap_pages")]
+    assert ev_module.far_values(rows)  # the by-value count ran
+    monkeypatch.setattr(ev_module, "far_values", lambda rows: None)
+    assert [summarize(rows, lf, m) for lf in parts for m in ("metric_init_ms", "metric_memmap_pages")] == by_value
+    assert by_value[0].notes and by_value[0].rows == 48
