@@ -71,7 +71,7 @@ class Sweep:
         self._schemas: dict[str, dict[str, pl.DataType]] = {}
         self._values: dict[str, dict[str, pl.DataFrame]] = {}
         self._sources: dict[str, list[str]] = {}
-        self._rows: dict[str, dict[str, int]] = {}
+        self._footers: dict[str, dict[str, pq.FileMetaData]] = {}
         self._memo: dict[tuple, object] = {}
         self.batch_rows = batch_rows  # rows per batch of scan_batches()
 
@@ -142,10 +142,15 @@ class Sweep:
             self._memo[key] = compute()
         return self._memo[key]
 
+    def footers(self, model: str) -> dict[str, pq.FileMetaData]:
+        """Each part of the model (its path) -> its footer, read once (the parts are checked when the sweep is
+        opened: a footer read here is the one the manifest's checksum covers)."""
+        if model not in self._footers:
+            self._footers[model] = {p: pq.read_metadata(p, filesystem=self.fs) for p in self._parts[model]}
+        return self._footers[model]
+
     def _part_rows(self, model: str) -> dict[str, int]:
-        if model not in self._rows:
-            self._rows[model] = {p: pq.read_metadata(p, filesystem=self.fs).num_rows for p in self._parts[model]}
-        return self._rows[model]
+        return {p: meta.num_rows for p, meta in self.footers(model).items()}
 
     def sources(self, model: str) -> list[str]:
         """The sources of this model's rows: ["model"], ["measured"] or both (schema 1 has only "model")."""
@@ -236,8 +241,7 @@ class Sweep:
         (min == max, exact), otherwise from that part's rows. A part's provenance is one worker's, so
         this reads footers only, whatever the number of rows."""
         seen: dict[str, set] = {c: set() for c in columns}
-        for path in self._parts[model]:
-            meta = pq.read_metadata(path, filesystem=self.fs)
+        for path, meta in self.footers(model).items():
             found = {c: set() for c in columns if c in meta.schema.names}
             exact = True
             for r in range(meta.num_row_groups):
@@ -388,6 +392,13 @@ class ModelRows:
             expr = expr & value_expr(col, choice)
             held[col] = choice
         return expr, held
+
+
+def collect_all(queries: list[pl.LazyFrame]) -> list[pl.DataFrame]:
+    """pl.collect_all, streaming and without common-subplan elimination: with it polars holds the scan the
+    queries share whole in memory to read it once (the `large` memmap's rows, 0.7 GB more for
+    analysis.evidence.summarize's four counts, and slower than reading the parts four times from the page cache)."""
+    return pl.collect_all(queries, engine="streaming", optimizations=pl.QueryOptFlags(comm_subplan_elim=False))
 
 
 def _one_value(stats, rows: int) -> tuple[bool, object]:
