@@ -17,8 +17,8 @@ from sweeps.run.store import write_part
 from sweeps.spec.grid import Grid, decode, grid_for
 from sweeps.spec.load import SweepSpec
 from workers import get_model, interval, load_plugins
-from workers.dataset import (DTYPES, PART_CHUNK_ID, EVIDENCE_COLUMNS, IDENTITY_COLUMNS, PART_COMPUTATION, PROVENANCE_COLUMNS,
-                             MEASURE_COLUMNS, SCHEMA_VERSION, part_table)
+from workers.dataset import (DTYPES, PART_CHUNK_ID, EVIDENCE_COLUMNS, IDENTITY_COLUMNS, PART_COMPUTATION,
+                             PART_EVIDENCE_AXES, PROVENANCE_COLUMNS, MEASURE_COLUMNS, SCHEMA_VERSION, part_table)
 from workers.exceptions import StoreIOError
 from workers.dataset.folder import Location
 from workers.profiles import Profile
@@ -76,6 +76,13 @@ def chunk_frame(cfg: TaskConfig, chunk: Chunk, node_id: str) -> pl.DataFrame:
     return out.select(*IDENTITY_COLUMNS, *cols, *EVIDENCE_COLUMNS, *PROVENANCE_COLUMNS)
 
 
+def evidence_entries(frame: pl.DataFrame) -> list[dict]:
+    """The distinct evidence_axes entries of a chunk's rows, in order (its footer's PART_EVIDENCE_AXES): a few
+    hundred at most, the far values of the chunk's axes, read from the rows as they are stored."""
+    entries = frame.select(pl.col("evidence_axes").explode().struct.unnest()).drop_nulls("axis").unique()
+    return entries.sort(entries.columns).to_dicts()
+
+
 def run_chunk(cfg: TaskConfig, chunk: Chunk, node_id: str = "") -> dict:
     """Compute and write one chunk; return its manifest record, or {"io_error": message} when the
     part could not be written (the message reaches the driver as it is, not as a Ray traceback)."""
@@ -89,6 +96,7 @@ def run_chunk(cfg: TaskConfig, chunk: Chunk, node_id: str = "") -> dict:
         "memsweep.range": f"{chunk.start}:{chunk.stop}",
         PART_COMPUTATION: cfg.computation,
         "memsweep.provenance": json.dumps({k: frame[k][0] for k in PROVENANCE_COLUMNS} if frame.height else {}),
+        PART_EVIDENCE_AXES: json.dumps(evidence_entries(frame)),
     }
     table = table.replace_schema_metadata({**(table.schema.metadata or {}), **kv})
     try:

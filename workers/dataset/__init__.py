@@ -58,6 +58,10 @@ LEASE_TEMP_PREFIX = TEMP_PREFIX + "lease-"  # a driver's attempt at the lease (s
 COMPUTATION = "computation"
 PART_COMPUTATION = "memsweep.computation"
 PART_CHUNK_ID = "memsweep.chunk_id"  # a part's footer names the chunk it holds (its file name's chunk id)
+# A part's footer lists the distinct evidence_axes entries of its rows (a JSON list of objects, EVIDENCE_AXIS's
+# fields): a reader learns which values are far from a figure without decoding every row's list. Parts
+# written before it have no such key; analysis.evidence then reads the rows.
+PART_EVIDENCE_AXES = "memsweep.evidence_axes"
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
