@@ -12,15 +12,17 @@ its labels are read as stored and its notes listed as written.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 
 import polars as pl
 
+from workers.dataset import EVIDENCE_AXIS, PART_EVIDENCE_AXES
 from workers.evidence import (ASSUMED, EXTRAPOLATED, KERNEL_CHECKED, LABELS, arithmetic, arithmetic_checked, describe,
                               value_text)
 from workers.units import parse_size
 
-from .read import MODELED, ModelRows
+from .read import MODELED, ModelRows, collect_all
 
 RANK = {label: i for i, label in enumerate(LABELS)}
 MARK = {label: label[0].upper() for label in LABELS}  # F, V, K, E, A: one letter per label in tables
@@ -115,7 +117,7 @@ def summarize(rows: ModelRows, lf: pl.LazyFrame, metric: str) -> Evidence:
         counts = labelled.group_by("_label").agg(pl.len().alias("n")).collect()
         return Evidence(counts=_ordered(counts))
     if not _structured(rows):
-        counts, notes = pl.collect_all([labelled.group_by("_label").agg(pl.len().alias("n")),
+        counts, notes = collect_all([labelled.group_by("_label").agg(pl.len().alias("n")),
                                         weak.group_by("evidence_note").agg(pl.len().alias("n"))])
         return Evidence(counts=_ordered(counts), notes=tuple(
             n for n, _ in sorted(notes.drop_nulls("evidence_note").rows(), key=lambda r: (-r[1], r[0]))))
@@ -129,7 +131,7 @@ def summarize(rows: ModelRows, lf: pl.LazyFrame, metric: str) -> Evidence:
     hits = [(a, _among(a.column, far[a.name])) for a in rows.model.axes if far.get(a.name)]
     per_axis = [weak.filter(hit).group_by(pl.col(a.column).alias("param")).agg(pl.len().alias("n")) for a, hit in hits]
     none_far = ~pl.any_horizontal(*(hit for _, hit in hits)) if hits else pl.lit(True)
-    counts, assumed, other, *found = pl.collect_all([
+    counts, assumed, other, *found = collect_all([
         labelled.group_by("_label").agg(pl.len().alias("n")),
         weak.select(pl.col("evidence_assumptions").explode().alias("name")).drop_nulls()
         .filter(~pl.col("name").is_in(off)).group_by("name").agg(pl.len().alias("n")),
@@ -155,7 +157,7 @@ def _among(column: str, values) -> pl.Expr:
 def _summarize_entries(labelled: pl.LazyFrame, weak: pl.LazyFrame, off: list[str]) -> Evidence:
     """summarize() by each row's evidence_axes entries, for a model whose axes are not known here."""
     axis = pl.col("evidence_axes").explode().struct
-    counts, axes, assumed, other = pl.collect_all([
+    counts, axes, assumed, other = collect_all([
         labelled.group_by("_label").agg(pl.len().alias("n")),
         weak.select(axis.field("axis"), axis.field("value"), axis.field("relation"), axis.field("ratio"),
                     axis.field("reference")).drop_nulls("axis")
@@ -183,8 +185,8 @@ def _evidence(counts: pl.DataFrame, axes: pl.DataFrame, assumed: pl.DataFrame, o
 
 def far_values(rows: ModelRows) -> dict[str, dict] | None:
     """axis name -> {param value: (value, relation, reference, ratio)}: the values of each axis that some modeled
-    row's evidence_axes names, with its entry, read once per sweep and model from the data (the distinct entries)
-    and matched to the axis's values by the words the producer wrote them in (workers.evidence.value_text). None
+    row's evidence_axes names, with its entry, read once per sweep and model (the distinct entries, _entries) and
+    matched to the axis's values by the words the producer wrote them in (workers.evidence.value_text). None
     for a model not registered here, and when an entry matches no value of its axis (then nothing is guessed:
     summarize counts the entries row by row)."""
     model = rows.model
@@ -192,25 +194,52 @@ def far_values(rows: ModelRows) -> dict[str, dict] | None:
         return None
 
     def read() -> dict[str, dict] | None:
-        axis = pl.col("evidence_axes").explode().struct
         by_axis = {a.name: a for a in model.axes if a.column in rows.schema()}
-        # batch by batch, one after another: the lists of all rows at once held 2 GB
-        entries = pl.concat([
-            lf.select(axis.field("axis"), axis.field("value"), axis.field("relation"), axis.field("reference"),
-                      axis.field("ratio")).drop_nulls("axis").unique().collect(engine="streaming")
-            for lf in rows.scan_batches(MODELED, batch_rows=ENTRY_BATCH_ROWS)]).unique()
-        lf = rows.scan(MODELED)
-        distinct = pl.collect_all([lf.select(pl.col(a.column).unique()) for a in by_axis.values()], engine="streaming")
-        values = {name: frame.to_series().to_list() for name, frame in zip(by_axis, distinct)}
+        # the values of ok rows, which the report has read already (Sweep.axis_values), by their words; every
+        # modeled row's for an axis with an entry none of those has (a value where no point is feasible)
+        ok_values = rows.axis_values()
+
+        def by_text(name: str, values: list) -> dict[str, list]:
+            texts: dict[str, list] = {}
+            for v in values:
+                texts.setdefault(value_text(by_axis[name], v), []).append(v)
+            return texts
+
+        texts = {name: by_text(name, ok_values[a.column]["value"].to_list() if a.column in ok_values else [])
+                 for name, a in by_axis.items()}
+        every: set[str] = set()
         far: dict[str, dict] = {}
-        for name, value, relation, reference, ratio in entries.rows():
-            params = [p for p in values.get(name, []) if value_text(by_axis[name], p) == value]
-            if not params:
-                return None
-            far.setdefault(name, {}).update({p: (value, relation, reference, ratio) for p in params})
+        for name, value, relation, reference, ratio in _entries(rows).rows():
+            params = texts.get(name, {}).get(value)
+            if not params and name in by_axis and name not in every:
+                every.add(name)
+                column = pl.col(by_axis[name].column)
+                texts[name] = by_text(name, rows.scan(MODELED).group_by(column).len().collect(engine="streaming")
+                                      .to_series(0).to_list())
+                params = texts[name].get(value)
+            entry, known = (value, relation, reference, ratio), far.setdefault(name, {})
+            if not params or any(known.get(p, entry) != entry for p in params):
+                return None  # a value no row has, or one value with two entries (two profiles' figures)
+            known.update(dict.fromkeys(params, entry))
         return far
 
     return rows.sweep.memo(("far_values", rows.name), read)
+
+
+def _entries(rows: ModelRows) -> pl.DataFrame:
+    """The distinct evidence_axes entries of the model's rows (axis, value, relation, reference, ratio): from the
+    parts' footers (PART_EVIDENCE_AXES) when every part lists them, else read from the rows, batch by batch (the
+    lists of all rows at once held 2 GB; a million rows' took a second to decode)."""
+    columns = ["axis", "value", "relation", "reference", "ratio"]
+    schema = {c: EVIDENCE_AXIS.to_schema()[c] for c in columns}
+    listed = [meta.metadata.get(PART_EVIDENCE_AXES.encode()) for meta in rows.sweep.footers(rows.name).values()]
+    if all(entries is not None for entries in listed):
+        found = [e for entries in listed for e in json.loads(entries)]
+        return pl.DataFrame(found, schema=schema).unique() if found else pl.DataFrame(schema=schema)
+    axis = pl.col("evidence_axes").explode().struct
+    return pl.concat([lf.select(*(axis.field(c) for c in columns)).drop_nulls("axis").unique()
+                      .collect(engine="streaming") for lf in rows.scan_batches(MODELED, batch_rows=ENTRY_BATCH_ROWS)]
+                     ).unique()
 
 
 def _ordered(counts: pl.DataFrame) -> tuple[tuple[str, int], ...]:

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
-import polars as pl
+import json
 
+import polars as pl
+import pyarrow.parquet as pq
+
+import analysis.evidence as ev_module
 from analysis.evidence import note_lines, sentence, summarize
 from analysis.read import ModelRows, Sweep
+from sweeps.run.driver import run
+from sweeps.spec.load import parse_spec
 from tests.analysis.conftest import write_sweep
 from workers import evaluate, evidence as produced, get_model
+from workers.dataset import PART_EVIDENCE_AXES
 from workers.model import points_frame
 from workers.profiles import load_profile
 
@@ -91,7 +98,6 @@ def test_counting_by_axis_value_agrees_with_reading_each_rows_entries(tmp_path, 
     """summarize counts far rows by their axis values (far_values, the distinct entries read once); a model
     whose axes are not known counts each row's evidence_axes entries. Both give the same Evidence, for the
     whole sweep and for a filtered part of it."""
-    import analysis.evidence as ev_module
     rows = produced_sweep(tmp_path, [
         {**BASE, "namespace_size": size, "start_offset": offset, "align": align, "strategy": strategy}
         for size in ("16GiB", "100GiB", "1TiB", "4TiB") for offset in ("0", "4MiB", "10MiB")
@@ -102,3 +108,24 @@ def test_counting_by_axis_value_agrees_with_reading_each_rows_entries(tmp_path, 
     monkeypatch.setattr(ev_module, "far_values", lambda rows: None)
     assert [summarize(rows, lf, m) for lf in parts for m in ("metric_init_ms", "metric_memmap_pages")] == by_value
     assert by_value[0].notes and by_value[0].rows == 48
+
+
+def test_a_parts_footer_lists_its_rows_distinct_entries_and_the_count_reads_them(ray_local, tmp_path, monkeypatch):
+    """`memsweep run` writes each part's distinct evidence_axes entries into its footer; summarize counts by
+    them what it counts row by row."""
+    spec = parse_spec('name = "far"\nmodels = ["memmap"]\nchunk_points = 16\n[axes.memmap]\n'
+                      'namespace_size = ["16GiB", "100GiB", "1TiB"]\nstart_offset = ["0", "4MiB"]\n'
+                      'align = ["2MiB", "1GiB"]\nstrategy = ["slow", "template"]\nstruct_page_size = [64, 80]\n')
+    run(spec, str(tmp_path), progress=False)
+    parts = sorted((tmp_path / "far" / "model=memmap").glob("part-*.parquet"))
+    assert len(parts) == 3
+    for part in parts:
+        listed = json.loads(pq.read_metadata(part).metadata[PART_EVIDENCE_AXES.encode()])
+        stored = pl.read_parquet(part).select(pl.col("evidence_axes").explode().struct.unnest()).drop_nulls("axis")
+        assert listed and pl.DataFrame(listed, schema=stored.schema).sort("axis", "value").equals(
+            stored.unique().sort("axis", "value"))
+    rows = Sweep(str(tmp_path / "far")).rows("memmap")
+    by_footer = [summarize(rows, rows.scan(), m) for m in ("metric_init_ms", "metric_memmap_pages")]
+    assert by_footer[0].notes and by_footer[0].axes == ("namespace_size", "align", "start_offset")
+    monkeypatch.setattr(ev_module, "far_values", lambda rows: None)
+    assert [summarize(rows, rows.scan(), m) for m in ("metric_init_ms", "metric_memmap_pages")] == by_footer
