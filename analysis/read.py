@@ -142,6 +142,12 @@ class Sweep:
             self._memo[key] = compute()
         return self._memo[key]
 
+    def forget(self, kind: str) -> None:
+        """Drop what memo() keeps under keys of `kind` (their first item): for a caller that knows no later
+        reader asks for it, and whose next step needs the memory."""
+        for key in [k for k in self._memo if k[0] == kind]:
+            del self._memo[key]
+
     def footers(self, model: str) -> dict[str, pq.FileMetaData]:
         """Each part of the model (its path) -> its footer, read once (the parts are checked when the sweep is
         opened: a footer read here is the one the manifest's checksum covers)."""

@@ -138,3 +138,17 @@ def test_a_measured_only_model_defaults_to_its_measured_rows(tmp_path):
     assert sweep.sources("young") == ["measured"] and sweep.scan("young").select(pl.len()).collect().item() == 4
     old = Sweep(write_sweep(tmp_path, "v1", {"young": young_rows()}))
     assert old.sources("young") == ["model"] and old.rows("young").describe({}) == ""
+
+
+def test_forget_drops_one_kind_of_kept_aggregate_and_the_next_ask_computes_it_again(small_sweep):
+    """memo() computes once per key; forget(kind) drops the keys of that kind only."""
+    sweep, calls = Sweep(str(small_sweep)), []
+
+    def compute(name):
+        return lambda: calls.append(name) or len(calls)
+
+    assert [sweep.memo(("a", 1), compute("a1")), sweep.memo(("a", 1), compute("a1")),
+            sweep.memo(("b", 1), compute("b1"))] == [1, 1, 2]
+    sweep.forget("a")
+    assert sweep.memo(("b", 1), compute("b1")) == 2 and sweep.memo(("a", 1), compute("a1")) == 3
+    assert calls == ["a1", "b1", "a1"]
