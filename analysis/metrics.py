@@ -94,7 +94,7 @@ def per_variant(rows: ModelRows, axis: str, metric: str, keys: list[str]) -> tup
         mins = [pl.col(c).min() for c in cols]
         return values, reduce_batches(frames, keys or ["_config"], mins, mins)
 
-    return rows.sweep.memo(("per_variant", rows.name, axis, metric, tuple(keys)), compute)
+    return rows.sweep.memo((PER_VARIANT, rows.name, axis, metric, tuple(keys)), compute)
 
 
 def reason_counts(lf: pl.LazyFrame, by: list[str] = ()) -> pl.LazyFrame:
@@ -311,6 +311,7 @@ def _hinge_fits(pts: pl.DataFrame, cand: np.ndarray, n_groups: int, block: int =
     return best, best_pick
 
 
+PER_VARIANT = "per_variant"  # the memo key of per_variant's frames (Sweep.memo, Sweep.forget)
 MAX_SERIES_PER_PASS = 512  # series_points: series combinations summed per pass (x ~1,000 sizes: ~150 MB)
 TIE_RTOL = 1e-9  # relative: variants this close to the best share the win (`ties_best`)
 

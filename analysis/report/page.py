@@ -16,6 +16,7 @@ from pathlib import Path
 
 from analysis.figures.index import render_all
 from analysis.figures.plotting import Rendered, Skipped
+from analysis.metrics import PER_VARIANT
 from analysis.read import Sweep
 from workers.dataset.folder import at, check_inside, write_files
 
@@ -99,8 +100,13 @@ def render_html(sweep: Sweep, figures: list[Rendered | Skipped], seconds: float 
     changed = [c] if (c := sweep.profile_change()) else []
     notes = "".join(f'<p class="note">{esc(n)}</p>' for n in (*uncalibrated, *changed, *sweep.plugin_errors))
     summary = [status_summary(sweep), reasons(sweep)]
-    tables = [published_table(sweep), *evidence_tables(sweep), *kernel_tables(sweep), *gain_tables(sweep), *measured_tables(sweep), *best_tables(sweep),
-              *speedup_tables(sweep), *growth_tables(sweep), *declared_tables(sweep)]
+    # the key findings and the best and speedup tables share metrics.per_variant's frames (one row per
+    # configuration, 0.2 GB on `large`); let go of them before the growth fits, which need as much again
+    found = key_findings(sweep)
+    tables = [published_table(sweep), *evidence_tables(sweep), *kernel_tables(sweep), *gain_tables(sweep),
+              *measured_tables(sweep), *best_tables(sweep), *speedup_tables(sweep)]
+    sweep.forget(PER_VARIANT)
+    tables += [*growth_tables(sweep), *declared_tables(sweep)]
     skipped_html = "".join(f"<li><strong>{esc(s.title)}</strong>: {esc(s.reason)}</li>" for s in skipped)
     parts = [
         "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
@@ -111,7 +117,7 @@ def render_html(sweep: Sweep, figures: list[Rendered | Skipped], seconds: float 
         f'<p class="description">{esc(sweep.description) or "<em>(no description)</em>"}</p>',
         '<nav><a href="#findings">Key findings</a><a href="#summary">Summary</a><a href="#provenance">Provenance</a>'
         '<a href="#figures">Figures</a><a href="#tables">Tables</a><a href="#spec">Spec</a></nav>', notes,
-        f'<section id="key-findings">{findings_html(key_findings(sweep), {f.id for f in drawn}, esc)}</section>',
+        f'<section id="key-findings">{findings_html(found, {f.id for f in drawn}, esc)}</section>',
         '<section id="summary"><h2>Summary</h2>', *(html_table(t) for t in summary), "</section>",
         f'<section id="provenance">{html_table(provenance(sweep)).replace("<h3>", "<h2>").replace("</h3>", "</h2>")}'
         "</section>",
