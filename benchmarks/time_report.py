@@ -8,8 +8,9 @@ The first form runs `memsweep report OUT/SWEEP --out <temporary folder>` in a su
 run: rows, parts, wall seconds of the whole command, peak RSS of the process (ru_maxrss from
 wait4), figures drawn. The second writes a sweep of at least N million rows by copying the parts
 of an existing sweep, model by model in turn, with `point_id` shifted by a copy number times
-2^40 (so no id repeats) and a new chunk id per copy; the manifest and the spec are copied with
-the row counts updated. Copies repeat points, so the report shows the same figures with more
+2^40 (so no id repeats) and a new chunk id per copy (in its rows, its footer and its name); the
+manifest records every copy as a run records its parts (bytes, checksum, rows), so the readers' part
+check passes, and the spec is copied. Copies repeat points, so the report shows the same figures with more
 rows behind every median: what grows is the reading and the aggregation, as with a longer sweep.
 """
 
@@ -25,10 +26,12 @@ import tempfile
 import time
 from pathlib import Path
 
-import polars as pl
+import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from workers.dataset import MANIFEST, SPEC_FILE, layout_of
+from sweeps.run.store import locate, write_part
+from workers.dataset import MANIFEST, PART_CHUNK_ID, SPEC_FILE, layout_of
 
 ROOT = Path(__file__).resolve().parent.parent
 SHIFT = 1 << 40  # point_id offset per copy: larger than any sweep's index space here
@@ -72,30 +75,38 @@ def _attr_values(text: str, name: str) -> list[str]:
 
 
 def synthesize(src: Path, dest: Path, million: float) -> int:
-    """Copy src's parts (with shifted point_ids) into dest until it holds >= million * 1e6 rows."""
+    """Copy src's parts (with shifted point_ids) into dest until it holds >= million * 1e6 rows, each copy a
+    part of its own that the manifest records (chunk id <id>-c<copy> in its rows, its footer and its name)."""
     target = int(million * 1_000_000)
     files = parts(src)
     if not files:
         raise SystemExit(f"{src} holds no parts (model=*/part-*.parquet)")
+    names = layout_of(p.name for p in src.iterdir())  # the source may be of an older schema
+    manifest = json.loads((src / names.manifest).read_text())
+    records = {rec["chunk_id"]: rec for rec in manifest.get("parts", {}).values()}
     if dest.exists():
         shutil.rmtree(dest)
-    total, copy = 0, 0
+    loc = locate(str(dest))
+    total, copy, listed = 0, 0, {}
     while total < target:
         for f in files:
             if total >= target:
                 break
-            out = dest / f.parent.name / f"{f.stem}-c{copy}.parquet"
-            out.parent.mkdir(parents=True, exist_ok=True)
-            lf = pl.scan_parquet(f, hive_partitioning=False)
-            if copy:
-                lf = lf.with_columns((pl.col("point_id") + copy * SHIFT).alias("point_id"),
-                                     (pl.col("chunk_id") + f"-c{copy}").alias("chunk_id"))
-            lf.sink_parquet(out)
-            total += pq.read_metadata(out).num_rows
+            table = pq.read_table(f)  # its footer's key-value metadata with it
+            kv = table.schema.metadata or {}
+            cid = f"{kv[PART_CHUNK_ID.encode()].decode()}-c{copy}"
+            shifted = pc.add(table["point_id"], pa.scalar(copy * SHIFT, table["point_id"].type))
+            table = table.set_column(table.schema.get_field_index("point_id"), "point_id", shifted)
+            table = table.set_column(table.schema.get_field_index("chunk_id"), table.schema.field("chunk_id"),
+                                     pa.array([cid] * table.num_rows, table.schema.field("chunk_id").type))
+            table = table.replace_schema_metadata({**kv, PART_CHUNK_ID.encode(): cid.encode()})
+            model = f.parent.name.removeprefix("model=")
+            record = write_part(loc, model, cid, table)
+            listed[cid] = {**records.get(cid.rsplit("-c", 1)[0], {}), **record, "chunk_id": cid, "model": model}
+            total += table.num_rows
         copy += 1
-    names = layout_of(p.name for p in src.iterdir())  # the source may be of an older schema
-    manifest = json.loads((src / names.manifest).read_text())
-    manifest.update(rows=total, rows_expected=total, points_expected=total, parts={},
+    manifest.update(rows=total, rows_expected=total, points_expected=total, parts=listed,
+                    chunks_done=len(listed), chunks_expected=len(listed),
                     synthetic=f"{copy} copies of the parts of {src.name}, point_id shifted by copy * 2^40")
     (dest / MANIFEST).write_text(json.dumps(manifest, indent=1))
     if (src / names.spec).is_file():
