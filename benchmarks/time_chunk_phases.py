@@ -47,7 +47,8 @@ def timed(fn, *args, repeat: int = 1):
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--spec", default="large")
-    ap.add_argument("--repeat", type=int, default=1, help="time the Arrow and Parquet phases this many times, keep the least")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="time the Arrow and Parquet phases this many times, keep the least")
     a = ap.parse_args()
     global REPEAT
     REPEAT = a.repeat
