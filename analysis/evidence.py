@@ -118,16 +118,16 @@ def summarize(rows: ModelRows, lf: pl.LazyFrame, metric: str) -> Evidence:
         return Evidence(counts=_ordered(counts))
     if not _structured(rows):
         counts, notes = collect_all([labelled.group_by("_label").agg(pl.len().alias("n")),
-                                        weak.group_by("evidence_note").agg(pl.len().alias("n"))])
+                                     weak.group_by("evidence_note").agg(pl.len().alias("n"))])
         return Evidence(counts=_ordered(counts), notes=tuple(
             n for n, _ in sorted(notes.drop_nulls("evidence_note").rows(), key=lambda r: (-r[1], r[0]))))
     off = _off(rows, metric)
     far = far_values(rows)
-    if far is None:  # an unregistered model: its axes are not known
+    if far is None:  # a model not registered here, or entries its axes' values do not account for
         return _summarize_entries(labelled, weak, off)
-    # an entry of evidence_axes is the function of one axis's value that far_values read from the data: the rows
-    # far along an axis are counted by their value, never by decoding each row's list (a million rows' lists
-    # took a second to read, and the report asks this of several sections)
+    # an entry of evidence_axes is a function of one axis's value, which far_values read from the parts' footers
+    # (or the rows): the rows far along an axis are counted by their value, never by decoding each row's list
+    # (a million rows' lists took a second to read, and the report asks this of several sections)
     hits = [(a, _among(a.column, far[a.name])) for a in rows.model.axes if far.get(a.name)]
     per_axis = [weak.filter(hit).group_by(pl.col(a.column).alias("param")).agg(pl.len().alias("n")) for a, hit in hits]
     none_far = ~pl.any_horizontal(*(hit for _, hit in hits)) if hits else pl.lit(True)
@@ -155,7 +155,7 @@ def _among(column: str, values) -> pl.Expr:
 
 
 def _summarize_entries(labelled: pl.LazyFrame, weak: pl.LazyFrame, off: list[str]) -> Evidence:
-    """summarize() by each row's evidence_axes entries, for a model whose axes are not known here."""
+    """summarize() by each row's evidence_axes entries, where far_values cannot say which values are far."""
     axis = pl.col("evidence_axes").explode().struct
     counts, axes, assumed, other = collect_all([
         labelled.group_by("_label").agg(pl.len().alias("n")),
@@ -187,8 +187,8 @@ def far_values(rows: ModelRows) -> dict[str, dict] | None:
     """axis name -> {param value: (value, relation, reference, ratio)}: the values of each axis that some modeled
     row's evidence_axes names, with its entry, read once per sweep and model (the distinct entries, _entries) and
     matched to the axis's values by the words the producer wrote them in (workers.evidence.value_text). None
-    for a model not registered here, and when an entry matches no value of its axis (then nothing is guessed:
-    summarize counts the entries row by row)."""
+    for a model not registered here, and when an entry matches no value of its axis or one value has two entries
+    (then nothing is guessed: summarize counts the entries row by row)."""
     model = rows.model
     if model is None:
         return None
@@ -232,7 +232,7 @@ def _entries(rows: ModelRows) -> pl.DataFrame:
     lists of all rows at once held 2 GB; a million rows' took a second to decode)."""
     columns = ["axis", "value", "relation", "reference", "ratio"]
     schema = {c: EVIDENCE_AXIS.to_schema()[c] for c in columns}
-    listed = [meta.metadata.get(PART_EVIDENCE_AXES.encode()) for meta in rows.sweep.footers(rows.name).values()]
+    listed = [(meta.metadata or {}).get(PART_EVIDENCE_AXES.encode()) for meta in rows.sweep.footers(rows.name).values()]
     if all(entries is not None for entries in listed):
         found = [e for entries in listed for e in json.loads(entries)]
         return pl.DataFrame(found, schema=schema).unique() if found else pl.DataFrame(schema=schema)
