@@ -30,7 +30,7 @@ LEGEND = ("evidence marks (a cell's weakest row): F fit, V validated, K kernel-c
           "A assumed")
 FRAGMENTS = 8  # notes listed under a table
 ASSUMED_PREFIX = "assumed: "  # how a line names an assumption
-ENTRY_BATCH_ROWS = 1_000_000  # rows whose evidence_axes far_values decodes at once: ~0.6 GB
+ENTRY_BATCH_ROWS = 1_000_000  # rows whose evidence_axes _entries decodes at once (large memmap: +350 MiB, 3.2 s)
 
 
 def _structured(rows: ModelRows) -> bool:
