@@ -4,6 +4,7 @@ profiles and calibration, the dataset (dataset/: columns and layout, a sweep fol
 check and scan), and the measured backend's C analogs (measure/, native/). No Ray here: a Ray task calls
 into it."""
 
+from . import allocator  # noqa: F401 - first: it sets polars' allocator before polars is imported
 from .evaluate import evaluate
 from .registry import MODELS, get_model, load_plugins, register
 
