@@ -387,6 +387,8 @@ def _draw_lines(rows: ModelRows, p: Lines, s: _Slice, panels: list[_Panel], look
             _x_axis(ax, panel.x.scale, xvalues)
         if panel.x.scale == "size":
             ax.tick_params(axis="x", labelrotation=45)
+        elif panel.x.scale == "order":  # two lines a tick; on every panel, as shared axes label each their own
+            ax.tick_params(axis="x", labelsize=8)
         if not shared_y:
             _y_axis(ax, p.y.scale, yvalues)
         ax.set_xlabel(panel.x.text)
@@ -520,7 +522,7 @@ def _x_axis(ax, scale: str, values: list) -> None:
     if scale == "ordinal_size":
         ax.set_xticks(range(len(values)), [binary_size(v) for v in values], rotation=30)
     elif scale == "order":
-        ax.set_xticks(values, [f"{o}\n{binary_size(4096 << int(o))}" for o in values], fontsize=8)
+        ax.set_xticks(values, [f"{o}\n{binary_size(4096 << int(o))}" for o in values])
     elif scale == "ticks":
         ax.set_xticks(values)
     elif scale == "log":

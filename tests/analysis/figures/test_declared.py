@@ -189,6 +189,25 @@ def test_young_figure_pairs_arm64_cont_heads_with_x86_64_where_first_pte_cont_va
     assert "first_pte_cont=" not in r.caption  # filtered by the declaration, not held at one value
 
 
+def test_panels_sharing_an_order_axis_label_it_in_one_size(tmp_path, monkeypatch):
+    """young_scan's two panels share the folio-order axis: each labels its ticks (order and size, two
+    lines) in the same size, not the first panel smaller than the second."""
+    import matplotlib.figure
+    drawn = []
+    save = matplotlib.figure.Figure.savefig
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig",
+                        lambda fig, *a, **k: (drawn.append(fig), save(fig, *a, **k)))
+    rows = [{"param_compound_order": o, "param_batching": b, "param_arch": a, "status": "ok",
+             "metric_scan_ms": 100.0 * (o + 1)} for o in (0, 2, 4) for b in ("per_pte", "batched")
+            for a in ("arm64", "x86_64")]
+    r = render(Sweep(write_sweep(tmp_path, "orders", {"young": pl.DataFrame(rows)})), "young", "young_scan", tmp_path)
+    assert isinstance(r, Rendered) and r.panels == 2
+    panels = [ax for ax in drawn[0].axes if ax.get_xticklabels()]
+    sizes = {t.get_fontsize() for ax in panels for t in ax.get_xticklabels()}
+    assert len(panels) == 2 and sizes == {8.0}
+    assert [t.get_text() for t in panels[1].get_xticklabels()] == ["0\n4KiB", "2\n16KiB", "4\n64KiB"]
+
+
 def test_a_sweep_of_one_model_lists_only_that_models_figures(tmp_path):
     """A young-only sweep lists young's figure and the cross-model ones, not the absent models' figures."""
     df = pl.DataFrame({"param_compound_order": [4, 6], "param_batching": ["per_pte", "batched"],
