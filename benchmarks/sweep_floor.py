@@ -89,11 +89,11 @@ def main() -> None:
         own = cpu_seconds(own_rows, cfg, chunks)
         whole = cpu_seconds(whole_part, cfg, chunks)
     floor = start + own / cpus
-    print("| yardstick s (median of 3: least-most) | Ray start s | model's own rows CPU s | whole parts CPU s | floor s | floor / yardstick "
-          "| whole parts / CPUs + Ray start, / yardstick |")
+    print("| yardstick s (median of 3: least-most) | Ray start s | model's own rows CPU s | whole parts CPU s "
+          "| floor s | floor / yardstick | whole parts / CPUs + Ray start, / yardstick |")
     print("|---|---|---|---|---|---|---|")
-    print(f"| {stick:.1f} ({min(sticks):.1f}-{max(sticks):.1f}) | {start:.1f} | {own:.1f} | {whole:.1f} | {floor:.1f} | {floor / stick:.2f} "
-          f"| {(start + whole / cpus) / stick:.2f} |")
+    print(f"| {stick:.1f} ({min(sticks):.1f}-{max(sticks):.1f}) | {start:.1f} | {own:.1f} | {whole:.1f} "
+          f"| {floor:.1f} | {floor / stick:.2f} | {(start + whole / cpus) / stick:.2f} |")
 
 
 if __name__ == "__main__":
