@@ -75,7 +75,7 @@ def main() -> None:
     print(f"{a.spec}: {spec.total_points:,} points in {len(chunks)} chunks; {cpus} CPUs; "
           f"load {os.getloadavg()[0]:.2f}", file=sys.stderr)
     with tempfile.TemporaryDirectory(prefix="memsweep-floor-") as tmp:
-        # first: after the chunks' work it measured up to half again; three times, as it alone varies by a third
+        # first: after the chunks' work it measured 8.7 and 9.6 s on large, 5.2-6.2 s first; three times, as it varies
         sticks = []
         for _ in range(3):
             sticks.append(yardstick(spec.total_points, tmp))
