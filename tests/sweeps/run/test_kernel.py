@@ -98,11 +98,13 @@ def points(**axes) -> pl.DataFrame:
     ({"nvdimm_kmsan": True}, r"CONFIG_NVDIMM_KMSAN"),
     ({"namespace_size": 128 * GiB}, r"namespaces up to 64GiB"),
 ])
+@pytest.mark.guest  # the plan asks the kernel under test (Debian's 6.12, fetched by make guest) what it holds
 def test_points_a_stock_kernel_cannot_hold_say_why(axes, reason):
     [why] = MEMMAP.kernel.plan(points(**axes), KernelSettings())
     assert isinstance(why, str) and re.search(reason, why), why
 
 
+@pytest.mark.guest  # as above: Debian's 6.12 names the strategies it can switch among
 def test_the_rest_become_the_namespace_to_bind():
     [config] = MEMMAP.kernel.plan(points(mode="devdax", map="mem", align=GiB, compound_order=18), KernelSettings())
     assert config == GuestConfig(mode="devdax", map="mem", align_bytes=GiB, namespace_size_bytes=2 * GiB, binds=3)
