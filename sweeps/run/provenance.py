@@ -23,15 +23,19 @@ def memsweep_version() -> str:
 
 @functools.cache
 def git_sha() -> str:
-    """The project's commit, or "" outside a git checkout (e.g. a Ray job's working dir)."""
+    """The project's commit, or "" when memsweep does not run from its own git checkout (installed from a wheel,
+    a Ray job's working dir): a site-packages inside some other repository is not that repository's code."""
     try:
         out = subprocess.run(
-            ["git", "-C", str(PROJECT_ROOT), "rev-parse", "HEAD"],
+            ["git", "-C", str(PROJECT_ROOT), "rev-parse", "--show-toplevel", "HEAD"],
             capture_output=True, text=True, timeout=5, check=False,
         )
     except (OSError, subprocess.TimeoutExpired):
         return ""
-    return out.stdout.strip() if out.returncode == 0 else ""
+    lines = out.stdout.split()
+    if out.returncode != 0 or len(lines) != 2 or Path(lines[0]).resolve() != PROJECT_ROOT:
+        return ""
+    return lines[1]
 
 
 @functools.cache
