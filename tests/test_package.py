@@ -204,3 +204,20 @@ def test_the_example_plugin_sweeps_from_its_installed_wheel(installed):
     rows = pl.read_parquet(installed["cwd"] / "res" / "hvo-example" / "model=hvo" / "*.parquet",
                            hive_partitioning=False)
     assert rows.height == 480 and set(rows["status"]) == {"ok"}
+
+
+def test_what_submit_and_slurm_put_on_a_node_is_the_installed_package(installed, dists):
+    """From the install, `submit`'s staged working directory holds exactly the wheel's files of the three
+    packages (and the spec), and the Slurm script runs the install's own interpreter."""
+    staged = installed["cwd"] / "staged"
+    code = (f"from pathlib import Path; from sweeps.cluster.jobs import stage; "
+            f"stage('default', Path({str(staged)!r}), ())")
+    out = subprocess.run([str(installed["bin"] / "python"), "-c", code], capture_output=True, text=True,
+                         cwd=installed["cwd"], env=installed["env"], timeout=120)
+    assert out.returncode == 0, out.stderr
+    files = {p.relative_to(staged).as_posix() for p in staged.rglob("*") if p.is_file()}
+    wheel = {n for n in zipfile.ZipFile(dists["wheel"]).namelist() if n.split("/")[0] in PACKAGES}
+    assert files == wheel | {"spec.toml"}
+    script = command(installed, "submit", "default", "--slurm", "--out", "shared", "--dry-run")
+    assert script.returncode == 0, script.stderr
+    assert f"python={installed['bin'] / 'python'}\n" in script.stdout
