@@ -56,14 +56,10 @@ import numpy as np
 import polars as pl
 
 from .axes import SHARED_AXES, Axis
-from .dataset import unit_of
+from .dataset import STATUS_ERROR, STATUS_INFEASIBLE, STATUS_OK, unit_of  # noqa: F401 - a model's names for them
 from .findings import MedianTable, Medians, Ratio, Winner
 from .plots import BestHeatmap, Lines
 from .profiles import Profile, Quantity
-
-STATUS_OK = "ok"
-STATUS_INFEASIBLE = "infeasible"
-STATUS_ERROR = "error"
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -45,6 +45,10 @@ SCHEMA_VERSION = "7"
 # user-space analog measured on a worker, the real kernel path in a guest (sweeps.run.sources: one backend each).
 SOURCE_NAMES = (MODELED, MEASURED, KERNEL) = ("model", "measured", "kernel")
 
+# A row's `status`: an answer; a point that cannot exist (with a `reason` a person can read); a computation
+# that raised (its exception in `reason`: workers.dataset.errors says them).
+STATUSES = (STATUS_OK, STATUS_INFEASIBLE, STATUS_ERROR) = ("ok", "infeasible", "error")
+
 MANIFEST = "_manifest.json"
 SPEC_FILE = "_spec.toml"
 SUBMISSIONS = "_slurm.json"  # written at submit time, before any manifest; every manifest carries it as "slurm"
