@@ -314,6 +314,11 @@ def cmd_run(args) -> int:
         except OSError as e:
             raise StoreIOError(e.errno, "the sweep is complete but its report is not: "
                                + _os_error_line(e)) from None
+    said = summary.error_lines()  # last, where a user looks: the rows that are not results, and why
+    if said:
+        print(f"memsweep run: {said[0]}", *said[1:], "mend the cause and rerun the same command: parts holding "
+              "error rows are computed again.", sep="\n", file=sys.stderr)
+        return EXIT_PROBLEMS
     return EXIT_OK
 
 

@@ -24,9 +24,10 @@ from analysis import evidence
 from analysis.kernel import checked as kernel_checked
 from analysis.kernel import gains as kernel_gains
 from analysis.metrics import higher_is_better, ok, per_variant, published_comparison, tied_best
-from analysis.read import MODELED, ModelRows, Sweep, cond_expr, value_expr
+from analysis.read import MODELED, ModelRows, Sweep, collect_all, cond_expr, value_expr
 from analysis.tables import bar_parts
 from workers import interval
+from workers.dataset import errors
 from workers.findings import Above, Clause, Medians, Pick, Ratio, Winner
 from workers.model import Model
 from workers.plots import cond_columns
@@ -46,8 +47,9 @@ class Finding:
 
 
 def key_findings(sweep: Sweep) -> list[Finding]:
-    """Every finding this sweep's rows support, in reading order."""
-    out = []
+    """Every finding this sweep's rows support, in reading order: first, when there are any, the rows that are
+    errors and not results."""
+    out = failed(sweep)
     for rows in map(sweep.rows, sweep.named_models()):  # the figures' order; a model without rows has none (_modeled)
         model = rows.model
         for decl in (model.report.findings if model is not None else ()):
@@ -62,6 +64,20 @@ def key_findings(sweep: Sweep) -> list[Finding]:
     except SKIP:
         found = None
     return out + ([found] if found is not None else []) + kernel(sweep) + kernel_gain(sweep)
+
+
+def failed(sweep: Sweep) -> list[Finding]:
+    """The sweep's error rows, per model and source with their distinct reasons (workers.dataset.errors, the
+    wording of `run` and `status`), read from the rows of the models whose manifest records count any."""
+    models = {r.get("model") for r in sweep.manifest.get("parts", {}).values() if r.get("status", {}).get(errors.ERROR)}
+    frames = [sweep.scan(m, source=None).filter(pl.col("status") == errors.ERROR)
+              .group_by("model", "source", "reason").len() for m in sweep.models if m in models]
+    found = errors.from_rows(pl.concat(collect_all(frames))) if frames else {}
+    if not found:
+        return []
+    said = errors.lines(found)
+    text = f"{said[0].removesuffix(':')}: " + "; ".join(line.strip() for line in said[1:]) + "."
+    return [Finding(text=text, figure="", id="errors", data={k: v.rows for k, v in found.items()})]
 
 
 def kernel(sweep: Sweep) -> list[Finding]:

@@ -37,7 +37,9 @@ from sweeps.run.store import delete_sweep, locate, part_checksum, remove_temp_fi
 from sweeps.exceptions import UsageError
 from sweeps.spec.load import SweepSpec
 from workers import get_model
-from workers.dataset import COMPUTATION, LAYOUT, LEASE_FILE, MANIFEST, SCHEMA_VERSION, SPEC_FILE, model_dir, parse_part_path
+from workers.dataset import (COMPUTATION, LAYOUT, LEASE_FILE, MANIFEST, SCHEMA_VERSION, SPEC_FILE, errors, model_dir,
+                             parse_part_path)
+from workers.dataset.errors import Failed
 from workers.exceptions import StoreIOError
 from workers.dataset.folder import Location, check_inside, exists, part_infos, read_manifest, write_bytes
 from workers.dataset.parts import part_problem
@@ -70,6 +72,12 @@ class RunSummary:
     ray_start_seconds: float = 0.0  # starting (or joining) Ray
     cpus: int = 0
     status: dict[str, int] = field(default_factory=dict)
+    errors: dict[tuple[str, str], Failed] = field(default_factory=dict)  # (model, source) -> its error rows
+    stopped: list[str] = field(default_factory=list)  # models whose chunks stopped early, and why
+
+    def error_lines(self) -> list[str]:
+        """What the run's error rows were and why (workers.dataset.errors), and the models stopped early."""
+        return [*errors.lines(self.errors), *self.stopped]
 
 
 @dataclass
@@ -86,12 +94,17 @@ class _RunState:
     summary: RunSummary
     bar: tqdm | None = None
 
-    def finished(self, c: Chunk, rec: dict) -> None:
-        """Chunk `c` wrote its part (`rec`, its record): keep the record, count it, move the bar."""
+    def finished(self, c: Chunk, rec: dict) -> bool:
+        """Chunk `c` wrote its part (`rec`, its record): keep the record, count it, move the bar. False when `c`
+        is its model's first chunk (of its source) and every row of it is an error: the model fails as a
+        whole (an install without its data files, a broken plugin), and its other chunks would only compute
+        the same error again."""
         self.records[c.chunk_id] = rec
         self.summary.computed += 1
         self.summary.task_seconds += rec.get("total_s", 0.0)
         self.bar.update(c.points)
+        first = c.start == min(k.start for k in self.chunks if (k.model, k.source) == (c.model, c.source))
+        return not (first and rec["status"].get(errors.ERROR, 0) == rec["rows"])
 
     def failed(self, c: Chunk, e: Exception) -> None:
         """Chunk `c`'s task failed (its retries too): named in the summary, no part."""
@@ -270,6 +283,7 @@ def _run_leased(planned: RunPlan, lease, say, *, address, fresh, progress, cpus,
     for r in records.values():
         for s, n in r["status"].items():
             summary.status[s] = summary.status.get(s, 0) + n
+    summary.errors = errors.from_records(records.values())
     return summary
 
 
@@ -277,10 +291,11 @@ def _finished(loc: Location, chunks: list[Chunk], old_parts: dict, say) -> dict[
     """Records of chunks whose part already exists and is whole (the resume set). A part keeps its manifest
     record while it matches it (workers.dataset.parts.part_problem: checksum on a local folder, size and footer on an
     object store); a part the manifest does not list yet (a run stopped before its manifest caught up) is taken
-    when its footer names its chunk and it holds the chunk's rows. Any other part is computed again, said once."""
+    when its footer names its chunk and it holds the chunk's rows. A part holding error rows is not a result:
+    it is computed again (the cause may be mended since). Any other part is computed again, said once."""
     prefix = loc.root.rstrip("/") + "/"
     present = {parse_part_path(i.path.removeprefix(prefix))[1]: i for infos in part_infos(loc).values() for i in infos}
-    out, damaged = {}, []
+    out, damaged, failed = {}, [], []
     for c in chunks:
         info = present.get(c.chunk_id)
         if info is None:
@@ -293,10 +308,17 @@ def _finished(loc: Location, chunks: list[Chunk], old_parts: dict, say) -> dict[
         if rec is None:
             rec = {"chunk_id": c.chunk_id, "model": c.model, "source": c.source, "start": c.start, "stop": c.stop,
                    "rows": footer.rows, "status": _status_counts(loc, c), **part_checksum(loc, c.model, c.chunk_id)}
+        if rec["status"].get(errors.ERROR):
+            failed.append(c.chunk_id)
+            continue
         out[c.chunk_id] = rec
     if damaged:
         more = f" (and {len(damaged) - 1} more)" if len(damaged) > 1 else ""
         say(f"memsweep: {damaged[0]}{more}: computing {'it' if len(damaged) == 1 else 'them'} again.")
+    if failed:
+        one = len(failed) == 1
+        say(f"memsweep: {len(failed)} part{'' if one else 's'} hold{'s' if one else ''} error rows: computing "
+            f"{'it' if one else 'them'} again.")
     return out
 
 
@@ -405,12 +427,26 @@ def _drain(pool, todo: list[Chunk], state: _RunState) -> None:
             if "io_error" in rec:
                 io_error = io_error or rec["io_error"]
                 continue
-            state.finished(c, rec)
+            if not state.finished(c, rec):
+                _stop_model(state, c, pending)
         if io_error is None and time.monotonic() - last_manifest > MANIFEST_EVERY_S:
             state.save()
             last_manifest = time.monotonic()
     if io_error is not None:
         raise StoreIOError(None, io_error)
+
+
+def _stop_model(state: _RunState, c: Chunk, pending: list[Chunk]) -> None:
+    """Take the chunks of `c`'s model and source that have not started off `pending`, and say why."""
+    dropped = [p for p in pending if (p.model, p.source) == (c.model, c.source)]
+    pending[:] = [p for p in pending if (p.model, p.source) != (c.model, c.source)]
+    if dropped:
+        state.bar.total -= sum(p.points for p in dropped)  # the bar ends full at what the run computes
+        state.bar.refresh()
+        state.summary.stopped.append(
+            f"{c.model} ({c.source} rows): every row of its first chunk is an error, so its other "
+            f"{len(dropped)} chunk{'s were' if len(dropped) != 1 else ' was'} not computed; mend the cause and rerun "
+            "the same command to compute them.")
 
 
 def _manifest(spec: SweepSpec, chunks: list[Chunk], records: dict) -> dict:

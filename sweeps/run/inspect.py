@@ -7,7 +7,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from sweeps.exceptions import DatasetError
-from workers.dataset import MANIFEST, parse_part_path
+from workers.dataset import MANIFEST, errors, parse_part_path
 from workers.dataset.folder import Location, exists, layout, list_parts, part_infos, read_manifest
 from workers.dataset.parts import check_parts
 
@@ -72,6 +72,7 @@ def status(sweep_dir: str, slurm: list[str] | tuple[str, ...] = ()) -> str:
     for model, info in m["models"].items():
         done = sum(r["rows"] for r in m["parts"].values() if r["model"] == model)
         lines.append(f"  {model} v{info['version']}: {done} of {info['points']} points")
+    lines += errors.lines(errors.from_records(m["parts"].values()))
     if m["chunks_done"] < m["chunks_expected"]:
         lines.append("incomplete: rerun the same 'memsweep run' command to finish it.")
     problems = check_parts(loc, m)

@@ -20,6 +20,7 @@ from workers import get_model, interval, load_plugins
 from workers.dataset import (DTYPES, PART_CHUNK_ID, EVIDENCE_COLUMNS, IDENTITY_COLUMNS, PART_COMPUTATION,
                              PART_EVIDENCE_AXES, PROVENANCE_COLUMNS, MEASURE_COLUMNS, SCHEMA_VERSION, part_table)
 from workers.exceptions import StoreIOError
+from workers.dataset.errors import ERROR, chunk_reasons
 from workers.dataset.folder import Location
 from workers.profiles import Profile
 
@@ -103,10 +104,10 @@ def run_chunk(cfg: TaskConfig, chunk: Chunk, node_id: str = "") -> dict:
         record = write_part(cfg.location, chunk.model, chunk.chunk_id, table)
     except StoreIOError as e:
         return {"io_error": str(e), "chunk_id": chunk.chunk_id}
-    counts = frame["status"].value_counts()
+    status = {s: int(n) for s, n in frame["status"].value_counts().iter_rows()}
     record.update(
         chunk_id=chunk.chunk_id, model=chunk.model, source=chunk.source, start=chunk.start, stop=chunk.stop,
-        status={s: int(n) for s, n in counts.iter_rows()}, node=node_id,
+        status=status, node=node_id, **({"errors": chunk_reasons(frame)} if status.get(ERROR) else {}),
         total_s=time.perf_counter() - t0,
     )
     return record

@@ -3,6 +3,7 @@ output argument is refused before anything is read or written."""
 
 from __future__ import annotations
 
+import re
 from importlib.metadata import EntryPoint
 from pathlib import Path
 
@@ -117,3 +118,26 @@ def test_verify_of_a_file_exits_2_in_a_real_process(tmp_path):
     """`memsweep verify FILE`, as the user ran it: bad input (2), not an I/O failure (3)."""
     line = refused(tmp_path, ["verify", X], "afile", memsweep)
     assert line == f"memsweep verify: error: 'OUT/SWEEP' must be {SWEEP_RULE} (got 'afile': a file)."
+
+
+def test_a_run_with_error_rows_exits_1_naming_each_reason_once_and_the_report_opens_with_them(tmp_path):
+    """`memsweep run` of a sweep where the model raises on half the points (not on its first chunk): its report is written, then the
+    count of error rows per model and the reason, once, and exit status 1; the report's first key finding
+    says the same."""
+    spec = tmp_path / "boom.toml"
+    spec.write_text('name = "boom"\nmodels = ["probe"]\nplugins = ["tests.support.probe"]\nchunk_points = 1\n'
+                    "[axes.probe]\ni = [1, 2, 3, 4]\nexplode = [false, true]\n")
+    run = memsweep("run", str(spec), "--out", str(tmp_path / "out"), "--cpus", "2", "--quiet")
+    assert run.returncode == 1, run.stderr
+    err = run.stderr.splitlines()
+    assert err[-3:] == [
+        "memsweep run: 4 rows are errors, not results (a model or measurement raised):",
+        err[-2], "mend the cause and rerun the same command: parts holding error rows are computed again."]
+    assert re.fullmatch(r"  probe \(model rows\): 4 error rows: RuntimeError: the probe model was asked to explode "
+                        r"at probe\.py:\d+", err[-2]), err[-2]
+    assert "report: " in run.stdout
+    html = (tmp_path / "out" / "boom" / "_report" / "report.html").read_text()
+    first = re.search(r'<ul class="findings"><li data-figure="">([^<]*)</li>', html)
+    assert first and first[1].startswith("4 rows are errors, not results (a model or measurement raised): probe "
+                                         "(model rows): 4 error rows: RuntimeError: the probe model was asked to "
+                                         "explode at probe.py:"), html[:3000]

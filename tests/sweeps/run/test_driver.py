@@ -73,7 +73,29 @@ def test_model_exception_becomes_error_rows_not_a_lost_chunk(ray_local, tmp_path
     assert errors.height == 2 and errors["param_explode"].all()
     assert errors["reason"].str.contains("RuntimeError: the probe model was asked to explode").all()
     assert errors["metric_i_squared"].is_null().all()
-    assert "error 2" in status(str(tmp_path / "rt"))
+    said = status(str(tmp_path / "rt"))
+    assert "error 2" in said
+    assert ("2 rows are errors, not results (a model or measurement raised):\n  probe (model rows): 2 error rows: "
+            "RuntimeError: the probe model was asked to explode at probe.py:") in said
+    assert summary.error_lines()[1] == said.splitlines()[-1]  # run and status say it in the same words
+
+
+def test_a_model_that_fails_on_its_whole_first_chunk_stops_and_a_rerun_computes_it_again(ray_local, tmp_path):
+    """Every row of the model's first chunk an error: its chunks not yet started are not computed, and the
+    summary says so; a rerun does not take the parts of error rows as finished but computes them again."""
+    spec = parse_spec(PROBE.replace("chunk_points = 7", "chunk_points = 1")
+                      + "[axes.probe]\ni = { from = 0, to = 39, step = 1 }\nexplode = [true]\n")
+    said = []
+    first = run(spec, str(tmp_path), progress=False, say=said.append)
+    assert first.chunks == 40 and 1 <= first.computed < 40  # the pool's tasks in flight finish: 2 per CPU
+    assert first.status == {"error": first.computed}
+    assert first.stopped == [f"probe (model rows): every row of its first chunk is an error, so its other "
+                             f"{40 - first.computed} chunks were not computed; mend the cause and rerun the same "
+                             "command to compute them."]
+    assert first.errors[("probe", "model")].rows == first.computed
+    second = run(spec, str(tmp_path), progress=False, say=said.append)
+    assert second.skipped == 0 and said[-1] == (f"memsweep: {first.computed} parts hold error rows: computing them "
+                                                "again.")
 
 
 def test_rerun_skips_finished_chunks_and_recomputes_a_deleted_one(ray_local, tmp_path):
