@@ -59,11 +59,12 @@ class _Session:
 
 def run_guest(kernel: GuestKernel, configs: Sequence[GuestConfig], *, accel: str = "auto",
               boot_timeout_s: float = 60.0, timeout_s: float | None = None,
-              counter_loop: bytes | None = None) -> GuestRun:
+              counter_loop: bytes | None = None, qemu_args: tuple[str, ...] = ()) -> GuestRun:
     """Boot `kernel` once and run `configs` in order; a result per configuration, in the same order.
     `accel` 'auto' uses KVM when a probe shows it boots this kernel (else TCG); 'tcg' or 'kvm' force one.
     `timeout_s` bounds the whole run (default: boot_timeout_s + 30 s + 10 s per GiB of namespaces and
-    bind). `counter_loop`: the counter check's program (workers.guest.counter), run once after boot."""
+    bind). `counter_loop`: the counter check's program (workers.guest.counter), run once after boot.
+    `qemu_args`: more QEMU options (benchmarks/kernel_cycles.py traces the executed code with `-d exec`)."""
     configs = tuple(configs)
     if accel not in ACCELS:
         raise ValueError(f"'accel' must be one of {list(ACCELS)} (got {accel!r}).")
@@ -80,7 +81,8 @@ def run_guest(kernel: GuestKernel, configs: Sequence[GuestConfig], *, accel: str
         if timeout_s is None:
             timeout_s = boot_timeout_s + 30 + 10 * sum(c.binds * c.namespace_size_bytes for _, c in runnable) / GiB
         while boots < BOOT_TRIES:
-            session, console = _boot(kernel, runnable, used, ram_mib, boot_timeout_s, timeout_s, counter_loop)
+            session, console = _boot(kernel, runnable, used, ram_mib, boot_timeout_s, timeout_s, counter_loop,
+                                     qemu_args)
             boots += 1
             if not _panicked_before_init(session, console):
                 break
@@ -124,7 +126,8 @@ def _ceil_div(a: int, b: int) -> int:
 
 
 def _boot(kernel: GuestKernel, runnable: list[tuple[int, GuestConfig]], accel: str, ram_mib: int,
-          boot_timeout_s: float, timeout_s: float, counter_loop: bytes | None) -> tuple[_Session, list[str]]:
+          boot_timeout_s: float, timeout_s: float, counter_loop: bytes | None,
+          qemu_args: tuple[str, ...] = ()) -> tuple[_Session, list[str]]:
     """Build the guest's files in a temporary folder, run QEMU and watch it; the session and the
     console's last lines. The folder (with the sparse NVDIMM file) is removed afterwards."""
     _remove_stale(Path(tempfile.gettempdir()))
@@ -136,7 +139,8 @@ def _boot(kernel: GuestKernel, runnable: list[tuple[int, GuestConfig]], accel: s
         nvdimm = qemu.Nvdimm(path=d / "nvdimm", size_bytes=region + LABEL_BYTES, label_bytes=LABEL_BYTES)
         _nvdimm_file(nvdimm, region)
         cmd = qemu.command(image=kernel.image, initrd=d / "initrd", append=CMDLINE, accel=accel,
-                           ram_mib=ram_mib, nvdimm=nvdimm, console=d / "console", results=d / "results")
+                           ram_mib=ram_mib, nvdimm=nvdimm, console=d / "console", results=d / "results") \
+            + list(qemu_args)
         session = _Session()
         proc = qemu.spawn(cmd, d / "qemu.log")
         try:
