@@ -22,7 +22,8 @@ from typing import Mapping
 from .exceptions import ProfileError
 
 PROFILE_DIR = Path(__file__).parent / "profiles"
-SOURCES = ("published", "calibrated", "datasheet", "measured", "assumed")
+# computed: by a tool from the code it prices (the note names the tool and the code: llvm-mca's cycles)
+SOURCES = ("published", "calibrated", "datasheet", "measured", "computed", "assumed")
 ENTRY_KEYS = {"value", "unit", "source", "note", "bounds"}
 
 

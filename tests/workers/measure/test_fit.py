@@ -87,8 +87,9 @@ def test_host_profile_takes_the_integer_host_columns():
 def test_a_fit_to_measured_memmap_times_reproduces_them(points):
     """Times made by the memmap model with known costs are reproduced within 2% by calibrate (neutral starts)
     of the measured free parameters, which recover the loop cost only a second struct page size shows."""
-    truth = SEED.with_values({("copy", "store_ns"): 0.16, ("copy", "call_ns"): 2.3, ("copy", "dram_write_gbs"): 28.0,
-                              ("copy", "dram_rfo_gbs"): 150.0, ("copy", "loop_ns"): 0.8}, source="assumed")
+    truth = SEED.with_values({("copy", "clock_ghz"): 3.5, ("copy", "store_cycles"): 0.5, ("copy", "call_cycles"): 8.0,
+                              ("copy", "dram_write_gbs"): 28.0, ("copy", "dram_rfo_gbs"): 150.0,
+                              ("copy", "loop_cycles"): 2.8}, source="assumed")
     rows = [{"namespace_size": size, "mode": mode, "strategy": s, "struct_page_size": p, "map": "mem"}
             for size in ("4GiB", "64GiB") for mode in ("fsdax", "devdax") for p in (64, 80)
             for s in ("slow", "template", "template_nt", "template_nt_inline")]
@@ -97,13 +98,13 @@ def test_a_fit_to_measured_memmap_times_reproduces_them(points):
     figs = fit.figures_from_measured(MEMMAP, measured(points, MEMMAP, rows, list(times)))
     assert frame.height == len(figs) == 32
     free = MEMMAP.calibration.free_for_measured
-    assert {("copy", "loop_ns"), ("copy", "llc_gbs")} <= {(p.section, p.key) for p in free}
+    assert {("copy", "loop_cycles"), ("copy", "llc_gbs")} <= {(p.section, p.key) for p in free}
     x = fit_costs(MEMMAP, figs, SEED, free)  # the best of the neutral starts (calibrate's fit, without leave-one-out)
     fitted = dict(zip(((p.section, p.key) for p in free), x))
     got = predict(MEMMAP, figs, SEED.with_values(fitted, source="calibrated"))
     assert max(abs(got / np.array([f.published for f in figs]) - 1.0)) < 0.02
     assert fitted[("copy", "dram_write_gbs")] == pytest.approx(28.0, rel=0.05)
-    assert fitted[("copy", "loop_ns")] == pytest.approx(0.8, rel=0.1)
+    assert fitted[("copy", "loop_cycles")] / fitted[("copy", "clock_ghz")] == pytest.approx(2.8 / 3.5, rel=0.1)
 
 
 def test_figures_use_the_least_disturbed_time_or_the_median(points):

@@ -18,9 +18,11 @@ n = namespace_size // s copies. Three ways to copy (axis `strategy`):
   8/8 of the seed series); any other size takes the nt_call path.
 
 Price (per copy, ns) = max(compute, memory + serialized misses x latency):
-compute = store instructions (cached moves, MOVNTI, split stores counted
-twice, CLWB) x store_ns + out-of-line calls x call_ns + iterations of
-__memcpy_flushcache()'s three copy loops x loop_ns; memory = the traffic the
+compute = (store instructions (cached moves, MOVNTI, split stores counted
+twice, CLWB) x store_cycles + out-of-line calls x call_cycles + iterations of
+__memcpy_flushcache()'s three copy loops x loop_cycles) / clock_ghz, the
+cycles the kernel's own copies take on the profile's core (workers/models/
+incore.py: llvm-mca of the series' build as it ran); memory = the traffic the
 copy causes (write-allocate reads, write-backs, non-temporal writes) over the
 bandwidths of the profile's [copy] section. A destination that fits in the LLC
 is not priced as a DRAM stream: with `warm_llc` (rewritten in a loop, as the
@@ -80,11 +82,13 @@ INT, FLOAT, BOOL = pl.Int64, pl.Float64, pl.Boolean
 
 @dataclass(frozen=True, slots=True)
 class CopyCosts:
-    """The [copy] section of a profile: per-operation costs and memory-system sizes."""
+    """The [copy] section of a profile: in-core cycles per operation at the core's clock, and the memory
+    system's rates and sizes."""
 
-    store_ns: float  # one store instruction (MOV or MOVNTI), with its share of loop/address work
-    call_ns: float  # one out-of-line call and return (__memcpy_flushcache, memcpy, cond_resched)
-    loop_ns: float  # one iteration of a __memcpy_flushcache() copy loop beyond its stores (compare, branch, updates)
+    clock_ghz: float  # the core's clock: cycles per ns
+    store_cycles: float  # one store instruction (MOV or MOVNTI) with its load and its share of address work
+    call_cycles: float  # one out-of-line call and return (__memcpy_flushcache, memcpy), its entry and exit
+    loop_cycles: float  # one iteration of a __memcpy_flushcache() copy loop beyond its stores (compare, branch)
     dram_write_gbs: float  # DRAM write bandwidth one core sustains (non-temporal or write-back)
     dram_rfo_gbs: float  # DRAM read-for-ownership bandwidth one core sustains for cached stores
     llc_gbs: float  # LLC bandwidth of RFOs that hit an LLC-resident line
@@ -95,11 +99,24 @@ class CopyCosts:
     # amplifies them: memmap's pmem, workers.models.memmap.pmem_costs); None: dram_write_gbs
     writeback_gbs: float | None = None
 
+    @property
+    def store_ns(self) -> float:
+        return self.store_cycles / self.clock_ghz
+
+    @property
+    def call_ns(self) -> float:
+        return self.call_cycles / self.clock_ghz
+
+    @property
+    def loop_ns(self) -> float:
+        return self.loop_cycles / self.clock_ghz
+
     @classmethod
     def of(cls, profile: Profile) -> CopyCosts:
         v = lambda k: profile.value("copy", k)  # noqa: E731
         return cls(
-            store_ns=float(v("store_ns")), call_ns=float(v("call_ns")), loop_ns=float(v("loop_ns")),
+            clock_ghz=float(v("clock_ghz")), store_cycles=float(v("store_cycles")),
+            call_cycles=float(v("call_cycles")), loop_cycles=float(v("loop_cycles")),
             dram_write_gbs=float(v("dram_write_gbs")), dram_rfo_gbs=float(v("dram_rfo_gbs")),
             llc_gbs=float(v("llc_gbs")), llc_bytes=float(v("llc_bytes")),
             dram_latency_ns=float(v("dram_latency_ns")), warm_llc=bool(v("warm_llc")),
@@ -176,10 +193,15 @@ def lines(size, dst, ins: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
             "flushed": fragment_lines, "fragment_lines": fragment_lines, "serial": serial}
 
 
+def cycles(stores, calls, cost: CopyCosts, loops=0):
+    """In-core cycles: store instructions x store_cycles + out-of-line calls x call_cycles + copy-loop
+    iterations x loop_cycles."""
+    return stores * cost.store_cycles + calls * cost.call_cycles + loops * cost.loop_cycles
+
+
 def compute_ns(stores, calls, cost: CopyCosts, loops=0):
-    """Instruction time (ns): store instructions x store_ns + out-of-line calls x call_ns
-    + copy-loop iterations x loop_ns."""
-    return stores * cost.store_ns + calls * cost.call_ns + loops * cost.loop_ns
+    """Instruction time (ns): cycles() at the core's clock."""
+    return cycles(stores, calls, cost, loops) / cost.clock_ghz
 
 
 def resident_fraction(footprint, cost: CopyCosts):
@@ -247,7 +269,9 @@ PLOTS = (
 
 class CopyModel(Model):
     name = "copy"
-    version = "2"  # 2: lines_partial, rfo_bytes, serial_misses are named *_per_copy (memmap's are Int64 totals)
+    # 3: in-core cycles at the core's clock (the kernel's copies priced by llvm-mca); 2: lines_partial, rfo_bytes,
+    # serial_misses are named *_per_copy (memmap's are Int64 totals)
+    version = "3"
     description = ("one struct-page-sized copy repeated over a destination array: memcpy vs "
                    "__memcpy_flushcache vs inline MOVNTI; counts and ns per copy")
     axes = (NAMESPACE_SIZE, STRUCT_PAGE_SIZE, ALIGN, DST_OFFSET, STRATEGY, INLINE_SIZES)
@@ -276,7 +300,8 @@ class CopyModel(Model):
         Metric(column="metric_serial_misses_per_copy", dtype=FLOAT,
                doc="serialized DRAM misses per copy (cached fragment next to in-flight MOVNTI data)"),
         Metric(column="metric_compute_ns", dtype=FLOAT, better="lower",
-               doc="instruction time per copy: stores x store_ns + calls x call_ns + loop iterations x loop_ns"),
+               doc="instruction time per copy: (stores x store_cycles + calls x call_cycles + loop iterations x "
+                   "loop_cycles) / clock_ghz"),
         Metric(column="metric_bound_ns", dtype=FLOAT, better="lower",
                doc="memory-bandwidth lower bound per copy (LLC-priced when the array fits)"),
         Metric(column="metric_ns_per_copy", dtype=FLOAT, better="lower",

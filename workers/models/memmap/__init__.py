@@ -21,11 +21,14 @@ strategies:
 - template_nt_inline (patch 8): the patched inline sizes (4..96).
 
 Time (ms) = max(compute, memory + serialized misses x DRAM latency) (+ memmap.exposed_fraction, 0 in
-the seed profile, of the shorter side: combined() says why it stays 0), where
-compute = stores x store_ns + (copy calls + cond_resched calls) x call_ns +
-__memcpy_flushcache() loop iterations x loop_ns and memory is the copy model's
-memory_ns() of the lines stored (an LLC-sized memmap is priced at LLC
-bandwidth, not as a DRAM stream). A serialized miss stalls the store stream,
+the seed profile, of the shorter side: combined() says why it stays 0), where compute is the kernel's
+own work: the operation counts of work.py (the ones whose instructions equal a guest's under QEMU's
+counter) times the cycles each operation's machine code takes on the profile's core (llvm-mca of the
+series' build as the guest ran it: workers/models/incore.py, benchmarks/kernel_cycles.py), at the
+profile's clock (copy.clock_ghz; in_core_ns()); and memory is the copy model's memory_ns() of the lines
+stored (an LLC-sized memmap is priced at LLC bandwidth, not as a DRAM stream). Where compute binds the
+strategies' ratios so follow the kernel's cycles, not a count of stores: template_nt executes 1.81x
+slow's instructions and takes 1.69x its cycles. A serialized miss stalls the store stream,
 not the instructions around it: out-of-order execution carries on under it,
 so it adds to the memory side (the published devdax template_nt time is within
 2% of fsdax's, while devdax template_nt_inline, memory-bound, is 23% slower).
@@ -78,6 +81,7 @@ from workers.findings import MAX, MIN, Column, Medians, MedianTable, Pick, Ratio
 from workers.model import (LAST_LEVEL, Assumption, Calibration, Comparison, Figure, FreeParam, KernelCheck,
                            LastPoints, Measurement, Metric, Model, Reasons, Report)
 from workers.models import copy as cp
+from workers.models import incore
 from workers.plots import POOL, BestHeatmap, Cond, Lines, Overlay, Panels, Series, X, Y
 from workers.profiles import Profile, Quantity
 from workers.units import GiB, KiB, MiB, TiB
@@ -227,10 +231,33 @@ def combined(compute, memory, exposed: float):
     return np.maximum(compute, memory) + exposed * np.minimum(compute, memory)
 
 
-def timing(strategy, w: dict, stored_lines, psize, order, fsdax, cost: cp.CopyCosts, exposed: float) -> dict:
-    """Stores, calls, traffic and time (ns) of memmap_init_zone_device() per point, for the
-    point's strategy (`strategy`: codes) and for slow (`slow_init`, for the speedup); compute and
-    memory combined as combined() says, with `exposed` of the shorter not hidden."""
+def in_core_ns(strategy, n: dict, psize, cost: cp.CopyCosts, core: incore.Cycles):
+    """memmap_init_zone_device()'s in-core time (ns): its operation counts `n` (work.counts()) times the
+    cycles each takes in the build the core's cycles were traced from (workers/models/incore.py), at the
+    profile's clock. The build has 64-byte struct pages: at another size a copy costs what the copy model
+    counts for that size at the profile's cycles per store, call and loop iteration (cp.cycles()), and a
+    slow init stores P/8 words to zero the page where the build stores 8. So an operation is the recorded
+    cycles less the 64-byte copy (or zeroing) the recording priced, plus the point's own."""
+    pick = np.clip(strategy - 1, 0, 2)
+    idx = strategy * _COPY_TABLE["stores"].shape[1]
+    at = {k: v.ravel()[idx + np.minimum(psize, MAX_ZEROED + 8) // 8] for k, v in _COPY_TABLE.items()}
+    at64 = {k: v.ravel()[idx + work.BUILD_STRUCT_PAGE // 8] for k, v in _COPY_TABLE.items()}
+    recorded64 = at64["stores"] * core.copy_store + at64["calls"] * core.copy_call + at64["loops"] * core.copy_loop
+    copy = cp.cycles(at["stores"], at["calls"], cost, at["loops"]) - recorded64
+    zero = psize // 8 * cost.store_cycles - work.BUILD_STRUCT_PAGE // 8 * core.copy_store
+    cycles = (n["call"] * core.call + n["pageblock"] * core.pageblock + n["compound"] * core.compound
+              + n["head_slow"] * (core.head_slow + zero) + n["tail_slow"] * (core.tail_slow + zero)
+              + n["head_copy"] * (np.asarray(core.head_copy)[pick] + copy)
+              + n["tail_copy"] * (np.asarray(core.tail_copy)[pick] + copy))
+    return cycles / cost.clock_ghz
+
+
+def timing(strategy, w: dict, n: dict, n_slow: dict, stored_lines, psize, order, fsdax, cost: cp.CopyCosts,
+           exposed: float, core: incore.Cycles) -> dict:
+    """Stores, calls, traffic and time (ns) of memmap_init_zone_device() per point, for the point's strategy
+    (`strategy`: codes; `n` its operation counts) and for slow (`slow_init`, for the speedup; `n_slow`):
+    the in-core time (in_core_ns()) and the memory time combined as combined() says, with `exposed` of the
+    shorter not hidden."""
     heads, tails = w["heads"], w["per_compound"] - 1
     compound = order > 0
     deep = order > 1
@@ -239,10 +266,8 @@ def timing(strategy, w: dict, stored_lines, psize, order, fsdax, cost: cp.CopyCo
     per_compound = np.where(compound, COMPOUND_FIXED + DEFERRED_LIST * deep, 0)
     written = heads * (1 + tails)
     footprint = stored_lines * cp.LINE
-    resched = w["cond_resched"]
     slow_stores = heads * (head_slow + tails * tail_slow + per_compound)
     cached_bound = cp.memory_ns(footprint, 0.0, 0.0, footprint, cost)
-    slow_compute = cp.compute_ns(slow_stores, resched, cost)
     # template strategies: seeds are slow inits plus a memcpy() into the on-stack template
     idx = strategy * _COPY_TABLE["stores"].shape[1] + np.minimum(psize, MAX_ZEROED + 8) // 8
     per_copy = {k: v.ravel()[idx] for k, v in _COPY_TABLE.items()}
@@ -261,7 +286,8 @@ def timing(strategy, w: dict, stored_lines, psize, order, fsdax, cost: cp.CopyCo
     slow = strategy == SLOW
     stores = np.where(slow, slow_stores, stores)
     calls = np.where(slow, 0, calls)
-    compute = np.where(slow, slow_compute, cp.compute_ns(stores, calls + resched, cost, copies * per_copy["loops"]))
+    compute = in_core_ns(strategy, n, psize, cost, core)
+    slow_compute = in_core_ns(np.zeros_like(strategy), n_slow, psize, cost, core)
     bound = np.where(nt, nt_bound, cached_bound)
     stall = serial * cost.dram_latency_ns
     return {"stores": stores, "calls": calls, "rfo": np.where(nt, cold, footprint), "serial": serial,
@@ -289,17 +315,20 @@ def _inputs(points: pl.DataFrame) -> dict[str, np.ndarray]:
     return {c: arr[c].to_numpy() for c in arr.columns}
 
 
-def _timing_on_medium(a: dict[str, np.ndarray], w: dict, stored_lines, order, profile: Profile) -> dict:
-    """timing() of each point (`a`: _inputs()) priced with the profile's copy costs, or with its pmem costs
-    where the struct pages live on a pmem namespace (map=dev on medium pmem)."""
+def _timing_on_medium(a: dict[str, np.ndarray], w: dict, n: tuple[dict, dict], stored_lines, order,
+                      profile: Profile) -> dict:
+    """timing() of each point (`a`: _inputs(); `n`: its operation counts, and slow's) priced with the profile's
+    copy costs and its core's recorded cycles, or with its pmem costs where the struct pages live on a pmem
+    namespace (map=dev on medium pmem)."""
     cost = cp.CopyCosts.of(profile)
+    core = incore.recorded(work.PRICED, profile.text("copy", "cpu"))
     fsdax = (~a["devdax"]).astype(np.int64)
     exposed = float(profile.value("memmap", "exposed_fraction"))
-    t = timing(a["strategy"], w, stored_lines, a["psize"], order, fsdax, cost, exposed)
+    t = timing(a["strategy"], w, *n, stored_lines, a["psize"], order, fsdax, cost, exposed, core)
     on_pmem = a["map_dev"] & a["pmem"]  # map=mem keeps the struct pages in DRAM whatever the medium
     if on_pmem.any():
-        tp = timing(a["strategy"], w, stored_lines, a["psize"], order, fsdax, pmem_costs(cost, profile, a["dimms"]),
-                    exposed)
+        tp = timing(a["strategy"], w, *n, stored_lines, a["psize"], order, fsdax,
+                    pmem_costs(cost, profile, a["dimms"]), exposed, core)
         t = {k: np.where(on_pmem, tp[k], v) for k, v in t.items()}
     return t
 
@@ -384,31 +413,36 @@ TABLES = (
 )
 
 
-# 4 costs for 8 figures, all shared by every kind, mode and strategy (the copy model's costs).
-# The figures are one Ice Lake-SP core's (the seed's VM), so its DRAM streams are searched within what one such
-# core can move: 2-40 GB/s. A core's bandwidth is lines in flight x 64 B / latency (Little's law); Intel cores
-# keep about 10-20 misses in flight (D. Lemire, "Memory-level parallelism: Intel Skylake versus Intel
+# 3 costs for 8 figures, shared by every kind, mode and strategy (the copy model's): the core's clock, at which
+# the kernel's own operations run the cycles llvm-mca gives them on an Ice Lake-SP core (workers/models/incore.py),
+# and the two DRAM streams. The clock is searched within what an Ice Lake-SP part runs at: from the lowest base
+# clock, 2.0 GHz (Xeon Gold 6330), to the highest turbo, 3.7 GHz (Xeon Gold 6334; Intel ARK, 3rd generation Xeon
+# Scalable). The figures are one Ice Lake-SP core's (the seed's VM), so its DRAM streams are searched within what
+# one such core can move: 2-40 GB/s. A core's bandwidth is lines in flight x 64 B / latency (Little's law); Intel
+# cores keep about 10-20 misses in flight (D. Lemire, "Memory-level parallelism: Intel Skylake versus Intel
 # Cannonlake", 2019: about ten on Skylake, twice that on Cannon Lake), and the published single-core figures
 # are about 12 GB/s for an Ice Lake-SP core at full memory-level parallelism (Lemire, "Memory-level
 # parallelism: Intel Ice Lake versus Amazon Graviton 3", 2022) and 7.4 GB/s read, 4.3 GB/s ntstore for a
 # Cascade Lake core (Yang et al., FAST 2020, github.com/NVSL/OptaneStudy graphs/04-bandwidth_thcount_dram.csv,
-# 1 thread). 40 GB/s would take 60 lines in flight at 100 ns. With 1-200 GB/s, 2 of 10 neutral starts ended
-# at NT writes of 39-57 GB/s and RFOs of 91-122 GB/s with call_ns near 0 (worst error 44%).
+# 1 thread). 40 GB/s would take 60 lines in flight at 100 ns.
 FREE_PARAMS = (
-    FreeParam(section="copy", key="store_ns", lower=0.02, upper=5.0),
-    FreeParam(section="copy", key="call_ns", lower=0.0, upper=50.0),
+    FreeParam(section="copy", key="clock_ghz", lower=2.0, upper=3.7),
     FreeParam(section="copy", key="dram_write_gbs", lower=2.0, upper=40.0),
     FreeParam(section="copy", key="dram_rfo_gbs", lower=2.0, upper=40.0),
 )
-# Measured rows (workers.measure) span P = 64..96 and memmaps inside and beyond the LLC: they also
-# pin the copy-loop iteration cost and the LLC bandwidth, which the eight figures cannot. They come from
-# any host (an EPYC core's RFO stream fits near 180 GB/s, workers/measure/fit.py), so the bandwidths keep
-# wide bounds.
+# Measured rows (workers.measure) are the user-space analog on any host: its code is not the kernel's and its
+# core may not be the profile's, so the clock is an effective one (the analog's work at the recorded kernel's
+# cycles per operation), and the copy's own cycles per store, call and loop iteration are fit with it: rows
+# span P = 64..96, which the copy prices by those. They also reach memmaps inside and beyond the LLC, which pin
+# its bandwidth. The bandwidths keep wide bounds (an EPYC core's RFO stream fits near 180 GB/s,
+# workers/measure/fit.py).
 MEASURED_FREE_PARAMS = (
-    *FREE_PARAMS[:2],
+    FreeParam(section="copy", key="clock_ghz", lower=0.5, upper=8.0),
+    FreeParam(section="copy", key="store_cycles", lower=0.1, upper=10.0),
+    FreeParam(section="copy", key="call_cycles", lower=0.0, upper=100.0),
+    FreeParam(section="copy", key="loop_cycles", lower=0.0, upper=20.0),
     FreeParam(section="copy", key="dram_write_gbs", lower=1.0, upper=200.0),
     FreeParam(section="copy", key="dram_rfo_gbs", lower=1.0, upper=200.0),
-    FreeParam(section="copy", key="loop_ns", lower=0.0, upper=10.0),
     FreeParam(section="copy", key="llc_gbs", lower=1.0, upper=500.0),
 )
 
@@ -467,24 +501,27 @@ def published_figures(model: str) -> tuple[Figure, ...]:
     )
 
 
-def _instructions(a: dict, w: dict, order: np.ndarray) -> pl.Series:
-    """The modeled instructions of memmap_init_zone_device() in work.PRICED's build (null where it copies with a
-    strategy the build's costs lack, or for a struct page size other than the build's)."""
+def _instructions(a: dict, n: dict) -> pl.Series:
+    """The modeled instructions of memmap_init_zone_device() in work.PRICED's build, from the operation counts
+    `n` (null where it copies with a strategy the build's costs lack, or for a struct page size other than the
+    build's)."""
     costs = work.recorded_costs(work.PRICED)
-    v = costs.instructions(a["strategy"], work.counts(a["strategy"], w, order))
+    v = costs.instructions(a["strategy"], n)
     ok = ~np.isnan(v) & (a["psize"] == work.BUILD_STRUCT_PAGE)
     return pl.Series(np.where(ok, np.round(np.nan_to_num(v)), 0).astype(np.int64)).set(pl.Series(~ok), None)
 
 
 def work_counts(points: pl.DataFrame) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """Each point's strategy index and memmap_init_zone_device()'s operation counts (work.counts())."""
-    a, order, _lay, w, *_ = MODEL._points.get(points, MODEL._of_points)
-    return a["strategy"], work.counts(a["strategy"], w, order)
+    a, _order, _lay, _w, n, *_ = MODEL._points.get(points, MODEL._of_points)
+    return a["strategy"], n[0]
 
 
 class MemmapModel(Model):
     name = "memmap"
-    version = "6"  # 6: pmem by mechanism, axis pmem_dimms; 5: memmap_pages as nr_memmap_pages counts them; 4: metric_init_instructions; 3: metric_memmap_pages
+    # 7: compute from the kernel's cycles per operation at the core's clock; 6: pmem by mechanism, axis pmem_dimms;
+    # 5: memmap_pages as nr_memmap_pages counts them; 4: metric_init_instructions; 3: metric_memmap_pages
+    version = "7"
     _points = LastPoints()  # a fit's figures: inputs, layout, walk and reasons derived once
     description = ("memmap_init_zone_device(): struct pages written, memmap placement and init time of the "
                    "slow / template / template_nt / template_nt_inline strategies")
@@ -544,7 +581,8 @@ class MemmapModel(Model):
                doc="misses the NT strategies serialize: serial_misses() per compound (2 at P = 64 when order > 1) "
                    "times the heads, to the medium the struct pages live on"),
         Metric(column="metric_compute_ms", dtype=FLOAT, better="lower",
-               doc="instruction time: stores x store_ns + calls x call_ns + copy-loop iterations x loop_ns"),
+               doc="in-core time: operations x the cycles the kernel's code takes for each on the profile's core "
+                   "(workers/models/incore.py) / copy.clock_ghz"),
         Metric(column="metric_stall_ms", dtype=FLOAT, better="lower",
                doc="serialized misses x the miss latency of the medium the struct pages live on"),
         Metric(column="metric_bound_ms", dtype=FLOAT, better="lower",
@@ -593,12 +631,12 @@ class MemmapModel(Model):
 
     def evaluate(self, points: pl.DataFrame, profile: Profile) -> dict:
         """Layout, counts and modeled init time for every point (see the module doc)."""
-        a, order, lay, w, geo, vm, reason = self._points.get(points, self._of_points)
+        a, order, lay, w, n, geo, vm, reason = self._points.get(points, self._of_points)
         refused = no_optane(profile) if a["pmem"].any() else None
         if refused:  # the machine, not the point: after every reason of the point's own
             reason = reason.zip_with(reason.is_not_null() | ~pl.Series(a["pmem"]), pl.Series([refused] * len(reason)))
         size, psize, map_dev = a["size"], a["psize"], a["map_dev"]
-        t = _timing_on_medium(a, w, geo["lines"], order, profile)
+        t = _timing_on_medium(a, w, n, geo["lines"], order, profile)
         dram = vm["struct_dram"] + vm["pt_bytes"]
         device = np.where(map_dev, lay["offset"] - ml.INFO_BLOCK, 0)
         written = t["written"]
@@ -625,15 +663,16 @@ class MemmapModel(Model):
                 "metric_cond_resched": w["cond_resched"], "metric_serial_misses": t["serial"],
                 "metric_compute_ms": t["compute"] / 1e6, "metric_stall_ms": t["stall"] / 1e6,
                 "metric_bound_ms": t["bound"] / 1e6, "metric_init_ms": t["init"] / 1e6,
-                "metric_init_instructions": _instructions(a, w, order),
+                "metric_init_instructions": _instructions(a, n[0]),
                 "metric_speedup_vs_slow": t["slow_init"] / t["init"],
                 "metric_dominant": pl.Series(dominant).replace_strict(
                     {0: "compute", 1: "memory", 2: "latency"}, return_dtype=pl.Utf8),
             }  # the host builds the frame: status from the reason, metrics nulled where not ok
 
     def _of_points(self, points: pl.DataFrame) -> tuple:
-        """What depends on the points alone: inputs, compound order, layout, walk, lines, vmemmap and the
-        reason a point cannot exist (kept by LastPoints)."""
+        """What depends on the points alone: inputs, compound order, layout, walk, operation counts (of the
+        point's strategy and of slow), lines, vmemmap and the reason a point cannot exist (kept by
+        LastPoints)."""
         a = _inputs(points)
         size, psize, align, start, map_dev, devdax = (a[k] for k in ("size", "psize", "align", "start",
                                                                      "map_dev", "devdax"))
@@ -641,6 +680,7 @@ class MemmapModel(Model):
         order = np.clip(order, 0, 18)
         lay = ml.layout(size, align, start, map_dev, psize, a["kmsan"])
         w = ml.walk(lay, start, map_dev, order, psize)
+        n = (work.counts(a["strategy"], w, order), work.counts(np.full_like(a["strategy"], SLOW), w, order))
         geo = ml.lines(w["heads"], w["per_compound"], w["optimized"], psize)
         vm = ml.vmemmap(lay, start, map_dev, w["optimized"], w["heads"], psize)
         reason = pl.DataFrame({
@@ -649,7 +689,7 @@ class MemmapModel(Model):
             "fs_order": ~devdax & (order > 0), "dd_order": devdax & (order != kernel_order), "kmsan": map_dev & (psize > 64) & ~a["kmsan"],
             "dd_mem_start": devdax & ~map_dev & (start % align != 0), "small": ~lay["ok"],
         }).select(self._reasons().alias("reason"))["reason"]
-        return a, order, lay, w, geo, vm, reason
+        return a, order, lay, w, n, geo, vm, reason
 
     @staticmethod
     @functools.cache  # one expression, built once: a fit evaluates its figures thousands of times
