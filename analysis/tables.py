@@ -62,7 +62,7 @@ def format_value(v: object, unit: str) -> str:
 
 
 def bar_text(v: object, lo: object, hi: object, unit: str) -> str:
-    """A value with its error bar, rounded to what the bar supports (bar_parts): "230 ms ±6.5%",
+    """A value with its error bar as stored, rounded to what the bar supports (bar_parts): "236 ms -15/+18%",
     "102.84 ns ±0.34%". format_value's text where there is no bar (or a size, a count, a zero bar)."""
     parts = None if unit == "bytes" else bar_parts(v, lo, hi)
     if parts is None:
@@ -71,25 +71,34 @@ def bar_text(v: object, lo: object, hi: object, unit: str) -> str:
     return f"{text} {UNIT_TEXT.get(unit, unit)}".rstrip() + f" {bar}"
 
 
-SMALLEST_BAR = 0.1  # % of the value: a bar below it reads "±<0.1%" (its digits would be the refits' noise)
+SMALLEST_BAR = 0.1  # % of the value: a bar below it reads "<0.1%" (its digits would be the refits' noise)
 
 
 def bar_parts(v: object, lo: object, hi: object, most: int | None = None) -> tuple[str, str] | None:
-    """(the value rounded to what its bar supports, the bar): the bar's larger side to two significant
-    digits as a percentage of the value, the value to the same place ("230", "±6.5%"), and to at most
+    """(the value rounded to what its bar supports, the bar): each side of the bar as stored, to two significant
+    digits as a percentage of the value ("-15/+18%"; "±6.5%" where both sides read the same; "-0/+6.5%" where the
+    bar lies on one side), the value to the place of the larger side's second digit ("236"), and to at most
     `most` decimals; None without a bar."""
     if lo is None or hi is None or not isinstance(v, float) or v != v or lo != lo or hi != hi:
         return None
-    half = max(abs(v - float(lo)), abs(float(hi) - v))
+    below, above = max(0.0, v - float(lo)), max(0.0, float(hi) - v)
+    half = max(below, above)
     if not half or not v:
         return None
-    pct = half / abs(v) * 100
     # the bar's second significant digit; a bar under SMALLEST_BAR holds no more digits than one of it
     place = math.floor(math.log10(max(half, abs(v) * SMALLEST_BAR / 100))) - 1
     if most is not None:
         place = max(place, -most)
-    bar = f"±{pct:.0f}%" if pct >= 100 else f"±{pct:.2g}%" if pct >= SMALLEST_BAR else f"±<{SMALLEST_BAR:g}%"
+    low, high = (_percent(side / abs(v) * 100) for side in (below, above))
+    bar = f"±{high}%" if low == high else f"-{low}/+{high}%"
     return f"{round(v, -place):.{max(0, -place)}f}", bar
+
+
+def _percent(pct: float) -> str:
+    """One side of a bar in % of the value: two significant digits, whole above 100, "<0.1" below SMALLEST_BAR."""
+    if pct == 0:
+        return "0"
+    return f"{pct:.0f}" if pct >= 100 else f"{pct:.2g}" if pct >= SMALLEST_BAR else f"<{SMALLEST_BAR:g}"
 
 
 def improvement(base: float | None, v: float | None, higher: bool) -> str:

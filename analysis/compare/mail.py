@@ -8,11 +8,12 @@ mmtests' compare-kernels (`**` on a significant change), under 80 columns.
     rule: a sampled point changes when ... (ratios.RULE)
 
     memmap init_instructions, kernel rows (lower is better)
-               A     ±%   %change             B     ±%  configuration
-        13235880   0.01    +31.0% **   17340840   0.00  1GiB 2MiB devdax dev
+               A      -/+%   %change             B      -/+%  configuration
+        13235880     0.011    +31.0% **   17340840         0  1GiB 2MiB devdax dev
 
-`±%` is the spread of a side's samples, (median - least) / median, or a modeled value's error bar, its
-larger side over the value (workers.interval); blank for a value with neither (a count). `**` marks a
+`-/+%` is a side's interval, how far below and above its value it reaches in % of the value: the spread of
+its samples ([least, median]) or a modeled value's error bar as stored (workers.interval); one number where
+both read the same; blank for a value with neither (a count). `**` marks a
 significant change by the rules; a change between rows with no interval has no mark (the computation
 changed, every digit of it). At most compare.MAIL_ROWS rows: every point of a
 small comparison, else the changes (significant ones, where a side rests on samples) largest first.
@@ -27,7 +28,7 @@ from analysis.tables import as_count, format_value
 from .compare import Block, Comparison, rule_lines, summary_line, what
 
 WIDTH = 79  # a mail's line, with room for a quote mark
-CONFIG = 24  # columns left for the configuration
+CONFIG = WIDTH - 60  # columns left for the configuration beside the values, their intervals and the change
 
 
 def mail(cmp: Comparison) -> str:
@@ -57,7 +58,7 @@ def _table(bl: Block) -> list[str]:
     rows = bl.listed
     if rows.is_empty():
         return ["no point changed significantly"] if bl.summary.get("sampled") else []
-    head = f"{'A':>12} {'±%':>6} {'%change':>9}    {'B':>12} {'±%':>6}  configuration"
+    head = f"{'A':>12} {'-/+%':>9} {'%change':>9}    {'B':>12} {'-/+%':>9}  configuration"
     out = [head]
     for r in rows.iter_rows(named=True):
         mark = "**" if r["significant"] else "  "
@@ -65,8 +66,8 @@ def _table(bl: Block) -> list[str]:
         config = r["configuration"]
         if len(config) > CONFIG:
             config = config[:CONFIG - 3] + "..."
-        out.append(f"{_value(r['a'], bl.unit):>12} {_spread(r, 'a'):>6} {change:>9} "
-                   f"{mark} {_value(r['b'], bl.unit):>12} {_spread(r, 'b'):>6}  {config}")
+        out.append(f"{_value(r['a'], bl.unit):>12} {_spread(r, 'a'):>9} {change:>9} "
+                   f"{mark} {_value(r['b'], bl.unit):>12} {_spread(r, 'b'):>9}  {config}")
     if bl.more:
         out.append(f"... and {bl.more:,} more changes (the largest are listed)")
     return out
@@ -77,12 +78,14 @@ def _value(v: float, unit: str) -> str:
 
 
 def _spread(r: dict, side: str) -> str:
-    """A side's ±%: the larger distance from its value to its interval's ends, in % of the value."""
+    """A side's -/+%: the distances from its value down and up to its interval's ends, in % of the value
+    ("4.1/6.5"; one number where both read the same)."""
     v, lo, hi = r[side], r[f"{side}_lo"], r[f"{side}_hi"]
     if not r[f"{side}_spread"] or not v:
         return ""
-    pct = max(abs(v - lo), abs(hi - v)) / abs(v) * 100
-    return f"{pct:.2f}" if pct < 10 else f"{pct:.1f}"
+    low, high = (f"{pct:.2g}" if pct < 100 else f"{pct:.0f}"
+                 for pct in (max(0.0, v - lo) / abs(v) * 100, max(0.0, hi - v) / abs(v) * 100))
+    return low if low == high else f"{low}/{high}"
 
 
 def _wrap(line: str) -> list[str]:

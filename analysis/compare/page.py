@@ -152,7 +152,7 @@ def page(cmp: Comparison, fig: Rendered | Skipped) -> str:
         '<p class="caption">B/A per point_id over ok rows. "~": not a change (a side rests on samples, '
         '[measure_min, median], or on a modeled answer\'s error bar, and the intervals overlap or B/A is within '
         '1% of 1); "n<3": too few samples for a verdict; "=": equal. A modeled value is printed with its error '
-        'bar\'s larger side (±).</p>',
+        'bar as stored, each side in % of the value (-a/+b; ± where both read the same).</p>',
         '<nav><a href="#figure">Figure</a><a href="#text">Text</a></nav>',
         f'<section id="figure"><h2>Figure</h2>{figure}</section>', *sections,
         f'<section id="text"><h2>As text</h2><pre>{esc(text(cmp))}</pre></section>',
