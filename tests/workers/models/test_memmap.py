@@ -310,32 +310,32 @@ def test_data_pfns_can_shrink_when_the_namespace_grows_by_4k():
 
 
 def test_figures_and_free_parameters():
-    """Eight memmap figures with stable ids, fit by 3 costs shared by all kinds, modes and strategies ([copy]):
-    the core's clock and its two DRAM streams."""
+    """Eight memmap figures with stable ids, fit by 4 costs shared by all kinds, modes and strategies: the core's
+    clock, its two DRAM streams and the share of a cached stream's in-core time its misses do not hide."""
     ids = [f.id for f in MODEL.calibration.figures]
     assert ids == [f"memmap/{m}/{s}" for m in ("fsdax", "devdax") for s in STRATEGIES]
     assert {f.metric for f in MODEL.calibration.figures} == {"metric_init_ms"}
     free = MODEL.calibration.free_params
     assert [(p.section, p.key) for p in free] == [("copy", "clock_ghz"), ("copy", "dram_write_gbs"),
-                                                   ("copy", "dram_rfo_gbs")]
+                                                   ("copy", "dram_rfo_gbs"), ("memmap", "exposed_fraction")]
 
 
 def test_shipped_seed_profile_reproduces_the_figures_and_speedups():
-    """The calibrated seed profile: each figure within 14% (fsdax template, priced as memory-bound as slow, is
-    13% above its figure), slow / template_nt_inline 2.52x and 2.30x within 10%."""
+    """The calibrated seed profile: each figure within 10%, slow / template_nt_inline 2.52x and 2.30x within
+    10%."""
     figs = MODEL.calibration.figures
     got = predict(MODEL, figs, PROFILE)
     for f, v in zip(figs, got):
-        assert v == pytest.approx(f.published, rel=0.14), f.id
+        assert v == pytest.approx(f.published, rel=0.10), f.id
     assert got[0] / got[3] == pytest.approx(2.52, rel=0.10)
     assert got[4] / got[7] == pytest.approx(2.30, rel=0.10)
-    assert {PROFILE.sections["copy"][p.key].source for p in MODEL.calibration.free_params} == {"calibrated"}
+    assert {PROFILE.sections[p.section][p.key].source for p in MODEL.calibration.free_params} == {"calibrated"}
 
 
-def test_calibration_within_14_percent_and_leave_one_out_within_20(seed_calibration):
-    """The 3 costs fit every figure within 14%; refitting without any one figure predicts it within 20%."""
+def test_calibration_within_10_percent_and_leave_one_out_within_20(seed_calibration):
+    """The 4 costs fit every figure within 10%; refitting without any one figure predicts it within 20%."""
     cal = seed_calibration(MODEL.name)
-    assert cal.max_error < 0.14
+    assert cal.max_error < 0.10
     assert cal.max_loo_error < 0.20
 
 
@@ -474,24 +474,27 @@ def test_map_mem_is_unaffected_by_the_medium(mode, strategy):
 
 def test_pmem_speedup_of_template_nt_inline_is_the_rfo_it_saves_and_shrinks_with_compounds():
     """On pmem (map=dev) slow and template_nt_inline are both bound by the medium: slow's cached stores read each
-    line for ownership and write it back amplified (1/read + 1/write-back ns a byte), MOVNTI only writes it
-    (1/write), so fsdax's speedup is about write x (1/read + 1/write-back) (a little less: the seeding inits and
-    the re-touched lines still pay both). devdax adds 2 serialized misses a compound, each pmem_latency_ratio times DRAM's, to the NT
-    side only, so its speedup is below fsdax's."""
+    line for ownership and write it back amplified (1/read + 1/write-back ns a byte) and expose a share of
+    their in-core time, MOVNTI only writes it (1/write), so fsdax's speedup is at least about write x (1/read +
+    1/write-back) (a little less: the seeding inits and the re-touched lines still pay both). devdax adds 2
+    serialized misses a compound, each pmem_latency_ratio times DRAM's, to the NT side only, so its speedup is
+    below fsdax's."""
     rows = [{"mode": mode, "strategy": s, "medium": m} for mode in ("fsdax", "devdax")
             for m in ("dram", "pmem") for s in ("slow", "template_nt_inline")]
     out = run(*rows)
-    t = dict(zip([(r["mode"], r["medium"], r["strategy"]) for r in rows], out["metric_init_ms"].to_list()))
-    speedup = {(mode, m): t[(mode, m, "slow")] / t[(mode, m, "template_nt_inline")]
-               for mode in ("fsdax", "devdax") for m in ("dram", "pmem")}
+    t = dict(zip([(r["mode"], r["medium"], r["strategy"]) for r in rows], out.rows(named=True)))
+    slow, nt = t[("fsdax", "pmem", "slow")], t[("fsdax", "pmem", "template_nt_inline")]
+    f = PROFILE.value("memmap", "exposed_fraction")
+    assert slow["metric_init_ms"] == pytest.approx(slow["metric_bound_ms"] + f * slow["metric_compute_ms"])
+    assert nt["metric_init_ms"] == pytest.approx(max(nt["metric_compute_ms"], nt["metric_bound_ms"]))
     pmem = pmem_costs(cp.CopyCosts.of(PROFILE), PROFILE, 6)
     rfo_saved = pmem.dram_write_gbs * (1 / pmem.dram_rfo_gbs + 1 / pmem.writeback_gbs)
-    assert speedup[("fsdax", "pmem")] == pytest.approx(rfo_saved, rel=0.05)
-    assert speedup[("fsdax", "pmem")] < rfo_saved
-    assert speedup[("devdax", "pmem")] < speedup[("fsdax", "pmem")]
-    stall = dict(zip([(r["mode"], r["medium"], r["strategy"]) for r in rows], out["metric_stall_ms"].to_list()))
-    assert stall[("devdax", "pmem", "template_nt_inline")] == pytest.approx(
-        PROFILE.value("memmap", "pmem_latency_ratio") * stall[("devdax", "dram", "template_nt_inline")])
+    speedup = {mode: t[(mode, "pmem", "slow")]["metric_init_ms"] / t[(mode, "pmem", "template_nt_inline")][
+        "metric_init_ms"] for mode in ("fsdax", "devdax")}
+    assert slow["metric_bound_ms"] / nt["metric_bound_ms"] == pytest.approx(rfo_saved, rel=0.05)
+    assert speedup["fsdax"] > 0.95 * rfo_saved and speedup["devdax"] < speedup["fsdax"]
+    assert t[("devdax", "pmem", "template_nt_inline")]["metric_stall_ms"] == pytest.approx(
+        PROFILE.value("memmap", "pmem_latency_ratio") * t[("devdax", "dram", "template_nt_inline")]["metric_stall_ms"])
 
 
 def test_only_pmem_points_need_the_pmem_costs():
@@ -538,16 +541,18 @@ def test_memmap_pages_are_what_nr_memmap_pages_counts_per_section_not_the_leaves
 
 
 def test_compute_and_memory_combine_as_the_exposed_fraction_says():
-    """memmap.exposed_fraction is the share of the shorter side that does not run under the longer: the
-    seed's 0 gives max(compute, memory) (the data leave it there: combined()), 1 their sum, 0.5 halfway;
-    the speedup's slow side combines the same way."""
+    """memmap.exposed_fraction is the share of the shorter side a cached store stream does not run under the
+    longer: 0 gives max(compute, memory), 1 their sum, 0.5 halfway; an NT stream always takes max() (its
+    stores do not wait for reads for ownership); the speedup's slow side combines as a cached stream."""
     point = {"namespace_size": "16GiB", "mode": "devdax", "strategy": "template_nt_inline"}
     rows = {f: run(point, {**point, "strategy": "slow"},
                    profile=PROFILE.with_values({("memmap", "exposed_fraction"): f}, source="assumed"))
             for f in (0.0, 0.5, 1.0)}
-    at_max = rows[0.0].row(0, named=True)
-    compute, memory = at_max["metric_compute_ms"], at_max["metric_bound_ms"] + at_max["metric_stall_ms"]
+    nt, slow = rows[0.0].row(0, named=True), rows[0.0].row(1, named=True)
     for f, out in rows.items():
-        assert out["metric_init_ms"][0] == pytest.approx(max(compute, memory) + f * min(compute, memory))
+        assert out["metric_init_ms"][0] == pytest.approx(max(nt["metric_compute_ms"], nt["metric_bound_ms"]
+                                                              + nt["metric_stall_ms"]))
+        c, m = slow["metric_compute_ms"], slow["metric_bound_ms"]
+        assert out["metric_init_ms"][1] == pytest.approx(max(c, m) + f * min(c, m))
         assert out["metric_speedup_vs_slow"][0] == pytest.approx(out["metric_init_ms"][1] / out["metric_init_ms"][0])
-    assert PROFILE.value("memmap", "exposed_fraction") == 0.0
+    assert PROFILE.sections["memmap"]["exposed_fraction"].source == "calibrated"
