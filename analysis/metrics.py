@@ -443,7 +443,7 @@ where the other figures leave a cost free; `loo_error` the end farther from 0), 
             expr = figure_filter(model, f, columns) if f.metric in columns else None
             low, high = (profile.leave_one_out.get(f.id) if profile is not None and use == FIT else None) or (None,) * 2
             farther = None if low is None else (high if abs(high) > abs(low) else low)
-            rows.append({"id": f.id, "model": name, "metric": f.metric, "unit": f.unit,
+            rows.append({"id": f.id, "model": name, "metric": f.metric, "unit": f.unit, "bound": f.bound,
                          "published": float(f.published), "source": f.source, "use": use, "loo_error": farther,
                          "loo_low": low, "loo_high": high})
             for src, qs in queries.items():
@@ -451,7 +451,8 @@ where the other figures leave a cost free; `loo_error` the end farther from 0), 
                     qs.append(sweep.scan(name, src).filter(expr).select(
                         pl.lit(f.id).alias("id"), pl.col(f.metric).cast(pl.Float64).median().alias(f"{src}_value"),
                         pl.len().alias(f"{src}_rows")))
-    schema = {"id": pl.Utf8, "model": pl.Utf8, "metric": pl.Utf8, "unit": pl.Utf8, "published": pl.Float64,
+    schema = {"id": pl.Utf8, "model": pl.Utf8, "metric": pl.Utf8, "unit": pl.Utf8, "bound": pl.Utf8,
+              "published": pl.Float64,
               "source": pl.Utf8, "use": pl.Utf8, "loo_error": pl.Float64, "loo_low": pl.Float64,
               "loo_high": pl.Float64}
     out = pl.DataFrame(rows, schema=schema)
@@ -460,10 +461,18 @@ where the other figures leave a cost free; `loo_error` the end farther from 0), 
             schema={"id": pl.Utf8, f"{src}_value": pl.Float64, f"{src}_rows": pl.UInt32})
         out = out.join(found, on="id", how="left").with_columns(pl.col(f"{src}_rows").fill_null(0))
     return out.rename({"model_rows": "rows"}).with_columns(
-        ((pl.col("model_value") - pl.col("published")) / pl.col("published")).alias("error"),
+        figure_error("model_value").alias("error"),
         (pl.col("rows") > 0).alias("in_sweep"),
-        ((pl.col("measured_value") - pl.col("published")) / pl.col("published")).alias("measured_error"),
+        figure_error("measured_value").alias("measured_error"),
     )
+
+
+def figure_error(value: str) -> pl.Expr:
+    """A value's relative error against its figure's published number (workers.model.Figure.error): a bound's
+    ("50%+") only where the value falls on its wrong side."""
+    e = (pl.col(value) - pl.col("published")) / pl.col("published")
+    return pl.when(pl.col("bound") == ">=").then(pl.min_horizontal(e, 0.0)) \
+        .when(pl.col("bound") == "<=").then(pl.max_horizontal(e, 0.0)).otherwise(e)
 
 
 def measured_vs_model(model_rows: pl.LazyFrame, measured_rows: pl.LazyFrame, metric: str,

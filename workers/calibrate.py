@@ -35,7 +35,8 @@ from .evaluate import evaluate
 from .model import Figure, FreeParam, Model, figure_frame, validation_figures, with_costs
 from .exceptions import ProfileError
 from .fitcheck import Count, Identification, count, free_directions, identify
-from .profiles import FITTED, Profile, Quantity
+from .interval import ranged
+from .profiles import FITTED, RANGE, Profile, Quantity
 
 FIT, VALIDATION = "fit", "validation"
 DEFAULT_STARTS = 10
@@ -64,6 +65,7 @@ class FigureResult:
     unit: str
     use: str = FIT  # "fit" or "validation" (predicted, never fit)
     source: str = ""
+    bound: str = "="  # the figure's kind (Figure.bound): a value, or a bound its errors are counted against
     # Where the other figures leave costs free (`loo_free`), every refit in the valley of equally good fits
     # predicts this figure, and its error is anywhere in loo_low .. loo_high; else both are loo_error.
     loo_low: float | None = None
@@ -84,7 +86,7 @@ class FigureResult:
         return {
             "figure": self.figure, "published": self.published, "model": self.model,
             "error": self.error, "loo_error": self.loo_error, "loo_low": low, "loo_high": high,
-            "loo_free": list(self.loo_free), "unit": self.unit, "use": self.use,
+            "loo_free": list(self.loo_free), "unit": self.unit, "use": self.use, "bound": self.bound,
         }
 
 
@@ -124,6 +126,11 @@ class Calibration:
     validation: tuple[FigureResult, ...] = ()
     identification: Identification | None = None  # which costs the figures pin (workers.fitcheck)
     count: Count | None = None  # costs that move the figures against their independent numbers
+    # Each assumed cost with a range (Quantity.range) in the model's sections: "range:section.key" -> the
+    # fits at its low and its high end (the fitted costs refit, the assumed one at the end), and the worst
+    # |figure error| of each; the error bars span them (workers.interval).
+    spans: dict[str, tuple[dict[str, float], dict[str, float]]] = field(default_factory=dict)
+    span_errors: dict[str, tuple[float, float]] = field(default_factory=dict)
 
     @property
     def max_error(self) -> float:
@@ -203,12 +210,10 @@ def _fit_from(model: Model, figures, profile: Profile, free, box: Box, starts: n
     """One least-squares run (log relative residuals) from each start, in the unit cube."""
     from scipy.optimize import least_squares  # here: only a fit needs it
 
-    published = np.array([f.published for f in figures], dtype=float)
     frame = figure_frame(model, figures)
 
     def residuals(u: np.ndarray) -> np.ndarray:
-        pred = predict(model, figures, _apply(profile, free, box.value(u)), frame)
-        return np.log(np.maximum(pred, 1e-300) / published)
+        return log_residuals(figures, predict(model, figures, _apply(profile, free, box.value(u)), frame))
 
     ends = []
     for u0 in starts:
@@ -216,6 +221,15 @@ def _fit_from(model: Model, figures, profile: Profile, free, box: Box, starts: n
         sol = least_squares(residuals, u0, bounds=(0.0, 1.0), diff_step=1e-4, max_nfev=400)
         ends.append(_End(x=box.value(sol.x), cost=float(sol.cost), residuals=sol.fun))
     return ends
+
+
+def log_residuals(figures, pred: np.ndarray) -> np.ndarray:
+    """log(model / published) per figure, what a fit minimizes (symmetric in over- and under-prediction); a
+    bound's only where the model falls on its wrong side (0 where the bound holds): a figure that says "50%+"
+    is fit as an inequality, not as the value 0.5."""
+    out = np.log(np.maximum(pred, 1e-300) / np.array([f.published for f in figures], dtype=float))
+    kind = np.array([f.bound for f in figures])
+    return np.where(kind == ">=", np.minimum(out, 0.0), np.where(kind == "<=", np.maximum(out, 0.0), out))
 
 
 def fit(model: Model, figures, profile: Profile, free: tuple[FreeParam, ...], starts: int = DEFAULT_STARTS) -> np.ndarray:
@@ -255,12 +269,13 @@ def calibrate(model: Model, profile: Profile, figures=None, free: tuple[FreePara
                                                                walk=not ident.unidentified)
         refits = [x_low] if x_high is x_low else [x_low, x_high]
         results.append(FigureResult(
-            figure=f.id, published=f.published, model=float(values[i]), error=_rel(values[i], f.published),
+            figure=f.id, published=f.published, model=float(values[i]), error=_rel(values[i], f), bound=f.bound,
             loo_error=high if abs(high) > abs(low) else low, loo_low=low, loo_high=high, loo_free=left_free,
             unit=f.unit, source=f.source,
             refits=tuple({f"{p.section}.{p.key}": float(v) for p, v in zip(free, x)} for x in refits),
         ))
     sensitivity = _sensitivity(model, figures, fitted_profile, free)
+    spans, span_errors = _range_fits(model, figures, fitted_profile, free, box, loo_points)
     return Calibration(
         model=model.name, profile=fitted_profile, free=free,
         fitted={(p.section, p.key): float(v) for p, v in zip(free, best.x)}, results=tuple(results),
@@ -268,7 +283,28 @@ def calibrate(model: Model, profile: Profile, figures=None, free: tuple[FreePara
         identification=ident,
         sensitivity=sensitivity, count=_count(jac, best.x, free, sensitivity),
         validation=tuple(predict_validation(model, validation, fitted_profile)),
+        spans=spans, span_errors=span_errors,
     )
+
+
+def _range_fits(model: Model, figures, profile: Profile, free, box: Box, starts: np.ndarray) \
+        -> tuple[dict[str, tuple[dict, dict]], dict[str, tuple[float, float]]]:
+    """For each assumed cost with a range in the sections the model reads, the fit with it at each end of its
+    range (from the same neutral starts as a leave-one-out refit), and the worst |figure error| there."""
+    spans, errors = {}, {}
+    freed = {(p.section, p.key) for p in free}
+    for section, key, entry in ranged(model, profile):
+        if (section, key) in freed:
+            continue
+        ends, worst = [], []
+        for end in entry.range:
+            at = profile.with_values({(section, key): end}, source=entry.source)
+            best = min(_fit_from(model, figures, at, free, box, starts), key=lambda e: e.cost)
+            ends.append({f"{p.section}.{p.key}": float(v) for p, v in zip(free, best.x)} | {f"{section}.{key}": end})
+            worst.append(float(np.max(np.abs(np.expm1(best.residuals)))))
+        spans[f"{RANGE}{section}.{key}"] = tuple(ends)
+        errors[f"{RANGE}{section}.{key}"] = tuple(worst)
+    return spans, errors
 
 
 def _leave_out(model: Model, figures, i: int, profile: Profile, free, box: Box, starts: np.ndarray,
@@ -287,7 +323,7 @@ def _leave_out(model: Model, figures, i: int, profile: Profile, free, box: Box, 
     best = min(_fit_from(model, rest, profile, free, box, starts), key=lambda e: e.cost)
 
     def held(x: np.ndarray) -> float:
-        return _rel(predict(model, (figures[i],), _apply(profile, free, x))[0], figures[i].published)
+        return _rel(predict(model, (figures[i],), _apply(profile, free, x))[0], figures[i])
 
     while True:
         weak = free_directions(_jacobian(model, rest, _apply(profile, free, best.x), free, best), best.x)
@@ -356,7 +392,6 @@ def _start(end: _End, best: _End) -> Start:
 def _jacobian(model: Model, figures, profile: Profile, free, best: _End) -> np.ndarray:
     """d log(model/published) / d cost at the fit (figures x costs), each cost in its own units."""
     x = best.x
-    published = np.array([f.published for f in figures], dtype=float)
     frame = figure_frame(model, figures)
     cols = []
     for i in range(len(free)):
@@ -364,7 +399,7 @@ def _jacobian(model: Model, figures, profile: Profile, free, best: _End) -> np.n
         xp = x.copy()
         xp[i] += h
         pred = predict(model, figures, _apply(profile, free, xp), frame)
-        cols.append((np.log(np.maximum(pred, 1e-300) / published) - best.residuals) / h)
+        cols.append((log_residuals(figures, pred) - best.residuals) / h)
     return np.array(cols).T
 
 
@@ -405,10 +440,10 @@ def _sensitivity(model: Model, figures, profile: Profile, free) -> tuple[Sensiti
     the worst |figure error| each way, whether that moves the figures (MOVES), and the secant slope of
     each figure's log error over the move. Entries that move no figure's error by a tenth of a point are
     left out."""
-    published = np.array([f.published for f in figures], dtype=float)
     frame = figure_frame(model, figures)
     sections = {model.name} | {p.section for p in free}
-    base = np.max(np.abs(predict(model, figures, profile, frame) / published - 1.0))
+    worst_of = lambda pred: float(max(np.abs(f.error(v)) for f, v in zip(figures, pred)))  # noqa: E731
+    base = worst_of(predict(model, figures, profile, frame))
     span = math.log((1.0 + SENSITIVITY) / (1.0 - SENSITIVITY))
     out = []
     freed = {(p.section, p.key) for p in free}
@@ -427,9 +462,9 @@ def _sensitivity(model: Model, figures, profile: Profile, free) -> tuple[Sensiti
                     break  # a value the model refuses (a page size that is not one): no sensitivity to show
             if len(preds) < 2:
                 continue
-            worst = [float(np.max(np.abs(p / published - 1.0))) for p in preds]
+            worst = [worst_of(p) for p in preds]
             if any(abs(w - base) > 0.001 for w in worst):
-                slope = (np.log(np.maximum(preds[1], 1e-300)) - np.log(np.maximum(preds[0], 1e-300))) / span
+                slope = (log_residuals(figures, preds[1]) - log_residuals(figures, preds[0])) / span
                 out.append(Sensitivity(section=section, key=key, value=float(e.value),
                                        max_error_low=worst[0], max_error_high=worst[1],
                                        moves=any(abs(w - base) > MOVES for w in worst),
@@ -452,8 +487,8 @@ def predict_validation(model: Model, figures, profile: Profile) -> list[FigureRe
     if not figures:
         return []
     values = predict(model, figures, profile)
-    return [FigureResult(figure=f.id, published=f.published, model=float(v), error=_rel(v, f.published),
-                         loo_error=_rel(v, f.published), unit=f.unit, use=VALIDATION, source=f.source)
+    return [FigureResult(figure=f.id, published=f.published, model=float(v), error=_rel(v, f), bound=f.bound,
+                         loo_error=_rel(v, f), unit=f.unit, use=VALIDATION, source=f.source)
             for f, v in zip(figures, values)]
 
 
@@ -465,5 +500,6 @@ def loo_text(loo: tuple[float, float]) -> str:
     return f"{low * 100:+.1f} .. {high:+.1%}"
 
 
-def _rel(value: float, published: float) -> float:
-    return float((value - published) / published) if math.isfinite(value) else math.inf
+def _rel(value: float, figure: Figure) -> float:
+    """The relative error against a figure (Figure.error: a bound's only on its wrong side)."""
+    return float(figure.error(value)) if math.isfinite(value) else math.inf

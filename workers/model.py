@@ -59,7 +59,7 @@ from .axes import SHARED_AXES, Axis
 from .dataset import STATUS_ERROR, STATUS_INFEASIBLE, STATUS_OK, unit_of  # noqa: F401 - a model's names for them
 from .findings import MedianTable, Medians, Ratio, Winner
 from .plots import BestHeatmap, Lines
-from .profiles import Profile, Quantity
+from .profiles import BOUNDS, Profile, Quantity
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -78,6 +78,20 @@ class Figure:
     params: Mapping[str, object]
     source: str
     section: str = ""  # profile section the figure is calibrated into (default: the model name)
+    # "=": the figure is a value; ">=": a lower bound ("50%+": the model errs only below it); "<=": an upper one
+    bound: str = "="
+
+    def __post_init__(self) -> None:
+        if self.bound not in BOUNDS:
+            raise ValueError(f"'bound' must be one of {list(BOUNDS)} (got {self.bound!r}).")
+
+    def error(self, value):
+        """The relative error of `value` (a number or an array) against this figure: (value - published) /
+        published, and for a bound only how far it falls on the wrong side of it (0 where it holds)."""
+        e = (np.asarray(value, dtype=float) - self.published) / self.published
+        return e if self.bound == "=" else np.minimum(e, 0.0) if self.bound == ">=" else np.maximum(e, 0.0)
+
+
 
 
 Better = Literal["lower", "higher"]  # a Metric's better direction; None: a count or a flag, none
@@ -441,7 +455,8 @@ def validation_figures(model: Model, profile: Profile) -> tuple[Figure, ...]:
     """The profile's `[[validation]]` figures of this model, as Figures."""
     return tuple(
         Figure(id=v["id"], model=model.name, metric=v["metric"], published=float(v["published"]), unit=v["unit"],
-               params=v["params"], source=v["source"] + (f" ({v['note']})" if v.get("note") else ""))
+               params=v["params"], source=v["source"] + (f" ({v['note']})" if v.get("note") else ""),
+               bound=v.get("bound", "="))
         for v in profile.validation if v["model"] == model.name
     )
 

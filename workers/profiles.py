@@ -24,7 +24,7 @@ from .exceptions import ProfileError
 PROFILE_DIR = Path(__file__).parent / "profiles"
 # computed: by a tool from the code it prices (the note names the tool and the code: llvm-mca's cycles)
 SOURCES = ("published", "calibrated", "datasheet", "measured", "computed", "assumed")
-ENTRY_KEYS = {"value", "unit", "source", "note", "bounds"}
+ENTRY_KEYS = {"value", "unit", "source", "note", "bounds", "range"}
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -35,6 +35,9 @@ class Quantity:
     note: str = ""
     # Where calibration may look for this cost: a fit starts inside these neutral bounds, never at `value`.
     bounds: tuple[float, float] | None = None
+    # An assumed cost's doubt: the values its source allows (the note says why). Every answer spans them
+    # (workers.interval), and calibrate refits the fitted costs at each end ([refits] "range:section.key").
+    range: tuple[float, float] | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -60,8 +63,9 @@ class Profile:
     # a number or [low, high]. Not part of the digest.
     leave_one_out: Mapping[str, tuple[float, float]] = field(default_factory=dict)
     # `[refits]`: published figure id -> the fitted costs ({"section.key": value}) of the fits behind its
-    # leave-one-out error (one, or a valley's two ends). Every answer's error bar is the spread of the
-    # answers under them (workers.interval), so they are part of the digest: new refits are new rows.
+    # leave-one-out error (one, or a valley's two ends); and RANGE + "section.key" of an assumed cost with a
+    # `range` -> the fits with that cost at the low and at the high end of it. Every answer's error bar takes
+    # in the answers under them (workers.interval), so they are part of the digest: new refits are new rows.
     # A profile with a `base` takes the base's (and its leave-one-out errors).
     refits: Mapping[str, tuple[Mapping[str, float], ...]] = field(default_factory=dict)
 
@@ -103,7 +107,7 @@ class Profile:
         for (section, key), v in updates.items():
             old = sections[section][key]
             sections[section][key] = Quantity(value=float(v), unit=old.unit, source=source, note=note or old.note,
-                                              bounds=old.bounds)
+                                              bounds=old.bounds, range=old.range)
         return replace(self, sections=sections)
 
     def bounds(self, section: str, key: str) -> tuple[float, float] | None:
@@ -131,6 +135,7 @@ class Profile:
 FITTED = "calibrated"  # a Quantity's source once a fit has set it
 LOO = "leave_one_out"  # the profile table of leave-one-out errors
 REFITS = "refits"  # the profile table of the leave-one-out fits' costs
+RANGE = "range:"  # a [refits] key of the fits at the ends of an assumed cost's range: "range:young.unmap_step_ns"
 
 
 def calibration_status(profile: Profile, keys) -> str:
@@ -157,6 +162,8 @@ def _entry_dict(e: Quantity) -> dict:
     out = {"value": e.value, "unit": e.unit, "source": e.source, "note": e.note}
     if e.bounds is not None:
         out["bounds"] = list(e.bounds)
+    if e.range is not None:
+        out["range"] = list(e.range)
     return out
 
 
@@ -282,6 +289,8 @@ def _leave_one_out(origin: str, table: object) -> dict[str, tuple[float, float]]
 
 
 VALIDATION_KEYS = {"model", "id", "metric", "published", "unit", "params", "source"}
+VALIDATION_OPTIONAL = {"note", "bound"}  # bound: "=" (a value, the default), ">=" ("10%+"), "<="
+BOUNDS = ("=", ">=", "<=")  # a published figure's kind (workers.model.Figure.bound)
 
 
 def _validation(origin: str, items: object) -> tuple[dict, ...]:
@@ -293,11 +302,14 @@ def _validation(origin: str, items: object) -> tuple[dict, ...]:
         missing = VALIDATION_KEYS - set(item) if isinstance(item, dict) else VALIDATION_KEYS
         if missing:
             raise ProfileError(f"{origin}: 'validation[{i}]' must give {sorted(VALIDATION_KEYS)} and an optional "
-                               f"note (missing {sorted(missing)}).")
-        extra = set(item) - VALIDATION_KEYS - {"note"}
+                               f"note and bound (missing {sorted(missing)}).")
+        extra = set(item) - VALIDATION_KEYS - VALIDATION_OPTIONAL
         if extra:
             raise ProfileError(f"{origin}: 'validation[{i}].{sorted(extra)[0]}' is not a validation key; "
-                               f"allowed: {sorted(VALIDATION_KEYS | {'note'})}.")
+                               f"allowed: {sorted(VALIDATION_KEYS | VALIDATION_OPTIONAL)}.")
+        if item.get("bound", "=") not in BOUNDS:
+            raise ProfileError(f"{origin}: 'validation[{i}].bound' must be one of {list(BOUNDS)} "
+                               f"(got {item['bound']!r}).")
         if not isinstance(item["published"], (int, float)) or isinstance(item["published"], bool) \
                 or not item["published"] > 0:
             raise ProfileError(f"{origin}: 'validation[{i}].published' must be a positive number "
@@ -328,8 +340,16 @@ def _entry(origin: str, field_name: str, e: object) -> Quantity | str:
             raise ProfileError(f"{origin}: '{field_name}.bounds' must be [lower, upper] with lower < upper "
                                f"(got {bounds!r}).")
         bounds = (float(bounds[0]), float(bounds[1]))
+    span = e.get("range")
+    if span is not None:
+        if (not isinstance(span, list) or len(span) != 2 or isinstance(e["value"], bool)
+                or not all(isinstance(b, (int, float)) and not isinstance(b, bool) for b in span)
+                or not span[0] <= e["value"] <= span[1] or not span[0] < span[1]):
+            raise ProfileError(f"{origin}: '{field_name}.range' must be [low, high] with low <= value <= high and "
+                               f"low < high (got {span!r} for value {e['value']!r}).")
+        span = (float(span[0]), float(span[1]))
     return Quantity(value=e["value"], unit=str(e["unit"]), source=e["source"], note=str(e.get("note", "")),
-                    bounds=bounds)
+                    bounds=bounds, range=span)
 
 
 def dump_profile(profile: Profile) -> str:
@@ -344,7 +364,9 @@ def dump_profile(profile: Profile) -> str:
             v = ("true" if e.value else "false") if isinstance(e.value, bool) else repr(e.value)
             note = f", note = {json.dumps(e.note)}" if e.note else ""
             bounds = f", bounds = [{e.bounds[0]!r}, {e.bounds[1]!r}]" if e.bounds else ""
-            lines.append(f'{key} = {{ value = {v}, unit = {json.dumps(e.unit)}, source = "{e.source}"{bounds}{note} }}')
+            span = f", range = [{e.range[0]!r}, {e.range[1]!r}]" if e.range else ""
+            lines.append(f'{key} = {{ value = {v}, unit = {json.dumps(e.unit)}, source = "{e.source}"{bounds}{span}'
+                         f'{note} }}')
     if profile.leave_one_out:
         lines += ["", f"[{LOO}]", *(f"{json.dumps(k)} = {lo!r}" if lo == hi else f"{json.dumps(k)} = [{lo!r}, {hi!r}]"
                                     for k, (lo, hi) in profile.leave_one_out.items())]

@@ -23,7 +23,7 @@ import polars as pl
 from analysis import evidence
 from analysis.kernel import checked as kernel_checked
 from analysis.kernel import gains as kernel_gains
-from analysis.metrics import higher_is_better, ok, per_variant, published_comparison, tied_best
+from analysis.metrics import figure_error, higher_is_better, ok, per_variant, published_comparison, tied_best
 from analysis.read import MODELED, ModelRows, Sweep, collect_all, cond_expr, value_expr
 from analysis.tables import bar_parts
 from workers import interval
@@ -298,7 +298,7 @@ def _quote(groups: list[_Group], quote, fmt: str) -> tuple[dict, dict] | None:
             decimals = re.fullmatch(r"\.(\d+)f", fmt)  # never more digits than the declaration writes
             parts = bar_parts(v, *got.bar, int(decimals.group(1)) if decimals else None) \
                 if got.bar and fmt != "bytes" else None
-            # a value with an error bar, to the digits the bar supports, and the bar: "2.5", " (±5.8%)"
+            # a value with an error bar, to the digits the bar supports, and the bar as stored: "2.5", " (-4.1/+5.8%)"
             values[name] = _Value(v, parts[0] if parts else _number(v, fmt))
             values[f"{name}_bar"] = _Value(got.bar, f" ({parts[1]})" if parts else "")
             values[f"{name}_at"] = _Value(at, got.text)
@@ -530,8 +530,7 @@ def _every_figure(sweep: Sweep, df: pl.DataFrame) -> pl.DataFrame:
                 values[f.id] = float(value)
     filled = pl.col("model_value").fill_null(pl.col("id").replace_strict(values, default=None,
                                                                          return_dtype=pl.Float64))
-    return df.with_columns(filled.alias("model_value")).with_columns(
-        ((pl.col("model_value") - pl.col("published")) / pl.col("published")).alias("error"))
+    return df.with_columns(filled.alias("model_value")).with_columns(figure_error("model_value").alias("error"))
 
 
 def _spread(df: pl.DataFrame, column: str) -> str:
