@@ -12,6 +12,7 @@ import json
 import re
 import sys
 from dataclasses import dataclass
+from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -26,7 +27,8 @@ from workers.dataset.folder import Location, at, read_manifest, scan_parts
 from workers.dataset.parts import checked_parts
 from workers.exceptions import SweepFolderError
 from workers.fitcheck import cost_orders, impossible
-from workers.profiles import Profile, dump_profile, load_profile
+from workers.interval import coverage, stated
+from workers.profiles import RANGE, Profile, dump_profile, load_profile
 from workers.units import parse_size
 
 from .exceptions import DatasetError, FitError, UsageError
@@ -90,6 +92,7 @@ def _print(results: list[Calibration], predictions: list[FigureResult], as_json:
         return
     for cal in results:
         print(format_calibration(cal))
+        print(format_coverage(cal))
     if predictions:
         print(format_holdout(predictions))
 
@@ -149,6 +152,7 @@ def saved_profile(profile: Profile, start: Profile, results: list[Calibration], 
     if measured is None:
         loo = {r.figure: r.loo_range for cal in results for r in cal.results}
         refits = {r.figure: r.refits for cal in results for r in cal.results if r.refits}
+        refits |= {name: fits for cal in results for name, fits in cal.spans.items()}
         return Profile(name=Path(save).stem, sections=profile.sections, validation=profile.validation,
                        description=f"Costs fit by memsweep calibrate on {today} UTC to the published figures "
                                    f"({counts}): {fitted}. {rest}", leave_one_out=loo, refits=refits)
@@ -293,8 +297,8 @@ def _facts(frame: pl.DataFrame) -> dict[str, int | None]:
 
 def _predict(model, figures, profile: Profile) -> list[FigureResult]:
     values = predict(model, figures, profile)
-    return [FigureResult(figure=f.id, published=f.published, model=float(v), error=float((v - f.published) / f.published),
-                         loo_error=float((v - f.published) / f.published), unit=f.unit) for f, v in zip(figures, values)]
+    return [FigureResult(figure=f.id, published=f.published, model=float(v), error=float(f.error(v)),
+                         loo_error=float(f.error(v)), unit=f.unit) for f, v in zip(figures, values)]
 
 
 def format_holdout(rows: list[FigureResult]) -> str:
@@ -323,7 +327,7 @@ def format_calibration(cal: Calibration) -> str:
         f"  {'figure':<{width}}  {'published':>12}  {'model':>12}  {'error':>8}  {'LOO error':>15}",
     ]
     for r in cal.results:
-        lines.append(f"  {r.figure:<{width}}  {r.published:>12.4g}  {r.model:>12.4g}  {r.error:>+8.1%}  "
+        lines.append(f"  {r.figure:<{width}}  {published_text(r):>12}  {r.model:>12.4g}  {r.error:>+8.1%}  "
                      f"{loo_text(r.loo_range):>15}")
     lines.append(f"  max |error| {cal.max_error:.1%}, max |LOO error| {cal.max_loo_error:.1%}")
     for r in (r for r in cal.results if r.loo_free and r.loo_low != r.loo_high):
@@ -336,11 +340,55 @@ def format_calibration(cal: Calibration) -> str:
         lines.append("  hand-set costs (assumed, or fit elsewhere and held), worst |error| with each at -20% / +20%:")
         lines += [f"    {h.section}.{h.key} = {h.value:.6g}: {h.max_error_low:.1%} / {h.max_error_high:.1%}"
                   for h in cal.sensitivity]
+    for name, (low, high) in cal.span_errors.items():
+        lines.append(f"  {name.removeprefix(RANGE)} assumed within {_range_text(cal, name)}: the fits at its ends "
+                     f"reach a worst |error| of {low:.1%} and {high:.1%}; every answer spans them")
     if cal.validation:
         lines.append(f"  validation figures: predicted, not fit ({len(cal.validation)})")
-        lines += [f"  {r.figure:<{width}}  {r.published:>12.4g}  {r.model:>12.4g}  {r.error:>+8.1%}"
+        lines += [f"  {r.figure:<{width}}  {published_text(r):>12}  {r.model:>12.4g}  {r.error:>+8.1%}"
                   for r in cal.validation]
+    if any(r.bound != "=" for r in (*cal.results, *cal.validation)):
+        lines.append("  a figure marked >= is a lower bound (\"50%+\"): its error counts only how far the model "
+                     "falls below it")
     return "\n".join(lines)
+
+
+def _range_text(cal: Calibration, name: str) -> str:
+    section, key = name.removeprefix(RANGE).split(".", 1)
+    lo, hi = cal.profile.sections[section][key].range
+    return f"[{lo:.6g}, {hi:.6g}]"
+
+
+def format_coverage(cal: Calibration) -> str:
+    """How often the figures fall inside the error bars the rows carry (workers.interval.coverage()), per kind
+    of figure, and the rate the bars claim."""
+    profile = replace(cal.profile, leave_one_out={r.figure: r.loo_range for r in cal.results},
+                      refits={**{r.figure: r.refits for r in cal.results if r.refits}, **cal.spans})
+    held = coverage(MODELS[cal.model], profile)
+    if not held:
+        return f"  error bars: none ({stated(MODELS[cal.model], profile).basis})"
+    state = stated(MODELS[cal.model], profile)
+    order = dict.fromkeys([*(f.metric for f in MODELS[cal.model].calibration.figures), *state.n])
+    kinds = {m.removeprefix("metric_"): (state.rate(m), state.n[m], state.q[m]) for m in order
+             if state.rate(m) is not None}
+    claim = "; ".join(f"{m} {rate:.0%} ({n} held out, |error| up to {q:.1%})" for m, (rate, n, q) in kinds.items())
+    lines = [f"  error bars claim that a figure no fit saw falls inside at n / (n + 1) of the held-out figures of "
+             f"its kind or more (jackknife+, workers/interval.py): {claim}; checked:"] if kinds else \
+        ["  error bars (the validation figures' largest error; no refits recorded): checked:"]
+    for use, what in (("fit", "fit figures, each left out of its own bar"),
+                      ("validation", "validation figures, never fit, against the bar at their point")):
+        some = [h for h in held if h.use == use]
+        if some:
+            inside = sum(h.inside for h in some)
+            lines.append(f"    {what}: {inside} of {len(some)} inside ({inside / len(some):.0%})")
+            lines += [f"      outside: {h.figure} {h.bound if h.bound != '=' else ''}{h.published:.4g} against "
+                      f"[{h.low:.4g}, {h.high:.4g}]" for h in some if not h.inside]
+    return "\n".join(lines)
+
+
+def published_text(r: FigureResult) -> str:
+    """A published figure as printed: its value, marked ">=" or "<=" where it is a bound."""
+    return f"{'' if r.bound == '=' else r.bound}{r.published:.4g}"
 
 
 def _identification(cal: Calibration) -> list[str]:

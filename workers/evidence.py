@@ -7,7 +7,7 @@ figures (`[[validation]]`, never fit). From that, each modeled row gets a label 
 
 - `fit`: the row is the point of a figure the profile's costs were fit to;
 - `validated`: the point of a validation figure (published elsewhere, predicted, never fit) whose error
-  against it is within the model's stated error (its largest leave-one-out error in the profile); the
+  against it is within the model's stated error of that kind (workers.interval: what its bars rest on); the
   note gives the error. One beyond it, or of a model that states none, is not validated: its note says
   how far off it is;
 - `kernel-checked`: the metric asked about is one the kernel gives and the model must equal (counts,
@@ -30,6 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
+from . import interval
 from .dataset import EVIDENCE, EVIDENCE_AXIS
 from .model import Figure, Model, figure_frame, validation_figures
 from .profiles import Profile, calibration_status
@@ -61,7 +62,8 @@ class Domain:
     what_if: str  # why no row of this profile rests on the fit, or ""
     figure_ids: dict[str, str]  # point key -> the first figure's id at it
     checks: pl.DataFrame  # key, id, metric, published: the validation figures, to measure a row against
-    stated: float | None  # the model's stated error: its largest leave-one-out |error| in the profile
+    stated: dict[str, float]  # metric -> the model's stated error of its kind (workers.interval: the held-out
+    # residual its error bars are built from); empty when the profile states none
 
 
 def domain(model: Model, profile: Profile) -> Domain:
@@ -73,13 +75,14 @@ def domain(model: Model, profile: Profile) -> Domain:
               for a in model.axes}
     ids = {} if both is None else dict(zip(both["key"].to_list()[::-1], both["id"].to_list()[::-1]))
     checks = pl.DataFrame({"key": frames["validation"]["key"], "id": [f.id for f in val],
-                           "check_metric": [f.metric for f in val], "published": [f.published for f in val]}) \
+                           "check_metric": [f.metric for f in val], "published": [f.published for f in val],
+                           "bound": [f.bound for f in val]}) \
         if "validation" in frames else pl.DataFrame(schema={"key": pl.UInt64, "id": pl.Utf8, "check_metric": pl.Utf8,
-                                                            "published": pl.Float64})
+                                                            "published": pl.Float64, "bound": pl.Utf8})
     return Domain(fit=frozenset(frames["fit"]["key"]) if "fit" in frames else frozenset(),
                   validated=frozenset(frames["validation"]["key"]) if "validation" in frames else frozenset(),
                   values=values, what_if=_what_if(model, profile), figure_ids=ids, checks=checks,
-                  stated=profile.loo_error(f.id for f in fit))
+                  stated=interval.stated(model, profile).q)
 
 
 def _keyed(model: Model, figures: tuple[Figure, ...]) -> pl.DataFrame:
@@ -182,18 +185,21 @@ def _validation(rows: pl.DataFrame, keys: pl.Series, dom: Domain) -> pl.DataFram
         hits = np.flatnonzero(keys.is_in(list(at)).to_numpy())  # a chunk's few validation points, not every row
         for i, k in zip(hits.tolist(), keys.gather(hits).to_list()):
             j = at[k]
-            metric, published = dom.checks.row(j)[2:]
+            metric, published, bound = dom.checks.row(j)[2:]
             value = rows[metric][i] if metric in rows.columns else None
             if value is None or not published:
                 check[i] = "no value to set against it"
                 continue
             err = error[i] = float(value) / published - 1
-            if dom.stated is None:
+            if bound != "=":  # a bound ("10%+") is off only on its wrong side
+                err = error[i] = min(err, 0.0) if bound == ">=" else max(err, 0.0)
+            q = dom.stated.get(metric)
+            if q is None:
                 check[i] = f"{err:+.1%} from it (the model states no error: no leave-one-out fit)"
-            elif abs(err) <= dom.stated:
-                within[i], check[i] = True, f"{err:+.1%} (within the model's stated {dom.stated:.1%})"
+            elif abs(err) <= q:
+                within[i], check[i] = True, f"{err:+.1%} (within the model's stated {q:.1%})"
             else:
-                check[i] = f"{err:+.1%} from it, beyond the model's stated {dom.stated:.1%}"
+                check[i] = f"{err:+.1%} from it, beyond the model's stated {q:.1%}"
     return pl.DataFrame({"within": pl.Series(within, dtype=pl.Boolean), "check": pl.Series(check, dtype=pl.Utf8),
                          "error": pl.Series(error, dtype=pl.Float64)})
 

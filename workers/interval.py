@@ -1,45 +1,58 @@
-"""Error bars: how far each modeled answer can be off, as two columns per priced metric.
+"""Error bars: how far each modeled answer can be off, as two columns per priced metric, and how often a
+figure the fit did not see falls inside them.
 
 Every metric a model prices with the profile's costs (Model.priced) gets `lo_<name>` and `hi_<name>`
 (`metric_init_ms` -> `lo_init_ms`, `hi_init_ms`), computed on the worker beside the answer:
 
-1. **The spread over the leave-one-out fits.** `memsweep calibrate` refits the costs once per figure with
-   that figure left out and the profile records each refit's costs (`[refits]`; two, a valley's ends, where
-   the other figures leave a cost free). The model is evaluated again under each refit of its own figures;
-   the bar runs from the least to the largest of those answers and the profile's own. At a fit figure's
-   point it so covers the error of the fit that did not see that figure.
-2. **Widened where no figure checked the point.** On a row whose evidence (workers.evidence, its headline's
-   label) is `extrapolated` or `assumed`, the spread of a quantity with a unit (a time, a rate) is widened by
-   the model's stated error on each side, lo * (1 - e) and hi * (1 + e): a point no figure tests can be off
-   by as much as the worst figure a fit did not see. A ratio of two of the model's answers at one point
-   (a speedup, a fraction) is not widened: the stated error is of the answers, whose errors the ratio
-   shares, and its spread over the refits is its own doubt (slow's speedup over itself is 1, exactly). A what-if profile's refits are its base's, scaled to its own costs (workers.profiles): the
-   bar is the base fit's doubt, widened; the what-if's own assumed values it does not bound.
-3. **A model no fit can leave a figure out of** (as many costs as figures: young) has no refits. Its stated
-   error is its validation figures' largest |error| (predicted, never fit), and every answer with a unit
-   has that error on each side; its ratios have no bar.
-4. No refit and no validation figure: no bar (null), and the error says why (`stated`).
+1. **The refits' answers.** `memsweep calibrate` refits the costs once per figure with that figure left
+   out, and the profile records each refit's costs (`[refits]`; a valley's two ends where the other figures
+   leave a cost free). The model is evaluated under each; with the profile's own answer they give the least
+   and the largest answer at the row's point.
+2. **The held-out residuals of the answer's kind.** `q`, the largest |leave-one-out error| of the model's
+   figures of that metric (a bound's only on its wrong side; Figure.error); for a ratio of two of the
+   model's answers with no figure of its own (a speedup), the largest error of the ratios the figures' pairs
+   give, each predicted by the refits that left one of the pair out (ratio_residuals()); for any other
+   metric (or one whose figures are all bounds), the model's largest over all its figures. The bar is the
+   answer x (1 -+ q), and never narrower than the refits' answers: conformal prediction with the
+   leave-one-out residuals as scores (the jackknife of Barber, Candès, Ramdas, Tibshirani 2021, at its
+   finite-sample end, the largest of n residuals), so it is never narrower than the leave-one-out error of its
+   kind of point, and a figure the fit did not see falls inside it at rate n / (n + 1) or more where the n
+   figures of its kind are exchangeable with it (`Stated.rate`). `coverage()` counts how many do: each fit
+   figure against the bar the fit that left it out would give it (its answer x (1 -+ the largest residual of
+   the others), with the other refits' answers), each validation figure against the bar stored at its point.
+3. **Widened by distance.** A row whose answer no figure checks (evidence `extrapolated` or `assumed`) is
+   widened by half of q more on each side (FAR_WIDENING): a point past the figures can be off by more than
+   one among them, by how much no figure says.
+4. **Spanning the assumptions.** Each assumed cost with a `range` in the profile (the values its source
+   allows) moves the answers to each end of it, with the fitted costs refit there (`[refits]` "range:"
+   entries; a cost the figures do not see is moved alone): the bar takes in those answers x (1 -+ q) too.
 
-`e`, the stated error, is the largest leave-one-out |error| of the model's figures under the profile, else
-(no refits) the largest validation |error|. Bars are Float32: they carry two or three digits, and half the
-bytes of Float64 on a sweep of millions of rows.
+A model with no refits but validation figures states their largest |error| as q around its answer; one with
+neither has no bar (null), and `Stated.basis` says why. Bars are Float32: they carry two or three digits, and
+half the bytes of Float64 on a sweep of millions of rows.
 """
 
 from __future__ import annotations
 
+import dataclasses
+from collections import defaultdict
 from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
 
-from .evaluate import evaluate, frame
 from .dataset import unit_of
-from .model import STATUS_OK, Model, figure_frame, validation_figures
-from .profiles import Profile
+from .evaluate import evaluate, frame
+from .model import STATUS_OK, Figure, Model, figure_frame, validation_figures
+from .profiles import RANGE, Profile, Quantity
 
 LO, HI = "lo_", "hi_"
 DTYPE = pl.Float32
-RATIOS = ("", "fraction")  # units (workers.dataset.unit_of) of a ratio of two answers: not widened
+RATIOS = ("", "fraction")  # units (workers.dataset.unit_of) of a ratio of two answers
+FAR = ("extrapolated", "assumed")  # the evidence of an answer no figure checks: widened (3.)
+# How much more (3.): half the held-out residual again on each side. Hand-set: no figure lies past the others
+# far enough to check it (the figures' own leave-one-out errors, of points among the others, are q itself).
+FAR_WIDENING = 0.5
 
 
 def columns(metric: str) -> tuple[str, str]:
@@ -57,35 +70,133 @@ def dtypes(model: Model) -> dict[str, pl.DataType]:
 class Stated:
     """How far the model states its answers under a profile can be off, and on what that rests."""
 
-    error: float | None  # the largest |relative error| of a figure a fit did not see; None: no statement
-    basis: str  # "the largest leave-one-out error of 8 fit figures", or why there is none
-    refits: tuple[Profile, ...]  # the profile with each refit's costs of this model's figures
+    q: dict[str, float]  # priced metric -> its held-out residual (2.)
+    n: dict[str, int]  # priced metric -> how many held-out figures (or ratios) its residual is the largest of
+    error: float | None  # the largest residual: the model's stated error; None: no statement
+    basis: str  # "the largest leave-one-out error of its 8 fit figures", or why there is none
+    refits: tuple[Profile, ...]  # the profile with each refit's costs of this model's figures (1.)
+    spans: tuple[tuple[str, Profile], ...]  # (the assumed cost, the profile at one end of its range) (4.)
+
+    @property
+    def alternatives(self) -> tuple[Profile, ...]:
+        return self.refits + tuple(p for _, p in self.spans)
+
+    # each refit's own residual, per metric: the leave-one-out error of the figure it left out where that
+    # figure is of the metric's kind, else the kind's largest (q)
+    paired: tuple[dict[str, float], ...] = ()
+
+    def residuals(self) -> tuple[dict[str, float], ...]:
+        """Per alternative (refits, then spans), the residual each metric's answer under it is widened by: a
+        refit's own (jackknife+), the kind's for an assumed range's end."""
+        return self.paired + tuple(dict(self.q) for _ in self.spans)
+
+    def rate(self, metric: str) -> float | None:
+        """The share of figures the fit did not see that a bar of `metric` claims to hold: n / (n + 1)."""
+        n = self.n.get(metric)
+        return n / (n + 1) if n else None
+
+
+_STATED: dict[tuple, Stated] = {}
 
 
 def stated(model: Model, profile: Profile) -> Stated:
-    """The model's stated error under `profile` and the refit profiles behind it (module doc)."""
-    own = [f.id for f in model.calibration.figures]
-    refits = tuple(_with(profile, costs) for fid in own for costs in profile.refits.get(fid, ()))
-    loo = profile.loo_error(own)
-    if refits and loo is not None:
-        return Stated(error=loo, refits=refits,
-                      basis=f"the largest leave-one-out error of its {len(own)} fit figures")
+    """The model's stated errors under `profile` and the profiles behind them (module doc), worked out once
+    per model and profile (every chunk of a sweep asks, and the ratios' residuals evaluate the model)."""
+    key = (model.name, model.version, profile.name, profile.digest(), tuple(sorted(profile.leave_one_out.items())))
+    if key not in _STATED:
+        _STATED[key] = _stated(model, profile)
+    return _STATED[key]
+
+
+def _stated(model: Model, profile: Profile) -> Stated:
+    figures = model.calibration.figures
+    refits = tuple(_with(profile, costs) for f in figures for costs in profile.refits.get(f.id, ()))
+    spans = _spans(model, profile)
+    loo = {f.id: profile.leave_one_out[f.id] for f in figures if f.id in profile.leave_one_out}
+    if refits and loo:
+        pools: dict[str, list[float]] = defaultdict(list)
+        for f in figures:
+            if f.id in loo and f.bound == "=":  # a bound that holds says nothing of how far off an answer is
+                pools[f.metric].append(max(abs(e) for e in loo[f.id]))
+        ratios = [abs(r) for r in ratio_residuals(model, profile)]
+        every = [e for v in pools.values() for e in v]
+
+        def pool(m: str) -> list[float]:
+            return pools[m] if m in pools else ratios if ratios and unit_of(m) in RATIOS else every
+        q = {m: max(pool(m)) for m in model.priced}
+        own = [f for f in figures for _ in profile.refits.get(f.id, ())]  # the figure each refit left out
+        paired = tuple({m: max(abs(e) for e in loo[f.id]) if f.metric == m and f.bound == "=" and f.id in loo
+                        else q[m] for m in model.priced} for f in own)
+        return Stated(q=q, n={m: len(pool(m)) for m in model.priced}, error=max(every), refits=refits,
+                      spans=spans, paired=paired,
+                      basis=f"the largest leave-one-out error of its {len(loo)} fit figures, by kind")
     checks = validation_figures(model, profile)
     if checks:
         out = evaluate(model, figure_frame(model, checks), profile)
-        errors = [abs(out[f.metric][i] / f.published - 1) for i, f in enumerate(checks)
+        errors = [abs(float(f.error(out[f.metric][i]))) for i, f in enumerate(checks)
                   if out["status"][i] == STATUS_OK and out[f.metric][i] is not None]
         if errors:
-            return Stated(error=max(errors), refits=(),
-                          basis=f"the largest error of its {len(errors)} validation figures (no fit can leave "
-                                f"one of its figures out)")
-    return Stated(error=None, refits=(), basis=f"profile {profile.name} records no refits of {model.name} "
-                                                f"and no validation figure of it: no error bar")
+            e = max(errors)
+            return Stated(q={m: e for m in model.priced}, n={}, error=e, refits=(), spans=spans,
+                          basis=f"the largest error of its {len(errors)} validation figures (no refits recorded)")
+    return Stated(q={}, n={}, error=None, refits=(), spans=(),
+                  basis=f"profile {profile.name} records no refits of {model.name} and no validation figure of it: "
+                        "no error bar")
 
 
 def _with(profile: Profile, costs) -> Profile:
     updates = {tuple(k.split(".", 1)): v for k, v in costs.items()}
     return profile.with_values(updates, source="calibrated")
+
+
+def sections(model: Model) -> set[str]:
+    """The profile sections a model's answers read: its own and those of the costs it fits."""
+    cal = model.calibration
+    return {model.name} | {p.section for p in (*cal.free_params, *cal.free_for_measured)}
+
+
+def ranged(model: Model, profile: Profile) -> list[tuple[str, str, Quantity]]:
+    """The assumed costs with a range in the sections the model reads: (section, key, entry)."""
+    return [(s, k, e) for s in sorted(sections(model)) for k, e in profile.sections.get(s, {}).items()
+            if isinstance(e, Quantity) and e.range is not None]
+
+
+def _spans(model: Model, profile: Profile) -> tuple[tuple[str, Profile], ...]:
+    """Each ranged cost's ends, with the fits calibrate recorded there, else the cost alone moved."""
+    out = []
+    for section, key, e in ranged(model, profile):
+        name = f"{section}.{key}"
+        fits = profile.refits.get(RANGE + name) or tuple({name: end} for end in e.range)
+        out += [(name, _with(profile, costs)) for costs in fits]
+    return tuple(out)
+
+
+def ratio_residuals(model: Model, profile: Profile) -> list[float]:
+    """Held-out errors of the ratios the model's figures pair into: for the figures of its comparison's
+    metric at the same point but the comparison axis, the baseline's over each other's (a speedup), as
+    predicted by each refit that left one of the pair out, against the published ratio."""
+    cmp = model.report.comparison
+    if cmp is None:
+        return []
+    metric = cmp.metric or model.headline
+    axis = cmp.column.removeprefix("param_")
+    figures = [f for f in model.calibration.figures if f.metric == metric and f.bound == "="]
+    groups: dict[tuple, dict[str, Figure]] = defaultdict(dict)
+    for f in figures:
+        rest = tuple(sorted((k, str(v)) for k, v in f.params.items() if k != axis))
+        groups[rest][str(f.params.get(axis))] = f
+    out = []
+    for group in groups.values():
+        base = group.get(str(cmp.baseline))
+        for other in (f for f in group.values() if base is not None and f is not base):
+            pair = (base, other)
+            published = base.published / other.published
+            for f in pair:
+                for costs in profile.refits.get(f.id, ()):
+                    v = evaluate(model, figure_frame(model, pair), _with(profile, costs))[metric].to_list()
+                    if None not in v and v[1]:
+                        out.append(v[0] / v[1] / published - 1.0)
+    return out
 
 
 def bars(model: Model, profile: Profile, rows: pl.DataFrame, evidence: pl.Series,
@@ -97,29 +208,105 @@ def bars(model: Model, profile: Profile, rows: pl.DataFrame, evidence: pl.Series
     if not names or state.error is None:
         return pl.DataFrame({c: pl.Series(c, [None] * rows.height, dtype=DTYPE) for c in dtypes(model)})
     ok = (rows["status"] == STATUS_OK).to_numpy()
-    lo = {m: rows[m].cast(pl.Float64).to_numpy() for m in names}  # the answers, then the least and the largest
-    hi = dict(lo)
-    if state.refits and ok.any():
-        points = rows.filter(pl.Series(ok)).select([a.column for a in model.axes])
-        for refit in state.refits:
-            again = frame(model, points, refit)
-            for m in names:
-                v = np.full(rows.height, np.nan)
-                v[ok] = again[m].cast(pl.Float64).fill_null(np.nan).to_numpy()
-                lo[m] = np.fmin(lo[m], v)
-                hi[m] = np.fmax(hi[m], v)
-    e = state.error
-    widen = evidence.is_in(["extrapolated", "assumed"]).fill_null(False).to_numpy() if state.refits \
-        else np.ones(rows.height, dtype=bool)
+    own = {m: 0.0 for m in names} if state.refits else dict(state.q)  # no refits: the answer +- the stated error
+    lo, hi = spread(model, rows, ok, [(None, own), *zip(state.alternatives, state.residuals())])
+    far = evidence.is_in(FAR).fill_null(False).to_numpy() if state.refits else np.zeros(rows.height, dtype=bool)
+    itself = _baseline(model, rows)  # a ratio of the baseline's answer to itself has no doubt: 1, or 0 saved
     out = {}
     for m in names:
-        scaled = unit_of(m) not in RATIOS
-        low = np.where(widen & scaled, lo[m] - np.abs(lo[m]) * e, lo[m])
-        high = np.where(widen & scaled, hi[m] + np.abs(hi[m]) * e, hi[m])
+        exact = itself if unit_of(m) in RATIOS else np.zeros(rows.height, dtype=bool)
+        low, high = np.where(exact, rows[m].cast(pl.Float64).to_numpy(), lo[m]), \
+            np.where(exact, rows[m].cast(pl.Float64).to_numpy(), hi[m])
+        wide = np.where(exact, 0.0, state.q[m] * FAR_WIDENING)
+        low, high = np.where(far, low - np.abs(low) * wide, low), np.where(far, high + np.abs(high) * wide, high)
         low[~ok], high[~ok] = np.nan, np.nan
-        if not state.refits and not scaled:  # neither a spread nor a stated error of its own
-            low[:], high[:] = np.nan, np.nan
         lo_col, hi_col = columns(m)
         out[lo_col] = pl.Series(lo_col, low, dtype=pl.Float64).fill_nan(None).cast(DTYPE)
         out[hi_col] = pl.Series(hi_col, high, dtype=pl.Float64).fill_nan(None).cast(DTYPE)
     return pl.DataFrame(out)
+
+
+def _baseline(model: Model, rows: pl.DataFrame) -> np.ndarray:
+    """Rows at the model's comparison baseline (slow, per_pte): their ratios to the baseline are exact."""
+    cmp = model.report.comparison
+    if cmp is None or cmp.column not in rows.columns:
+        return np.zeros(rows.height, dtype=bool)
+    return (rows[cmp.column] == cmp.baseline).fill_null(False).to_numpy()
+
+
+def spread(model: Model, rows: pl.DataFrame, ok: np.ndarray, alternatives) -> tuple[dict, dict]:
+    """Per priced metric, the least answer x (1 - its residual) and the largest x (1 + its residual) over
+    `alternatives`, (profile, residual per metric) pairs: None is the rows' own answers. NaN where a row is
+    not ok."""
+    lo = {m: np.full(rows.height, np.nan) for m in model.priced}
+    hi = {m: np.full(rows.height, np.nan) for m in model.priced}
+    points = rows.filter(pl.Series(ok)).select([a.column for a in model.axes]) if ok.any() else None
+    for alt, r in alternatives:
+        if alt is not None and points is None:
+            continue
+        again = rows if alt is None else frame(model, points, alt)
+        for m in model.priced:
+            v = np.full(rows.height, np.nan)
+            if alt is None:
+                v = rows[m].cast(pl.Float64).fill_null(np.nan).to_numpy()
+            else:
+                v[ok] = again[m].cast(pl.Float64).fill_null(np.nan).to_numpy()
+            lo[m] = np.fmin(lo[m], v - np.abs(v) * r[m])
+            hi[m] = np.fmax(hi[m], v + np.abs(v) * r[m])
+    return lo, hi
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Held:
+    """One published figure against a bar: the bar's ends and whether the figure lies inside."""
+
+    figure: str
+    use: str  # "fit" (against the bar built without its own refit and residual) or "validation"
+    published: float
+    bound: str
+    low: float
+    high: float
+
+    @property
+    def inside(self) -> bool:
+        if self.bound == ">=":
+            return self.high >= self.published
+        if self.bound == "<=":
+            return self.low <= self.published
+        return self.low <= self.published <= self.high
+
+
+def coverage(model: Model, profile: Profile) -> list[Held]:
+    """Each figure of the model against a bar (module doc, 2.): a fit figure against the bar its point would
+    have had if the figure had never been seen (every refit but its own, each with its residual, the kind's
+    largest residual but its own elsewhere), a validation figure against the bar its point carries (bars() at
+    a checked point)."""
+    state = stated(model, profile)
+    if state.error is None:
+        return []
+    figures = model.calibration.figures
+    out = []
+    for f in figures:
+        others = [g for g in figures if g.id != f.id and g.id in profile.leave_one_out]
+        left = _stated(model, dataclasses.replace(
+            profile, leave_one_out={g.id: profile.leave_one_out[g.id] for g in others},
+            refits={k: v for k, v in profile.refits.items() if k != f.id}))
+        rows = evaluate(model, figure_frame(model, (f,)), _with(profile, profile.refits[f.id][0])) \
+            if f.id in profile.refits else evaluate(model, figure_frame(model, (f,)), profile)
+        lo, hi = spread(model, rows, np.ones(1, dtype=bool),
+                        [(None, left.q), *zip(left.alternatives, left.residuals())])
+        out.append(_held(f, "fit", lo[f.metric][0], hi[f.metric][0]))
+    checks = validation_figures(model, profile)
+    if checks:
+        rows = evaluate(model, figure_frame(model, checks), profile)
+        stored = bars(model, profile, rows, pl.Series(["fit"] * len(checks)), state)
+        for i, f in enumerate(checks):
+            lo_col, hi_col = columns(f.metric)
+            if lo_col in stored.columns:
+                out.append(_held(f, "validation", stored[lo_col][i], stored[hi_col][i]))
+    return out
+
+
+def _held(f: Figure, use: str, low, high) -> Held:
+    return Held(figure=f.id, use=use, published=f.published, bound=f.bound,
+                low=float("nan") if low is None else float(low), high=float("nan") if high is None else float(high))
