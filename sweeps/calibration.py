@@ -21,13 +21,15 @@ import polars as pl
 from workers import MODELS
 from workers.calibrate import (
     DEFAULT_STARTS, LOO_STARTS, Calibration, FigureResult, calibrate, loo_text, predict, validation_figures,
+    work_comparison,
 )
 from workers.dataset import MEASURED
 from workers.dataset.folder import Location, at, read_manifest, scan_parts
 from workers.dataset.parts import checked_parts
 from workers.exceptions import SweepFolderError
 from workers.fitcheck import cost_orders, impossible
-from workers.interval import coverage, stated
+from workers.dataset import unit_of
+from workers.interval import RATIOS, coverage, stated
 from workers.profiles import RANGE, Profile, dump_profile, load_profile
 from workers.units import parse_size
 
@@ -93,6 +95,9 @@ def _print(results: list[Calibration], predictions: list[FigureResult], as_json:
     for cal in results:
         print(format_calibration(cal))
         print(format_coverage(cal))
+        work = format_work(cal)
+        if work:
+            print(work)
     if predictions:
         print(format_holdout(predictions))
 
@@ -368,12 +373,15 @@ def format_coverage(cal: Calibration) -> str:
     if not held:
         return f"  error bars: none ({stated(MODELS[cal.model], profile).basis})"
     state = stated(MODELS[cal.model], profile)
-    order = dict.fromkeys([*(f.metric for f in MODELS[cal.model].calibration.figures), *state.n])
-    kinds = {m.removeprefix("metric_"): (state.rate(m), state.n[m], state.q[m]) for m in order
+    figures = MODELS[cal.model].calibration.figures
+    own = dict.fromkeys([*(f.metric for f in figures if f.bound == "="),  # the kinds with figures, then ratios
+                         *(m for m in state.n if unit_of(m) in RATIOS and m not in {f.metric for f in figures})])
+    kinds = {m.removeprefix("metric_"): (state.rate(m), state.n[m], state.q[m]) for m in own
              if state.rate(m) is not None}
     claim = "; ".join(f"{m} {rate:.0%} ({n} held out, |error| up to {q:.1%})" for m, (rate, n, q) in kinds.items())
     lines = [f"  error bars claim that a figure no fit saw falls inside at n / (n + 1) of the held-out figures of "
-             f"its kind or more (jackknife+, workers/interval.py): {claim}; checked:"] if kinds else \
+             f"its kind or more (jackknife+, workers/interval.py): {claim}; any other answer as its model's "
+             "largest; checked:"] if kinds else \
         ["  error bars (the validation figures' largest error; no refits recorded): checked:"]
     for use, what in (("fit", "fit figures, each left out of its own bar"),
                       ("validation", "validation figures, never fit, against the bar at their point")):
@@ -383,6 +391,25 @@ def format_coverage(cal: Calibration) -> str:
             lines.append(f"    {what}: {inside} of {len(some)} inside ({inside / len(some):.0%})")
             lines += [f"      outside: {h.figure} {h.bound if h.bound != '=' else ''}{h.published:.4g} against "
                       f"[{h.low:.4g}, {h.high:.4g}]" for h in some if not h.inside]
+    return "\n".join(lines)
+
+
+def format_work(cal: Calibration) -> str:
+    """Where compute binds (Calibration.work), each variant's modeled speedup beside the kernel's own work:
+    the speedup follows the in-core cycles of the kernel's code, which follow its instructions unless the
+    cycles per instruction differ (workers.models.incore)."""
+    model = MODELS[cal.model]
+    point, rows = work_comparison(model, cal.profile)
+    if not rows:
+        return ""
+    cmp = model.report.comparison
+    where = ", ".join(f"{k} {v}" for k, v in point.items())
+    metric = model.calibration.work.work.removeprefix("metric_").replace("_", " ")
+    width = max(len(r.variant) for r in rows)
+    lines = [f"  at {where}, over {cmp.baseline} (modeled time; its in-core part, the kernel's cycles; the "
+             f"kernel's {metric}):"]
+    lines += [f"    {r.variant:<{width}}  time {r.speedup:.2f}x  cycles {r.compute:.2f}x  {metric} {r.work:.2f}x"
+              f"  ({r.dominant} binds)" for r in rows]
     return "\n".join(lines)
 
 

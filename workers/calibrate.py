@@ -32,7 +32,7 @@ import numpy as np
 import polars as pl
 
 from .evaluate import evaluate
-from .model import Figure, FreeParam, Model, figure_frame, validation_figures, with_costs
+from .model import Figure, FreeParam, Model, figure_frame, points_frame, validation_figures, with_costs
 from .exceptions import ProfileError
 from .fitcheck import Count, Identification, count, free_directions, identify
 from .interval import ranged
@@ -479,6 +479,36 @@ def _count(jac: np.ndarray, x: np.ndarray, free, sensitivity: tuple[Sensitivity,
     hand = [h for h in sensitivity if h.moves]
     return count([f"{p.section}.{p.key}" for p in free], jac * x, [f"{h.section}.{h.key}" for h in hand],
                  np.array([h.slope for h in hand]).T if hand else np.zeros((jac.shape[0], 0)), MOVES)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Work:
+    """One variant at a model's work point (Calibration.work) against the comparison's baseline: how much
+    faster the model says it is, how much less compute time, and how much less work the kernel does."""
+
+    variant: str
+    speedup: float  # baseline time / this time (modeled)
+    compute: float  # baseline compute time / this one (modeled: the kernel's cycles on the profile's core)
+    work: float  # baseline's kernel work / this one's (memmap: instructions, equal to a guest's)
+    dominant: str  # what sets the time there
+
+
+def work_comparison(model: Model, profile: Profile) -> tuple[dict, list[Work]]:
+    """Calibration.work's point, and every variant of the comparison against the baseline there."""
+    cmp, check = model.report.comparison, model.calibration.work
+    if cmp is None or check is None:
+        return {}, []
+    axis = cmp.column.removeprefix("param_")
+    variants = [v for v in model.axis(axis).choices]
+    rows = evaluate(model, points_frame(model, [{**check.point, axis: v} for v in variants]), profile)
+    if (rows["status"] != "ok").any():
+        return dict(check.point), []
+    base = variants.index(cmp.baseline)
+    time, compute, work = (rows[c].cast(pl.Float64).to_list() for c in (model.headline, check.compute, check.work))
+    dominant = rows[check.binds].to_list() if check.binds else [""] * len(variants)
+    return dict(check.point), [Work(variant=str(v), speedup=time[base] / time[i],
+                                    compute=compute[base] / compute[i], work=work[base] / work[i],
+                                    dominant=dominant[i]) for i, v in enumerate(variants) if i != base]
 
 
 def predict_validation(model: Model, figures, profile: Profile) -> list[FigureResult]:

@@ -123,11 +123,13 @@ def _stated(model: Model, profile: Profile) -> Stated:
 
         def pool(m: str) -> list[float]:
             return pools[m] if m in pools else ratios if ratios and unit_of(m) in RATIOS else every
-        q = {m: max(pool(m)) for m in model.priced}
+        still = _unmoved(model, profile, refits)
+        q = {m: 0.0 if m in still else max(pool(m)) for m in model.priced}
         own = [f for f in figures for _ in profile.refits.get(f.id, ())]  # the figure each refit left out
         paired = tuple({m: max(abs(e) for e in loo[f.id]) if f.metric == m and f.bound == "=" and f.id in loo
                         else q[m] for m in model.priced} for f in own)
-        return Stated(q=q, n={m: len(pool(m)) for m in model.priced}, error=max(every), refits=refits,
+        return Stated(q=q, n={m: 0 if m in still else len(pool(m)) for m in model.priced}, error=max(every),
+                      refits=refits,
                       spans=spans, paired=paired,
                       basis=f"the largest leave-one-out error of its {len(loo)} fit figures, by kind")
     checks = validation_figures(model, profile)
@@ -142,6 +144,18 @@ def _stated(model: Model, profile: Profile) -> Stated:
     return Stated(q={}, n={}, error=None, refits=(), spans=(),
                   basis=f"profile {profile.name} records no refits of {model.name} and no validation figure of it: "
                         "no error bar")
+
+
+def _unmoved(model: Model, profile: Profile, refits: tuple[Profile, ...]) -> set[str]:
+    """The priced metrics no refit moves at any figure's point: they do not rest on the fitted costs (pfnmap's
+    share of huge leaves is the mapping's geometry), so the fit's errors are not theirs."""
+    points = figure_frame(model, model.calibration.figures)
+    base = evaluate(model, points, profile)
+    still = set(model.priced)
+    for refit in refits:
+        again = evaluate(model, points, refit)
+        still = {m for m in still if base[m].equals(again[m])}
+    return still
 
 
 def _with(profile: Profile, costs) -> Profile:

@@ -315,6 +315,18 @@ class Assumption:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class WorkCheck:
+    """Where a model's time should follow the kernel's own work (Calibration.work): `point` (axis values), the
+    metric of that work (`work`: the kernel's instructions), the in-core part of the time (`compute`) and,
+    optionally, the metric saying what sets the time (`binds`)."""
+
+    point: Mapping[str, object]
+    work: str
+    compute: str
+    binds: str = ""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class Calibration:
     """What calibration (workers.calibrate, `memsweep calibrate`) reads of a model (optional part
     `Model.calibration`).
@@ -324,13 +336,17 @@ class Calibration:
     `measured_free_params`: what a fit to measured rows frees (those span sizes and shapes the published
     figures do not, so they can pin costs the figures leave at assumed values); None: `free_params`.
     `cost_orders`: orders the model's own section's costs keep on any machine; a fit that breaks one is
-    not saved. `assumptions`: what its answers may rest on unchecked, and where (workers.evidence)."""
+    not saved. `assumptions`: what its answers may rest on unchecked, and where (workers.evidence).
+    `work`: a point where compute binds and the metrics of the kernel's own work there (WorkCheck):
+    calibrate prints each variant of the report's comparison against its baseline there, the modeled time
+    beside the kernel's work (memmap: 1 GiB fsdax map=mem against the series build's instructions)."""
 
     figures: tuple[Figure, ...] = ()
     free_params: tuple[FreeParam, ...] = ()
     measured_free_params: tuple[FreeParam, ...] | None = None
     cost_orders: tuple[CostOrder, ...] = ()
     assumptions: tuple[Assumption, ...] = ()
+    work: WorkCheck | None = None
 
     @property
     def free_for_measured(self) -> tuple[FreeParam, ...]:

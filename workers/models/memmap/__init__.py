@@ -78,7 +78,7 @@ import polars as pl
 
 from workers.axes import ALIGN, COMPOUND_ORDER, NAMESPACE_SIZE, STRUCT_PAGE_SIZE, Axis, choice
 from workers.findings import MAX, MIN, Column, Medians, MedianTable, Pick, Ratio, Winner
-from workers.model import (LAST_LEVEL, Assumption, Calibration, Comparison, Figure, FreeParam, KernelCheck,
+from workers.model import (LAST_LEVEL, Assumption, Calibration, Comparison, Figure, FreeParam, KernelCheck, WorkCheck,
                            LastPoints, Measurement, Metric, Model, Reasons, Report)
 from workers.models import copy as cp
 from workers.models import incore
@@ -615,7 +615,12 @@ class MemmapModel(Model):
         comparison=Comparison(axis="strategy", baseline="slow", metric="metric_init_ms", label="strategy"),
         best_keys=("struct_page_size", "mode", "map"), plots=PLOTS, findings=FINDINGS, tables=TABLES)
     calibration = Calibration(figures=published_figures(name), free_params=FREE_PARAMS,
-                              measured_free_params=MEASURED_FREE_PARAMS, assumptions=ASSUMPTIONS)
+                              measured_free_params=MEASURED_FREE_PARAMS, assumptions=ASSUMPTIONS,
+                              # 16 MiB of struct pages: LLC-resident between rebinds, so the in-core work binds
+                              work=WorkCheck(point={"namespace_size": "1GiB", "mode": "fsdax", "map": "mem",
+                                                    "align": "2MiB", "struct_page_size": 64},
+                                             work="metric_init_instructions", compute="metric_compute_ms",
+                                             binds="metric_dominant"))
     # The user-space analog of memmap_init_zone_device() (workers/models/memmap/measure.py) fills
     # metric_init_ms; its figures are named memmap/measured/<mode>/P<P>/<strategy>/<size>. The struct pages
     # are priced with the copy costs, so a fit takes the host's last-level cache as copy.llc_bytes.
