@@ -190,3 +190,33 @@ def test_a_model_that_fails_under_a_refit_gives_error_rows_of_the_full_schema(mo
     assert rows.columns == good.columns and rows.schema == good.schema
     assert rows["status"].to_list() == ["error", "error"] and "refit out of range" in rows["reason"][0]
     assert rows["lo_init_ms"].is_null().all() and rows["evidence"].is_null().all()
+
+
+def test_an_x86_time_spans_the_assumed_factor_on_the_arm64_servers_costs_and_its_ratios_do_not():
+    """young.x86_scale (assumed 1, range 0.5-2: the x86 figures are ratios, which no common factor moves): an
+    x86 time's bar reaches half and twice its answer, and its evidence names the assumption; its speedup over
+    per_pte, a ratio, keeps the bar of its kind."""
+    point = dict(namespace_size="8GiB", mapped_size="10GiB", align="2MiB", compound_order=4, young_fraction=0.0,
+                 arch="x86_64", first_pte_cont=False, batching="batched", lru="mglru", unmap="batched")
+    rows = evaluate(YOUNG, points_frame(YOUNG, [point]), SEED)
+    row = bars(YOUNG, [point]).row(0, named=True)
+    assert row["lo_scan_ms"] <= 0.5 * row["metric_scan_ms"] and row["hi_scan_ms"] >= 2.0 * row["metric_scan_ms"]
+    assert row["hi_speedup_vs_per_pte"] < 1.5 * row["metric_speedup_vs_per_pte"]
+    assumed = evidence.label(YOUNG, SEED, rows)["evidence_assumptions"][0].to_list()
+    assert "x86 costs (young.x86_scale)" in assumed and "unmap step (young.unmap_step_ns)" in assumed
+
+
+def test_a_pmem_time_spans_the_xpline_amplification_and_a_dram_one_does_not_move():
+    """memmap.pmem_writeback_amplification is assumed 4 within [1, 4] (a write-back merged in its XPLine, or
+    not): a pmem map=dev slow bind's bar reaches down to its time at 1x, a DRAM one's is no wider for it."""
+    pmem, dram = (dict(BIG, strategy="slow", medium=m, namespace_size="100GiB") for m in ("pmem", "dram"))
+    one = interval._with(SEED, {"memmap.pmem_writeback_amplification": 1.0})
+    at_one = evaluate(MEMMAP, points_frame(MEMMAP, [pmem]), one)["metric_init_ms"][0]
+    rows = bars(MEMMAP, [pmem, dram])
+    assert at_one < 0.8 * rows["metric_init_ms"][0] and rows["lo_init_ms"][0] <= at_one
+    without = dataclasses.replace(SEED, refits={k: v for k, v in SEED.refits.items()
+                                                if k != RANGE + "memmap.pmem_writeback_amplification"},
+                                  sections={**SEED.sections, "memmap": {
+                                      k: dataclasses.replace(e, range=None) if k == "pmem_writeback_amplification"
+                                      else e for k, e in SEED.sections["memmap"].items()}})
+    assert bars(MEMMAP, [dram], without)["lo_init_ms"][0] == pytest.approx(rows["lo_init_ms"][1], rel=1e-6)
