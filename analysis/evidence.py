@@ -18,10 +18,13 @@ from dataclasses import dataclass, field
 import polars as pl
 
 from workers.dataset import EVIDENCE_AXIS, PART_EVIDENCE_AXES
-from workers.evidence import (ASSUMED, EXTRAPOLATED, KERNEL_CHECKED, LABELS, arithmetic, arithmetic_checked, describe,
-                              value_text)
+from workers import interval
+from workers.evidence import (ASSUMED, EXTRAPOLATED, FIT, KERNEL_CHECKED, LABELS, VALIDATED, arithmetic,
+                              arithmetic_checked, describe, value_text, what_if)
+from workers.model import validation_figures
 from workers.units import parse_size
 
+from .metrics import figure_filter
 from .read import MODELED, ModelRows, collect_all
 
 RANK = {label: i for i, label in enumerate(LABELS)}
@@ -55,12 +58,46 @@ def label_expr(rows: ModelRows, metric: str) -> pl.Expr | None:
         return pl.when(labelled & arithmetic_checked(rows.model, metric)).then(pl.lit(KERNEL_CHECKED)) \
             .when(labelled).then(pl.lit(EXTRAPOLATED))
     off = _off(rows, metric)
-    if not off or not _structured(rows):
-        return pl.col("evidence")
-    # assumed only for assumptions that do not bear on this metric: the point is otherwise extrapolated
-    kept = pl.col("evidence_assumptions").list.eval(pl.element().filter(~pl.element().is_in(off))).list.len()
-    return pl.when((pl.col("evidence") == ASSUMED) & (kept == 0)).then(pl.lit(EXTRAPOLATED)) \
-        .otherwise(pl.col("evidence"))
+    stored = pl.col("evidence")
+    if off and _structured(rows):
+        # assumed only for assumptions that do not bear on this metric: the point is otherwise extrapolated
+        kept = pl.col("evidence_assumptions").list.eval(pl.element().filter(~pl.element().is_in(off))).list.len()
+        stored = pl.when((stored == ASSUMED) & (kept == 0)).then(pl.lit(EXTRAPOLATED)).otherwise(stored)
+    return _own_figures(rows, metric, stored, off)
+
+
+def _own_figures(rows: ModelRows, metric: str, stored: pl.Expr, off: list[str]) -> pl.Expr:
+    """The label of a metric that is not the headline, by workers.evidence.only()'s rule (rows store the
+    headline's): a fit or validated point of another metric's figure is no check of this one (assumed
+    where an assumption that bears on it applies, else extrapolated), while this metric's own figures make
+    their points fit, or validated where the answer is within the model's stated error of its kind."""
+    model, profile = rows.model, rows.sweep.profile_object()
+    if model is None or profile is None or metric == model.headline or what_if(model, profile):
+        return stored  # a what-if profile's answers are assumed at every point
+    columns = list(rows.schema())
+    checked = stored.is_in([FIT, VALIDATED])
+    if _structured(rows):
+        kept = pl.col("evidence_assumptions").list.eval(pl.element().filter(~pl.element().is_in(off))).list.len()
+        label = pl.when(checked & (kept > 0)).then(pl.lit(ASSUMED)).when(checked).then(pl.lit(EXTRAPOLATED)) \
+            .otherwise(stored)
+    else:
+        label = pl.when(checked).then(pl.lit(EXTRAPOLATED)).otherwise(stored)
+    q = interval.stated(model, profile).q.get(metric)
+    own = [(f, FIT) for f in model.calibration.figures if f.metric == metric]
+    own += [(f, VALIDATED) for f in validation_figures(model, profile) if f.metric == metric]
+    for f, use in reversed(own):  # the first figure at a point decides, a fit one before a validation one
+        at = figure_filter(model, f, columns)
+        if at is None:
+            continue
+        if use == VALIDATED:
+            if q is None:
+                continue
+            err = pl.col(metric).cast(pl.Float64) / f.published - 1.0
+            err = err.clip(upper_bound=0.0) if f.bound == ">=" else err.clip(lower_bound=0.0) if f.bound == "<=" \
+                else err
+            at = at & (err.abs() <= q)
+        label = pl.when(at & stored.is_not_null()).then(pl.lit(use)).otherwise(label)
+    return label
 
 
 def row_label(rows: ModelRows, source: str | None, metric: str) -> pl.Expr:

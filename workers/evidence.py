@@ -19,13 +19,15 @@ figures (`[[validation]]`, never fit). From that, each modeled row gets a label 
 - `assumed`: an assumption applies (the note names it), or the profile was not fit for this model.
 
 A fit or validation point keeps its label whatever else applies: its number was checked against a
-published one. Otherwise `assumed` is the weaker label and wins over `extrapolated`; the note lists
+published one. The label is per metric: a metric other than the headline is fit or validated only at its
+own figures' points (`only()`; a validated speedup at a fit time's point), and rows store the headline's,
+which analysis/evidence.py turns into another metric's by the same rule. Otherwise `assumed` is the weaker label and wins over `extrapolated`; the note lists
 both. Rows of the measured and kernel sources are observations, not answers: their evidence is null.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import polars as pl
@@ -62,6 +64,7 @@ class Domain:
     what_if: str  # why no row of this profile rests on the fit, or ""
     figure_ids: dict[str, str]  # point key -> the first figure's id at it
     checks: pl.DataFrame  # key, id, metric, published: the validation figures, to measure a row against
+    fits: pl.DataFrame  # key, id, metric: the fit figures, to narrow the domain to one metric's (only())
     stated: dict[str, float]  # metric -> the model's stated error of its kind (workers.interval: the held-out
     # residual its error bars are built from); empty when the profile states none
 
@@ -79,10 +82,23 @@ def domain(model: Model, profile: Profile) -> Domain:
                            "bound": [f.bound for f in val]}) \
         if "validation" in frames else pl.DataFrame(schema={"key": pl.UInt64, "id": pl.Utf8, "check_metric": pl.Utf8,
                                                             "published": pl.Float64, "bound": pl.Utf8})
+    fits = pl.DataFrame({"key": frames["fit"]["key"], "id": [f.id for f in fit], "metric": [f.metric for f in fit]}) \
+        if "fit" in frames else pl.DataFrame(schema={"key": pl.UInt64, "id": pl.Utf8, "metric": pl.Utf8})
     return Domain(fit=frozenset(frames["fit"]["key"]) if "fit" in frames else frozenset(),
                   validated=frozenset(frames["validation"]["key"]) if "validation" in frames else frozenset(),
-                  values=values, what_if=_what_if(model, profile), figure_ids=ids, checks=checks,
+                  values=values, what_if=what_if(model, profile), figure_ids=ids, checks=checks, fits=fits,
                   stated=interval.stated(model, profile).q)
+
+
+def only(dom: Domain, metric: str) -> Domain:
+    """The domain of one metric that is not the headline: a figure of another metric at a point checks
+    nothing of this one, so only this metric's fit and validation figures make a point fit or validated
+    (memmap's validation speedups sit at the points of fit times). The axes' values stay every figure's."""
+    fits = dom.fits.filter(pl.col("metric") == metric)
+    checks = dom.checks.filter(pl.col("check_metric") == metric)
+    keys, ids = fits["key"].to_list() + checks["key"].to_list(), fits["id"].to_list() + checks["id"].to_list()
+    return replace(dom, fit=frozenset(fits["key"]), validated=frozenset(checks["key"]), checks=checks,
+                   figure_ids=dict(zip(keys[::-1], ids[::-1])))
 
 
 def _keyed(model: Model, figures: tuple[Figure, ...]) -> pl.DataFrame:
@@ -95,7 +111,7 @@ def _key(model: Model) -> pl.Expr:
     return pl.struct([pl.col(a.column).cast(a.dtype) for a in model.axes]).hash(seed=0).alias("key")
 
 
-def _what_if(model: Model, profile: Profile) -> str:
+def what_if(model: Model, profile: Profile) -> str:
     """Why the profile's answers for this model are not the fitted ones: its fitted costs are not
     calibrated, or it changes entries of a fitted base profile. "" when they are."""
     free = model.calibration.free_params
@@ -132,6 +148,8 @@ def label(model: Model, profile: Profile, rows: pl.DataFrame, metric: str | None
                       note=pl.Series(np.where(bound, f"{name}: the kernel's own arithmetic, equal to a guest's at "
                                                      f"this point", f"{name}: the kernel's own arithmetic; {unchecked}"),
                                      dtype=pl.Utf8))
+    if metric != model.headline:
+        dom = only(dom, metric)
     keys = rows.select(_key(model)).to_series()
     check = _validation(rows, keys, dom)
     axes, axes_text = _axes(model, rows, dom)

@@ -129,3 +129,37 @@ def test_a_parts_footer_lists_its_rows_distinct_entries_and_the_count_reads_them
     assert by_footer[0].notes and by_footer[0].axes == ("namespace_size", "align", "start_offset")
     monkeypatch.setattr(ev_module, "far_values", lambda rows: None)
     assert [summarize(rows, rows.scan(), m) for m in ("metric_init_ms", "metric_memmap_pages")] == by_footer
+
+
+def test_each_metric_reads_its_own_figures_label(tmp_path):
+    """Rows store the headline's label; a metric reads its own (workers.evidence.only()). At 100 GiB fsdax
+    map=dev the init time is `fit` (a fit figure's point) while the speedup there is `validated` (v1's and
+    v3's figures, within the stated error), while at devdax, where v1's and v3's speedups miss by more than
+    the stated error, it is not validated. The instructions and the compute time have no figure: the fit
+    points check nothing of them.
+    The sweep's read-time label and the producer's label for the metric agree row by row."""
+    from analysis.evidence import label_expr
+
+    at = [dict(BASE, mode=mode, strategy=s) for mode in ("fsdax", "devdax") for s in ("template_nt_inline", "template")]
+    rows = produced_sweep(tmp_path, at + [dict(BASE, namespace_size="16GiB")])
+    stored = rows.scan().select("evidence").collect().to_series().to_list()
+    assert stored == ["fit"] * 4 + ["assumed"]  # the headline's
+    q = produced.domain(MEMMAP, SEED).stated["metric_speedup_vs_slow"]
+    speedups = rows.scan().select("metric_speedup_vs_slow").collect().to_series().to_list()
+    published = [2.615, 1.109, 2.681, 1.304]
+    within = [abs(v / p - 1) <= q for v, p in zip(speedups, published)]
+    assert within[:2] == [True, True]  # what the expected labels below rest on, at this profile
+    fresh = evaluate(MEMMAP, points_frame(MEMMAP, at + [dict(BASE, namespace_size="16GiB")]), SEED)
+    for metric in ("metric_init_ms", "metric_speedup_vs_slow", "metric_init_instructions", "metric_compute_ms"):
+        got = rows.scan().select(label_expr(rows, metric)).collect().to_series().to_list()
+        assert got == produced.label(MEMMAP, SEED, fresh, metric)["evidence"].to_list(), metric
+        if metric == "metric_speedup_vs_slow":
+            assert got == ["validated" if w else "extrapolated" for w in within] + ["assumed"]
+        elif metric == "metric_init_ms":
+            assert got == stored
+        elif metric == "metric_init_instructions":  # no figure of its own; LLC warmth is no part of a count
+            assert got == ["extrapolated"] * 5
+        else:  # no figure of its own: the fit points check nothing of it; at 16 GiB LLC warmth is assumed
+            assert got == ["extrapolated"] * 4 + ["assumed"], metric
+    note = produced.label(MEMMAP, SEED, fresh, "metric_speedup_vs_slow")["evidence_note"].to_list()
+    assert note[0].startswith("validated by memmap/validation/v1/fsdax/template_nt_inline, ")
