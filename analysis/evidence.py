@@ -19,8 +19,8 @@ import polars as pl
 
 from workers.dataset import EVIDENCE_AXIS, PART_EVIDENCE_AXES
 from workers import interval
-from workers.evidence import (ASSUMED, EXTRAPOLATED, FIT, KERNEL_CHECKED, LABELS, VALIDATED, arithmetic,
-                              arithmetic_checked, describe, value_text, what_if)
+from workers.evidence import (ASSUMED, EXTRAPOLATED, FIT, LABELS, VALIDATED, arithmetic,
+                              counted_label, describe, value_text, what_if)
 from workers.model import validation_figures
 from workers.units import parse_size
 
@@ -54,9 +54,7 @@ def label_expr(rows: ModelRows, metric: str) -> pl.Expr | None:
     if "evidence" not in rows.schema():
         return None
     if rows.model is not None and arithmetic(rows.model, metric):  # the kernel's arithmetic (workers.evidence)
-        labelled = pl.col("evidence").is_not_null()
-        return pl.when(labelled & arithmetic_checked(rows.model, metric)).then(pl.lit(KERNEL_CHECKED)) \
-            .when(labelled).then(pl.lit(EXTRAPOLATED))
+        return pl.when(pl.col("evidence").is_not_null()).then(counted_label(rows.model, metric))
     off = _off(rows, metric)
     stored = pl.col("evidence")
     if off and _structured(rows):
@@ -98,6 +96,25 @@ def _own_figures(rows: ModelRows, metric: str, stored: pl.Expr, off: list[str]) 
             at = at & (err.abs() <= q)
         label = pl.when(at & stored.is_not_null()).then(pl.lit(use)).otherwise(label)
     return label
+
+
+def _missed(rows: ModelRows, metric: str, note: pl.Expr) -> pl.Expr:
+    """`note`, but at the point of one of `metric`'s own validation figures (not the headline's) the figure
+    and how far the answer is from it, as workers.evidence words it for the headline."""
+    model, profile = rows.model, rows.sweep.profile_object()
+    if model is None or profile is None or metric == model.headline or metric not in rows.schema():
+        return note
+    q = interval.stated(model, profile).q.get(metric)
+    columns = list(rows.schema())
+    for f in reversed([f for f in validation_figures(model, profile) if f.metric == metric]):
+        at = figure_filter(model, f, columns)
+        if at is None or q is None:
+            continue
+        err = (pl.col(metric).cast(pl.Float64) / f.published - 1.0) * 100
+        words = pl.format("{}: {}{}% from it, beyond the model's stated {}", pl.lit(f.id),
+                          pl.when(err >= 0).then(pl.lit("+")).otherwise(pl.lit("")), err.round(1), pl.lit(f"{q:.1%}"))
+        note = pl.when(at).then(words).otherwise(note)
+    return note
 
 
 def row_label(rows: ModelRows, source: str | None, metric: str) -> pl.Expr:
@@ -148,7 +165,13 @@ def summarize(rows: ModelRows, lf: pl.LazyFrame, metric: str) -> Evidence:
         return Evidence()
     value = pl.col(metric).is_not_null() if metric in rows.schema() else pl.lit(True)
     labelled = lf.filter(value).with_columns(label.alias("_label")).filter(pl.col("_label").is_not_null())
-    weak = labelled.filter(pl.col("_label").is_in([EXTRAPOLATED, ASSUMED]))
+    # a point of another metric's figure (the stored note says "fit to ...") is weak for this one: say so
+    name = metric.removeprefix("metric_")
+    note = pl.when(pl.col("evidence").is_in([FIT, VALIDATED])) \
+        .then(pl.lit(f"no figure of {name} here (") + pl.col("evidence_note") + pl.lit(")")) \
+        .otherwise(pl.col("evidence_note"))
+    weak = labelled.filter(pl.col("_label").is_in([EXTRAPOLATED, ASSUMED])).with_columns(
+        _missed(rows, metric, note).alias("evidence_note"))
     counted = rows.model is not None and arithmetic(rows.model, metric)
     if counted:  # the kernel's arithmetic: the label says it all
         counts = labelled.group_by("_label").agg(pl.len().alias("n")).collect()

@@ -44,8 +44,8 @@ def kernel_rows(folder: Path, build: str | None) -> pl.DataFrame:
     return rows.filter(pl.col("env_guest_kernel") == (build or kernels[0]))
 
 
-def report(rows: pl.DataFrame) -> tuple[str, np.ndarray]:
-    """The markdown tables and the all-rows coefficients."""
+def report(rows: pl.DataFrame) -> tuple[str, np.ndarray, float]:
+    """The markdown tables, the all-rows coefficients and the largest |leave-one-out error|."""
     strategy, n = work_counts(rows.select(pl.col("^param_.*$")))
     x, y = work.design(strategy, n), rows["metric_init_instructions"].to_numpy().astype(float)
     cells = list(rows.select(CELL).iter_rows())
@@ -71,7 +71,8 @@ def report(rows: pl.DataFrame) -> tuple[str, np.ndarray]:
     lines += ["", f"Instructions per operation (all rows): {costs}.",
               f"Worst: leave-one-out {_pct(frame['loo'])}, never fit {_pct(frame['never'].drop_nans())}, "
               f"in-sample {_pct(frame['inside'])} over {rows.height} rows."]
-    return "\n".join(lines), coef
+    worst = np.abs(frame["loo"].to_numpy())
+    return "\n".join(lines), coef, float(np.nanmax(worst)) if not np.isnan(worst).all() else float("nan")
 
 
 def _pct(s: pl.Series) -> str:
@@ -85,13 +86,13 @@ def _pct(s: pl.Series) -> str:
     return f"{worst * 100:+.2f}%"
 
 
-def record(build: str, coef: np.ndarray, rows: pl.DataFrame) -> Path:
+def record(build: str, coef: np.ndarray, loo: float, rows: pl.DataFrame) -> Path:
     """instructions.toml with the build's table replaced by the all-rows fit."""
     path = ROOT / "workers" / "models" / "memmap" / "instructions.toml"
     kernel = rows["env_guest_kernel"][0]
     fit_text = (f"nnls over {rows.height} kernel rows of {kernel} (1-16 GiB; fsdax/devdax, 2 MiB/1 GiB, map=dev/mem; "
                 f"strategies {sorted(rows['param_strategy'].unique())}), benchmarks/instructions.py")
-    table = work.costs_of(coef, build=build, fit_text=fit_text).toml()
+    table = work.costs_of(coef, build=build, fit_text=fit_text, loo_error=loo).toml()
     text = path.read_text() if path.exists() else ""
     text = re.sub(rf'\n?\["{re.escape(build)}"\]\n(?:[^\[\n][^\n]*\n)*', "\n", text)
     text = re.sub(r"\n{3,}", "\n\n", text).rstrip("\n")
@@ -106,10 +107,10 @@ def main() -> None:
     p.add_argument("--record", metavar="NAME", help="record the fit in instructions.toml as build NAME")
     args = p.parse_args()
     rows = kernel_rows(args.sweep, args.build)
-    text, coef = report(rows)
+    text, coef, loo = report(rows)
     print(text)
     if args.record:
-        print(f"recorded in {record(args.record, coef, rows).relative_to(ROOT)}")
+        print(f"recorded in {record(args.record, coef, loo, rows).relative_to(ROOT)}")
 
 
 if __name__ == "__main__":

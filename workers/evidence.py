@@ -13,7 +13,11 @@ figures (`[[validation]]`, never fit). From that, each modeled row gets a label 
 - `kernel-checked`: the metric asked about is one the kernel gives and the model must equal (counts,
   bytes: workers.guest), at a point a guest bound with equal counts in the kernel results the project
   records (KernelCheck.bound); elsewhere the same count, and any count or size the model computes
-  without a cost (Model.arithmetic: memmap's DRAM bytes), is the kernel's arithmetic, `extrapolated`;
+  without a cost (Model.arithmetic: memmap's DRAM bytes), is the kernel's arithmetic, `extrapolated`. A
+  count of the kernel's work (KernelCheck.work: memmap's instructions, operation counts x a build's
+  instructions per operation) is `fit` at the points of the kernel rows its costs were fit to,
+  `kernel-checked` where another guest's count agreed within the fit's leave-one-out error, and
+  `extrapolated` elsewhere;
 - `extrapolated`: none of these; the note names each axis whose value no figure has, and how far it
   lies from the values that have one ("namespace_size 4TiB: 41x the largest with a figure (100GiB)");
 - `assumed`: an assumption applies (the note names it), or the profile was not fit for this model.
@@ -137,17 +141,12 @@ def label(model: Model, profile: Profile, rows: pl.DataFrame, metric: str | None
     n = rows.height
     if n == 0:
         return pl.DataFrame(schema=COLUMNS)
-    kind = arithmetic(model, metric)
-    if kind is not None:
-        # a count or a size the kernel's own arithmetic gives: no cost, so no fit, cache state or machine;
-        # checked where a guest bound the point (KernelCheck.bound), the same arithmetic elsewhere
-        name = metric.removeprefix("metric_")
-        bound = rows.with_columns(arithmetic_checked(model, metric).alias("_bound"))["_bound"]  # a literal broadcasts
-        unchecked = "no guest bound this point" if kind == EXACT else "no guest gives it"
-        return _frame(n, pl.Series(np.where(bound, KERNEL_CHECKED, EXTRAPOLATED), dtype=pl.Utf8),
-                      note=pl.Series(np.where(bound, f"{name}: the kernel's own arithmetic, equal to a guest's at "
-                                                     f"this point", f"{name}: the kernel's own arithmetic; {unchecked}"),
-                                     dtype=pl.Utf8))
+    if arithmetic(model, metric) is not None:
+        # a count or a size of the kernel's own arithmetic, or a count of its work: no cost of a machine, so
+        # no cache state or machine; checked where a guest bound the point and agreed (KernelCheck.bound)
+        out = rows.with_columns(counted_label(model, metric).alias("_evidence"),  # a literal broadcasts
+                                counted_note(model, metric).alias("_note"))
+        return _frame(n, out["_evidence"].alias("evidence"), note=out["_note"].alias("evidence_note"))
     if metric != model.headline:
         dom = only(dom, metric)
     keys = rows.select(_key(model)).to_series()
@@ -222,23 +221,50 @@ def _validation(rows: pl.DataFrame, keys: pl.Series, dom: Domain) -> pl.DataFram
                          "error": pl.Series(error, dtype=pl.Float64)})
 
 
-EXACT, COUNTED = "exact", "counted"
+EXACT, COUNTED, WORK = "exact", "counted", "work"
 
 
 def arithmetic(model: Model, metric: str) -> str | None:
-    """Whether `metric` is the kernel's arithmetic rather than a priced answer: EXACT when a guest gives it and
-    the model must equal it (KernelCheck.exact), COUNTED when only the model computes it without a cost
-    (Model.arithmetic), None for an answer that rests on costs."""
+    """Whether `metric` is the kernel's arithmetic or work rather than an answer priced with a machine's
+    costs: EXACT when a guest gives it and the model must equal it (KernelCheck.exact), WORK when it is
+    counts times a kernel build's fitted costs per operation (KernelCheck.work: instructions), COUNTED when
+    only the model computes it without a cost (Model.arithmetic), None for an answer that rests on costs."""
     if model.kernel is not None and metric in model.kernel.exact:
         return EXACT
+    if model.kernel is not None and metric in model.kernel.work:
+        return WORK
     return COUNTED if metric in model.arithmetic else None
 
 
-def arithmetic_checked(model: Model, metric: str) -> pl.Expr:
-    """Over param_* columns: where an arithmetic metric is kernel-checked (an exact one, at a bound point)."""
-    if arithmetic(model, metric) == EXACT:
-        return model.kernel.bound_points()
-    return pl.lit(False)
+def counted_label(model: Model, metric: str) -> pl.Expr:
+    """Over param_* columns, the label of an arithmetic() metric: `fit` on the points a work count's costs
+    were fit to (KernelCheck.fitted), `kernel-checked` where a guest bound the point and agreed on it
+    (KernelCheck.bound, from the kernel results the project records), `extrapolated` elsewhere."""
+    kind = arithmetic(model, metric)
+    label = pl.when(pl.lit(False)).then(pl.lit(FIT))
+    if kind == WORK and (fit := model.kernel.fit_points(metric)) is not None:
+        label = pl.when(fit[1]).then(pl.lit(FIT))
+    if kind in (EXACT, WORK):
+        label = label.when(model.kernel.bound_points(metric)).then(pl.lit(KERNEL_CHECKED))
+    return label.otherwise(pl.lit(EXTRAPOLATED))
+
+
+def counted_note(model: Model, metric: str) -> pl.Expr:
+    """The note beside counted_label(), in words."""
+    name, kind = metric.removeprefix("metric_"), arithmetic(model, metric)
+    label = counted_label(model, metric)
+    if kind == WORK:
+        fit = model.kernel.fit_points(metric)
+        build = fit[0] if fit else "a kernel build"
+        what = f"{name}: operation counts x build {build}'s instructions per operation"
+        return pl.when(label == FIT).then(pl.lit(f"{what}, fit to its guest's counts at this point and others")) \
+            .when(label == KERNEL_CHECKED).then(pl.lit(f"{what}, within the fit's leave-one-out error of a guest's "
+                                                       "count at this point")) \
+            .otherwise(pl.lit(f"{what}; no guest counted this point"))
+    unchecked = "no guest bound this point" if kind == EXACT else "no guest gives it"
+    return pl.when(label == KERNEL_CHECKED).then(pl.lit(f"{name}: the kernel's own arithmetic, equal to a guest's at "
+                                                        "this point")) \
+        .otherwise(pl.lit(f"{name}: the kernel's own arithmetic; {unchecked}"))
 
 
 def _assumed(model: Model, profile: Profile, rows: pl.DataFrame, dom: Domain, metric: str) -> pl.Series:

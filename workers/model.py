@@ -237,17 +237,22 @@ class KernelCheck:
     column: value} of an ok result, and under the key SAMPLES the repeated binds' values of `sampled`
     (they fill the row's measure_* columns). `metrics`: the metric columns a kernel row fills (the others
     stay null); `exact`: those of them the model must equal (counts, bytes), as against a guest's times.
-    `bound`: the same kind of reference, () -> a polars expression over a frame's param_* columns, true
-    on the points a guest bound and whose exact counts equalled the model's in the kernel results the
-    project records (where an exact metric is `kernel-checked`; elsewhere it is the kernel's arithmetic,
-    extrapolated); None: nowhere."""
+    `work`: the metrics of `metrics` the model prices from a build's per-operation costs fit to kernel rows
+    (counts of work, such as instructions, not times). `bound`: the same kind of reference, (metric) -> a
+    polars expression over a frame's param_* columns, true on the points where the kernel results the
+    project records checked that metric and agreed (an exact metric equal, a work count within its fit's
+    leave-one-out error): there it is `kernel-checked`; elsewhere an exact one is the kernel's arithmetic,
+    extrapolated. `fitted`: (metric) -> (the build, an expression true on the points its costs were fit
+    to) for a `work` metric, else None. None: nowhere."""
 
     planner: str | Callable[..., list]
     reader: str | Callable[..., dict]
     metrics: tuple[str, ...]
     exact: tuple[str, ...] = ()
     sampled: str | None = None
-    bound: str | Callable[[], pl.Expr] | None = None
+    work: tuple[str, ...] = ()
+    bound: str | Callable[[str], pl.Expr] | None = None
+    fitted: str | Callable[[str], tuple[str, pl.Expr] | None] | None = None
 
     def plan(self, points: pl.DataFrame, settings) -> list:
         """The planner's configurations (or reasons) for `points`, one per row."""
@@ -257,9 +262,13 @@ class KernelCheck:
         """The reader's metric values of one ok result."""
         return _resolve(self.reader)(point, result)
 
-    def bound_points(self) -> pl.Expr:
-        """True on the points a guest bound with equal counts (`bound`); false everywhere without one."""
-        return pl.lit(False) if self.bound is None else _resolve(self.bound)()
+    def bound_points(self, metric: str) -> pl.Expr:
+        """True on the points a guest bound and agreed on `metric` (`bound`); false everywhere without one."""
+        return pl.lit(False) if self.bound is None else _resolve(self.bound)(metric)
+
+    def fit_points(self, metric: str) -> tuple[str, pl.Expr] | None:
+        """The build a work metric's costs were fit to and its points (`fitted`), or None."""
+        return None if self.fitted is None else _resolve(self.fitted)(metric)
 
 
 def _resolve(ref):

@@ -504,8 +504,30 @@ def published(sweep: Sweep) -> Finding | None:
         parts.append(f"on the {fit.height} figures the profile was fit to (in-sample, not a test of accuracy) "
                      f"it is {_spread(fit, 'error')}")
         data.update(fit=fit.height, fit_median=float(fit["error"].abs().median()))
+    held = _coverage(sweep, df["model"].unique().sort().to_list())
+    if held:
+        inside = sum(h.inside for h in held)
+        kinds = [(what, [h for h in held if h.use == use]) for use, what in
+                 (("fit", "each fit figure left out of its own bar"), ("validation", "validation figures"))]
+        parts.append(f"its error bars hold {inside} of {len(held)} published figures at their own point ("
+                     + ", ".join(f"{what}: {sum(h.inside for h in hs)} of {len(hs)}" for what, hs in kinds if hs) + ")")
+        data.update(covered=inside, covered_of=len(held))
     text = "; ".join(parts)
     return Finding(text=text[0].upper() + text[1:] + ".", figure="parity", data=data, id="published")
+
+
+def _coverage(sweep: Sweep, models: list[str]) -> list:
+    """The published figures of `models` against the error bar at their own point (workers.interval.coverage()),
+    under the sweep's profile."""
+    from workers import interval
+
+    profile = sweep.profile_object()
+    out = []
+    for name in models:
+        model = sweep.model_object(name)
+        if model is not None and profile is not None:
+            out += interval.coverage(model, profile)
+    return out
 
 
 def _every_figure(sweep: Sweep, df: pl.DataFrame) -> pl.DataFrame:

@@ -181,12 +181,22 @@ def test_a_ratio_whose_most_and_least_read_alike_shows_its_range(tmp_path):
 def test_the_accuracy_finding_leads_with_the_figures_never_fit(seed_sweep):
     """Leave-one-out first (each fitted figure predicted by a fit without it, as the profile records it), then
     the validation figures (never fit); the residual on the fitted figures last, called in-sample."""
-    text = F.published(Sweep(seed_sweep)).text
-    loo, val, in_sample = text.split("; ")
+    from workers import get_model, interval
+    from workers.profiles import load_profile
+
+    finding = F.published(Sweep(seed_sweep))
+    loo, val, in_sample, bars = finding.text.split("; ")
     assert loo.startswith("Leave-one-out (each of 35 fitted figures predicted by a fit without it), the model's "
                           "median |error| is ")
     assert val.startswith("against 6 validation figures, never fit, it is ")
     assert in_sample.startswith("on the 35 figures the profile was fit to (in-sample, not a test of accuracy) it is ")
+    # then the error bars' own check: the figures inside the bar at their point, as workers.interval counts them
+    held = [h for m in ("memmap", "pfnmap", "young") for h in interval.coverage(get_model(m), load_profile("seed"))]
+    fit, checks = [h for h in held if h.use == "fit"], [h for h in held if h.use == "validation"]
+    assert bars == (f"its error bars hold {sum(h.inside for h in held)} of 41 published figures at their own point "
+                    f"(each fit figure left out of its own bar: {sum(h.inside for h in fit)} of 35, validation "
+                    f"figures: {sum(h.inside for h in checks)} of 6).")
+    assert finding.data["covered_of"] == 41 and sum(h.inside for h in fit) == 35
 
 
 def test_the_accuracy_finding_is_the_models_whatever_points_the_sweep_holds(tmp_path):

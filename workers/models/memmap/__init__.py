@@ -637,7 +637,8 @@ class MemmapModel(Model):
                  "metric_end_trunc_bytes", "metric_data_pfns", "metric_init_ms", "metric_init_instructions"),
         exact=("metric_memmap_pages", "metric_offset_bytes", "metric_memmap_device_bytes",
                "metric_end_trunc_bytes", "metric_data_pfns"),
-        sampled="metric_init_instructions", bound="workers.models.memmap.kernel:bound",
+        sampled="metric_init_instructions", work=("metric_init_instructions",),
+        bound="workers.models.memmap.kernel:bound", fitted="workers.models.memmap.kernel:fitted",
     )
 
     def evaluate(self, points: pl.DataFrame, profile: Profile) -> dict:

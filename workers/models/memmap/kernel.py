@@ -37,7 +37,10 @@ which the model's DRAM bytes include (metric_vmemmap_pt_bytes).
 
 from __future__ import annotations
 
+import functools
+import io
 import statistics
+from importlib import resources
 
 import polars as pl
 
@@ -45,6 +48,9 @@ from workers.model import SAMPLES
 from workers.units import PAGE_SIZE, GiB, KiB, MiB, format_size
 
 from . import layout as ml
+from .work import PRICED, recorded_costs
+
+INSTRUCTIONS = "metric_init_instructions"
 
 # A choice, not a kernel rule: it bounds what one guest takes of a small node. Under TCG an 8 GiB map=dev bind
 # spent 177 ms in memmap_init_zone_device() (benchmarks/RESULTS.md), growing with the size; a 64 GiB map=dev
@@ -112,21 +118,56 @@ def read(point: dict, result) -> dict:
     }
 
 
-# The points a guest bound whose exact counts all equalled the model's, in the kernel results this project
-# records (benchmarks/RESULTS.md): (namespace sizes, aligns) of the shipped `kernel` spec (Debian's 6.12 and
-# 6.1, the series' build) and of benchmarks/kernel_instructions.toml; every mode, map and strategy at them,
-# the rest of the point as a guest has it.
-BOUND = (((1, 2, 3.5, 8), (4 * KiB, 2 * MiB, GiB)),
-         ((1, 2, 4, 8, 16), (2 * MiB, GiB)))
+# The kernel results this project records (benchmarks/kernel_checked.py --record): one row per
+# configuration a guest ran, of the shipped `kernel` spec and benchmarks/kernel_instructions.toml on the
+# series' build and Debian's 6.12 and 6.1, with the exact metrics it compared and whether they agreed, and
+# the kernel's and the model's instruction counts.
+RESULTS = "kernel_results.csv"
+KEY = ("mode", "map", "align", "namespace_size", "strategy")  # the axes a guest varies; the rest is fixed
+FIT, CHECK = "fit", "check"  # a row's use: among those instructions.toml's costs were fit to, or not
 
 
-def bound() -> pl.Expr:
-    """KernelCheck.bound: true on the points of the recorded kernel results (BOUND)."""
+@functools.cache
+def results() -> pl.DataFrame:
+    """The recorded kernel results (RESULTS), as written."""
+    data = resources.files(__package__).joinpath(RESULTS).read_bytes()
+    return pl.read_csv(io.BytesIO(data), schema_overrides={"checked": pl.Utf8, "instructions": pl.Int64,
+                                                          "instructions_model": pl.Int64, "error": pl.Float64})
+
+
+def bound(metric: str) -> pl.Expr:
+    """KernelCheck.bound: true on the points where a recorded kernel row checked `metric` and agreed: an
+    exact metric equal to the model's on any build that gives it; the instruction count of the build
+    modeled rows price (work.PRICED) within its fit's leave-one-out error, at a point the fit did not see."""
+    r = results()
+    if metric == INSTRUCTIONS:
+        tolerance = recorded_costs(PRICED).loo_error
+        r = r.filter((pl.col("build") == PRICED) & (pl.col("use") == CHECK) & (pl.col("error").abs() <= tolerance))
+    else:
+        name = metric.removeprefix("metric_")
+        r = r.filter(pl.col("agrees") & pl.col("checked").str.split(" ").list.contains(name))
+    return _at(r)
+
+
+def fitted(metric: str) -> tuple[str, pl.Expr] | None:
+    """KernelCheck.fitted: for the instruction count, the build whose kernel rows its costs were fit to and
+    true on those rows' points; None for any other metric."""
+    if metric != INSTRUCTIONS:
+        return None
+    r = results().filter((pl.col("build") == PRICED) & (pl.col("use") == FIT))
+    return PRICED, _at(r)
+
+
+def _at(r: pl.DataFrame) -> pl.Expr:
+    """True on a frame's points that are one of `r`'s configurations, as a guest has a point: 64-byte
+    struct pages, the kernel's own compound order, offset 0, in DRAM, no KMSAN."""
     mode, align, order = pl.col("param_mode"), pl.col("param_align"), pl.col("param_compound_order")
-    sizes = pl.lit(False)
-    for gib, aligns in BOUND:
-        sizes = sizes | (pl.col("param_namespace_size").is_in([int(g * GiB) for g in gib]) & align.is_in(aligns))
+    keys = r.select(_key(pl.col(k) for k in KEY)).to_series().unique().to_list()
     kernel_order = pl.when(mode == "fsdax").then(0).otherwise((align // PAGE_SIZE).log(2).round().cast(pl.Int64))
-    return (sizes & (pl.col("param_struct_page_size") == 64) & (pl.col("param_start_offset") == 0)
-            & (pl.col("param_medium") == "dram") & ~pl.col("param_nvdimm_kmsan")
+    return (_key(pl.col(f"param_{k}") for k in KEY).is_in(keys) & (pl.col("param_struct_page_size") == 64)
+            & (pl.col("param_start_offset") == 0) & (pl.col("param_medium") == "dram") & ~pl.col("param_nvdimm_kmsan")
             & (order.is_null() | (order == kernel_order))).fill_null(False)
+
+
+def _key(columns) -> pl.Expr:
+    return pl.concat_str([c.cast(pl.Utf8) for c in columns], separator="/")

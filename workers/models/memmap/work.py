@@ -73,6 +73,9 @@ class InstructionCosts:
     pageblock: float
     head_copy: tuple[float, float, float]
     tail_copy: tuple[float, float, float]
+    # the fit's largest |leave-one-out error| over its rows (each configuration predicted by the fit to the
+    # others): how far off a count at a configuration no fit saw has been; a kernel row within it agrees
+    loo_error: float = float("nan")
 
     def instructions(self, strategy: np.ndarray, n: dict[str, np.ndarray]) -> np.ndarray:
         """The instructions of each point's counts `n` (counts()), under its strategy index; NaN where it
@@ -90,7 +93,7 @@ class InstructionCosts:
         def value(v):
             if isinstance(v, tuple):
                 return f"[{', '.join(value(x) for x in v)}]"
-            return f'"{v}"' if isinstance(v, str) else ("nan" if np.isnan(v) else f"{v:.3f}")
+            return f'"{v}"' if isinstance(v, str) else ("nan" if np.isnan(v) else f"{v:.3f}" if abs(v) >= 1 else f"{v:.4g}")
         return "".join(f"{f.name} = {value(getattr(self, f.name))}\n" for f in fields(self))
 
 
@@ -136,11 +139,11 @@ def predict(coef: np.ndarray, x: np.ndarray) -> np.ndarray:
     return np.where(np.any(x[:, missing] > 0, axis=1), np.nan, out)
 
 
-def costs_of(coef: np.ndarray, *, build: str, fit_text: str) -> InstructionCosts:
+def costs_of(coef: np.ndarray, *, build: str, fit_text: str, loo_error: float = float("nan")) -> InstructionCosts:
     """`fit()`'s coefficients as InstructionCosts (an unidentified column stays NaN)."""
     c = [float(v) for v in coef]
     return InstructionCosts(build=build, fit=fit_text, call=c[0], head_slow=c[1], tail_slow=c[2], compound=c[3],
-                            pageblock=c[4], head_copy=tuple(c[5:8]), tail_copy=tuple(c[8:11]))
+                            pageblock=c[4], head_copy=tuple(c[5:8]), tail_copy=tuple(c[8:11]), loo_error=loo_error)
 
 
 def leave_one_out(x: np.ndarray, y: np.ndarray, groups: list) -> np.ndarray:
