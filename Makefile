@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: report test check browser slurm guest kernels clean
+.PHONY: report test check browser slurm guest kernels mca clean
 
 # Let Python cache bytecode even where the environment says not to: pytest then keeps its rewritten test
 # modules (collecting the suite took 10.7 s without the cache, 4.9 s with it, in each xdist worker), and
@@ -46,6 +46,13 @@ guest: $(STAMP)
 kernels: $(STAMP)
 	$(BIN)/python -m workers.guest build
 
+# llvm-mca of LLVM 19 prices the series build's traced code for the seed's core (benchmarks/kernel_cycles.py);
+# a test prices the recorded instructions again.
+mca:
+	@command -v llvm-mca-19 >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq llvm-19 >/dev/null; \
+	  else echo "make test needs llvm-mca-19: sudo apt-get install llvm-19" >&2; exit 1; fi; }
+
 # pytest-xdist workers. The full suite mostly waits (for Ray to start, a Slurm job, an object store's retries,
 # a probe chunk's sleep, a guest's boot): three processes keep two cores busy (454 s against 565 s with two,
 # benchmarks/RESULTS.md). The fast loop is mostly CPU (model fits, figures), and two are quicker there. One
@@ -56,13 +63,13 @@ kernels: $(STAMP)
 XDIST ?= -n 3 --dist loadfile --no-loadscope-reorder
 CHECK_XDIST ?= -n 2 --dist loadfile
 
-test: $(STAMP) browser slurm guest kernels
+test: $(STAMP) browser slurm guest kernels mca
 	$(BIN)/python -m pytest $(XDIST)
 
 # The fast loop while you work: every test but those that need Chromium, Slurm, a multi-node Ray, an
-# object store or a guest, and the slow end-to-end runs (pyproject.toml's markers).
+# object store, a guest or llvm-mca, and the slow end-to-end runs (pyproject.toml's markers).
 check: $(STAMP)
-	$(BIN)/python -m pytest $(CHECK_XDIST) -q -m "not (browser or slurm or cluster or object_store or guest or slow)"
+	$(BIN)/python -m pytest $(CHECK_XDIST) -q -m "not (browser or slurm or cluster or object_store or guest or mca or slow)"
 
 clean:
 	rm -rf $(VENV) results test-artifacts .pytest_cache .hypothesis

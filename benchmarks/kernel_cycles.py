@@ -1,6 +1,7 @@
 """In-core cycles of memmap_init_zone_device()'s operations in the series' own build, for the seed's core.
 
     .venv/bin/python benchmarks/kernel_cycles.py [--record] [--keep-log DIR]
+    .venv/bin/python benchmarks/kernel_cycles.py --from-streams   # price the recorded instructions again
 
 The instructions are the kernel's as it runs them, not a reading of its source: one guest boot of the
 series' build (`make kernels`) under TCG with QEMU's `-d in_asm,exec,nochain` restricted to the memmap
@@ -274,31 +275,48 @@ def copy_parts(ops: dict[str, list[Block]], fns) -> dict[str, list[Block]]:
     return parts
 
 
-def costs(ops: dict[str, list[Block]], parts: dict[str, list[Block]], mca: str, cpu: str) \
+def costs(ops: dict[str, list[str]], parts: dict[str, list[str]], mca: str, cpu: str) \
         -> tuple[dict[str, float], dict[str, float]]:
-    """(instructions, cycles on `cpu`) per operation of work.OPS (copies per strategy: a compound's are its
-    residual less the head and, for a template strategy, the slow tail that seeds the tail template; a call's
-    entry and exit run once a bind, with no steady loop to trace, so they are its fitted instructions at
-    head_slow's IPC), then the copy model's cycles per store, per out-of-line call and per copy-loop
-    iteration beyond its stores (64 bytes: 8 stores; __memcpy_flushcache() runs its 32-byte loop twice)."""
-    ins = {"call": work.recorded_costs(work.PRICED).call, **{k: float(len(code(v))) for k, v in ops.items()}}
-    cyc = {k: price(code(v), mca, cpu) for k, v in ops.items() if not k.startswith("compound+")}
+    """(instructions, cycles on `cpu`) per operation of work.OPS, from each operation's instructions
+    (copies per strategy: a compound's are its residual less the head and, for a template strategy, the slow
+    tail that seeds the tail template; a call's entry and exit run once a bind, with no steady loop to trace,
+    so they are its fitted instructions at head_slow's IPC), then the copy model's cycles per store, per
+    out-of-line call and per copy-loop iteration beyond its stores (64 bytes: 8 stores; __memcpy_flushcache()
+    runs its 32-byte loop twice)."""
+    ins = {"call": work.recorded_costs(work.PRICED).call, **{k: float(len(v)) for k, v in ops.items()}}
+    cyc = {k: price(v, mca, cpu) for k, v in ops.items() if not k.startswith("compound+")}
     cyc["call"] = ins["call"] * cyc["head_slow"] / ins["head_slow"]
     per_strategy = []
     for s in STRATEGIES:
         name = "slow" if s == "slow" else f"copy[{s}]"
         seed = 0.0 if s == "slow" else 1.0
         resid = ops[f"compound+[{s}]"]
-        per_strategy.append((len(code(resid)) - ins[f"head_{name}"] - seed * ins["tail_slow"],
-                             price(code(resid), mca, cpu) - cyc[f"head_{name}"] - seed * cyc["tail_slow"]))
+        per_strategy.append((len(resid) - ins[f"head_{name}"] - seed * ins["tail_slow"],
+                             price(resid, mca, cpu) - cyc[f"head_{name}"] - seed * cyc["tail_slow"]))
     ins["compound"] = sum(n for n, _ in per_strategy) / len(per_strategy)
     cyc["compound"] = sum(c for _, c in per_strategy) / len(per_strategy)
-    part = {k: price(code(v), mca, cpu) for k, v in parts.items()}
+    part = {k: price(v, mca, cpu) for k, v in parts.items()}
     store = (part["copy[memcpy]"] + part["copy[nt_inline]"]) / 16
     loop = max(0.0, part["copy_loop"] - 4 * store)
     cyc.update(copy_store=store, copy_loop=loop, copy_call=max(0.0, part["copy[nt_call]"] - 8 * store - 2 * loop))
     return ({k: v for k, v in ins.items() if not k.startswith("compound+")},
             {k: v for k, v in cyc.items() if not k.startswith("compound+")})
+
+
+def stream_file(name: str) -> Path:
+    """Where --record writes the instructions of operation or copy part `name`."""
+    return STREAMS / f"{re.sub(r'[^A-Za-z0-9_]+', '_', name).strip('_')}.s"
+
+
+def recorded_streams() -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    """The operations' and the copy parts' instructions as --record wrote them (benchmarks/kernel_cycles/*.s),
+    under the names operations() and copy_parts() give them."""
+    def read(name: str) -> list[str]:
+        return [line for line in stream_file(name).read_text().splitlines() if line and not line.startswith("#")]
+    ops = [f"head_{n}" for n in ("slow", *(f"copy[{s}]" for s in STRATEGIES[1:]))]
+    ops += [f"tail_{n}" for n in ("slow", *(f"copy[{s}]" for s in STRATEGIES[1:]))]
+    ops += ["pageblock", *(f"compound+[{s}]" for s in STRATEGIES)]
+    return {k: read(k) for k in ops}, {k: read(k) for k in (*(f"copy[{c}]" for c in COPIES), "copy_loop")}
 
 
 def table(ins: dict[str, float], cyc: dict[str, float], fitted: work.InstructionCosts, cpu: str) -> str:
@@ -328,8 +346,7 @@ def record(streams: dict[str, list[Block]], cycles: dict[str, dict[str, float]],
     for old in STREAMS.glob("*.s"):
         old.unlink()
     for name, blocks in streams.items():
-        path = STREAMS / f"{re.sub(r'[^A-Za-z0-9_]+', '_', name).strip('_')}.s"
-        path.write_text(f"# {name}: series:6.12 build {build.digest}, as the guest ran it "
+        stream_file(name).write_text(f"# {name}: series:6.12 build {build.digest}, as the guest ran it "
                         "(benchmarks/kernel_cycles.py)\n" + "\n".join(code(blocks)) + "\n")
     text = CYCLES.read_text()
     for cpu, cyc in cycles.items():
@@ -360,11 +377,20 @@ def main() -> int:
     parser.add_argument("--record", action="store_true", help="write the streams and the cycles (module doc)")
     parser.add_argument("--keep-log", metavar="DIR", help="keep QEMU's trace log in DIR")
     parser.add_argument("--from-log", metavar="FILE", help="read a kept trace instead of booting a guest")
+    parser.add_argument("--from-streams", action="store_true",
+                        help="price the recorded benchmarks/kernel_cycles/*.s again (no guest, no build needed)")
     args = parser.parse_args()
+    mca = mca_binary()
+    if args.from_streams:
+        ops, parts = recorded_streams()
+        for cpu in CPUS:
+            ins, cyc = costs(ops, parts, mca, cpu)
+            print(f"recorded streams; {mca_version(mca)} -mcpu={cpu}")
+            print(table(ins, cyc, work.recorded_costs(work.PRICED), cpu), end="\n\n")
+        return 0
     build = series_build.cached_build()
     if build is None:
         raise SystemExit("memsweep: the series' build is not here: run `make kernels` first")
-    mca = mca_binary()
     fns = functions(build.image.with_name("System.map"))
     if args.from_log:
         streams = binds(read_trace(Path(args.from_log)), fns)
@@ -377,7 +403,8 @@ def main() -> int:
     parts = copy_parts(ops, fns)
     cycles = {}
     for cpu in CPUS:
-        ins, cycles[cpu] = costs(ops, parts, mca, cpu)
+        ins, cycles[cpu] = costs({k: code(v) for k, v in ops.items()}, {k: code(v) for k, v in parts.items()},
+                                 mca, cpu)
         print(f"series:6.12 build {build.digest}; {mca_version(mca)} -mcpu={cpu}")
         print(table(ins, cycles[cpu], work.recorded_costs(work.PRICED), cpu), end="\n\n")
     if args.record:
