@@ -90,12 +90,16 @@ def _own_figures(rows: ModelRows, metric: str, stored: pl.Expr, off: list[str]) 
         if use == VALIDATED:
             if q is None:
                 continue
-            err = pl.col(metric).cast(pl.Float64) / f.published - 1.0
-            err = err.clip(upper_bound=0.0) if f.bound == ">=" else err.clip(lower_bound=0.0) if f.bound == "<=" \
-                else err
-            at = at & (err.abs() <= q)
+            at = at & (_figure_error(metric, f).abs() <= q)
         label = pl.when(at & stored.is_not_null()).then(pl.lit(use)).otherwise(label)
     return label
+
+
+def _figure_error(metric: str, f) -> pl.Expr:
+    """A row's error against figure `f`, as workers.model.Figure.error() counts it: a bound ("10%+") is off
+    only on its wrong side."""
+    err = pl.col(metric).cast(pl.Float64) / f.published - 1.0
+    return err.clip(upper_bound=0.0) if f.bound == ">=" else err.clip(lower_bound=0.0) if f.bound == "<=" else err
 
 
 def _missed(rows: ModelRows, metric: str, note: pl.Expr) -> pl.Expr:
@@ -110,7 +114,7 @@ def _missed(rows: ModelRows, metric: str, note: pl.Expr) -> pl.Expr:
         at = figure_filter(model, f, columns)
         if at is None or q is None:
             continue
-        err = (pl.col(metric).cast(pl.Float64) / f.published - 1.0) * 100
+        err = _figure_error(metric, f) * 100
         words = pl.format("{}: {}{}% from it, beyond the model's stated {}", pl.lit(f.id),
                           pl.when(err >= 0).then(pl.lit("+")).otherwise(pl.lit("")), err.round(1), pl.lit(f"{q:.1%}"))
         note = pl.when(at).then(words).otherwise(note)

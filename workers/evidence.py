@@ -240,13 +240,12 @@ def counted_label(model: Model, metric: str) -> pl.Expr:
     """Over param_* columns, the label of an arithmetic() metric: `fit` on the points a work count's costs
     were fit to (KernelCheck.fitted), `kernel-checked` where a guest bound the point and agreed on it
     (KernelCheck.bound, from the kernel results the project records), `extrapolated` elsewhere."""
-    kind = arithmetic(model, metric)
-    label = pl.when(pl.lit(False)).then(pl.lit(FIT))
-    if kind == WORK and (fit := model.kernel.fit_points(metric)) is not None:
-        label = pl.when(fit[1]).then(pl.lit(FIT))
+    kind, label = arithmetic(model, metric), pl.lit(EXTRAPOLATED)
     if kind in (EXACT, WORK):
-        label = label.when(model.kernel.bound_points(metric)).then(pl.lit(KERNEL_CHECKED))
-    return label.otherwise(pl.lit(EXTRAPOLATED))
+        label = pl.when(model.kernel.bound_points(metric)).then(pl.lit(KERNEL_CHECKED)).otherwise(label)
+    if kind == WORK and (fit := model.kernel.fit_points(metric)) is not None:
+        label = pl.when(fit[1]).then(pl.lit(FIT)).otherwise(label)  # a fit row is fit, whatever else checked it
+    return label
 
 
 def counted_note(model: Model, metric: str) -> pl.Expr:

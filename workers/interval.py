@@ -12,12 +12,13 @@ Every metric a model prices with the profile's costs (Model.priced) gets `lo_<na
    figures of that metric (a bound's only on its wrong side; Figure.error); for a ratio of two of the
    model's answers with no figure of its own (a speedup), the largest error of the ratios the figures' pairs
    give, each predicted by the refits that left one of the pair out (ratio_residuals()); for any other
-   metric (or one whose figures are all bounds), the model's largest over all its figures. The bar is the
-   answer x (1 -+ q), and never narrower than the refits' answers: conformal prediction with the
-   leave-one-out residuals as scores (the jackknife of Barber, Candès, Ramdas, Tibshirani 2021, at its
-   finite-sample end, the largest of n residuals), so it is never narrower than the leave-one-out error of its
-   kind of point, and a figure the fit did not see falls inside it at rate n / (n + 1) or more where the n
-   figures of its kind are exchangeable with it (`Stated.rate`). `coverage()` counts how many do: each fit
+   metric (or one whose figures are all bounds), the model's largest over all its figures. The bar runs
+   from the least to the largest of the profile's own answer and each refit's answer x (1 -+ its residual):
+   the residual of the figure that refit left out where it is of the metric's kind, else q (`Stated.paired`;
+   the jackknife+ of Barber, Candès, Ramdas, Tibshirani 2021 at its finite-sample end, the extremes of n),
+   so at a fit figure's point it is never narrower than that figure's leave-one-out error, and a figure the
+   fit did not see falls inside it at rate n / (n + 1) or more where the n figures of its kind are
+   exchangeable with it (`Stated.rate`). `coverage()` counts how many do: each fit
    figure against the bar the fit that left it out would give it (its answer x (1 -+ the largest residual of
    the others), with the other refits' answers), each validation figure against the bar stored at its point.
 3. **Widened by distance.** A row whose answer no figure checks (evidence `extrapolated` or `assumed`) is

@@ -5,8 +5,8 @@ verdict). RULE, after LKP's (lib/changed_stat.rb, and its `compare` report): whe
 on samples (measured rows, and kernel rows: the binds), a point is better or worse only when each side
 has at least MIN_SAMPLES samples, their ranges (least to median) do not overlap, and B/A is more than
 MIN_CHANGE from 1 (LKP's threshold for the performance metrics it knows; 5% for others); such a point is
-a significant change. A modeled row with an error bar (workers.interval: the spread over the fits that
-left a figure out, widened where no figure checked the point) rests on its bar the same way: a point is
+a significant change. A modeled row with an error bar (workers.interval: the answers of the fits that left
+a figure out, each widened by its held-out error, and wider where no figure checked the point) rests on its bar the same way: a point is
 better or worse only when the two sides' intervals are apart (a sample range, or a bar), and B/A is more
 than MIN_CHANGE from 1; a change inside them is `~`. Rows with neither (a count, a schema-6 sweep's
 answers) differ or not: every difference between them is the computation's, and is a change but not a
