@@ -18,7 +18,8 @@ from sweeps.spec.grid import Grid, decode, grid_for
 from sweeps.spec.load import SweepSpec
 from workers import get_model, interval, load_plugins
 from workers.dataset import (DTYPES, PART_CHUNK_ID, EVIDENCE_COLUMNS, IDENTITY_COLUMNS, PART_COMPUTATION,
-                             PART_EVIDENCE_AXES, PROVENANCE_COLUMNS, MEASURE_COLUMNS, SCHEMA_VERSION, part_table)
+                             PART_EVIDENCE_AXES, PART_MODEL, PART_RANGE, PROVENANCE_COLUMNS, MEASURE_COLUMNS,
+                             SCHEMA_VERSION, part_table)
 from workers.exceptions import StoreIOError
 from workers.dataset.errors import ERROR, chunk_reasons
 from workers.dataset.folder import Location
@@ -93,8 +94,8 @@ def run_chunk(cfg: TaskConfig, chunk: Chunk, node_id: str = "") -> dict:
     kv = {
         "memsweep.schema_version": SCHEMA_VERSION,
         PART_CHUNK_ID: chunk.chunk_id,
-        "memsweep.model": chunk.model,
-        "memsweep.range": f"{chunk.start}:{chunk.stop}",
+        PART_MODEL: chunk.model,
+        PART_RANGE: f"{chunk.start}:{chunk.stop}",
         PART_COMPUTATION: cfg.computation,
         "memsweep.provenance": json.dumps({k: frame[k][0] for k in PROVENANCE_COLUMNS} if frame.height else {}),
         PART_EVIDENCE_AXES: json.dumps(evidence_entries(frame)),
@@ -108,7 +109,7 @@ def run_chunk(cfg: TaskConfig, chunk: Chunk, node_id: str = "") -> dict:
     record.update(
         chunk_id=chunk.chunk_id, model=chunk.model, source=chunk.source, start=chunk.start, stop=chunk.stop,
         status=status, node=node_id, **({"errors": chunk_reasons(frame)} if status.get(ERROR) else {}),
-        total_s=time.perf_counter() - t0,
+        seconds=round(time.perf_counter() - t0, 3),
     )
     return record
 

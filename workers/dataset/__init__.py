@@ -62,6 +62,8 @@ LEASE_TEMP_PREFIX = TEMP_PREFIX + "lease-"  # a driver's attempt at the lease (s
 COMPUTATION = "computation"
 PART_COMPUTATION = "memsweep.computation"
 PART_CHUNK_ID = "memsweep.chunk_id"  # a part's footer names the chunk it holds (its file name's chunk id)
+PART_MODEL = "memsweep.model"  # ... its model
+PART_RANGE = "memsweep.range"  # ... and its range of the model's grid, "start:stop"
 # A part's footer lists the distinct evidence_axes entries of its rows (a JSON list of objects, EVIDENCE_AXIS's
 # fields): a reader learns which values are far from a figure without decoding every row's list. Parts
 # written before it have no such key; analysis.evidence then reads the rows.

@@ -23,7 +23,8 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from workers.dataset import COMPUTATION, PART_CHUNK_ID, PART_COMPUTATION, parse_part_path, part_path
+from workers.dataset import (COMPUTATION, PART_CHUNK_ID, PART_COMPUTATION, PART_MODEL, PART_RANGE, parse_part_path,
+                             part_path)
 from workers.exceptions import SweepFolderError
 from .folder import Location, at, part_infos, read_manifest, retrying, scan_parts
 
@@ -51,12 +52,17 @@ class Footer:
     rows: int
     chunk_id: str | None
     computation: str | None
+    model: str | None = None
+    range: tuple[int, int] | None = None  # the chunk's [start, stop) of its model's grid
 
 
 def _footer(meta: pq.FileMetaData) -> Footer:
     kv = meta.metadata or {}
     get = (lambda key: kv[key.encode()].decode() if key.encode() in kv else None)
-    return Footer(rows=meta.num_rows, chunk_id=get(PART_CHUNK_ID), computation=get(PART_COMPUTATION))
+    start, _, stop = (get(PART_RANGE) or "").partition(":")
+    span = (int(start), int(stop)) if start.isdigit() and stop.isdigit() else None
+    return Footer(rows=meta.num_rows, chunk_id=get(PART_CHUNK_ID), computation=get(PART_COMPUTATION),
+                  model=get(PART_MODEL), range=span)
 
 
 def read_footer(fs: pafs.FileSystem, path: str) -> Footer | None:
