@@ -44,7 +44,8 @@ from workers.exceptions import StoreIOError
 from workers.dataset.folder import Location, check_inside, exists, part_infos, read_manifest, write_bytes
 from workers.dataset.parts import part_problem
 
-from .chunks import Chunk, RunPlan, plan_run
+from .chunks import Chunk, RunPlan
+from .cost import longest_first, plan_folder, plan_run
 from .provenance import git_sha, host_provenance
 from .embedded import EmbeddedRay, logs
 from .embedded import start as start_embedded
@@ -101,7 +102,7 @@ class _RunState:
         the same error again."""
         self.records[c.chunk_id] = rec
         self.summary.computed += 1
-        self.summary.task_seconds += rec.get("total_s", 0.0)
+        self.summary.task_seconds += rec.get("seconds", 0.0)
         self.bar.update(c.points)
         first = c.start == min(k.start for k in self.chunks if (k.model, k.source) == (c.model, c.source))
         return not (first and rec["status"].get(errors.ERROR, 0) == rec["rows"])
@@ -233,7 +234,9 @@ def run(spec: SweepSpec, out: str, *, address: str | None = None, fresh: bool = 
         say = say or (lambda m: print(m, file=sys.stderr))
         if not fresh:
             spec = check_spec(loc, spec, say)  # a refusal writes nothing, not even a lease
-        planned = plan_run(spec, out, loc)  # the one plan of this run, after the spec's order is settled
+        offered = int(ray.cluster_resources().get("CPU", 1)) if address else (cpus or os.cpu_count() or 1)
+        # the one plan of this run, after the spec's order is settled: the folder's chunks kept, the rest sized
+        planned = plan_run(spec, out, loc, cpus=offered) if fresh else plan_folder(spec, loc, cpus=offered)
         if not fresh:
             refuse_foreign(loc, spec, planned.chunk_ids)
         lease = Lease(loc, say=say)
@@ -256,7 +259,7 @@ def _run_leased(planned: RunPlan, lease, say, *, address, fresh, progress, cpus,
     spec, loc, chunks = planned.spec, planned.loc, list(planned.chunks)
     old = read_manifest(loc, LAYOUT) or {}
     records = _finished(loc, chunks, old.get("parts", {}), say)
-    todo = [c for c in chunks if c.chunk_id not in records]
+    todo = longest_first([c for c in chunks if c.chunk_id not in records], planned.costs)
     summary = RunSummary(location=loc, chunks=len(chunks), skipped=len(records), points=spec.total_points)
     state = _RunState(spec=spec, loc=loc, chunks=chunks, lease=lease, records=records, summary=summary)
     t0 = time.perf_counter()
@@ -464,7 +467,7 @@ def _manifest(spec: SweepSpec, chunks: list[Chunk], records: dict) -> dict:
         "points_expected": spec.total_points,
         "rows_expected": spec.total_rows,
         "sources": list(spec.sources),
-        "parts": {cid: {k: v for k, v in r.items() if k != "total_s"} for cid, r in records.items()},
+        "parts": records,  # each with the `seconds` its task took (sweeps.run.cost.recorded)
         "spec": spec.text,
         COMPUTATION: record(spec),
         "driver": {**host_provenance(), "env_git_sha": git_sha()},

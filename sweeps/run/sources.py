@@ -34,7 +34,9 @@ if TYPE_CHECKING:
     from sweeps.spec.load import SweepSpec
 
 SHARED, NODE_ALONE = "shared", "node-alone"  # a Backend's placement
-TARGET_SECONDS = 0.25  # model work per chunk: >= ~100 ms so Ray overhead stays small
+# Modeled chunks are sized by their measured cost (sweeps.run.cost); where none is known (plan() alone), by
+# the model's declared points_per_second: about this many seconds of its own rows.
+TARGET_SECONDS = 0.25
 MAX_CHUNK_POINTS = 1_000_000  # bounds a worker's memory for one chunk
 # A measured point takes ~0.1-10 s; the points of a chunk are sampled round-robin (workers.measure), so
 # more points spread each one's samples over more time, fewer resume more finely.
@@ -64,10 +66,15 @@ class Backend:
     # Where its chunks run (the driver maps it to a pool of Ray tasks or actors): SHARED, any free CPU; or
     # NODE_ALONE, one chunk at a time on each node, nothing else of ours beside it.
     placement: str
-    # Whether `memsweep plan` computes its chunks' rows on the planning process (statuses and throughput; their
-    # time follows from the models' points_per_second), or only counts their points (measured rows: their
-    # values and time depend on the node and on [measure]).
-    planned_here: bool
+    # What `memsweep plan` computes of its points here: each point's status and reason (the model's own
+    # evaluation, without bars, evidence or a part); None when plan only counts them (measured rows: their values
+    # and time depend on the node and on [measure]; kernel rows: a guest's). Its chunks are sized by their cost
+    # where it is computed here (sweeps.run.cost).
+    statuses: Callable[[Model, pl.DataFrame, Profile], pl.DataFrame] | None = None
+
+    @property
+    def planned_here(self) -> bool:
+        return self.statuses is not None
 
 
 def model_chunk_points(spec: SweepSpec, model: str) -> int:
@@ -137,11 +144,11 @@ def guest_rows(model: Model, params: pl.DataFrame, profile: Profile, settings: S
 
 BACKENDS: dict[str, Backend] = {
     MODELED: Backend(name=MODELED, chunk_points=model_chunk_points, digest_inputs=lambda spec: {},
-                     rows=model_rows, placement=SHARED, planned_here=True),
+                     rows=model_rows, placement=SHARED,
+                     statuses=lambda model, points, profile: evaluate(model, points, profile).select("status", "reason")),
     MEASURED: Backend(name=MEASURED, chunk_points=lambda spec, model: MEASURED_CHUNK_POINTS,
-                        digest_inputs=measured_digest_inputs, rows=measured_rows, placement=NODE_ALONE,
-                        planned_here=False),
+                        digest_inputs=measured_digest_inputs, rows=measured_rows, placement=NODE_ALONE),
     # A guest is one QEMU process on one CPU (TCG), so kernel chunks share a node like model chunks.
     KERNEL: Backend(name=KERNEL, chunk_points=lambda spec, model: KERNEL_CHUNK_POINTS,
-                      digest_inputs=kernel_digest_inputs, rows=guest_rows, placement=SHARED, planned_here=False),
+                      digest_inputs=kernel_digest_inputs, rows=guest_rows, placement=SHARED),
 }
