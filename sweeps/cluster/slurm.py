@@ -32,8 +32,9 @@ from typing import Callable
 from sweeps.run.computation import check_spec, refuse_foreign
 from sweeps.run.store import add_submission, delete_sweep, locate, read_submissions
 from sweeps.exceptions import UsageError
-from sweeps.run.chunks import RunPlan, plan_run
-from sweeps.run.dryrun import cluster_line, cluster_notes, declared_seconds
+from sweeps.run.chunks import RunPlan
+from sweeps.run.cost import estimate, plan_folder
+from sweeps.run.dryrun import cluster_line, cluster_notes
 from sweeps.run.provenance import PROJECT_ROOT
 from sweeps.spec.load import SweepSpec, load_spec, portable_spec
 from workers.dataset import SLURM_LOG
@@ -238,9 +239,11 @@ def prepare(spec: str, out: str | None, options: SlurmOptions) -> Job:
     if "://" not in out:  # before locate, which refuses a file in the way without saying what was tried
         check_out_folder(out, os.path.join(out, parsed.name))
     loc = locate(out, parsed.name)
-    planned = plan_run(check_spec(loc, parsed), out, loc)  # check_spec reads only; it may reorder the values
+    cpus = options.nodes * (options.cpus_per_node or os.cpu_count() or 1)  # a node taken whole: this host's count
+    # as `plan --nodes N --cpus C` plans it (check_spec reads only; it may reorder the values): the same estimate
+    planned = plan_folder(check_spec(loc, parsed), loc, cpus=cpus)
     log = os.path.join(loc.root, SLURM_LOG) if loc.is_local else None
-    for line in placement_warnings(out if loc.is_local else None) + cluster_warnings(planned.chunks, options):
+    for line in placement_warnings(out if loc.is_local else None) + cluster_warnings(planned, options):
         print(f"memsweep submit: warning: {line}", file=sys.stderr)
     text, beside = portable_spec(spec)  # the spec, and the profile file it names (then named beside it)
     files = {JOB_SPEC: text, **{name: data.decode() for name, data in beside.items()}}
@@ -319,14 +322,14 @@ def placement_warnings(out: str | None) -> list[str]:
     return lines
 
 
-def cluster_warnings(chunks, options: SlurmOptions) -> list[str]:
-    """The line of `plan` when this many nodes will not make the sweep faster (its chunks and its declared
-    throughput; every node's CPUs unknown when it is taken whole)."""
-    cpus = options.nodes * options.cpus_per_node if options.cpus_per_node else None
-    notes = cluster_notes(chunks=len(chunks), seconds=declared_seconds(chunks, cpus or options.nodes),
-                          nodes=options.nodes, cpus=cpus)
-    return [f"{cluster_line(notes)} (at the models' declared points per second; `memsweep plan SPEC --nodes "
-            f"{options.nodes}` measures it)."] if notes else []
+def cluster_warnings(planned: RunPlan, options: SlurmOptions) -> list[str]:
+    """The line of `plan` when this many nodes will not make the sweep faster: its chunks and their cost as
+    `plan` measures it, on the allocation's CPUs (this host's count per node when a node is taken whole)."""
+    cpus = options.nodes * (options.cpus_per_node or os.cpu_count() or 1)
+    notes = cluster_notes(chunks=len(planned.chunks), seconds=estimate(planned, cpus), nodes=options.nodes,
+                          cpus=cpus if options.cpus_per_node else None)
+    return [f"{cluster_line(notes)} (`memsweep plan SPEC --nodes {options.nodes}` gives the same estimate)."] \
+        if notes else []
 
 
 def job_state(job_id: str) -> str | None:

@@ -9,8 +9,9 @@ import polars as pl
 import pytest
 
 import sweeps.run.sources
-from sweeps.run.dryrun import RAY_START_SECONDS, as_dict, cluster_notes, declared_seconds, dry_run, makespan
 from sweeps.run.chunks import plan
+from sweeps.run.cost import estimate, makespan, plan_run
+from sweeps.run.dryrun import RAY_START_SECONDS, as_dict, cluster_notes, dry_run
 from sweeps.spec.load import load_spec, parse_spec
 from workers import get_model
 from tests.conftest import memsweep, memsweep_here, tree_state
@@ -47,9 +48,10 @@ def plan_json(*args: str, **kw) -> dict:
 
 
 def test_plan_default_counts_the_points_and_chunks_the_runner_plans(tmp_path):
-    """`plan default` reports the spec's points and exactly the chunks sweeps.run.chunks gives the runner."""
+    """`plan default` reports the spec's points and exactly the chunks the runner plans (default's grids are
+    small: one chunk per model, whatever a chunk costs)."""
     spec = load_spec("default")
-    chunks = plan(spec)
+    chunks = plan_run(spec, str(tmp_path / "out"), cpus=2).chunks
     text = memsweep_here("plan", "default", "--out", str(tmp_path / "out"), "--quiet", cwd=tmp_path)
     assert text.returncode == 0, text.stderr
     assert text.stdout.startswith(f"default: {spec.total_points:,} points")
@@ -130,16 +132,17 @@ def test_json_keys_and_cpus(tmp_path):
     """--json names every number of the text output; --cpus is the CPU count the time is estimated on."""
     d = plan_json("seed", "--cpus", "3", cwd=tmp_path)
     assert set(d) == {"sweep", "dataset", "sources", "cpus", "nodes", "points", "rows", "chunks", "feasible",
-                      "infeasible", "error", "bytes", "seconds", "model_seconds", "plan_seconds", "cluster_notes",
-                      "models", "measured", "kernel"}
+                      "infeasible", "error", "bytes", "seconds", "efficiency", "chunk_seconds", "cost_basis",
+                      "plan_seconds", "cluster_notes", "models", "measured", "kernel"}
     assert d["cpus"] == 3 and d["sweep"] == "seed" and d["dataset"].endswith("results/seed")
     assert set(d["models"]) == {"memmap", "pfnmap", "young"}
     assert set(d["models"]["memmap"]) == {
-        "points", "chunks", "chunk_points", "feasible", "infeasible", "error", "reasons", "points_per_second",
-        "bytes_per_row", "bytes", "measured_points", "measured_chunks"}
+        "points", "chunks", "chunk_points", "feasible", "infeasible", "error", "reasons", "evaluated", "sampled",
+        "points_per_second", "seconds_per_chunk", "bytes_per_row", "bytes", "measured_points", "measured_chunks"}
     assert set(d["measured"]) == {"points", "chunks", "repeats", "warmup", "cpu", "span_ms", "min_seconds_one_node"}
     assert d["kernel"] == {"points": 0, "chunks": 0, "image": "debian:6.12", "accel": "auto"}
-    assert d["bytes"] > 0 and d["seconds"] >= d["model_seconds"] > 0
+    assert d["bytes"] > 0 and d["seconds"] >= d["chunk_seconds"] > 0 and 0 < d["efficiency"] <= 1
+    assert d["cost_basis"].startswith("measured on this process")
 
 
 def test_measured_points_are_counted_not_measured(monkeypatch):
@@ -196,12 +199,3 @@ def test_cluster_notes_name_idle_nodes_or_cpus_and_work_shorter_than_ray_start()
     assert cluster_notes(chunks=5, seconds=None, nodes=4, cpus=8) == ["5 chunks for 8 CPUs: 3 CPUs would sit idle"]
     assert cluster_notes(chunks=5, seconds=None, nodes=4, cpus=None) == []
     assert cluster_notes(chunks=8, seconds=10 * RAY_START_SECONDS, nodes=4, cpus=8) == []
-
-
-def test_declared_seconds_uses_each_models_declared_throughput():
-    """Modeled chunks take points / points_per_second each, on the CPUs given; a measured chunk makes it unknown."""
-    spec = parse_spec(TINY)
-    chunks = plan(spec)
-    rates = {m: get_model(m).points_per_second for m in spec.models}
-    assert declared_seconds(chunks, 1) == pytest.approx(sum(c.points / rates[c.model] for c in chunks))
-    assert declared_seconds(plan(load_spec("measure")), 4) is None

@@ -11,7 +11,8 @@ from sweeps.run import driver as runner
 from sweeps.run.sources import BACKENDS, MEASURED_CHUNK_POINTS, SourceSettings, measured_rows, model_rows
 from sweeps.spec.grid import decode, grid_for
 from sweeps.run.chunks import plan
-from sweeps.run.dryrun import as_dict, declared_seconds, dry_run
+from sweeps.run.cost import estimate, plan_run
+from sweeps.run.dryrun import as_dict, dry_run
 from sweeps.spec.load import SOURCES, parse_spec
 from sweeps.run.store import locate
 from sweeps.run.task import TaskConfig, chunk_frame
@@ -80,24 +81,27 @@ def test_only_measured_chunk_ids_hash_the_measure_settings():
     assert not set(ids["measured"][0]) & set(ids["measured"][1])
 
 
-def test_the_dry_run_computes_the_chunks_of_backends_planned_here_and_counts_the_others(monkeypatch):
-    """`plan` computes a chunk's rows with its backend when the backend is planned here, else only counts it."""
+def test_the_dry_run_computes_the_statuses_of_backends_planned_here_and_counts_the_others(monkeypatch):
+    """`plan` computes a point's status with its backend's `statuses` when the backend is planned here, and sizes
+    its chunks by sample parts built with its `rows`; a backend with no `statuses` is only counted."""
     spec = parse_spec(BOTH)
-    calls = []
+    rows_calls, status_calls = [], []
+    model = BACKENDS["model"]
 
-    def rows(model, params, profile, settings):
-        calls.append(params.height)
-        return model_rows(model, params, profile, settings)
+    def rows(*args):
+        rows_calls.append(args[1].height)
+        return model_rows(*args)
 
-    assert (BACKENDS["model"].planned_here, BACKENDS["measured"].planned_here) == (True, False)
-    monkeypatch.setitem(BACKENDS, "model", dataclasses.replace(BACKENDS["model"], rows=rows))
+    def statuses(*args):
+        status_calls.append(args[1].height)
+        return model.statuses(*args)
+
+    assert (model.planned_here, BACKENDS["measured"].planned_here) == (True, False)
+    monkeypatch.setitem(BACKENDS, "model", dataclasses.replace(model, rows=rows, statuses=statuses))
     d = as_dict(dry_run(spec, progress=False))
-    assert calls == [20, 20] and (d["feasible"], d["measured"]["points"]) == (20, 20)  # counted, then sampled
-    for name, here in (("model", False), ("measured", True)):
-        monkeypatch.setitem(BACKENDS, name, dataclasses.replace(BACKENDS[name], planned_here=here, rows=rows))
-    d = as_dict(dry_run(spec, progress=False))
-    assert calls[2:] == [8, 8, 8, 4] and (d["feasible"], d["measured"]["points"]) == (20, 0)  # the middle sampled
-    assert declared_seconds(plan(spec), 1) is None
+    assert status_calls == [20] and (d["feasible"], d["measured"]["points"]) == (20, 20)
+    assert rows_calls == [20, 20, 20]  # the cost's samples: warm, then two sizes (the whole grid is 20 points)
+    assert estimate(plan_run(spec, "out"), 1) is None  # measured chunks: their time is unknown here
 
 
 def test_the_task_computes_rows_with_its_chunks_backend(monkeypatch, tmp_path):
