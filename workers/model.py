@@ -514,7 +514,7 @@ class LastPoints:
 
     def get(self, points: pl.DataFrame, derive: Callable[[pl.DataFrame], object]):
         last = self._last
-        if last is not None and last[0].equals(points):
+        if last is not None and (last[0] is points or last[0].equals(points)):
             return last[1]
         value = derive(points)
         _read_only(value)

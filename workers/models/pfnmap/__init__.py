@@ -70,7 +70,7 @@ from workers.plots import Cond, Either, Lines, Overlay, Panels, Series, X, Y
 from workers.profiles import Profile
 
 from .geometry import LEAF_ORDERS, PAGE, PMD_ORDER, PUD, PUD_ORDER, kind_bytes, leaves, starts
-from .tlb import Machine, entries, random_access, random_counts, reach, sequential_copy
+from .tlb import Machine, entries, random_access, random_counts, reach, sequential_copy, sequential_counts
 
 AUTO_ORDER = PMD_ORDER  # the RFC's behaviour: PMD leaves where the rules allow
 NOT_GIVEN = -1
@@ -292,8 +292,8 @@ class PfnmapModel(Model):
         geo = self._counted.setdefault((m.structure, contpte), LastPoints()).get(
             points, lambda p: self._geometry(m, a, contpte))
         g = geo["mapping"]
-        cost = self._access(m, a, *geo["access"])
-        base = self._access(m, a, *geo["mainline"])
+        cost = self._access(m, a, geo["access"])
+        base = self._access(m, a, geo["mainline"])
         kb = kind_bytes(g)
         per_kind, per_size = entries(m, kb)
         setup = {k: float(profile.value("pfnmap", k)) for k in SETUP_KEYS}
@@ -340,9 +340,10 @@ class PfnmapModel(Model):
     @staticmethod
     def _geometry(m: Machine, a: dict, contpte: bool) -> dict:
         """The leaves of the mapping and, for the access with this RFC's leaves and with mainline's PTEs, the
-        leaves it sees and the counts of its random loads (tlb.random_counts): what the points and the
-        machine's structure decide. Kept per structure for the last points (self._counted): a chunk's error
-        bars evaluate its points again under refits that move latencies only."""
+        leaves it sees and the counts of its random loads and its streaming copies (tlb.random_counts,
+        tlb.sequential_counts): what the points and the machine's structure decide. Kept per structure for
+        the last points (self._counted): a chunk's error bars evaluate its points again under refits that
+        move latencies and bandwidths only, and price these counts again."""
         cont_on = a["arm64"] & contpte
         pa, va = starts(a["align"], a["pa_offset"], a["va_offset"])
         # What the access sees: the whole mapping (random pages from all of it), or the copied prefix.
@@ -350,22 +351,25 @@ class PfnmapModel(Model):
         out = {"mapping": leaves(a["length"], pa, va, a["order"], cont_on)}
         for side, order in (("access", a["order"]), ("mainline", np.zeros_like(a["order"]))):
             g = leaves(span, pa, va, order, cont_on)
-            rows = np.flatnonzero(~a["seq"])
-            counts = random_counts(m, *_rows(g, a, rows)) if rows.size else None
-            out[side] = (g, counts)
+            counts = {}
+            for key, rows, count in (("random", np.flatnonzero(~a["seq"]), random_counts),
+                                     ("seq", np.flatnonzero(a["seq"]), sequential_counts)):
+                if rows.size:
+                    counts[key] = (rows, count(m, *_rows(g, a, rows)))
+            out[side] = counts
         return out
 
     @staticmethod
-    def _access(m: Machine, a: dict, g: dict, counts: dict | None) -> dict[str, np.ndarray]:
-        """The access pattern's cost per point: random loads (priced from their `counts`) or the streaming
-        copy, each on its rows."""
+    def _access(m: Machine, a: dict, counts: dict) -> dict[str, np.ndarray]:
+        """The access pattern's cost per point: random loads or the streaming copy, each on its rows, priced
+        from their counts."""
         n = a["seq"].size
         out = {k: np.zeros(n) for k in ("ns", "miss_rate", "walk_ns_per_access", "walk_ns", "walk_refs")}
-        for rows, fn in ((np.flatnonzero(~a["seq"]), lambda *args: random_access(*args, counts=counts)),
-                         (np.flatnonzero(a["seq"]), sequential_copy)):
-            if rows.size == 0:
+        for key, fn in (("random", random_access), ("seq", sequential_copy)):
+            if key not in counts:
                 continue
-            for k, v in fn(m, *_rows(g, a, rows)).items():
+            rows, c = counts[key]
+            for k, v in fn(m, c).items():
                 out[k][rows] = v
         return out
 

@@ -102,7 +102,7 @@ class Machine:
         """What the counts of an access rest on (the TLBs' sizes, the table levels, the host page), as against
         the latencies and bandwidths that price them: machines of one structure count alike."""
         return (self.virtualized, self.host_page, self.levels, self.walk_cache_levels, tuple(self.tlb_l1.items()),
-                tuple(self.tlb_l2.items()), self.tlb_nested)
+                tuple(self.tlb_l2.items()), self.tlb_nested, tuple((c[0], c[1], c[3]) for c in self.caches))
 
     def entry_size(self, kind: str) -> int:
         """Bytes one TLB entry of this leaf kind covers (min(leaf, host page) in a guest)."""
@@ -124,12 +124,25 @@ class Machine:
 
     def line_ns(self, data_lines, pt_lines):
         """Latency (ns) of a load whose line was last used `data_lines` data and `pt_lines` table lines ago."""
-        below, t = 0.0, 0.0
-        for size, ways, lat, fill in self.caches:
+        return self.price(self.shares(data_lines, pt_lines))
+
+    def shares(self, data_lines, pt_lines) -> tuple:
+        """Of the loads whose line was last used `data_lines` data and `pt_lines` table lines ago, the share
+        each cache level serves (nearest first), then DRAM's: the cache sizes' part of line_ns(), which no
+        latency moves (part of `structure`), so a refit prices them again by price() alone."""
+        below, out = 0.0, []
+        for size, ways, _, fill in self.caches:
             present = np.maximum(below, _survives(LINE * (fill * data_lines + pt_lines), size, ways))
-            t = t + lat * (present - below)
+            out.append(present - below)
             below = present
-        return t + self.dram_ns * (1.0 - below)
+        return (*out, 1.0 - below)
+
+    def price(self, shares: tuple):
+        """ns of a load served in the proportions `shares` (shares()): each level's latency times its share."""
+        t = 0.0
+        for (_, _, lat, _), share in zip(self.caches, shares):
+            t = t + lat * share
+        return t + self.dram_ns * shares[-1]
 
 
 def _levels(profile: Profile, fill: float) -> tuple[tuple[float, float, float, float], ...]:
@@ -198,7 +211,7 @@ def _tlb_hits(touched_entries, chosen_pages, cap: float) -> np.ndarray:
 def random_counts(m: Machine, g: dict, kb: dict, length: np.ndarray, working_set: np.ndarray) -> dict:
     """What lat_mem_rd_random's cost rests on that no latency or bandwidth moves: the TLB misses per load by
     leaf kind, its L2 hits, the host walks per guest walk, and for each line class a walk reads (and for
-    the data) the lines since its last use, which m.line_ns() prices. Counts of the points, the leaves and
+    the data) the share of its loads each cache level serves (m.shares()), which m.price() prices. Counts of the points, the leaves and
     the machine's structure only (Machine.structure), so the refits of a chunk's error bars reuse them.
 
     `working_set` bytes of pages are chosen at random from the whole mapping
@@ -244,22 +257,20 @@ def random_counts(m: Machine, g: dict, kb: dict, length: np.ndarray, working_set
     data_lines = working_set.astype(np.float64) / LINE
 
     def since(gap):
-        """(data lines, table lines) used since a line last used `gap` loads ago: m.line_ns()'s arguments."""
-        return np.minimum(gap, data_lines), sum(_distinct(lines[c], rate[c], gap) for c in rate)
+        """Where a line last used `gap` loads ago is found: m.shares() of the data and table lines used since."""
+        return m.shares(np.minimum(gap, data_lines), sum(_distinct(lines[c], rate[c], gap) for c in rate))
 
     return {"lf": lf, "miss": miss, "l2_hits": l2_hits, "walked": walked, "host_walks": host_walks,
-            "since": {c: since(np.maximum(lines[c], 1.0) / np.maximum(rate[c], TINY)) for c in rate},
-            "since_data": since(data_lines)}
+            "found": {c: since(np.maximum(lines[c], 1.0) / np.maximum(rate[c], TINY)) for c in rate},
+            "found_data": since(data_lines)}
 
 
-def random_access(m: Machine, g: dict, kb: dict, length: np.ndarray, working_set: np.ndarray,
-                  counts: dict | None = None) -> dict[str, np.ndarray]:
-    """lat_mem_rd_random: ns per load, miss rate, and the mean walk (ns, references): random_counts()
-    (or the `counts` it gave for these points on this machine's structure) priced by the latencies."""
-    n = random_counts(m, g, kb, length, working_set) if counts is None else counts
+def random_access(m: Machine, n: dict) -> dict[str, np.ndarray]:
+    """lat_mem_rd_random: ns per load, miss rate, and the mean walk (ns, references): the counts
+    random_counts() gave on a machine of m's structure, priced by m's latencies."""
     walked, host_walks = n["walked"], n["host_walks"]
-    t = {c: m.line_ns(*at) for c, at in n["since"].items()}
-    t_data = m.line_ns(*n["since_data"])
+    t = {c: m.price(found) for c, found in n["found"].items()}
+    t_data = m.price(n["found_data"])
     h = len(m.host_levels())
     host_ns = sum(t[f"h{lvl}"] for lvl in m.host_levels()) + m.walk_ref_ns * h if walked and h else 0.0
     refs = {k: len(m.guest_levels(k)) + host_walks[k] * h for k in walked}
@@ -268,15 +279,24 @@ def random_access(m: Machine, g: dict, kb: dict, length: np.ndarray, working_set
     return _summary(n["lf"], n["miss"], walk, refs, t_data + n["l2_hits"] * m.tlb_l2_hit_ns, per_access=1.0)
 
 
-def sequential_copy(m: Machine, g: dict, kb: dict, length: np.ndarray, working_set: np.ndarray) -> dict[str, np.ndarray]:
-    """memcpy_seq: ns for one streaming copy of the working set (the first `working_set` bytes of the
-    mapping; `g` and `kb` are that prefix's leaves), misses per line, and the mean walk."""
+def sequential_counts(m: Machine, g: dict, kb: dict, length: np.ndarray, working_set: np.ndarray) -> dict:
+    """What memcpy_seq's cost rests on that no latency or bandwidth moves (as random_counts()): the TLB
+    misses and L2 TLB hits of one pass, and where a line first used this pass is found."""
     per_kind, per_size = entries(m, kb)
     lf = working_set.astype(np.float64)
     fits_l2 = {s: n <= m.tlb_l2[s] for s, n in per_size.items()}
     l2_hits = sum(np.where(fits_l2[s] & (n > m.tlb_l1[s]), n, 0) for s, n in per_size.items())
+    miss = {k: np.where(fits_l2[m.entry_size(k)], 0, per_kind[k]).astype(np.float64) for k in KINDS}
     # A line first used this pass was last used a whole copy ago (source and destination streams).
-    t_pass = m.line_ns(2.0 * lf / LINE, g["pt_pages"] * (PAGE / LINE))
+    return {"lf": lf, "miss": miss, "l2_hits": l2_hits,
+            "found_pass": m.shares(2.0 * lf / LINE, g["pt_pages"] * (PAGE / LINE))}
+
+
+def sequential_copy(m: Machine, n: dict) -> dict[str, np.ndarray]:
+    """memcpy_seq: ns for one streaming copy of the working set (the first `working_set` bytes of the
+    mapping), misses per line, and the mean walk: the counts sequential_counts() gave on a machine of m's
+    structure, priced by m's latencies and bandwidth."""
+    t_pass = m.price(n["found_pass"])
 
     def ref_ns(lvl: int, spacing: int):
         """One reference to a level-lvl line by walks `spacing` bytes apart: mostly the same line."""
@@ -285,7 +305,7 @@ def sequential_copy(m: Machine, g: dict, kb: dict, length: np.ndarray, working_s
 
     h = len(m.host_levels())
     host_ns = sum(ref_ns(lvl, m.host_page) for lvl in m.host_levels()) + m.walk_ref_ns * h
-    walk, miss, refs = {}, {}, {}
+    walk, refs = {}, {}
     for k in KINDS:
         e = m.entry_size(k)
         guest = m.guest_levels(k)
@@ -294,8 +314,8 @@ def sequential_copy(m: Machine, g: dict, kb: dict, length: np.ndarray, working_s
                       if m.virtualized else 0.0)
         refs[k] = len(guest) + host_walks * h
         walk[k] = sum(ref_ns(lvl, e) for lvl in guest) + m.walk_ref_ns * len(guest) + host_walks * host_ns
-        miss[k] = np.where(fits_l2[e], 0, per_kind[k]).astype(np.float64)
-    other = lf / m.memcpy_test_gbs + sum(miss.values()) * m.copy_tlb_miss_ns + l2_hits * m.tlb_l2_hit_ns
+    lf, miss = n["lf"], n["miss"]
+    other = lf / m.memcpy_test_gbs + sum(miss.values()) * m.copy_tlb_miss_ns + n["l2_hits"] * m.tlb_l2_hit_ns
     return _summary(lf, miss, walk, refs, other, per_access=LINE / lf)
 
 
