@@ -2,8 +2,8 @@
 
     .venv/bin/python benchmarks/sweep_floor.py [--spec large]
 
-In this process, every chunk of the spec one after another (warm: the first chunk of each model is done
-twice, the second time timed), in two ways:
+In this process, every chunk of the spec as the driver chunks it for this machine's CPUs (sweeps.run.cost),
+one after another (warm: the first chunk of each model is done twice, the second time timed), in two ways:
 
 - the model's own rows: the chunk's points decoded (sweeps.spec.grid.decode), the model evaluated
   (workers.evaluate) and those columns alone, with point_id, made Arrow and Parquet with the parts' options
@@ -29,7 +29,7 @@ import time
 import pyarrow.parquet as pq
 import ray
 
-from sweeps.run.chunks import plan
+from sweeps.run.cost import plan_run
 from sweeps.run.driver import init_ray
 from sweeps.run.store import locate, parquet_bytes
 from sweeps.run.task import TaskConfig, chunk_frame, evidence_entries
@@ -70,8 +70,8 @@ def main() -> None:
     ap.add_argument("--spec", default="large")
     a = ap.parse_args()
     spec = load_spec(a.spec)
-    chunks = plan(spec)
     cpus = os.cpu_count() or 1
+    chunks = plan_run(spec, tempfile.gettempdir(), cpus=cpus).chunks  # as the driver chunks it here
     print(f"{a.spec}: {spec.total_points:,} points in {len(chunks)} chunks; {cpus} CPUs; "
           f"load {os.getloadavg()[0]:.2f}", file=sys.stderr)
     with tempfile.TemporaryDirectory(prefix="memsweep-floor-") as tmp:

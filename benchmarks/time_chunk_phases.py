@@ -21,7 +21,7 @@ import time
 
 import polars as pl
 
-from sweeps.run.chunks import plan
+from sweeps.run.cost import plan_run
 from sweeps.run.store import locate, parquet_bytes
 from sweeps.run.task import TaskConfig, chunk_frame
 from sweeps.spec.grid import decode
@@ -53,7 +53,7 @@ def main() -> None:
     global REPEAT
     REPEAT = a.repeat
     spec = load_spec(a.spec)
-    chunks = plan(spec)
+    chunks = plan_run(spec, tempfile.gettempdir(), cpus=os.cpu_count() or 1).chunks  # as the driver would
     first = {}
     for c in chunks:
         first.setdefault(c.model, c)
