@@ -147,14 +147,38 @@ def _stated(model: Model, profile: Profile) -> Stated:
                         "no error bar")
 
 
+_AT_FIGURES: dict[tuple, pl.DataFrame] = {}
+_AT_FIGURES_MAX = 4096  # entries: a few thousand frames of a few rows each
+
+
+def at_figures(model: Model, figures: tuple[Figure, ...], profile: Profile) -> pl.DataFrame:
+    """evaluate() of the model at `figures`' points under `profile`, remembered: coverage() states the bars
+    once per figure left out, and each statement evaluates the same figures under the same refits again
+    (_unmoved, ratio_residuals), so without it the figures are evaluated n^2 times. Keyed by what an answer
+    reads of a profile, its name and its values, not its refits' table, which a left-out statement changes."""
+    key = (model.name, model.version, tuple((f.id, tuple(sorted((k, str(v)) for k, v in f.params.items())))
+                                            for f in figures), profile.name, _values(profile))
+    if key not in _AT_FIGURES:
+        if len(_AT_FIGURES) >= _AT_FIGURES_MAX:
+            _AT_FIGURES.clear()
+        _AT_FIGURES[key] = evaluate(model, figure_frame(model, figures), profile)
+    return _AT_FIGURES[key]
+
+
+def _values(profile: Profile) -> tuple:
+    """Every entry of the profile's sections as a value a key can hold."""
+    return tuple((s, k, e if isinstance(e, str) else (e.value, e.unit))
+                 for s, entries in sorted(profile.sections.items()) for k, e in sorted(entries.items()))
+
+
 def _unmoved(model: Model, profile: Profile, refits: tuple[Profile, ...]) -> set[str]:
     """The priced metrics no refit moves at any figure's point: they do not rest on the fitted costs (pfnmap's
     share of huge leaves is the mapping's geometry), so the fit's errors are not theirs."""
-    points = figure_frame(model, model.calibration.figures)
-    base = evaluate(model, points, profile)
+    figures = model.calibration.figures
+    base = at_figures(model, figures, profile)
     still = set(model.priced)
     for refit in refits:
-        again = evaluate(model, points, refit)
+        again = at_figures(model, figures, refit)
         still = {m for m in still if base[m].equals(again[m])}
     return still
 
@@ -208,7 +232,7 @@ def ratio_residuals(model: Model, profile: Profile) -> list[float]:
             published = base.published / other.published
             for f in pair:
                 for costs in profile.refits.get(f.id, ()):
-                    v = evaluate(model, figure_frame(model, pair), _with(profile, costs))[metric].to_list()
+                    v = at_figures(model, pair, _with(profile, costs))[metric].to_list()
                     if None not in v and v[1]:
                         out.append(v[0] / v[1] / published - 1.0)
     return out
@@ -249,17 +273,18 @@ def _baseline(model: Model, rows: pl.DataFrame) -> np.ndarray:
     return (rows[cmp.column] == cmp.baseline).fill_null(False).to_numpy()
 
 
-def spread(model: Model, rows: pl.DataFrame, ok: np.ndarray, alternatives) -> tuple[dict, dict]:
+def spread(model: Model, rows: pl.DataFrame, ok: np.ndarray, alternatives, answers=None) -> tuple[dict, dict]:
     """Per priced metric, the least answer x (1 - its residual) and the largest x (1 + its residual) over
     `alternatives`, (profile, residual per metric) pairs: None is the rows' own answers. NaN where a row is
-    not ok."""
+    not ok. `answers(profile)`: the ok rows' metrics under an alternative, where the caller has them (default:
+    the model evaluated at those rows' points)."""
     lo = {m: np.full(rows.height, np.nan) for m in model.priced}
     hi = {m: np.full(rows.height, np.nan) for m in model.priced}
     points = rows.filter(pl.Series(ok)).select([a.column for a in model.axes]) if ok.any() else None
     for alt, r in alternatives:
         if alt is not None and points is None:
             continue
-        again = rows if alt is None else frame(model, points, alt)
+        again = rows if alt is None else answers(alt) if answers is not None else frame(model, points, alt)
         for m in model.priced:
             v = np.full(rows.height, np.nan)
             if alt is None:
@@ -306,10 +331,12 @@ def coverage(model: Model, profile: Profile) -> list[Held]:
         left = _stated(model, dataclasses.replace(
             profile, leave_one_out={g.id: profile.leave_one_out[g.id] for g in others},
             refits={k: v for k, v in profile.refits.items() if k != f.id}))
-        rows = evaluate(model, figure_frame(model, (f,)), _with(profile, profile.refits[f.id][0])) \
-            if f.id in profile.refits else evaluate(model, figure_frame(model, (f,)), profile)
+        rows = at_figures(model, (f,), _with(profile, profile.refits[f.id][0]) if f.id in profile.refits
+                          else profile)
+        i = figures.index(f)  # every figure under each alternative at once: n evaluations, not n^2
         lo, hi = spread(model, rows, np.ones(1, dtype=bool),
-                        [(None, left.q), *zip(left.alternatives, left.residuals())])
+                        [(None, left.q), *zip(left.alternatives, left.residuals())],
+                        answers=lambda alt, i=i: at_figures(model, figures, alt).slice(i, 1))
         out.append(_held(f, "fit", lo[f.metric][0], hi[f.metric][0]))
     checks = validation_figures(model, profile)
     if checks:

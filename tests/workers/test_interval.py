@@ -116,6 +116,20 @@ def test_coverage_holds_nine_in_ten_of_the_published_figures_and_every_fit_figur
     assert all(h.inside for h in held if h.figure.startswith("young/validation/"))
 
 
+def test_answers_at_the_figures_are_remembered_by_the_profile_s_values_not_its_refits():
+    """interval.at_figures(), which coverage() asks once per figure left out: a profile with the same values and
+    another refits table gets the answers already computed; a changed cost gets its own, equal to evaluating
+    the model afresh."""
+    figures = PFNMAP.calibration.figures
+    first = interval.at_figures(PFNMAP, figures, SEED)
+    assert interval.at_figures(PFNMAP, figures, dataclasses.replace(SEED, refits={}, leave_one_out={})) is first
+    key, entry = next((k, e) for k, e in SEED.sections["pfnmap"].items() if not isinstance(e, str))
+    moved = SEED.with_values({("pfnmap", key): entry.value * 2 + 1}, source="what-if")
+    again = interval.at_figures(PFNMAP, figures, moved)
+    assert again is not first
+    assert again.equals(evaluate(PFNMAP, interval.figure_frame(PFNMAP, figures), moved))
+
+
 def test_a_model_with_no_refits_states_its_validation_error_and_bars_every_answer_by_it():
     """A profile that records no refits of a model but validation figures of it (memmap without its
     [refits]): the stated error is its largest validation error, and every answer's bar is that much either
