@@ -32,6 +32,8 @@ import pyarrow.fs as pafs
 from workers.dataset import LAYOUT, TEMP_PREFIX, Layout, layout_of, parse_part_path, part_path
 from workers.exceptions import StoreIOError, SweepFolderError
 
+from . import manifest
+
 # Object-store retries: 5 tries, waiting 0.2, 0.4, 0.8, 1.6 s between them (at most 3 s), on top of
 # the AWS SDK's own attempts inside each pyarrow call. Only errors that read as transient are retried.
 RETRY_TRIES = 5
@@ -261,8 +263,11 @@ def read_json(loc: Location, name: str, advice: str) -> dict | None:
 
 
 def read_manifest(loc: Location, names: Layout | None = None) -> dict | None:
-    """The manifest (of schema 3, or of the folder's own layout `names`); None when there is none yet."""
-    return read_json(loc, (names or layout(loc)).manifest, "rerun the sweep with --fresh to start over")
+    """The manifest (of schema 3, or of the folder's own layout `names`); None when there is none yet;
+    SweepFolderError when it is not JSON or not of the shape memsweep reads (workers.dataset.manifest)."""
+    name, advice = (names or layout(loc)).manifest, "rerun the sweep with --fresh to start over"
+    found = read_json(loc, name, advice)
+    return None if found is None else manifest.check(found, f"{loc.uri}/{name}", advice)
 
 
 def scan_parts(fs: pafs.FileSystem, paths: list[str]) -> pl.LazyFrame:

@@ -132,3 +132,29 @@ def test_report_in_its_own_process_refuses_a_changed_part_without_a_traceback(sw
     r = memsweep("report", str(sweep))
     assert r.returncode == 2 and "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1
     assert "has another checksum than the manifest records" in r.stderr and not (sweep / "_report").exists()
+
+
+@pytest.mark.parametrize("shape, words", [
+    (lambda m: [], "the whole file: [] where an object belongs"),
+    (lambda m: {**m, "parts": 5}, "at parts: 5 where an object belongs"),
+    (lambda m: {**m, "parts": {**m["parts"], next(iter(m["parts"])): None}}, ": null where an object belongs"),
+    (lambda m: {**m, "rows": "many"}, 'at rows: "many" where a whole number belongs'),
+])
+def test_a_manifest_of_the_wrong_shape_is_one_line_from_every_command_and_run_needs_fresh(sweep, shape, words):
+    """A manifest that is JSON but not of the shape memsweep reads (a list, `parts` a number, a null record, a
+    count in words): every reader, status, verify and run exit 2 with one line naming the file and what is
+    wrong, writing nothing; `run --fresh` starts over and the folder reads again."""
+    first = memsweep_here(*(a.format(d=sweep) for a in TABLE)).stdout
+    (sweep / MANIFEST).write_text(json.dumps(shape(json.loads((sweep / MANIFEST).read_text()))))
+    (sweep.parent / "spec.toml").write_text(SPEC)
+    before = tree_state(sweep.parent)
+    rerun = ("run", str(sweep.parent / "spec.toml"), "--out", str(sweep.parent), "--no-report")
+    for argv in [*readers(sweep), ("status", str(sweep)), ("verify", str(sweep)), rerun]:
+        r = memsweep_here(*argv)
+        lines = r.stderr.strip().splitlines()
+        assert r.returncode == 2 and len(lines) == 1, (argv, r.stdout, r.stderr)
+        assert f"{sweep}/{MANIFEST} is not a manifest memsweep can read (" in lines[0] and words in lines[0], argv
+        assert "rerun the sweep with --fresh to start over" in lines[0]
+    assert tree_state(sweep.parent) == before
+    assert memsweep_here(*rerun, "--fresh").returncode == 0
+    assert verify(str(sweep))[0] == [] and memsweep_here(*(a.format(d=sweep) for a in TABLE)).stdout == first

@@ -38,7 +38,8 @@ def sweep(tmp_path) -> Path:
         data = part_bytes(cid, [10 * i, 10 * i + 1])
         (root / part_path("m", cid)).write_bytes(data)
         records[cid] = {"chunk_id": cid, "model": "m", "rows": 2, "bytes": len(data), "checksum": parts.checksum(data)}
-    (root / MANIFEST).write_text(json.dumps({"sweep": "s", "parts": records, COMPUTATION: {"digest": DIGEST}}))
+    computation = {"digest": DIGEST, "identity": {}, "order": {}}
+    (root / MANIFEST).write_text(json.dumps({"sweep": "s", "parts": records, COMPUTATION: computation}))
     return root
 
 
