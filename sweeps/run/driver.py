@@ -34,15 +34,15 @@ from tqdm import tqdm
 from sweeps.run.computation import check_spec, record, refuse_foreign
 from sweeps.run.lease import Lease
 from sweeps.run.store import delete_sweep, locate, part_checksum, remove_temp_files, write_manifest
-from sweeps.exceptions import UsageError
+from sweeps.exceptions import DatasetError, UsageError
 from sweeps.spec.load import SweepSpec
 from workers import get_model
-from workers.dataset import (COMPUTATION, LAYOUT, LEASE_FILE, MANIFEST, SCHEMA_VERSION, SPEC_FILE, errors, model_dir,
-                             parse_part_path)
+from workers.dataset import (COMPUTATION, LAYOUT, LEASE_FILE, MANIFEST, MODELED, SCHEMA_VERSION, SPEC_FILE, errors,
+                             model_dir, parse_part_path)
 from workers.dataset.errors import Failed
 from workers.exceptions import StoreIOError
 from workers.dataset.folder import Location, check_inside, exists, part_infos, read_manifest, write_bytes
-from workers.dataset.parts import part_problem
+from workers.dataset.parts import PartProblem, mismatch_message, part_problem
 
 from .chunks import Chunk, RunPlan
 from .cost import longest_first, plan_folder, plan_run
@@ -298,13 +298,16 @@ def _finished(loc: Location, chunks: list[Chunk], old_parts: dict, say) -> dict[
     it is computed again (the cause may be mended since). Any other part is computed again, said once."""
     prefix = loc.root.rstrip("/") + "/"
     present = {parse_part_path(i.path.removeprefix(prefix))[1]: i for infos in part_infos(loc).values() for i in infos}
-    out, damaged, failed = {}, [], []
+    out, damaged, failed, refused = {}, [], [], []
     for c in chunks:
         info = present.get(c.chunk_id)
         if info is None:
             continue
         rec = old_parts.get(c.chunk_id)
         problem, footer = part_problem(loc, {**(rec or {}), "rows": c.points}, info, loc.is_local)
+        if problem is not None and c.source != MODELED and (rec or {}).get("checksum") is None:
+            refused.append(PartProblem(info.path.removeprefix(prefix), problem))  # cannot be computed the same
+            continue
         if problem is not None or (rec is not None and rec.get("rows") != c.points):
             damaged.append(f"part {info.path.removeprefix(prefix)} {problem or 'does not hold its chunk'}")
             continue
@@ -315,6 +318,9 @@ def _finished(loc: Location, chunks: list[Chunk], old_parts: dict, say) -> dict[
             failed.append(c.chunk_id)
             continue
         out[c.chunk_id] = rec
+    if refused:
+        raise DatasetError(mismatch_message(loc.uri, refused, "Nothing was run: measured and kernel rows cannot be "
+                                            "computed the same again; delete the part to measure its chunk anew."))
     if damaged:
         more = f" (and {len(damaged) - 1} more)" if len(damaged) > 1 else ""
         say(f"memsweep: {damaged[0]}{more}: computing {'it' if len(damaged) == 1 else 'them'} again.")

@@ -19,10 +19,10 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from sweeps.exceptions import OUT_RULE, DatasetError, UsageError
-from workers.dataset import (LAYOUT, LEASE_TEMP_PREFIX, MANIFEST, SCHEMA_VERSION, SUBMISSIONS, TEMP_PREFIX, Layout,
-                             parquet_options)
+from workers.dataset import (LAYOUT, LEASE_TEMP_PREFIX, MANIFEST, PART_CONTENT, SCHEMA_VERSION, SUBMISSIONS,
+                             TEMP_PREFIX, Layout, parquet_options)
 from workers.exceptions import SweepFolderError
-from workers.dataset.parts import checksum
+from workers.dataset.parts import MAGIC, checksum, content_digest
 from workers.dataset.folder import (
     Location, exists, filesystem, layout, link_out, read_json, read_manifest, remove_quietly, retrying,
     write_bytes,
@@ -83,9 +83,13 @@ def remove_temp_files(loc: Location) -> int:
 
 
 def parquet_bytes(table: pa.Table) -> bytes:
-    """A part's file: its table encoded as workers.dataset.parquet_options says."""
+    """A part's file: its table encoded as workers.dataset.parquet_options says, its footer recording the
+    digest of the data pages just written (PART_CONTENT: the footer is written last, so it can hold it)."""
     buf = io.BytesIO()
-    pq.write_table(table, buf, **parquet_options(table.schema))
+    with pq.ParquetWriter(buf, table.schema, **parquet_options(table.schema)) as writer:
+        writer.write_table(table)
+        with buf.getbuffer() as written:  # released before the writer appends its footer
+            writer.add_key_value_metadata({PART_CONTENT: content_digest(written[MAGIC:buf.tell()])})
     return buf.getvalue()
 
 

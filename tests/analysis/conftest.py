@@ -12,6 +12,7 @@ from sweeps.run.driver import run
 from sweeps.spec.load import load_spec
 from tests.conftest import once_per_run
 from workers.dataset import LAYOUT, LEGACY_LAYOUT, part_path
+from workers.dataset.parts import checksum
 
 # Small, but every figure has something to draw: all four models, the published figures' points
 # (pfnmap at align 1GiB on arm64, the young reclaim test), and markup in the description.
@@ -98,7 +99,9 @@ def write_sweep(root: Path, name: str, frames: dict[str, pl.DataFrame], spec: st
                              pl.lit("node-1").alias("env_ray_node_id"))
         (sweep / part_path(model, cid)).parent.mkdir(parents=True, exist_ok=True)
         df.write_parquet(sweep / part_path(model, cid))
-        parts[cid] = {"chunk_id": cid, "model": model, "rows": df.height}
+        data = (sweep / part_path(model, cid)).read_bytes()  # recorded as a run records its parts
+        parts[cid] = {"chunk_id": cid, "model": model, "rows": df.height, "bytes": len(data),
+                      "checksum": checksum(data)}
     data = {"sweep": name, "profile": "seed", "models": {m: {"version": "1", "points": f.height}
                                                          for m, f in frames.items()},
             "chunks_expected": len(frames), "chunks_done": len(frames),

@@ -276,14 +276,19 @@ def test_series_points_and_growth_exponents_match_the_row_wise_fit():
 def _split_sweep(src: str, dest: Path, model: str, parts: int) -> str:
     """A copy of a sweep whose `model` rows are cut into `parts` part files (other models left out)."""
     from workers.dataset import MANIFEST, SPEC_FILE, part_path
+    from workers.dataset.parts import checksum
     rows = pl.read_parquet(f"{src}/{part_path(model, '*')}", hive_partitioning=False)
     step = -(-rows.height // parts)
     (dest / part_path(model, "x")).parent.mkdir(parents=True)
+    records = {}
     for i in range(parts):
         rows.slice(i * step, step).write_parquet(dest / part_path(model, f"c{i}"))
+        data = (dest / part_path(model, f"c{i}")).read_bytes()  # recorded as a run records its parts
+        records[f"c{i}"] = {"model": model, "rows": rows.slice(i * step, step).height, "bytes": len(data),
+                            "checksum": checksum(data)}
     (dest / SPEC_FILE).write_bytes((Path(src) / SPEC_FILE).read_bytes())
     manifest = json.loads((Path(src) / MANIFEST).read_text())
-    manifest["parts"] = {f"c{i}": {"model": model} for i in range(parts)}  # the new parts are its rows
+    manifest["parts"] = records  # the new parts are its rows
     (dest / MANIFEST).write_text(json.dumps(manifest))
     return str(dest)
 

@@ -17,6 +17,7 @@ from sweeps.cli import main
 from sweeps.exceptions import FitError, UsageError
 from workers.calibrate import predict
 from workers.dataset import MANIFEST, part_path
+from workers.dataset.parts import checksum
 from workers.measure.fit import figures_from_measured
 from workers.model import points_frame
 from workers.profiles import dump_profile, load_profile
@@ -239,9 +240,11 @@ def measured_sweep(root: Path, **costs: float) -> str:
     part = root / "m" / part_path("memmap", "c0")
     part.parent.mkdir(parents=True)
     rows.with_columns(pl.Series("measure_min", times), *(pl.lit(v).alias(k) for k, v in HOST.items())).write_parquet(part)
-    # the manifest --from checks the part against (workers.dataset.parts); no checksum or size, as older manifests
+    # the manifest --from checks the part against (workers.dataset.parts), recording it as a run does
+    data = part.read_bytes()
     (root / "m" / MANIFEST).write_text(json.dumps({"sweep": "m", "parts": {
-        "c0": {"chunk_id": "c0", "model": "memmap", "rows": rows.height}}}))
+        "c0": {"chunk_id": "c0", "model": "memmap", "rows": rows.height, "bytes": len(data),
+               "checksum": checksum(data)}}}))
     return str(root / "m")
 
 

@@ -64,6 +64,10 @@ PART_COMPUTATION = "memsweep.computation"
 PART_CHUNK_ID = "memsweep.chunk_id"  # a part's footer names the chunk it holds (its file name's chunk id)
 PART_MODEL = "memsweep.model"  # ... its model
 PART_RANGE = "memsweep.range"  # ... and its range of the model's grid, "start:stop"
+# ... and a digest of its rows as stored: its data pages, the bytes between Parquet's leading magic and its
+# footer (workers.dataset.parts.content_digest). A part that is not in the manifest, or whose record has no
+# checksum, proves its content by it before any command takes it.
+PART_CONTENT = "memsweep.content"
 # A part's footer lists the distinct evidence_axes entries of its rows (a JSON list of objects, EVIDENCE_AXIS's
 # fields): a reader learns which values are far from a figure without decoding every row's list. Parts
 # written before it have no such key; analysis.evidence then reads the rows.

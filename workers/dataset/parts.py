@@ -5,7 +5,9 @@ A part the manifest lists must be present, readable (its footer parses), of the 
 manifest records and hold its rows. A part the manifest does not list gets one verdict, the same from every
 command (`unlisted_verdict`): a duplicate of another part under another name (its footer names another chunk),
 rows of another computation (its footer's computation digest is not the manifest's), or rows of this
-computation not yet recorded (a run in progress, or stopped before its manifest caught up).
+computation not yet recorded (a run in progress, or stopped before its manifest caught up). Nothing vouches
+for such a part's rows but the part itself: its footer records a digest of its data pages (content_digest),
+and a part not in the manifest, or whose record has no checksum, is taken only when its pages match it.
 
 Checksums mean reading every byte: on a local folder that is cheap beside what a reader does next
 (benchmarks/RESULTS.md: the `large` sweep's 28 parts, 165 MB), and those bytes are then in the page cache.
@@ -23,8 +25,8 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from workers.dataset import (COMPUTATION, PART_CHUNK_ID, PART_COMPUTATION, PART_MODEL, PART_RANGE, parse_part_path,
-                             part_path)
+from workers.dataset import (COMPUTATION, PART_CHUNK_ID, PART_COMPUTATION, PART_CONTENT, PART_MODEL, PART_RANGE,
+                             parse_part_path, part_path)
 from workers.exceptions import SweepFolderError
 from .folder import Location, at, part_infos, read_manifest, retrying, scan_parts
 
@@ -32,6 +34,33 @@ from .folder import Location, at, part_infos, read_manifest, retrying, scan_part
 def checksum(data: bytes) -> str:
     """The checksum the manifest records of a part's bytes."""
     return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+MAGIC = 4  # a Parquet file starts with b"PAR1"; it ends with the footer, its 4-byte length and b"PAR1"
+
+
+def content_digest(pages) -> str:
+    """The digest a part's footer records of its rows (PART_CONTENT): of its data pages, `pages` being the
+    file's bytes from after the leading magic to the footer. The footer cannot hold a checksum of the bytes
+    that hold it; the pages are every value the part stores."""
+    return hashlib.blake2b(pages, digest_size=16).hexdigest()
+
+
+def data_pages(data: bytes) -> memoryview:
+    """The data pages of a whole part's bytes: between the leading magic and the footer."""
+    footer = int.from_bytes(data[-8:-4], "little")
+    return memoryview(data)[MAGIC:len(data) - 8 - footer]
+
+
+def content_problem(data: bytes, footer: Footer) -> str | None:
+    """What is wrong with a part whose content nothing else vouches for (not in the manifest, or its record has
+    no checksum): its data pages against the digest its footer records; None when they agree."""
+    if footer.content is None:
+        return ("has no digest of its rows in its footer (written before memsweep recorded one): nothing proves "
+                "its content")
+    if content_digest(data_pages(data)) != footer.content:
+        return "holds other rows than the digest in its footer records (changed after it was written)"
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +83,7 @@ class Footer:
     computation: str | None
     model: str | None = None
     range: tuple[int, int] | None = None  # the chunk's [start, stop) of its model's grid
+    content: str | None = None  # content_digest() of its data pages as written
 
 
 def _footer(meta: pq.FileMetaData) -> Footer:
@@ -62,7 +92,7 @@ def _footer(meta: pq.FileMetaData) -> Footer:
     start, _, stop = (get(PART_RANGE) or "").partition(":")
     span = (int(start), int(stop)) if start.isdigit() and stop.isdigit() else None
     return Footer(rows=meta.num_rows, chunk_id=get(PART_CHUNK_ID), computation=get(PART_COMPUTATION),
-                  model=get(PART_MODEL), range=span)
+                  model=get(PART_MODEL), range=span, content=get(PART_CONTENT))
 
 
 def read_footer(fs: pafs.FileSystem, path: str) -> Footer | None:
@@ -74,9 +104,10 @@ def read_footer(fs: pafs.FileSystem, path: str) -> Footer | None:
         return None
 
 
-def unlisted_verdict(part: str, footer: Footer | None, digest: str | None) -> str:
+def unlisted_verdict(part: str, footer: Footer | None, digest: str | None, content: str | None = None) -> str:
     """What every command says of a part the manifest does not list (`digest`: the manifest's computation,
-    None in a folder written before computations were recorded)."""
+    None in a folder written before computations were recorded; `content`: content_problem() of its bytes,
+    where they were read)."""
     named = parse_part_path(part)[1]
     if footer is None:
         return "is not in the manifest and cannot be read (not a whole Parquet file): delete it"
@@ -86,28 +117,44 @@ def unlisted_verdict(part: str, footer: Footer | None, digest: str | None) -> st
     if digest is None or footer.computation != digest:
         return ("is not in the manifest: computed with another spec, profile or model version: delete it, or "
                 "rerun the sweep with --fresh to start over")
+    if content is not None:
+        return f"is not in the manifest and {content}: delete it (a rerun computes its chunk again)"
     return ("is not in the manifest: of this computation but not yet recorded (a run in progress or stopped): "
             "rerun the same 'memsweep run' command to record it")
 
 
-def stray(loc: Location, info: pafs.FileInfo, digest: str | None) -> PartProblem:
-    """A part the manifest does not list, with its verdict (unlisted_verdict)."""
+def stray(loc: Location, info: pafs.FileInfo, digest: str | None, checksums: bool = False) -> PartProblem:
+    """A part the manifest does not list, with its verdict (unlisted_verdict); `checksums`: its bytes read and
+    its content checked against its footer's digest (what verify does on a local folder)."""
     part = info.path.removeprefix(loc.root.rstrip("/") + "/")
-    return PartProblem(part, unlisted_verdict(part, read_footer(loc.fs, info.path), digest))
+    if not checksums:
+        return PartProblem(part, unlisted_verdict(part, read_footer(loc.fs, info.path), digest))
+    data = retrying(loc, "reading", info.path, lambda: _read_all(loc.fs, info.path))
+    try:
+        footer = _footer(pq.read_metadata(pa.BufferReader(data)))
+    except (OSError, pa.ArrowException):
+        footer = None
+    content = content_problem(data, footer) if footer is not None else None
+    return PartProblem(part, unlisted_verdict(part, footer, digest, content))
 
 
 def part_problem(loc: Location, rec: dict, info: pafs.FileInfo, checksums: bool) -> tuple[str | None, Footer | None]:
     """What is wrong with the part `info` against its manifest record `rec` (None when nothing), and its footer:
-    unreadable, another checksum (when `checksums`: every byte read), size, chunk or rows than recorded (a
-    record without a checksum or size, from an older memsweep, is checked for what it has)."""
-    if checksums:
+    unreadable, another checksum (when `checksums`: every byte read), size, chunk or rows than recorded. A
+    record without a checksum (a part not in the manifest, which the driver checks with the rows its chunk
+    must hold, or a record edited or written by hand) has its every byte read wherever the folder is, and the
+    part's rows must match the digest its footer records (content_problem)."""
+    unproved = rec.get("checksum") is None
+    if checksums or unproved:
         data = retrying(loc, "reading", info.path, lambda: _read_all(loc.fs, info.path))
         try:
             footer = _footer(pq.read_metadata(pa.BufferReader(data)))
         except (OSError, pa.ArrowException):
             return "cannot be read (not a whole Parquet file)", None
-        if rec.get("checksum") not in (None, checksum(data)):
+        if not unproved and rec["checksum"] != checksum(data):
             return "has another checksum than the manifest records (its bytes changed)", footer
+        if unproved and (problem := content_problem(data, footer)) is not None:
+            return problem, footer
     else:
         footer = read_footer(loc.fs, info.path)
         if footer is None:
@@ -146,7 +193,7 @@ def check_parts(loc: Location, manifest: dict, infos: dict[str, list[pafs.FileIn
         if problem:
             problems.append(PartProblem(part, problem))
     digest = (manifest.get(COMPUTATION) or {}).get("digest")
-    problems += [stray(loc, info, digest) for cid, info in sorted(present.items()) if cid not in listed]
+    problems += [stray(loc, info, digest, checksums) for cid, info in sorted(present.items()) if cid not in listed]
     return problems
 
 

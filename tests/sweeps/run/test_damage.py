@@ -52,13 +52,15 @@ def a_part(folder: Path) -> Path:
     return sorted((folder / "model=copy").glob("part-*.parquet"))[0]
 
 
-def change_one_value(part: Path) -> None:
-    """Rewrite the part with one metric_copies value + 1, keeping its schema and footer: readable, but not the
-    bytes the manifest's checksum records (a flipped bit in a value)."""
-    table = pq.read_table(part)
-    i = table.schema.get_field_index("metric_copies")
+def change_one_value(part: Path, column: str = "metric_copies", new=lambda v: v + 1) -> None:
+    """Rewrite the part with the first value of `column` changed (metric_copies + 1), keeping its schema and its
+    footer's every key: readable, but not the bytes the manifest's checksum records nor the rows its footer's
+    digest does (a flipped bit in a value)."""
+    footer = {k: v for k, v in pq.read_metadata(part).metadata.items() if k != b"ARROW:schema"}
+    table = pq.read_table(part).replace_schema_metadata(footer)
+    i = table.schema.get_field_index(column)
     values = table.column(i).to_pylist()
-    values[0] += 1
+    values[0] = new(values[0])
     table = table.set_column(i, table.schema.field(i), pc.cast(values, table.schema.field(i).type))
     pq.write_table(table, part, compression="zstd")
 
@@ -158,3 +160,72 @@ def test_a_manifest_of_the_wrong_shape_is_one_line_from_every_command_and_run_ne
     assert tree_state(sweep.parent) == before
     assert memsweep_here(*rerun, "--fresh").returncode == 0
     assert verify(str(sweep))[0] == [] and memsweep_here(*(a.format(d=sweep) for a in TABLE)).stdout == first
+
+
+def forget(sweep: Path, cid: str, what: str) -> None:
+    """The manifest no longer vouches for part `cid`: it is gone (a kill during the first manifest write), or
+    the part's record is (a disk-full stop), or the record's checksum is (a record written by hand)."""
+    if what == "the manifest":
+        (sweep / MANIFEST).unlink()
+        return
+    manifest = json.loads((sweep / MANIFEST).read_text())
+    if what == "its record":
+        manifest["parts"].pop(cid)
+        manifest["chunks_done"] -= 1
+    else:
+        del manifest["parts"][cid]["checksum"]
+    (sweep / MANIFEST).write_text(json.dumps(manifest))
+
+
+@pytest.mark.parametrize("what", ["the manifest", "its record", "its checksum"])
+def test_a_changed_part_the_manifest_does_not_vouch_for_is_computed_again_never_adopted(sweep, capsys, what):
+    """A part rewritten with one value changed, its footer kept, in a folder whose manifest no longer vouches
+    for it: no reader takes it (the data pages against the digest its footer records), verify names it, and the
+    rerun computes that part again instead of adopting it; the table is the first one again."""
+    first = memsweep_here(*(a.format(d=sweep) for a in TABLE)).stdout
+    part = a_part(sweep)
+    change_one_value(part)
+    forget(sweep, part.stem.removeprefix("part-"), what)
+    words = "holds other rows than the digest in its footer records (changed after it was written)"
+    if what != "the manifest":
+        assert any(words in p for p in verify(str(sweep))[0])
+        r = memsweep_here(*(a.format(d=sweep) for a in TABLE))
+        assert r.returncode == 2 and words in r.stderr and "Traceback" not in r.stderr
+    summary = run(parse_spec(SPEC), str(sweep.parent), progress=False)
+    assert (summary.computed, summary.skipped) == (1, 2)
+    assert words in capsys.readouterr().err
+    assert verify(str(sweep))[0] == [] and memsweep_here(*(a.format(d=sweep) for a in TABLE)).stdout == first
+
+
+MEASURED_SPEC = """name = "mc"
+models = ["copy"]
+source = "measured"
+[measure]
+repeats = 3
+span_ms = 50
+[axes.copy]
+struct_page_size = [64]
+strategy = ["memcpy", "nt_call"]
+"""
+
+
+def test_a_changed_measured_part_the_manifest_does_not_list_is_refused_by_run_naming_it(ray_local, tmp_path):
+    """Measured rows cannot be computed the same again: a rewritten measured part the manifest no longer lists is
+    not adopted and not silently measured anew; run refuses it by name (exit 2) and changes nothing. Deleted,
+    it is measured again."""
+    run(parse_spec(MEASURED_SPEC), str(tmp_path), progress=False)
+    folder = tmp_path / "mc"
+    part = sorted((folder / "model=copy").glob("part-*.parquet"))[0]
+    change_one_value(part, "measure_min", lambda v: (v or 1.0) * 10)  # tenfold: what calibrate --from would fit
+    forget(folder, part.stem.removeprefix("part-"), "its record")
+    (tmp_path / "mc.toml").write_text(MEASURED_SPEC)
+    before = tree_state(tmp_path)
+    r = memsweep_here("run", str(tmp_path / "mc.toml"), "--out", str(tmp_path), "--no-report")
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 2 and len(lines) == 1, r.stderr
+    assert f"part model=copy/{part.name} holds other rows than the digest in its footer records" in lines[0]
+    assert "measured and kernel rows cannot be computed the same again" in lines[0]
+    assert tree_state(tmp_path) == before
+    part.unlink()
+    summary = run(parse_spec(MEASURED_SPEC), str(tmp_path), progress=False)
+    assert summary.computed == 1 and verify(str(folder))[0] == []

@@ -4,15 +4,14 @@ written as a run writes them (footer key-value metadata, manifest records with b
 
 from __future__ import annotations
 
-import io
 import json
 import shutil
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 
+from sweeps.run.store import parquet_bytes
 from workers.dataset import folder, parts
 from workers.dataset import COMPUTATION, MANIFEST, PART_CHUNK_ID, PART_COMPUTATION, part_path
 from workers.exceptions import SweepFolderError
@@ -22,10 +21,7 @@ DIGEST = "d" * 32
 
 def part_bytes(chunk_id: str, values: list[int], digest: str = DIGEST) -> bytes:
     table = pa.table({"model": pa.array(["m"] * len(values)), "x": pa.array(values, pa.int64())})
-    table = table.replace_schema_metadata({PART_CHUNK_ID: chunk_id, PART_COMPUTATION: digest})
-    buf = io.BytesIO()
-    pq.write_table(table, buf, compression="zstd")
-    return buf.getvalue()
+    return parquet_bytes(table.replace_schema_metadata({PART_CHUNK_ID: chunk_id, PART_COMPUTATION: digest}))
 
 
 @pytest.fixture
