@@ -167,6 +167,17 @@ def planted(env: dict, folder: Path, code: str) -> dict:
     return {**env, "PYTHONPATH": os.pathsep.join((str(folder), env["PYTHONPATH"]))}
 
 
+def manifest_of(sweep: str, parts: dict | None = None, models: dict | None = None, **more) -> dict:
+    """The least manifest a hand-built sweep folder can hold (workers.dataset.manifest's required entries):
+    `parts` its records (each with model, rows and status), `models` name -> {version, points}, `more` any
+    other entry."""
+    parts = parts or {}
+    rows = sum(r["rows"] for r in parts.values())
+    return {"sweep": sweep, "profile": "seed", "models": models or {}, "chunks_expected": len(parts),
+            "chunks_done": len(parts), "rows": rows, "points_expected": rows, "parts": parts,
+            "updated": "2026-01-01T00:00:00Z", **more}
+
+
 def tree_state(path: Path) -> dict[str, tuple[int, int]]:
     """Every file below path with its size and mtime: to show a command wrote nothing."""
     return {

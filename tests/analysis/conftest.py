@@ -92,6 +92,8 @@ def write_sweep(root: Path, name: str, frames: dict[str, pl.DataFrame], spec: st
         df = df.with_columns(pl.lit(v).alias(k) for k, v in ident.items() if k not in df.columns)
         if "reason" not in df.columns:
             df = df.with_columns(pl.lit(None, dtype=pl.Utf8).alias("reason"))
+        if "source" not in df.columns:  # every part a run writes names its rows' source
+            df = df.with_columns(pl.lit("model").alias("source"))
         if "point_id" not in df.columns:
             df = df.with_columns(pl.int_range(pl.len(), dtype=pl.UInt64).alias("point_id"))
         df = df.with_columns(pl.lit("host-a").alias("env_host"), pl.lit("CPU <X>").alias("env_cpu_model"),
@@ -100,8 +102,9 @@ def write_sweep(root: Path, name: str, frames: dict[str, pl.DataFrame], spec: st
         (sweep / part_path(model, cid)).parent.mkdir(parents=True, exist_ok=True)
         df.write_parquet(sweep / part_path(model, cid))
         data = (sweep / part_path(model, cid)).read_bytes()  # recorded as a run records its parts
+        status = dict(df["status"].value_counts().iter_rows()) if "status" in df.columns else {}
         parts[cid] = {"chunk_id": cid, "model": model, "rows": df.height, "bytes": len(data),
-                      "checksum": checksum(data)}
+                      "checksum": checksum(data), "status": status}
     data = {"sweep": name, "profile": "seed", "models": {m: {"version": "1", "points": f.height}
                                                          for m, f in frames.items()},
             "chunks_expected": len(frames), "chunks_done": len(frames),

@@ -284,8 +284,9 @@ def _split_sweep(src: str, dest: Path, model: str, parts: int) -> str:
     for i in range(parts):
         rows.slice(i * step, step).write_parquet(dest / part_path(model, f"c{i}"))
         data = (dest / part_path(model, f"c{i}")).read_bytes()  # recorded as a run records its parts
-        records[f"c{i}"] = {"model": model, "rows": rows.slice(i * step, step).height, "bytes": len(data),
-                            "checksum": checksum(data)}
+        part = rows.slice(i * step, step)
+        records[f"c{i}"] = {"model": model, "rows": part.height, "bytes": len(data), "checksum": checksum(data),
+                            "status": dict(part["status"].value_counts().iter_rows())}
     (dest / SPEC_FILE).write_bytes((Path(src) / SPEC_FILE).read_bytes())
     manifest = json.loads((Path(src) / MANIFEST).read_text())
     manifest["parts"] = records  # the new parts are its rows

@@ -18,6 +18,7 @@ from sweeps.exceptions import FitError, UsageError
 from workers.calibrate import predict
 from workers.dataset import MANIFEST, part_path
 from workers.dataset.parts import checksum
+from tests.conftest import manifest_of
 from workers.measure.fit import figures_from_measured
 from workers.model import points_frame
 from workers.profiles import dump_profile, load_profile
@@ -242,9 +243,9 @@ def measured_sweep(root: Path, **costs: float) -> str:
     rows.with_columns(pl.Series("measure_min", times), *(pl.lit(v).alias(k) for k, v in HOST.items())).write_parquet(part)
     # the manifest --from checks the part against (workers.dataset.parts), recording it as a run does
     data = part.read_bytes()
-    (root / "m" / MANIFEST).write_text(json.dumps({"sweep": "m", "parts": {
+    (root / "m" / MANIFEST).write_text(json.dumps(manifest_of("m", {
         "c0": {"chunk_id": "c0", "model": "memmap", "rows": rows.height, "bytes": len(data),
-               "checksum": checksum(data)}}}))
+               "checksum": checksum(data), "status": {"ok": rows.height}}})))
     return str(root / "m")
 
 

@@ -4,9 +4,10 @@ that is null, a row count that is text. Every command that opens a sweep folder 
 that one function, so each gets the same one-line refusal (SweepFolderError: exit 2) naming the file and
 the first thing wrong, and `run` refuses it unless given --fresh.
 
-The schema (JSON Schema, checked with `jsonschema`, which Ray already requires) names the types of the
-entries memsweep reads, not every entry it writes: a manifest of an older memsweep (schema 1-2, records
-without checksum or seconds) has fewer entries and is still one. Unknown entries are allowed.
+The schema (JSON Schema, checked with `jsonschema`, which Ray already requires) requires the entries every
+manifest has carried since the first memsweep and names the types of the others it reads: a manifest of an
+older memsweep (schema 1-2, records without seconds or a computation) has fewer entries and is still one.
+Unknown entries are allowed.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ TEXT = {"type": "string"}
 # One part's record (sweeps.run.task.run_chunk, the driver's _finished): what every check of the parts reads.
 RECORD = {
     "type": "object",
-    "required": ["model", "rows"],
+    "required": ["model", "rows", "status"],
     "properties": {
         "model": TEXT, "chunk_id": TEXT, "source": TEXT, "node": TEXT, "checksum": TEXT,
         "rows": COUNT, "bytes": COUNT, "start": COUNT, "stop": COUNT,
@@ -33,13 +34,20 @@ RECORD = {
     },
 }
 
+# What every manifest has carried since the first (sweeps.run.driver._manifest), which status prints.
+REQUIRED = ["sweep", "profile", "models", "chunks_expected", "chunks_done", "rows", "points_expected", "parts",
+            "updated"]
+
 SCHEMA = {
     "type": "object",
+    "required": REQUIRED,
     "properties": {
         "schema_version": {"type": ["string", "integer"]},
         "sweep": TEXT, "profile": TEXT, "profile_digest": TEXT, "spec": TEXT, "updated": TEXT,
         "profile_data": {"type": "object"},
-        "models": {"type": "object", "additionalProperties": {"type": "object"}},
+        "models": {"type": "object", "additionalProperties": {
+            "type": "object", "required": ["version", "points"],
+            "properties": {"version": {"type": ["string", "integer"]}, "points": COUNT}}},
         "chunks_expected": COUNT, "chunks_done": COUNT, "rows": COUNT, "points_expected": COUNT,
         "rows_expected": COUNT,
         "sources": {"type": "array", "items": TEXT},
@@ -69,6 +77,9 @@ def problem(manifest: object) -> str | None:
         shown = json.dumps(error.instance)
         shown = shown if len(shown) <= 40 else shown[:37] + "..."
         what = f"{shown} where {' or '.join(TYPE_WORDS.get(t, t) for t in types)} belongs"
+    if error.validator == "required" and isinstance(error.instance, dict):
+        missing = [f"'{k}'" for k in error.validator_value if k not in error.instance]
+        what = f"no {', '.join(missing)} {'entry' if len(missing) == 1 else 'entries'}"
     return f"{'at ' + where if where else 'the whole file'}: {what}"
 
 

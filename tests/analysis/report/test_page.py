@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import json
 import re
 from pathlib import Path
 
@@ -14,7 +15,7 @@ from analysis.report.page import esc, html_table, render_html, write_report
 from analysis.report.overview import Table
 from analysis.read import Sweep
 from tests.analysis.conftest import SMALL_SPEC, write_sweep
-from tests.conftest import memsweep, tree_state
+from tests.conftest import manifest_of, memsweep, tree_state
 
 
 def test_report_holds_summary_provenance_figures_tables_and_spec(small_report):
@@ -91,7 +92,8 @@ def test_a_sweep_without_parts_or_ok_rows_still_gets_a_report(tmp_path):
     """No parts at all, or only error rows: a page with every figure skipped and the reasons listed."""
     empty = tmp_path / "empty"
     empty.mkdir()
-    (empty / "_manifest.json").write_text('{"sweep": "empty", "models": {"memmap": {"version": "1", "points": 4}}}')
+    (empty / "_manifest.json").write_text(json.dumps(manifest_of("empty", models={"memmap": {"version": "1",
+                                                                                              "points": 4}})))
     page = Path(write_report(str(empty))).read_text()
     assert 'data-figure-count="0"' in page and "model absent: this sweep has no memmap rows" in page
     df = pl.DataFrame({"param_namespace_size": [1 << 30, 2 << 30], "param_strategy": ["slow", "template"],

@@ -141,10 +141,11 @@ def test_report_in_its_own_process_refuses_a_changed_part_without_a_traceback(sw
     (lambda m: {**m, "parts": 5}, "at parts: 5 where an object belongs"),
     (lambda m: {**m, "parts": {**m["parts"], next(iter(m["parts"])): None}}, ": null where an object belongs"),
     (lambda m: {**m, "rows": "many"}, 'at rows: "many" where a whole number belongs'),
+    (lambda m: {k: v for k, v in m.items() if k != "updated"}, "the whole file: no 'updated' entry"),
 ])
 def test_a_manifest_of_the_wrong_shape_is_one_line_from_every_command_and_run_needs_fresh(sweep, shape, words):
     """A manifest that is JSON but not of the shape memsweep reads (a list, `parts` a number, a null record, a
-    count in words): every reader, status, verify and run exit 2 with one line naming the file and what is
+    count in words, an entry every manifest has missing): every reader, status, verify and run exit 2 with one line naming the file and what is
     wrong, writing nothing; `run --fresh` starts over and the folder reads again."""
     first = memsweep_here(*(a.format(d=sweep) for a in TABLE)).stdout
     (sweep / MANIFEST).write_text(json.dumps(shape(json.loads((sweep / MANIFEST).read_text()))))

@@ -19,7 +19,7 @@ from sweeps.run.inspect import status, verify
 from sweeps.run.driver import run
 from sweeps.spec.load import parse_spec
 from sweeps.run.store import check_schema, checksum, locate, parquet_bytes, remove_temp_files
-from tests.conftest import memsweep_here, tree_state
+from tests.conftest import manifest_of, memsweep_here, tree_state
 from tests.support.probe import SPEC
 from workers.dataset import LEGACY_LAYOUT, MANIFEST, REPORT_DIR, SPEC_FILE, TEMP_PREFIX, part_path
 
@@ -88,10 +88,10 @@ def test_check_schema_refuses_older_and_newer_folders(tmp_path):
     folder = tmp_path / "s"
     check_schema(locate(str(folder)))
     folder.mkdir()
-    (folder / MANIFEST).write_text(json.dumps({"schema_version": "7"}))
+    (folder / MANIFEST).write_text(json.dumps(manifest_of("s", schema_version="7")))
     check_schema(locate(str(folder)))
     for other in ("6", "8"):
-        (folder / MANIFEST).write_text(json.dumps({"schema_version": other}))
+        (folder / MANIFEST).write_text(json.dumps(manifest_of("s", schema_version=other)))
         with pytest.raises(DatasetError, match=rf"holds a sweep written with dataset schema {other}; .*--fresh"):
             check_schema(locate(str(folder)))
     (folder / MANIFEST).unlink()

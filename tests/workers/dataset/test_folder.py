@@ -3,6 +3,7 @@ and the errors that name the user's field."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 
@@ -12,7 +13,7 @@ import pytest
 from workers.dataset import folder
 from workers.dataset import part_path
 from workers.exceptions import SweepFolderError
-from tests.conftest import tree_state
+from tests.conftest import manifest_of, tree_state
 
 
 def test_the_part_lister_sees_parts_only(tmp_path):
@@ -31,8 +32,8 @@ def test_the_part_lister_sees_parts_only(tmp_path):
 def test_the_manifest_reader_names_a_corrupt_file_and_reads_an_older_layout(tmp_path):
     loc = folder.at(str(tmp_path))
     assert folder.read_manifest(loc) is None
-    (tmp_path / "manifest.json").write_text('{"sweep": "old"}')  # schema 1-2's name
-    assert folder.read_manifest(loc) == {"sweep": "old"}
+    (tmp_path / "manifest.json").write_text(json.dumps(manifest_of("old")))  # schema 1-2's name
+    assert folder.read_manifest(loc) == manifest_of("old")
     (tmp_path / "_manifest.json").write_text("{not json")
     with pytest.raises(SweepFolderError, match=r"/_manifest.json is not valid JSON .*--fresh"):
         folder.read_manifest(loc)

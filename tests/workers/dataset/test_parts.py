@@ -12,6 +12,7 @@ import pyarrow as pa
 import pytest
 
 from sweeps.run.store import parquet_bytes
+from tests.conftest import manifest_of
 from workers.dataset import folder, parts
 from workers.dataset import COMPUTATION, MANIFEST, PART_CHUNK_ID, PART_COMPUTATION, part_path
 from workers.exceptions import SweepFolderError
@@ -33,9 +34,10 @@ def sweep(tmp_path) -> Path:
     for i, cid in enumerate(("c1", "c2", "c3")):
         data = part_bytes(cid, [10 * i, 10 * i + 1])
         (root / part_path("m", cid)).write_bytes(data)
-        records[cid] = {"chunk_id": cid, "model": "m", "rows": 2, "bytes": len(data), "checksum": parts.checksum(data)}
+        records[cid] = {"chunk_id": cid, "model": "m", "rows": 2, "bytes": len(data), "checksum": parts.checksum(data),
+                        "status": {"ok": 2}}
     computation = {"digest": DIGEST, "identity": {}, "order": {}}
-    (root / MANIFEST).write_text(json.dumps({"sweep": "s", "parts": records, COMPUTATION: computation}))
+    (root / MANIFEST).write_text(json.dumps(manifest_of("s", records, **{COMPUTATION: computation})))
     return root
 
 
@@ -100,7 +102,7 @@ def test_scan_of_a_missing_model_or_a_folder_without_manifest_or_parts_names_wha
     with pytest.raises(SweepFolderError, match=r"'sweep_dir' must be a sweep folder written by 'memsweep run' "
                                                r"\(got .*: no manifest there\)"):
         parts.scan(str(tmp_path / "empty"))
-    (tmp_path / "empty" / MANIFEST).write_text(json.dumps({"sweep": "e", "parts": {}}))
+    (tmp_path / "empty" / MANIFEST).write_text(json.dumps(manifest_of("e")))
     with pytest.raises(SweepFolderError, match=r"'sweep_dir' must be a sweep folder with parts"):
         parts.scan(str(tmp_path / "empty"))
     assert parts.scan(str(sweep), model="m").collect().height == 6
