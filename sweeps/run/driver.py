@@ -41,7 +41,8 @@ from workers.dataset import (COMPUTATION, LAYOUT, LEASE_FILE, MANIFEST, MODELED,
                              model_dir, parse_part_path)
 from workers.dataset.errors import Failed
 from workers.exceptions import StoreIOError
-from workers.dataset.folder import Location, check_inside, exists, part_infos, read_manifest, write_bytes
+from workers.dataset.folder import (Location, check_inside, check_kinds, exists, part_infos, read_manifest,
+                                    write_bytes)
 from workers.dataset.parts import PartProblem, mismatch_message, part_problem
 
 from .chunks import Chunk, RunPlan
@@ -231,6 +232,7 @@ def run(spec: SweepSpec, out: str, *, address: str | None = None, fresh: bool = 
     try:
         loc = locate(out, spec.name)
         refuse_links_out(loc, spec, also_writes)  # before the lease: a refusal writes nothing
+        check_kinds(loc, LAYOUT)  # --fresh too: a folder where the lease belongs would fail its write
         say = say or (lambda m: print(m, file=sys.stderr))
         if not fresh:
             spec = check_spec(loc, spec, say)  # a refusal writes nothing, not even a lease

@@ -76,11 +76,16 @@ def status(sweep_dir: str, slurm: list[str] | tuple[str, ...] = ()) -> str:
     if m["chunks_done"] < m["chunks_expected"]:
         lines.append("incomplete: rerun the same 'memsweep run' command to finish it.")
     problems = check_parts(loc, m)
-    if problems:
+    refusing = [p for p in problems if p.refuses]
+    if refusing:
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
-        lines.append(f"the folder and its manifest disagree: {problems[0]}{more}; 'memsweep verify {sweep_dir}' "
+        lines.append(f"the folder and its manifest disagree: {refusing[0]}{more}; 'memsweep verify {sweep_dir}' "
                      "lists every problem, and readers refuse the folder until it is mended (rerun the same "
                      "'memsweep run' command to compute damaged or missing parts again).")
+    elif problems:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        lines.append(f"the folder holds what memsweep does not write: {problems[0]}{more}; 'memsweep verify "
+                     f"{sweep_dir}' lists every one (readers still read the folder).")
     return "\n".join(lines)
 
 

@@ -110,6 +110,12 @@ def model_dir(model: str) -> str:
     return f"model={model}"
 
 
+def model_of_dir(name: str) -> str | None:
+    """The model whose parts a top-level folder name holds (model_dir's inverse); None for another name."""
+    prefix = model_dir("")
+    return (name[len(prefix):] or None) if name.startswith(prefix) else None
+
+
 def part_path(model: str, chunk_id: str) -> str:
     """A part's path relative to the sweep folder: model=<model>/part-<chunk_id>.parquet."""
     return f"{model_dir(model)}/part-{chunk_id}.parquet"

@@ -29,7 +29,8 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from workers.dataset import LAYOUT, TEMP_PREFIX, Layout, layout_of, parse_part_path, part_path
+from workers.dataset import (LAYOUT, SLURM_LOG, TEMP_PREFIX, Layout, layout_of, model_of_dir, parse_part_path,
+                             part_path)
 from workers.exceptions import StoreIOError, SweepFolderError
 
 from . import manifest
@@ -229,6 +230,30 @@ def part_infos(loc: Location) -> dict[str, list[pafs.FileInfo]]:
     return {m: sorted(infos, key=lambda i: i.path) for m, infos in sorted(out.items())}
 
 
+def others(loc: Location, names: Layout) -> list[pafs.FileInfo]:
+    """Every entry under the sweep folder that memsweep does not write there, sorted by path: not a part
+    (model=<name>/part-<id>.parquet, whatever its state: workers.dataset.parts checks those), not one of the
+    folder's own files (`names`) or Slurm's job output, not a model's folder, not the report's folder or what
+    is in it, and not hidden (a write in progress names its temporary file with a leading '.')."""
+    if not exists(loc, loc.root):
+        return []
+    prefix = loc.root.rstrip("/") + "/"
+    own = {names.manifest, names.spec, names.submissions, names.lease}
+    slurm_log = re.compile(re.escape(SLURM_LOG).replace("%j", r"\d+") + "$")
+    out = []
+    for info in retrying(loc, "reading", loc.root,
+                         lambda: loc.fs.get_file_info(pafs.FileSelector(loc.root, recursive=True))):
+        rel = info.path.removeprefix(prefix)
+        parts = rel.split("/")
+        if any(p.startswith(".") for p in parts) or parts[0] == names.report or parse_part_path(rel) is not None:
+            continue
+        if len(parts) == 1 and (rel in own or slurm_log.match(rel)
+                                or (model_of_dir(rel) and info.type == pafs.FileType.Directory)):
+            continue
+        out.append(info)
+    return sorted(out, key=lambda i: i.path)
+
+
 def part_files(loc: Location) -> dict[str, list[str]]:
     """model -> sorted paths (on loc.fs) of the part files in the sweep folder, unchecked (workers.dataset.parts
     checks them against the manifest)."""
@@ -262,10 +287,31 @@ def read_json(loc: Location, name: str, advice: str) -> dict | None:
         raise SweepFolderError(f"{loc.uri}/{name} is not valid JSON ({e}); {advice}.") from None
 
 
+def check_kinds(loc: Location, names: Layout) -> None:
+    """SweepFolderError when one of the sweep folder's own names holds the wrong kind of entry: a folder where
+    its manifest, spec, lease or Slurm record (files) belongs, a file where its report or a model's parts
+    (folders) belong. Otherwise a command would fail reading or writing it halfway, as an I/O error."""
+    if not exists(loc, loc.root):
+        return
+    files = {names.manifest: "manifest", names.spec: "spec", names.submissions: "record of Slurm jobs",
+             names.lease: "lease"}
+    for e in retrying(loc, "reading", loc.root, lambda: loc.fs.get_file_info(pafs.FileSelector(loc.root))):
+        if e.base_name in files and e.type == pafs.FileType.Directory:
+            raise SweepFolderError(f"{loc.uri}/{e.base_name} is a folder where the sweep's {files[e.base_name]} "
+                                   "file belongs: move it out of the sweep folder.")
+        if e.type == pafs.FileType.File and (e.base_name == names.report or model_of_dir(e.base_name)):
+            what = "report" if e.base_name == names.report else f"{model_of_dir(e.base_name)} parts"
+            raise SweepFolderError(f"{loc.uri}/{e.base_name} is a file where the sweep's folder of {what} "
+                                   "belongs: move it out of the sweep folder.")
+
+
 def read_manifest(loc: Location, names: Layout | None = None) -> dict | None:
     """The manifest (of schema 3, or of the folder's own layout `names`); None when there is none yet;
-    SweepFolderError when it is not JSON or not of the shape memsweep reads (workers.dataset.manifest)."""
-    name, advice = (names or layout(loc)).manifest, "rerun the sweep with --fresh to start over"
+    SweepFolderError when it is not JSON or not of the shape memsweep reads (workers.dataset.manifest), or
+    when one of the folder's own names holds the wrong kind of entry (check_kinds)."""
+    names = names or layout(loc)
+    check_kinds(loc, names)
+    name, advice = names.manifest, "rerun the sweep with --fresh to start over"
     found = read_json(loc, name, advice)
     return None if found is None else manifest.check(found, f"{loc.uri}/{name}", advice)
 

@@ -28,7 +28,7 @@ import pyarrow.parquet as pq
 from workers.dataset import (COMPUTATION, PART_CHUNK_ID, PART_COMPUTATION, PART_CONTENT, PART_MODEL, PART_RANGE,
                              parse_part_path, part_path)
 from workers.exceptions import SweepFolderError
-from .folder import Location, at, part_infos, read_manifest, retrying, scan_parts
+from .folder import Location, at, layout, others, part_infos, read_manifest, retrying, scan_parts
 
 
 def checksum(data: bytes) -> str:
@@ -65,13 +65,37 @@ def content_problem(data: bytes, footer: Footer) -> str | None:
 
 @dataclass(frozen=True, slots=True)
 class PartProblem:
-    """One part that does not match the manifest: its path relative to the sweep folder, and what is wrong."""
+    """One part that does not match the manifest, or an entry of the folder that is not memsweep's: its path
+    relative to the sweep folder, and what is wrong."""
 
     part: str  # model=<name>/part-<chunk_id>.parquet
     problem: str  # "is in the manifest but missing", ...
+    what: str = "part"  # "file" or "folder" for an entry that is not a part (others())
+    refuses: bool = True  # readers refuse the folder for it (verify and status name every problem)
 
     def __str__(self) -> str:
-        return f"part {self.part} {self.problem}"
+        return f"{self.what} {self.part} {self.problem}"
+
+
+STRAY_PARQUET = ("is not a part this sweep records, but a Parquet reader of the folder (pyarrow, polars or duckdb over "
+                 "its files) would read its rows: delete it or move it out of the sweep folder")
+
+
+def not_memsweeps(loc: Location) -> list[PartProblem]:
+    """Each entry under the sweep folder that memsweep does not write (folder.others): a Parquet file a reader
+    of the folder's files would take for rows refuses the folder; any other file or folder is named."""
+    prefix, out = loc.root.rstrip("/") + "/", []
+    for info in others(loc, layout(loc)):
+        rel = info.path.removeprefix(prefix)
+        if info.type == pafs.FileType.Directory:
+            out.append(PartProblem(rel, "is a folder memsweep does not write: move it out of the sweep folder",
+                                   "folder", refuses=False))
+        elif rel.endswith(".parquet"):
+            out.append(PartProblem(rel, STRAY_PARQUET, "file"))
+        else:
+            out.append(PartProblem(rel, "is not a file memsweep writes: move it out of the sweep folder", "file",
+                                   refuses=False))
+    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,8 +200,9 @@ def _read_all(fs: pafs.FileSystem, path: str) -> bytes:
 
 def check_parts(loc: Location, manifest: dict, infos: dict[str, list[pafs.FileInfo]] | None = None,
                 checksums: bool | None = None) -> list[PartProblem]:
-    """Every part that does not match the manifest, listed ones (by chunk id) first. `infos`: part_infos(loc),
-    when the caller listed them already; `checksums`: compare every byte (default: on local folders)."""
+    """Every part that does not match the manifest, listed ones (by chunk id) first, then every entry that is
+    not memsweep's (not_memsweeps). `infos`: part_infos(loc), when the caller listed them already;
+    `checksums`: compare every byte (default: on local folders)."""
     infos = part_infos(loc) if infos is None else infos
     checksums = loc.is_local if checksums is None else checksums
     prefix = loc.root.rstrip("/") + "/"
@@ -194,7 +219,7 @@ def check_parts(loc: Location, manifest: dict, infos: dict[str, list[pafs.FileIn
             problems.append(PartProblem(part, problem))
     digest = (manifest.get(COMPUTATION) or {}).get("digest")
     problems += [stray(loc, info, digest, checksums) for cid, info in sorted(present.items()) if cid not in listed]
-    return problems
+    return problems + not_memsweeps(loc)
 
 
 def mismatch_message(uri: str, problems: list[PartProblem], done: str = "Nothing was read from it.") -> str:
@@ -208,7 +233,7 @@ def checked_parts(loc: Location, manifest: dict) -> dict[str, list[str]]:
     """model -> sorted part paths, once every part matches the manifest (check_parts); SweepFolderError
     naming the first problem otherwise. What every reader opens a sweep folder with."""
     infos = part_infos(loc)
-    problems = check_parts(loc, manifest, infos)
+    problems = [p for p in check_parts(loc, manifest, infos) if p.refuses]
     if problems:
         raise SweepFolderError(mismatch_message(loc.uri, problems))
     return {m: [i.path for i in found] for m, found in infos.items()}

@@ -230,3 +230,63 @@ def test_a_changed_measured_part_the_manifest_does_not_list_is_refused_by_run_na
     part.unlink()
     summary = run(parse_spec(MEASURED_SPEC), str(tmp_path), progress=False)
     assert summary.computed == 1 and verify(str(folder))[0] == []
+
+
+@pytest.mark.parametrize("name, kind", [
+    (MANIFEST, "folder"), ("_spec.toml", "folder"), ("_lease.json", "folder"), ("_report", "file"),
+    ("model=memmap", "file"),
+])
+def test_an_entry_of_the_wrong_kind_is_one_line_from_every_command(sweep, name, kind):
+    """A folder where one of the sweep's own files belongs (its manifest, spec, lease), or a file where one of
+    its folders does (the report's, a model's parts): every reader, status, verify and run (with --fresh too)
+    exit 2 with one line naming it, and write nothing."""
+    entry = sweep / name
+    if entry.exists():
+        entry.rename(sweep.parent / "aside")
+    entry.mkdir() if kind == "folder" else entry.write_text("x")
+    (sweep.parent / "spec.toml").write_text(SPEC)
+    before = tree_state(sweep.parent)
+    rerun = ("run", str(sweep.parent / "spec.toml"), "--out", str(sweep.parent), "--no-report")
+    for argv in [*readers(sweep), ("status", str(sweep)), ("verify", str(sweep)), rerun, (*rerun, "--fresh")]:
+        r = memsweep_here(*argv)
+        lines = r.stderr.strip().splitlines()
+        assert r.returncode == 2 and len(lines) == 1, (argv, r.stdout, r.stderr)
+        where = "folder where the sweep's" if kind == "folder" else "file where the sweep's folder"
+        assert f"{sweep}/{name} is a {where}" in lines[0] and "move it out of the sweep folder" in lines[0], argv
+    assert tree_state(sweep.parent) == before
+
+
+@pytest.mark.parametrize("place, words", [
+    (lambda p: shutil.copy(p, p.with_name("extra.parquet")), "file model=copy/extra.parquet is not a part this "
+     "sweep records, but a Parquet reader of the folder (pyarrow, polars or duckdb over its files) would read"),
+    (lambda p: (p.parent / "sub").mkdir() or shutil.copy(p, p.parent / "sub"), "file model=copy/sub/part-"),
+    (lambda p: p.with_name("part-0000000000000000.parquet").write_bytes(b""),
+     "part model=copy/part-0000000000000000.parquet is not in the manifest and cannot be read"),
+])
+def test_a_parquet_file_that_is_not_a_recorded_part_is_refused_by_readers_and_named_by_verify(sweep, place, words):
+    """Rows a Parquet reader of the folder's files would count and memsweep would not (a part copied under
+    another name or into a folder of its own, an empty part file): every reader refuses the folder naming it,
+    verify and status name it; moved out, the folder reads again."""
+    first = memsweep_here(*(a.format(d=sweep) for a in TABLE)).stdout
+    before = set(sweep.rglob("*"))
+    place(a_part(sweep))
+    refused = memsweep_here(*(a.format(d=sweep) for a in TABLE))
+    assert refused.returncode == 2 and words in refused.stderr and len(refused.stderr.strip().splitlines()) == 1
+    assert any(words in p for p in verify(str(sweep))[0]) and words in status(str(sweep))
+    for extra in sorted(set(sweep.rglob("*")) - before, reverse=True):
+        extra.rmdir() if extra.is_dir() else extra.unlink()
+    assert verify(str(sweep))[0] == [] and memsweep_here(*(a.format(d=sweep) for a in TABLE)).stdout == first
+
+
+def test_a_file_memsweep_does_not_write_is_named_by_verify_and_status_and_readers_still_read(sweep):
+    """A note left in the sweep folder: verify lists it (exit 1), status says the folder holds what memsweep does
+    not write; it is not rows, so readers read the folder as before."""
+    first = memsweep_here(*(a.format(d=sweep) for a in TABLE)).stdout
+    (sweep / "notes.txt").write_text("binds on the test box\n")
+    (sweep / "model=copy" / "old").mkdir()
+    problems = verify(str(sweep))[0]
+    assert problems == ["folder model=copy/old is a folder memsweep does not write: move it out of the sweep folder",
+                        "file notes.txt is not a file memsweep writes: move it out of the sweep folder"]
+    assert "the folder holds what memsweep does not write: " in status(str(sweep))
+    assert memsweep_here("verify", str(sweep)).returncode == 1
+    assert memsweep_here(*(a.format(d=sweep) for a in TABLE)).stdout == first
