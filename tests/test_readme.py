@@ -9,15 +9,18 @@ import duckdb
 import polars as pl
 import pyarrow as pa
 import pyarrow.dataset as ds
+import pytest
 
 from sweeps.schema import markdown
+from workers.exceptions import SweepFolderError
 from tests.analysis.conftest import small_sweep  # noqa: F401 - the fixture: a real sweep of all four models
 from tests.conftest import ROOT
 
 README = (ROOT / "README.md").read_text()
 # What the README's python blocks open the dataset with, each of which must be among them: polars, pyarrow
-# without and with hive partitioning, duckdb, memsweep's own reader.
-EXAMPLES = ("pl.scan_parquet(", 'ds.dataset("results/default")', 'partitioning="hive"', "duckdb.sql(", "analysis.scan(")
+# without and with hive partitioning, duckdb (each over the manifest's list of parts), memsweep's own reader.
+EXAMPLES = ("pl.scan_parquet(parts", "ds.dataset(parts)", 'partitioning="hive"', "read_parquet({parts}",
+            "analysis.scan(")
 
 
 def test_schema_table_matches_the_models():
@@ -87,4 +90,25 @@ def test_the_dataset_examples_run_as_printed_against_a_real_sweep(small_sweep, t
     monkeypatch.chdir(tmp_path)
     for block in blocks:
         values = run_as_printed(block, {})
-        assert values and all(rows_of(v) > 0 for v in values), block
+        assert values and all(rows_of(v) > 0 for v in values if not isinstance(v, (dict, list))), block
+
+
+def test_the_dataset_examples_read_only_the_recorded_parts(small_sweep, tmp_path, monkeypatch):
+    """A part copied under another name in a model's folder (rows a glob over the folder would count twice):
+    the examples that read the files themselves give the same rows as before, since they read the manifest's
+    list of parts; memsweep's own reader refuses the folder."""
+    shutil.copytree(small_sweep, tmp_path / "results" / "default")
+    monkeypatch.chdir(tmp_path)
+    own = [b for b in python_blocks() if "analysis.scan(" in b]
+    files = [b for b in python_blocks() if "ds.dataset(parts)" in b]
+    assert len(files) == 1 and own
+
+    def counts() -> list[int]:
+        return [rows_of(v) for v in run_as_printed(files[0], {}) if not isinstance(v, (dict, list))]
+
+    before = counts()
+    part = sorted((tmp_path / "results" / "default" / "model=memmap").glob("part-*.parquet"))[0]
+    shutil.copy(part, part.with_name("copy.parquet"))
+    assert counts() == before
+    with pytest.raises(SweepFolderError, match="model=memmap/copy.parquet is not a part this sweep records"):
+        run_as_printed(own[0], {})
