@@ -445,8 +445,8 @@ def _load_plugins(plugins: object) -> list[str]:
     for p in plugins:
         try:
             load_plugins([p])
-        except (ImportError, ValueError) as e:
-            errors.append(f"plugin {p!r} could not be imported: {e}")
+        except (Exception, SystemExit, KeyboardInterrupt) as e:  # noqa: BLE001 - whatever it raises on import
+            errors.append(f"plugin {p!r} could not be imported: {type(e).__name__}: {e}")
     return errors
 
 

@@ -86,7 +86,8 @@ def load_entry_point(ep: importlib.metadata.EntryPoint) -> tuple[Model, Plugin]:
     plugin = Plugin(name=ep.name, value=ep.value, dist=_dist_name(ep))
     try:
         model = ep.load()
-    except Exception as e:  # noqa: BLE001 - whatever a plugin raises on import is reported as its failure
+    except (Exception, SystemExit, KeyboardInterrupt) as e:  # noqa: BLE001 - whatever a plugin raises on import,
+        # an exit or an interrupt too, is reported as its failure
         raise _error(plugin, f"it does not load ({type(e).__name__}: {one_line(e)}).") from None
     problem = check_model(model)
     if problem is None and ep.name != model.name:

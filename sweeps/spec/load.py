@@ -219,7 +219,8 @@ def _plugins(data: dict) -> tuple[str, ...]:
             load_plugins([p])
         except ImportError as e:
             raise SpecError(f"'plugins' must name importable modules (got {p!r}: {e}).") from None
-        except Exception as e:  # noqa: BLE001 - whatever a plugin raises on import is reported as its failure
+        except (Exception, SystemExit, KeyboardInterrupt) as e:  # noqa: BLE001 - whatever a plugin raises on
+            # import is its failure, an exit or interrupt it raises too: the command must not end as if it ran
             raise SpecError(f"'plugins' module {p!r} does not import ({type(e).__name__}: {one_line(e)}).") from None
     return tuple(plugins)
 

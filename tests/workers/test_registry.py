@@ -79,6 +79,8 @@ RULES = [
     (ep("NO_SUCH_MODEL"), "it does not load \\(AttributeError: .*NO_SUCH_MODEL"),
     (EntryPoint(name="good", value="tests.support.no_such_module:MODEL", group=GROUP),
      "it does not load \\(ModuleNotFoundError: No module named 'tests.support.no_such_module'\\)"),
+    (EntryPoint(name="good", value="tests.support.exits_at_import:MODEL", group=GROUP),
+     "it does not load \\(SystemExit: 0\\)"),
     (ep("NOT_A_MODEL"), "the object must be a workers.model.Model instance \\(got builtins.dict\\)"),
     (ep("BAD_NAME"),
      "'name' must be a lower-case identifier matching \\[a-z\\]\\[a-z0-9_\\]\\* \\(got 'Good-Model'\\)"),

@@ -28,6 +28,8 @@ BAD_SPECS = [
      "'plugins' must name importable modules \\(got 'no.such.module'"),
     (GOOD.replace('plugins = ["tests.support.probe"]', 'plugins = ["tests.support.misdeclared"]'),
      "'plugins' module 'tests.support.misdeclared' does not import \\(TypeError: .*'comparsion'\\)"),
+    (GOOD.replace('plugins = ["tests.support.probe"]', 'plugins = ["tests.support.exits_at_import"]'),
+     "'plugins' module 'tests.support.exits_at_import' does not import \\(SystemExit: 0\\)"),
     (HEAD + "chunk_points = 0\n", "'chunk_points' must be a positive integer \\(got 0\\)"),
     (HEAD + "[axes]\nfoo = [1]\n", "'axes.foo' is not a shared axis"),
     (HEAD + "[axes.memmap]\nmode = [\"fsdax\"]\n", "'axes.memmap' must be a model listed in 'models'"),
@@ -110,6 +112,19 @@ def test_missing_spec_file_names_the_shipped_specs(tmp_path, capsys):
     assert main(["run", str(tmp_path / "nope.toml"), "--out", str(tmp_path / "o")]) == 2
     assert "'SPEC' must be a spec file or one of the shipped specs" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("command", ["run", "plan"])
+def test_a_plugin_that_exits_at_import_is_refused_not_taken_for_a_finished_command(spec_file, tmp_path, capsys,
+                                                                                   command):
+    """A spec's plugin that calls sys.exit(0) when imported: run and plan exit 2 naming it, not 0 having done
+    nothing, and write nothing."""
+    path = spec_file(GOOD.replace('plugins = ["tests.support.probe"]', 'plugins = ["tests.support.exits_at_import"]'))
+    before = tree_state(tmp_path)
+    assert main([command, str(path), *(["--out", str(tmp_path / "o"), "--quiet"] if command == "run" else [])]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "'plugins' module 'tests.support.exits_at_import' does not import (SystemExit: 0)" in err[0]
+    assert tree_state(tmp_path) == before
 
 
 def test_bad_out_uri_is_a_usage_error(spec_file, capsys):
