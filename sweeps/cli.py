@@ -28,6 +28,7 @@ EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, EXIT_IO = 0, 1, 2, 3
 NEEDS_MODELS = {"run", "plan", "submit", "report", "table", "compare", "calibrate"}
 SWEEP_RULE = "a sweep folder written by 'memsweep run'"
 PAGE_RULE = "a file to write the page to, or a folder to put it in"
+SAVE_RULE = "a file to write the fitted profile to, in a folder that exists"
 # The arguments that name a sweep folder or where to write, per command: (attribute, the name the user knows,
 # the rule, whether it must be a folder). None is an option not given. A folder argument that is an existing
 # file is refused as bad input, not left to fail as I/O later; submit's --out is checked by the submit path
@@ -42,7 +43,7 @@ PATH_ARGUMENTS = {
     "report": (("sweep_dir", "OUT/SWEEP", SWEEP_RULE, True), ("out", "--out", PAGE_RULE, False)),
     "table": (("sweep_dir", "OUT/SWEEP", SWEEP_RULE, True),),
     "compare": (("a", "A", SWEEP_RULE, True), ("b", "B", SWEEP_RULE, True), ("out", "--out", PAGE_RULE, False)),
-    "calibrate": (("source", "--from", SWEEP_RULE, True),),
+    "calibrate": (("source", "--from", SWEEP_RULE, True), ("save", "--save", SAVE_RULE, False)),
 }
 
 
@@ -68,6 +69,12 @@ def check_paths(args: argparse.Namespace) -> None:
             raise UsageError(f"'{field}' must be {rule} (got {value!r}).")
         if folder and "://" not in value and os.path.exists(value) and not os.path.isdir(value):
             raise UsageError(f"'{field}' must be {rule} (got {value!r}: a file).")
+    if getattr(args, "save", None):  # calibrate writes it after a fit of minutes: a path it cannot write fails now
+        where = os.path.dirname(os.path.abspath(args.save))
+        why = ("a folder" if os.path.isdir(args.save) else f"no folder {where}" if not os.path.isdir(where)
+               else f"{where} is not writable" if not os.access(where, os.W_OK) else None)
+        if why:
+            raise UsageError(f"'--save' must be {SAVE_RULE} (got {args.save!r}: {why}).")
 
 
 def _parser() -> argparse.ArgumentParser:

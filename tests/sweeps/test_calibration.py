@@ -328,3 +328,15 @@ def test_a_plugin_models_own_costs_are_fit_and_saved(monkeypatch, capsys, tmp_pa
     assert results["costed/i1000"]["model"] == pytest.approx(5000.0, rel=1e-3)
     step = tomllib.loads(saved.read_text())["costed"]["step_ns"]
     assert step["value"] == pytest.approx(5.0, rel=1e-3) and step["source"] == "calibrated"
+
+
+@pytest.mark.parametrize("save, why", [("", "(got '')"), (".", "(got '.': a folder)"),
+                                       ("no/such/folder/p.toml", "no folder ")])
+def test_a_save_path_that_cannot_be_written_is_refused_before_the_fit(tmp_path, monkeypatch, capsys, save, why):
+    """`--save` that is empty, a folder or in a folder that does not exist: exit 2 naming it before any fit is
+    printed (a fit takes minutes), and nothing written."""
+    monkeypatch.chdir(tmp_path)
+    assert main(["calibrate", "--model", "young", "--save", save]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and "'--save' must be a file to write the fitted profile to" in err and why in err
+    assert list(tmp_path.iterdir()) == []
