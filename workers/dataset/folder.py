@@ -194,9 +194,13 @@ def write_bytes(loc: Location, path: str, data: bytes) -> None:
 
 def write_files(loc: Location, folder: str, files: list) -> None:
     """Write local files (paths) into `folder` on loc's filesystem, each whole (write_bytes), in the order
-    given: a page that links its figures goes last, so a reader never finds it before them."""
-    for path in files:
-        write_bytes(loc, f"{folder.rstrip('/')}/{os.path.basename(path)}", Path(path).read_bytes())
+    given: a page that links its figures goes last, so a reader never finds it before them. Every target is
+    checked (check_inside) before the first is written: a link refused last must not leave the figures."""
+    targets = [f"{folder.rstrip('/')}/{os.path.basename(path)}" for path in files]
+    for target in targets:
+        check_inside(loc, target)
+    for path, target in zip(files, targets):
+        write_bytes(loc, target, Path(path).read_bytes())
 
 
 def remove_quietly(loc: Location, path: str) -> None:

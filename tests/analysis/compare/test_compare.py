@@ -444,6 +444,22 @@ def test_the_default_comparison_page_is_not_written_through_a_report_folder_link
     assert tree_state(tmp_path) == before
 
 
+def test_an_out_page_linked_out_of_its_folder_leaves_no_figure_beside_it(tmp_path):
+    """`--out` a page whose name is a link out of its folder: exit 2 naming the link, and its figures (PNG and
+    SVG, written before the page) are not left beside it either."""
+    df = pl.concat([memmap_rows("model", [1.0, 2.0]), memmap_rows("measured", [1.1, 2.1], [1.0, 2.0])])
+    sweep, outside = Path(write_sweep(tmp_path, "twin", {"memmap": df})), tmp_path / "outside"
+    outside.mkdir()
+    pages = tmp_path / "pages"
+    pages.mkdir()
+    (pages / "cmp.html").symlink_to(outside / "cmp.html")
+    before = tree_state(tmp_path)
+    r = memsweep_here("compare", str(sweep), str(sweep), "--sources", "measured:model", "--out",
+                      str(pages / "cmp.html"))
+    assert r.returncode == 2 and "not a symlink out of it" in r.stderr and "cmp.html" in r.stderr, r.stderr
+    assert tree_state(tmp_path) == before and sorted(p.name for p in pages.iterdir()) == ["cmp.html"]
+
+
 def kernel_rows(counts: list[float], least: list[float], binds: int = 3, release: str = "6.12.118") -> pl.DataFrame:
     """memmap kernel rows at namespace sizes 1..n GiB: a guest's instruction counts, median and least of `binds`."""
     n = len(counts)
