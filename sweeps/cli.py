@@ -15,6 +15,7 @@ import json
 import os
 import signal
 import sys
+from pathlib import Path
 
 from analysis.exceptions import AnalysisError
 from workers.exceptions import PluginError, ProfileError, StoreIOError, SweepFolderError
@@ -29,6 +30,7 @@ NEEDS_MODELS = {"run", "plan", "submit", "report", "table", "compare", "calibrat
 SWEEP_RULE = "a sweep folder written by 'memsweep run'"
 PAGE_RULE = "a file to write the page to, or a folder to put it in"
 SAVE_RULE = "a file to write the fitted profile to, in a folder that exists"
+NAME_MAX = 255  # bytes in one name of a path, on Linux's filesystems (NAME_MAX in limits.h)
 # The arguments that name a sweep folder or where to write, per command: (attribute, the name the user knows,
 # the rule, whether it must be a folder). None is an option not given. A folder argument that is an existing
 # file is refused as bad input, not left to fail as I/O later; submit's --out is checked by the submit path
@@ -67,8 +69,17 @@ def check_paths(args: argparse.Namespace) -> None:
             continue
         if not value.strip():
             raise UsageError(f"'{field}' must be {rule} (got {value!r}).")
-        if folder and "://" not in value and os.path.exists(value) and not os.path.isdir(value):
+        if "://" in value:
+            continue
+        if folder and os.path.exists(value) and not os.path.isdir(value):
             raise UsageError(f"'{field}' must be {rule} (got {value!r}: a file).")
+        if folder and os.path.islink(value) and not os.path.exists(value):
+            raise UsageError(f"'{field}' must be {rule} (got {value!r}: a link to {os.readlink(value)!r}, "
+                             "which does not exist).")
+        long = next((p for p in Path(value).parts if len(p.encode()) > NAME_MAX), None)
+        if long is not None:
+            raise UsageError(f"'{field}' must be {rule} (got a name of {len(long.encode())} bytes in it, "
+                             f"{long[:20]}...: a filesystem takes at most {NAME_MAX}).")
     if getattr(args, "save", None):  # calibrate writes it after a fit of minutes: a path it cannot write fails now
         where = os.path.dirname(os.path.abspath(args.save))
         why = ("a folder" if os.path.isdir(args.save) else f"no folder {where}" if not os.path.isdir(where)

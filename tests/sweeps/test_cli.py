@@ -98,6 +98,20 @@ def test_a_file_where_a_folder_is_needed_exits_2_and_writes_nothing(tmp_path, ar
         f"memsweep {argv[0]}: error: '{field}' must be {rule} (got 'afile': a file).")
 
 
+@pytest.mark.parametrize("argv, field, rule", FOLDER_ARGUMENTS)
+def test_a_dangling_link_or_an_overlong_name_where_a_folder_is_needed_exits_2_and_writes_nothing(tmp_path, argv,
+                                                                                                  field, rule):
+    """A link to nothing given as a sweep folder or --out, or a path with a name longer than a filesystem
+    holds: bad input, one line naming the argument (they were I/O failures, exit 3, once written to)."""
+    (tmp_path / "dangling").symlink_to(tmp_path / "gone")
+    assert refused(tmp_path, argv, "dangling", memsweep_here) == (
+        f"memsweep {argv[0]}: error: '{field}' must be {rule} (got 'dangling': a link to '{tmp_path}/gone', which "
+        "does not exist).")
+    assert refused(tmp_path, argv, "x" * 300, memsweep_here) == (
+        f"memsweep {argv[0]}: error: '{field}' must be {rule} (got a name of 300 bytes in it, {'x' * 20}...: a "
+        "filesystem takes at most 255).")
+
+
 @pytest.mark.parametrize("value, why", [("", ""), ("afile", ": a file"), ("afile/x", ": {tmp}/afile is a file")])
 def test_run_refuses_an_empty_out_or_a_file_in_its_way(tmp_path, value, why):
     """`memsweep run --out ''` no longer writes ./default in the current folder; an --out that is, or lies
