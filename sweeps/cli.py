@@ -264,8 +264,9 @@ def _finalize_s3() -> None:
 
 def _main(argv: list[str] | None) -> int:
     args = _parser().parse_args(argv)
-    if args.command == "run":  # SIGTERM (kill, ray job stop) ends a run as Ctrl-C does: lease released
+    if args.command == "run":  # SIGTERM (kill, ray job stop) and SIGHUP end a run as Ctrl-C does: lease released
         signal.signal(signal.SIGTERM, _interrupt)
+        signal.signal(signal.SIGHUP, _interrupt)
     try:
         check_paths(args)
         if args.command in NEEDS_MODELS:
@@ -282,13 +283,17 @@ def _main(argv: list[str] | None) -> int:
         text = str(e) if isinstance(e, StoreIOError) else _os_error_line(e)
         print(f"memsweep {args.command}: I/O failure: {text}", file=sys.stderr)
         return EXIT_IO
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as e:
         print(f"memsweep {args.command}: interrupted; rerun the same command to resume.", file=sys.stderr)
-        return 130
+        return 129 if isinstance(e, Hangup) else 130
+
+
+class Hangup(KeyboardInterrupt):
+    """SIGHUP (the terminal closed): the run stops as on Ctrl-C, lease released, and exits 129."""
 
 
 def _interrupt(signum, frame) -> None:
-    raise KeyboardInterrupt
+    raise Hangup if signum == signal.SIGHUP else KeyboardInterrupt
 
 
 def _os_error_line(e: OSError) -> str:

@@ -143,22 +143,22 @@ def refuse_links_out(loc: Location, spec: SweepSpec, also: tuple[str, ...] = ())
 
 @contextlib.contextmanager
 def _signals_held():
-    """Ctrl-C and SIGTERM held while Ray starts, then the caller's handlers back (SIGTERM's only if it had
-    its own: ray.init installs one). A signal that arrives while ray.init forks its processes is raised
+    """Ctrl-C, SIGTERM and SIGHUP held while Ray starts, then the caller's handlers back (SIGTERM's only if it
+    had its own: ray.init installs one). A signal that arrives while ray.init forks its processes is raised
     inside a fork hook, where Python prints and drops it, and the run went on; held, it is kept: the list
     yielded is non-empty when one came."""
     if threading.current_thread() is not threading.main_thread():
         yield []
         return
     came: list[int] = []
-    before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     for s in before:
         signal.signal(s, lambda signum, frame: came.append(signum))
     try:
         yield came
     finally:
         for s, handler in before.items():
-            if callable(handler) or s == signal.SIGINT:
+            if callable(handler) or s != signal.SIGTERM:
                 signal.signal(s, handler if handler is not None else signal.default_int_handler)
 
 
@@ -172,18 +172,30 @@ def init_ray(address: str | None, cpus: int | None = None, verbose: bool = False
     # driver (memsweep submit) already has it from the job's own runtime env.
     runtime_env = None if JOB_DRIVER_VAR in os.environ else RUNTIME_ENV
     with _signals_held() as came:
-        if address:
-            try:
-                ray.init(address=address, **logs(verbose), **({"runtime_env": runtime_env} if runtime_env else {}))
-            except ConnectionError as e:  # something answers there (check_address), but not Ray's GCS
-                raise UsageError(f"'--address' must be a running Ray cluster's head: {address} answers, but not as "
-                                 f"Ray ({e}). A head takes clients at HOST:6379 unless `ray start --port` said "
-                                 "otherwise; http://HOST:8265 is its Jobs address, for `memsweep submit`.") from None
-            embedded = EmbeddedRay()
-        else:
-            embedded = start_embedded(cpus, runtime_env=runtime_env, verbose=verbose)
+        try:
+            if address:
+                try:
+                    ray.init(address=address, **logs(verbose),
+                             **({"runtime_env": runtime_env} if runtime_env else {}))
+                except ConnectionError as e:  # something answers there (check_address), but not Ray's GCS
+                    raise UsageError(f"'--address' must be a running Ray cluster's head: {address} answers, but not "
+                                     f"as Ray ({e}). A head takes clients at HOST:6379 unless `ray start --port` "
+                                     "said otherwise; http://HOST:8265 is its Jobs address, for `memsweep "
+                                     "submit`.") from None
+                embedded = EmbeddedRay()
+            else:
+                embedded = start_embedded(cpus, runtime_env=runtime_env, verbose=verbose)  # reaps what it began
+        except SystemExit as e:
+            # ray.init installs its own SIGTERM handler part-way through its start (sys.exit(SIGTERM),
+            # ray/_private/worker.py): a SIGTERM then is the run's interruption, not an exit without a word
+            if e.code != signal.SIGTERM:
+                raise
+            ray.shutdown()
+            raise KeyboardInterrupt from None
     if came:
         embedded.shutdown()
+        if callable(signal.getsignal(came[0])):
+            signal.raise_signal(came[0])  # the caller's own handler says what it means (the CLI: 129 on SIGHUP)
         raise KeyboardInterrupt
     return embedded
 

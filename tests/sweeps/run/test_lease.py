@@ -150,6 +150,32 @@ def test_ctrl_c_to_the_process_group_prints_one_line_and_releases_the_lease(spec
     assert not (tmp_path / "leased" / LEASE_FILE).exists()
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("signum, when, rc", [(signal.SIGTERM, "ray starting", 130),
+                                              (signal.SIGHUP, "ray starting", 129),
+                                              (signal.SIGHUP, "tasks running", 129)])
+def test_sigterm_or_sighup_at_any_phase_ends_the_run_with_the_resume_line_and_no_lease(spec_file, tmp_path, signum,
+                                                                                      when, rc):
+    """SIGTERM while Ray starts (ray.init puts its own handler in part-way, which exited 15 without a word), and
+    SIGHUP (a closed terminal) while Ray starts or tasks run: the 'interrupted' line, exit 130 (129 for SIGHUP),
+    no lease left."""
+    import psutil
+
+    proc = driver(spec_file(SLOW.format(last=299, delay=400.0)), tmp_path)
+    me, folder = psutil.Process(proc.pid), tmp_path / "leased" / "model=probe"
+    ready = (lambda: me.children()) if when == "ray starting" else (lambda: list(folder.glob("part-*.parquet")))
+    deadline = time.monotonic() + 120
+    while not ready() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert proc.poll() is None, "the run ended before it could be interrupted"
+    if when == "ray starting":
+        time.sleep(1.0)  # into ray.init, past the reaper's start
+    proc.send_signal(signum)
+    _, err = proc.communicate(timeout=120)
+    assert (proc.returncode, err) == (rc, "memsweep run: interrupted; rerun the same command to resume.\n")
+    assert not (tmp_path / "leased" / LEASE_FILE).exists()
+
+
 def test_the_holders_cleanup_leaves_another_drivers_attempt_at_the_lease(tmp_path):
     """The holder removes the temporary files of killed writes, but not a .tmp-lease-* file another driver
     has just made to link as the lease (it failed with an I/O error, exit 3, where it must exit 2 naming the
