@@ -8,7 +8,9 @@ exited, however it died, in the middle of ray.init included), it ends every proc
 read from /proc/<pid>/environ: SIGTERM first, SIGKILL after KILL_AFTER_S, scanning again until a scan finds
 none. Ray's own ties are not enough: its GCS and raylet die with the driver (kill-on-parent-death,
 ray/_private/services.py start_ray_process), but the raylet's agents notice only when a GCS call times out,
-15 to 40 s later. No other process carries the mark, so other Ray sessions are never touched.
+15 to 40 s later. No other process carries the mark, so other Ray sessions are never touched. The driver
+starts the watcher again if it dies first (Reaper._guard): without it, a killed watcher left the raylet's
+agents alive for a minute or two after the driver.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import psutil
@@ -29,25 +32,49 @@ SCANS = 25  # at most, each ending what it found; two in a row that find nothing
 
 
 class Reaper:
-    """The driver's end: `start` spawns the watcher, `stop` (after ray.shutdown) lets it finish."""
+    """The driver's end: `start` spawns the watcher, `stop` (after ray.shutdown) lets it finish. The watcher
+    is watched in turn: a thread of the driver waits on it, and one that ends while the run goes on (killed, by
+    hand or by an OOM killer) is started again at once with the same mark, so that the run's processes still
+    have a watcher when the driver dies."""
 
-    def __init__(self, proc: subprocess.Popen):
-        self.proc = proc
+    def __init__(self, mark: str):
+        self.mark = mark
+        self.stopping = threading.Event()
+        self.lock = threading.Lock()
+        self.proc = self._spawn()
+        self.restarts = 0
+        threading.Thread(target=self._guard, name="memsweep-reaper-guard", daemon=True).start()
 
     @classmethod
     def start(cls, mark: str) -> Reaper:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "sweeps.run.reaper", mark],
+        return cls(mark)
+
+    def _spawn(self) -> subprocess.Popen:
+        return subprocess.Popen(
+            [sys.executable, "-m", "sweeps.run.reaper", self.mark],
             stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             start_new_session=True, close_fds=True,
         )
-        return cls(proc)
+
+    def _guard(self) -> None:
+        """Start the watcher again whenever it ends before stop()."""
+        while True:
+            with self.lock:
+                proc = self.proc
+            proc.wait()
+            with self.lock:
+                if self.stopping.is_set():
+                    return
+                self.proc, self.restarts = self._spawn(), self.restarts + 1
 
     def stop(self) -> None:
         """Close the pipe: the watcher ends what is left of the run and exits."""
+        with self.lock:
+            self.stopping.set()
+            proc = self.proc
         try:
-            self.proc.stdin.close()
-            self.proc.wait(timeout=KILL_AFTER_S * 2 + 5)
+            proc.stdin.close()
+            proc.wait(timeout=KILL_AFTER_S * 2 + 5)
         except (OSError, subprocess.TimeoutExpired):
             pass
 

@@ -44,9 +44,15 @@ def remaining(noted: dict[int, float], session_dir: str, pgid: int) -> list[str]
     return left
 
 
+def reaper_of(driver: psutil.Process) -> psutil.Process | None:
+    return next((p for p in driver.children() if "sweeps.run.reaper" in cmdline(p)), None)
+
+
 @pytest.mark.slow
-def test_sigkilled_driver_leaves_no_ray_process_after_5_s(spec_file, tmp_path):
-    """SIGKILL `memsweep run` (embedded Ray) while tasks run: its whole Ray session is gone within 5 s."""
+@pytest.mark.parametrize("reaper_killed_first", [False, True])
+def test_sigkilled_driver_leaves_no_ray_process_after_5_s(spec_file, tmp_path, reaper_killed_first):
+    """SIGKILL `memsweep run` (embedded Ray) while tasks run: its whole Ray session is gone within 5 s; also when
+    its reaper was SIGKILLed first (the driver starts another)."""
     spec = spec_file(SLOW.format(last=299, delay=400.0))
     log = tmp_path / "driver.log"
     with open(log, "w") as out:
@@ -62,6 +68,14 @@ def test_sigkilled_driver_leaves_no_ray_process_after_5_s(spec_file, tmp_path):
             break
         time.sleep(0.2)
     assert proc.poll() is None, log.read_text()
+    if reaper_killed_first:
+        first = reaper_of(driver)
+        first.kill()
+        psutil.wait_procs([first], timeout=5)
+        deadline = time.monotonic() + 10
+        while (reaper_of(driver) is None or reaper_of(driver).pid == first.pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert reaper_of(driver) is not None and reaper_of(driver).pid != first.pid, "no reaper started again"
     noted = {}
     for p in driver.children(recursive=True):
         try:
