@@ -177,13 +177,14 @@ def _where(rows: ModelRows, where) -> pl.Expr:
         if chosen else pl.lit(True)
 
 
-def _evidence(rows: ModelRows, rows_ok: pl.LazyFrame, keys: list[str], mcol: str) -> tuple[pl.LazyFrame | None, list[str]]:
-    """Per cell (`keys`), the mark of the weakest label of its modeled rows; and the lines under the
-    tables: the legend and what the extrapolated and assumed cells rest on."""
+def _evidence(rows: ModelRows, rows_ok: pl.LazyFrame, shown: pl.LazyFrame, keys: list[str],
+              mcol: str) -> tuple[pl.LazyFrame | None, list[str]]:
+    """Per cell (`keys`) of the `shown` rows, the mark of the weakest label of its modeled rows; and the lines
+    under the tables, over every row: the legend and what the extrapolated and assumed cells rest on."""
     label = evidence.label_expr(rows, mcol)
     if label is None:
         return None, ["evidence: not recorded in this sweep (dataset schema 4; rerun to get it)"]
-    marks = rows_ok.group_by(keys).agg(evidence.weakest(label).alias("_evidence"))
+    marks = shown.group_by(keys).agg(evidence.weakest(label).alias("_evidence"))
     ev = evidence.summarize(rows, rows_ok, mcol)
     if not ev.counts:
         return marks, []
@@ -198,25 +199,30 @@ def _table(rows: ModelRows, rcol: str, ccol: str, mcol: str, keep: pl.Expr, base
     if len(rows.sources()) > 1:  # modeled and measured rows: one block per source
         others.insert(0, SOURCE)
     rows_ok = ok(rows.scan(None if SOURCE in others else DEFAULT)).filter(pl.col(mcol).is_not_null() & keep)
+    # the blocks first, and the cells of the MAX_BLOCKS shown only: the other axes can cross into a block per
+    # configuration (large's memmap: 1,536), and cells of them all held the sweep's every row (2.3 GB)
+    blocks = rows_ok.select(others).unique().collect().sort(others, nulls_last=True) if others else None
+    shown = rows_ok.join(blocks.head(MAX_BLOCKS).lazy(), on=others, how="semi", nulls_equal=True) \
+        if others else rows_ok
     cat = categorical(rows.schema()[mcol])
     if cat:
-        cells = most_common(rows_ok, [*others, rcol, ccol], mcol).collect()
+        cells = most_common(shown, [*others, rcol, ccol], mcol).collect()
         unit, higher = "", None
         title = (f"{name}, most common value over ok rows per cell "
                  "(with its share of the cell's rows when they differ)")
     else:
         bar = [c for c in interval.columns(mcol) if c in rows.schema()]
-        cells = rows_ok.group_by(*others, rcol, ccol).agg(pl.col(mcol).median(), *(pl.col(c).median() for c in bar)) \
+        cells = shown.group_by(*others, rcol, ccol).agg(pl.col(mcol).median(), *(pl.col(c).median() for c in bar)) \
             .collect()
         unit, higher = unit_of(mcol), higher_is_better(rows.model, mcol)
         title = f"{name}, median over ok rows per cell" + (", with its error bar" if bar else "")
     if cells.height == 0:
         return f"{title}\n(no ok rows with a value of {mcol})"
     keys = [*others, rcol, ccol]
-    marks, lines = _evidence(rows, rows_ok, keys, mcol)
+    marks, lines = _evidence(rows, rows_ok, shown, keys, mcol)
     cells = cells.join(marks.collect(), on=keys, how="left", nulls_equal=True) if marks is not None \
         else cells.with_columns(pl.lit(None, dtype=pl.Utf8).alias("_evidence"))
-    blocks = cells.select(others).unique().sort(others, nulls_last=True).rows() if others else [()]
+    blocks = blocks.rows() if others else [()]
     out = [title + ("" if cat else " (lower is better)" if not higher else " (higher is better)")]
     for key in blocks[:MAX_BLOCKS]:
         part = cells
