@@ -253,3 +253,19 @@ def test_counts_print_as_integers_and_sizes_change_by_a_size(tmp_path):
     assert "Difference" in dram and "Improvement" not in dram
     assert next(line for line in dram.splitlines() if line.startswith("64")).split()[-1] == "+2GiB"
     assert next(line for line in dram.splitlines() if line.startswith("80")).split()[-1] == "-4KiB"
+
+
+def test_only_the_blocks_shown_are_tabulated_and_the_others_are_counted(default_sweep, monkeypatch):
+    """With more combinations of the other axes than MAX_BLOCKS, the blocks shown are the first ones of the whole
+    table, cell for cell, and the line under them counts the rest."""
+    import analysis.tables as tables
+
+    monkeypatch.setattr(tables, "MAX_BLOCKS", 10_000)
+    whole = text_table(default_sweep, model="memmap", rows="namespace_size", cols="strategy").splitlines()
+    heads = [i for i, line in enumerate(whole) if i and not whole[i - 1] and re.match(r"^\w+=", line)]
+    assert len(heads) > 3
+    monkeypatch.setattr(tables, "MAX_BLOCKS", 2)
+    cut = text_table(default_sweep, model="memmap", rows="namespace_size", cols="strategy").splitlines()
+    assert cut[:heads[2] - 1] == whole[:heads[2] - 1]
+    assert cut[heads[2]].startswith(f"({len(heads) - 2} more combinations of ") and cut[heads[2]].endswith(
+        " not shown)")
