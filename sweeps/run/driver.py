@@ -134,11 +134,16 @@ def prepare(p: RunPlan, fresh: bool) -> None:
 
 def refuse_links_out(loc: Location, spec: SweepSpec, also: tuple[str, ...] = ()) -> None:
     """Refuse (SweepFolderError) a run whose writes a symlink would take out of the sweep folder: its
-    _spec.toml, _manifest.json, _lease.json, each model's model=<name>/ folder of parts, and `also` (the
-    report's folder), all checked before anything is written (write_bytes checks each write again)."""
+    _spec.toml, _manifest.json, _lease.json, each model's model=<name>/ folder of parts, each part it may have
+    to compute again (in a task, the refusal was a Ray traceback), and `also` (the report's folder), all checked
+    before anything is written (write_bytes checks each write again)."""
     names = (SPEC_FILE, MANIFEST, LEASE_FILE, *(model_dir(m) for m in spec.models), *also)
     for name in names:
         check_inside(loc, loc.path(name))
+    if loc.is_local:  # an object store has no links
+        for infos in part_infos(loc).values():
+            for info in infos:
+                check_inside(loc, info.path)
 
 
 @contextlib.contextmanager

@@ -290,3 +290,20 @@ def test_a_file_memsweep_does_not_write_is_named_by_verify_and_status_and_reader
     assert "the folder holds what memsweep does not write: " in status(str(sweep))
     assert memsweep_here("verify", str(sweep)).returncode == 1
     assert memsweep_here(*(a.format(d=sweep) for a in TABLE)).stdout == first
+
+
+def test_a_part_linked_out_of_the_folder_is_refused_by_run_before_any_task(sweep):
+    """A part that is a symlink out of the sweep folder, to a damaged file: run would compute it again and write
+    through the link; it exits 2 naming the link (it was a Ray worker's traceback and exit 1), writing nothing."""
+    part = a_part(sweep)
+    outside = sweep.parent / "outside.parquet"
+    outside.write_bytes(part.read_bytes()[:100])
+    part.unlink()
+    part.symlink_to(outside)
+    (sweep.parent / "spec.toml").write_text(SPEC)
+    before = tree_state(sweep.parent)
+    r = memsweep_here("run", str(sweep.parent / "spec.toml"), "--out", str(sweep.parent), "--no-report")
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 2 and len(lines) == 1, r.stderr
+    assert f"'{part}' must be a file or folder inside" in lines[0] and f"a link to '{outside}'" in lines[0]
+    assert tree_state(sweep.parent) == before
