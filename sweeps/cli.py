@@ -279,6 +279,10 @@ def _main(argv: list[str] | None) -> int:
     except RayStartError as e:
         print(f"memsweep {args.command}: error: {e}", file=sys.stderr)
         return EXIT_PROBLEMS
+    except BrokenPipeError:  # the reader of the output went away (`| head -1`): end quietly, as a Unix tool
+        # does on SIGPIPE; what is left to flush goes nowhere, or Python reports the broken pipe again at exit
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 128 + signal.SIGPIPE
     except OSError as e:  # StoreIOError from the dataset, or any other failed write (the report)
         text = str(e) if isinstance(e, StoreIOError) else _os_error_line(e)
         print(f"memsweep {args.command}: I/O failure: {text}", file=sys.stderr)

@@ -3,16 +3,21 @@ output argument is refused before anything is read or written."""
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 from importlib.metadata import EntryPoint
 from pathlib import Path
 
+import polars as pl
 import pytest
 
 import workers.registry as registry
 from sweeps.cli import PAGE_RULE, SWEEP_RULE, main
 from sweeps.exceptions import OUT_RULE
-from tests.conftest import memsweep, memsweep_here, tree_state
+from tests.analysis.conftest import write_sweep
+from tests.conftest import ROOT, memsweep, memsweep_here, tree_state
 from workers.registry import GROUP, MODELS
 
 
@@ -155,3 +160,18 @@ def test_a_run_with_error_rows_exits_1_naming_each_reason_once_and_the_report_op
     assert first and first[1].startswith("4 rows are errors, not results (a model or measurement raised): probe "
                                          "(model rows): 4 error rows: RuntimeError: the probe model was asked to "
                                          "explode at probe.py:"), html[:3000]
+
+
+def test_a_reader_that_goes_away_ends_the_command_quietly(tmp_path):
+    """`memsweep table ... | head -1`: the pipe's reader is gone before the table is written. The command ends
+    as a Unix tool does on SIGPIPE, status 141 and nothing on stderr (it was an 'I/O failure', exit 3)."""
+    df = pl.DataFrame({"param_namespace_size": [1 << 30] * 3, "param_compound_order": [0, 9, 18],
+                       "status": "ok", "metric_ns_per_load": [200.0, 100.0, 50.0]})
+    sweep = write_sweep(tmp_path, "piped", {"pfnmap": df})
+    read, write = os.pipe()
+    os.close(read)  # the reader is gone before the command writes a line
+    proc = subprocess.run([sys.executable, "-m", "sweeps.cli", "table", sweep, "--model", "pfnmap", "--rows",
+                           "namespace_size", "--cols", "compound_order"], stdout=write, stderr=subprocess.PIPE,
+                          text=True, cwd=ROOT, timeout=300)
+    os.close(write)
+    assert (proc.returncode, proc.stderr) == (141, "")
