@@ -126,24 +126,30 @@ def test_sigterm_releases_the_lease(spec_file, tmp_path):
     assert not (tmp_path / "leased" / LEASE_FILE).exists()
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("when", ["ray starting", "tasks running"])
-def test_ctrl_c_to_the_process_group_prints_one_line_and_releases_the_lease(spec_file, tmp_path, when):
-    """Ctrl-C from a terminal (SIGINT to the whole process group, Ray's processes too), while Ray starts or
-    while tasks run: exit 130, the one 'interrupted' line on stderr and nothing of Ray's, no lease left."""
+def wait_for(proc: subprocess.Popen, when: str, tmp_path) -> None:
+    """Until the run `proc` is at `when`: "ray starting" (its first child, the reaper, is up) or "tasks running"
+    (a part is written); it must still run then."""
     import psutil
 
-    spec = spec_file(SLOW.format(last=299, delay=400.0))
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "sweeps.cli", "run", str(spec), "--out", str(tmp_path), "--no-report", "--quiet"],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
-    )
     me, folder = psutil.Process(proc.pid), tmp_path / "leased" / "model=probe"
     ready = (lambda: me.children()) if when == "ray starting" else (lambda: list(folder.glob("part-*.parquet")))
     deadline = time.monotonic() + 120
     while not ready() and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.01)
     assert proc.poll() is None, "the run ended before it could be interrupted"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("when", ["ray starting", "tasks running"])
+def test_ctrl_c_to_the_process_group_prints_one_line_and_releases_the_lease(spec_file, tmp_path, when):
+    """Ctrl-C from a terminal (SIGINT to the whole process group, Ray's processes too), while Ray starts or
+    while tasks run: exit 130, the one 'interrupted' line on stderr and nothing of Ray's, no lease left."""
+    spec = spec_file(SLOW.format(last=299, delay=400.0))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "sweeps.cli", "run", str(spec), "--out", str(tmp_path), "--no-report", "--quiet"],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+    )
+    wait_for(proc, when, tmp_path)
     os.killpg(proc.pid, signal.SIGINT)
     _, err = proc.communicate(timeout=120)
     assert (proc.returncode, err) == (130, "memsweep run: interrupted; rerun the same command to resume.\n")
@@ -159,15 +165,8 @@ def test_sigterm_or_sighup_at_any_phase_ends_the_run_with_the_resume_line_and_no
     """SIGTERM while Ray starts (ray.init puts its own handler in part-way, which exited 15 without a word), and
     SIGHUP (a closed terminal) while Ray starts or tasks run: the 'interrupted' line, exit 130 (129 for SIGHUP),
     no lease left."""
-    import psutil
-
     proc = driver(spec_file(SLOW.format(last=299, delay=400.0)), tmp_path)
-    me, folder = psutil.Process(proc.pid), tmp_path / "leased" / "model=probe"
-    ready = (lambda: me.children()) if when == "ray starting" else (lambda: list(folder.glob("part-*.parquet")))
-    deadline = time.monotonic() + 120
-    while not ready() and proc.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert proc.poll() is None, "the run ended before it could be interrupted"
+    wait_for(proc, when, tmp_path)
     if when == "ray starting":
         time.sleep(1.0)  # into ray.init, past the reaper's start
     proc.send_signal(signum)
