@@ -42,7 +42,6 @@ class Reaper:
         self.stopping = threading.Event()
         self.lock = threading.Lock()
         self.proc = self._spawn()
-        self.restarts = 0
         threading.Thread(target=self._guard, name="memsweep-reaper-guard", daemon=True).start()
 
     @classmethod
@@ -65,7 +64,7 @@ class Reaper:
             with self.lock:
                 if self.stopping.is_set():
                     return
-                self.proc, self.restarts = self._spawn(), self.restarts + 1
+                self.proc = self._spawn()
 
     def stop(self) -> None:
         """Close the pipe: the watcher ends what is left of the run and exits."""

@@ -272,11 +272,7 @@ def list_parts(loc: Location) -> dict[str, set[str]]:
 
 def layout(loc: Location) -> Layout:
     """The names this sweep folder uses for its own files: schema 3's, or schema 1-2's for an older folder."""
-    if not exists(loc, loc.root):
-        return LAYOUT
-    names = retrying(loc, "reading", loc.root,
-                     lambda: [i.base_name for i in loc.fs.get_file_info(pafs.FileSelector(loc.root))])
-    return layout_of(names)
+    return layout_of(e.base_name for e in _top(loc))
 
 
 def read_json(loc: Location, name: str, advice: str) -> dict | None:
@@ -291,15 +287,21 @@ def read_json(loc: Location, name: str, advice: str) -> dict | None:
         raise SweepFolderError(f"{loc.uri}/{name} is not valid JSON ({e}); {advice}.") from None
 
 
-def check_kinds(loc: Location, names: Layout) -> None:
+def _top(loc: Location) -> list[pafs.FileInfo]:
+    """The sweep folder's top-level entries (none when there is no folder yet)."""
+    if not exists(loc, loc.root):
+        return []
+    return retrying(loc, "reading", loc.root, lambda: loc.fs.get_file_info(pafs.FileSelector(loc.root)))
+
+
+def check_kinds(loc: Location, names: Layout, top: list[pafs.FileInfo] | None = None) -> None:
     """SweepFolderError when one of the sweep folder's own names holds the wrong kind of entry: a folder where
     its manifest, spec, lease or Slurm record (files) belongs, a file where its report or a model's parts
-    (folders) belong. Otherwise a command would fail reading or writing it halfway, as an I/O error."""
-    if not exists(loc, loc.root):
-        return
+    (folders) belong. Otherwise a command would fail reading or writing it halfway, as an I/O error. `top`:
+    the folder's top-level entries, when the caller listed them already."""
     files = {names.manifest: "manifest", names.spec: "spec", names.submissions: "record of Slurm jobs",
              names.lease: "lease"}
-    for e in retrying(loc, "reading", loc.root, lambda: loc.fs.get_file_info(pafs.FileSelector(loc.root))):
+    for e in _top(loc) if top is None else top:
         if e.base_name in files and e.type == pafs.FileType.Directory:
             raise SweepFolderError(f"{loc.uri}/{e.base_name} is a folder where the sweep's {files[e.base_name]} "
                                    "file belongs: move it out of the sweep folder.")
@@ -313,8 +315,9 @@ def read_manifest(loc: Location, names: Layout | None = None) -> dict | None:
     """The manifest (of schema 3, or of the folder's own layout `names`); None when there is none yet;
     SweepFolderError when it is not JSON or not of the shape memsweep reads (workers.dataset.manifest), or
     when one of the folder's own names holds the wrong kind of entry (check_kinds)."""
-    names = names or layout(loc)
-    check_kinds(loc, names)
+    top = _top(loc)  # one listing for the layout and the kinds
+    names = names or layout_of(e.base_name for e in top)
+    check_kinds(loc, names, top)
     name, advice = names.manifest, "rerun the sweep with --fresh to start over"
     found = read_json(loc, name, advice)
     return None if found is None else manifest.check(found, f"{loc.uri}/{name}", advice)
