@@ -25,7 +25,7 @@ from pathlib import Path
 
 import polars as pl
 
-from sweeps.run.sources import MEASURED_CHUNK_POINTS
+from workers.measure.source import CHUNK_POINTS as MEASURED_CHUNK_POINTS
 from workers.measure.host import machine_arch
 from workers.measure.measure import measure
 from workers.measure.settings import SPAN_MS, MeasureSettings

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from sweeps.run.sources import MEASURED_CHUNK_POINTS
+from workers.measure.source import CHUNK_POINTS as MEASURED_CHUNK_POINTS
 from workers.calibrate import calibrate, predict
 from workers.measure.fit import figures_from_measured, host_profile
 from workers.measure.host import host_facts, machine_arch

@@ -4,7 +4,7 @@
 
 In this process, no Ray: a chunk's points decoded (sweeps.spec.grid.decode), the model evaluated
 (workers.evaluate), its evidence labels (workers.evidence.label), its error bars (workers.interval.bars:
-the model again under every refit), the three put side by side (as sweeps.run.sources.model_rows does),
+the model again under every refit), the three put side by side (as workers.modeled.rows does),
 then the task's whole frame (sweeps.run.task.chunk_frame, untimed: it repeats the phases above) made an
 Arrow table (workers.dataset.part_table) and encoded as Parquet (sweeps.run.store.parquet_bytes, zstd).
 It prints one Markdown row per model, with the spec's chunk count of that model, so that count x the row's

@@ -75,7 +75,7 @@ def null_unless_ok(model: Model, out: pl.DataFrame) -> pl.DataFrame:
                             for m in model.metric_dtypes if m in out.columns)
 
 
-def error_rows(model: Model, height: int, exc: BaseException, extra: dict | None = None) -> pl.DataFrame:
+def error_rows(model: Model, height: int, exc: BaseException) -> pl.DataFrame:
     """`height` rows of status "error" naming the exception and where it was raised; null metrics."""
     last = traceback.extract_tb(exc.__traceback__)[-1:] or [None]
     where = f" at {last[0].filename.rsplit('/', 1)[-1]}:{last[0].lineno}" if last[0] else ""
@@ -83,4 +83,4 @@ def error_rows(model: Model, height: int, exc: BaseException, extra: dict | None
     return pl.DataFrame(
         {"status": [STATUS_ERROR] * height, "reason": [msg] * height},
         schema={"status": pl.Utf8, "reason": pl.Utf8},
-    ).with_columns(pl.lit(None, dtype=dt).alias(c) for c, dt in {**model.metric_dtypes, **(extra or {})}.items())
+    ).with_columns(pl.lit(None, dtype=dt).alias(c) for c, dt in model.metric_dtypes.items())

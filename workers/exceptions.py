@@ -9,6 +9,11 @@ class ModelError(RuntimeError):
     """A model broke its contract (wrong row count, unnamed metric columns, ...)."""
 
 
+class SettingsError(ValueError):
+    """A row source's spec table ([measure], [kernel]) has an unknown key or a bad value; the message names
+    the key and the rule (sweeps.spec.load reports it as a SpecError: workers cannot import sweeps)."""
+
+
 class SweepFolderError(ValueError):
     """A sweep folder cannot be read: no such folder, a bad URI, or no parts of the model asked for."""
 

@@ -1,154 +1,100 @@
-"""Row sources: one Backend for each way a point becomes a row, in the table BACKENDS.
+"""Backend: what a run needs of one row source, declared in the source's own package.
 
-A spec's `source` picks backends by name: "model" rows are the model's own
-`evaluate` on the sweep's profile; "measured" rows are the model's user-space
-analog run on the worker (workers.measure); "kernel" rows are the real kernel
-path, bound in a guest the worker boots (workers.guest). A backend says all that differs
-between them: how many points make a chunk, what besides the grid fixes its
-rows (hashed into its chunk ids), which of the runner's pools runs its chunks
-on Ray, whether `memsweep plan` computes its rows, and the compute step itself.
-sweeps.run.chunks, sweeps.run.task, sweeps.run.driver and sweeps.run.dryrun look
-a backend up by a chunk's `source` and never branch on it.
-The runner runs the backends in table order: model chunks first, then
-measured ones (so nothing of ours runs beside a measurement), then kernel ones.
+workers.dataset.SOURCES names each source, the columns only it fills and where its Backend is
+("workers.measure.source:BACKEND"); backends() imports them into one table in that order. A backend
+says all that differs between sources: its compute step, how many points make a chunk, where its chunks run,
+its spec table and what of it fixes the rows (hashed into chunk ids and the computation's digest), and whether
+`memsweep plan` computes its rows. The run (sweeps.run) looks a backend up by a chunk's `source` and never
+branches on it; the writer lays every source's rows out against the model's one row layout
+(workers.dataset.row_schema), so a backend gives only its own columns.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Callable
+import functools
+import pkgutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
 
 import polars as pl
 
-from workers import evaluate, evidence, get_model, interval
-from workers.dataset import DTYPES, GUEST_COLUMNS, KERNEL, MEASURE_COLUMNS, MEASURED, MODELED
-from workers.evaluate import error_rows
-from workers.guest.rows import kernel_rows
-from workers.guest.settings import KernelSettings
-from workers.measure.measure import measure
-from workers.measure.settings import MeasureSettings
-from workers.model import Model
-from workers.profiles import Profile
-
-if TYPE_CHECKING:
-    from sweeps.spec.load import SweepSpec
+from .dataset import SOURCES
+from .model import Model
+from .profiles import Profile
 
 SHARED, NODE_ALONE = "shared", "node-alone"  # a Backend's placement
-# Modeled chunks are sized by their measured cost (sweeps.run.cost); where none is known (plan() alone), by
-# the model's declared points_per_second: about this many seconds of its own rows.
-TARGET_SECONDS = 0.25
-MAX_CHUNK_POINTS = 1_000_000  # bounds a worker's memory for one chunk
-# A measured point takes ~0.1-10 s; the points of a chunk are sampled round-robin (workers.measure), so
-# more points spread each one's samples over more time, fewer resume more finely.
-MEASURED_CHUNK_POINTS = 8
-# A kernel chunk is one guest boot (6-18 s under TCG on 2 cores) and then about a second per 2 GiB namespace.
-KERNEL_CHUNK_POINTS = 24
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
-class SourceSettings:
-    """How rows are computed besides the grid and the profile: the spec's [measure] and [kernel] tables."""
+class Settings:
+    """A row source's spec table ([measure], [kernel]) as a value: `load(table, base_dir)` reads one (keys it
+    leaves out keep their defaults; relative paths from the spec file's folder) and raises
+    workers.exceptions.SettingsError naming what is wrong; `load({}, None)` gives the defaults."""
 
-    measure: MeasureSettings = field(default_factory=MeasureSettings)
-    kernel: KernelSettings = field(default_factory=KernelSettings)
+    table: str  # the spec's table name
+    load: Callable[[dict, Path | None], Any]
+    # What of the settings fixes the rows: hashed into the ids of the source's chunks (with the source's name)
+    # and recorded in the computation's identity (sweeps.run.computation) under `table`.
+    identity: Callable[[Any], dict]
+    # Whether the computation's identity records them when the spec asks for no rows of the source too. True
+    # for [measure] only: it entered every digest before the kernel source existed, and existing folders keep
+    # their digests.
+    in_every_identity: bool = False
+    # What `memsweep plan --json` says of the source besides its points and chunks (its image, its least time),
+    # given its settings and its chunks' count
+    plan: Callable[[Any, int], dict] = lambda settings, chunks: {}
+    # `memsweep plan`'s paragraph on the source's points, which it counts but does not compute: given the
+    # source's entry of `plan --json` (points, chunks, per_model, and `plan`'s facts) and how to print seconds
+    plan_text: Callable[[dict, Callable[[float], str]], str] = lambda entry, secs: \
+        f"{entry['points']:,} points in {entry['chunks']:,} chunks, not computed here."
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Backend:
-    """One row source: its name (the `source` of its chunks and rows) and what a sweep needs of it."""
+    """One row source's compute step and what a run needs of it."""
 
-    name: str
-    chunk_points: Callable[[SweepSpec, str], int]  # points per chunk of a model, unless the spec sets them
-    digest_inputs: Callable[[SweepSpec], dict]  # what fixes its rows besides model, profile and grid
-    # The compute step: points (param_* columns) in; the params, status, reason, the model's metrics, their
-    # error bars (workers.interval), MEASURE_COLUMNS, the evidence columns and GUEST_COLUMNS out, one row per point; a failure becomes rows with status "error".
-    rows: Callable[[Model, pl.DataFrame, Profile, SourceSettings], pl.DataFrame]
+    name: str  # the `source` of its chunks and rows (workers.dataset.SOURCE_NAMES)
+    # Points (param_* columns) in; per point, in order: the points' columns, status, reason, the model's metrics
+    # and the source's own columns (workers.dataset.SOURCES); a failure becomes rows with status "error".
+    rows: Callable[[Model, pl.DataFrame, Profile, Any], pl.DataFrame]
+    chunk_points: Callable[[Model], int]  # points per chunk of a model, unless the spec or a measured cost says
     # Where its chunks run (the driver maps it to a pool of Ray tasks or actors): SHARED, any free CPU; or
     # NODE_ALONE, one chunk at a time on each node, nothing else of ours beside it.
     placement: str
+    settings: Settings | None = None  # its spec table; None: it has none (its rows depend on nothing more)
     # What `memsweep plan` computes of its points here: each point's status and reason (the model's own
     # evaluation, without bars, evidence or a part); None when plan only counts them (measured rows: their values
-    # and time depend on the node and on [measure]; kernel rows: a guest's). Its chunks are sized by their cost
-    # where it is computed here (sweeps.run.cost).
+    # and time depend on the node; kernel rows: a guest's). Its chunks are sized by their cost where it is
+    # computed here (sweeps.run.cost).
     statuses: Callable[[Model, pl.DataFrame, Profile], pl.DataFrame] | None = None
 
     @property
     def planned_here(self) -> bool:
         return self.statuses is not None
 
-
-def model_chunk_points(spec: SweepSpec, model: str) -> int:
-    """~TARGET_SECONDS of the model's work at its declared points_per_second, at most MAX_CHUNK_POINTS."""
-    rate = get_model(model).points_per_second
-    return max(1, min(MAX_CHUNK_POINTS, int(rate * TARGET_SECONDS)))
-
-
-def _nulls(columns) -> list[pl.Expr]:
-    return [pl.lit(None, dtype=dt).alias(c) for c, dt in columns.items()]
+    def chunk_inputs(self, settings: Any) -> dict:
+        """What fixes its rows besides model, profile and grid: hashed into its chunks' ids (none for a source
+        without settings, as modeled chunks have always been)."""
+        if self.settings is None:
+            return {}
+        return {"source": self.name, self.settings.table: self.settings.identity(settings)}
 
 
-GUEST_DTYPES = {c: pl.Utf8 for c in GUEST_COLUMNS}
-MEASURE_DTYPES = {c: DTYPES[c] for c in MEASURE_COLUMNS}
+@functools.cache
+def backends() -> dict[str, Backend]:
+    """Every row source's Backend by name, in workers.dataset.SOURCES order: the run computes model chunks
+    first, then measured ones (so nothing of ours runs beside a measurement), then kernel ones. Imported on
+    first use: the backends import this module."""
+    out = {}
+    for s in SOURCES:
+        backend = pkgutil.resolve_name(s.backend)
+        if not isinstance(backend, Backend) or backend.name != s.name:
+            raise TypeError(f"{s.backend} is not the Backend of row source {s.name!r}")
+        out[s.name] = backend
+    return out
 
 
-def model_rows(model: Model, params: pl.DataFrame, profile: Profile, settings: SourceSettings) -> pl.DataFrame:
-    """The model's evaluation of the points (workers.evaluate: an exception gives error rows) with each
-    answer's error bar (workers.interval) and what it rests on (workers.evidence), measure_* and the guest's
-    columns null."""
-    rows = evaluate(model, params, profile)
-    labels = evidence.label(model, profile, rows)
-    try:
-        bars = interval.bars(model, profile, rows, labels["evidence"])
-    except Exception as e:  # noqa: BLE001 - a model that fails under a refit fails the chunk's rows, not the chunk
-        rows, bars = pl.concat([params, error_rows(model, params.height, e)], how="horizontal"), \
-            _frame(interval.dtypes(model), params.height)
-        labels = _frame(evidence.COLUMNS, params.height)
-    return pl.concat([rows, bars, labels], how="horizontal").with_columns(_nulls({**MEASURE_DTYPES, **GUEST_DTYPES}))
-
-
-def _frame(columns: dict, height: int) -> pl.DataFrame:
-    return pl.DataFrame({c: pl.Series(c, [None] * height, dtype=dt) for c, dt in columns.items()})
-
-
-def measured_digest_inputs(spec: SweepSpec) -> dict:
-    """Measured rows also depend on how they are measured: the spec's [measure] settings."""
-    return {"source": MEASURED, "measure": asdict(spec.measure)}
-
-
-def measured_rows(model: Model, params: pl.DataFrame, profile: Profile, settings: SourceSettings) -> pl.DataFrame:
-    """The points measured on this node; a failure of the measure backend becomes error rows, as with models."""
-    try:
-        out = measure(model, params, profile, settings.measure)
-    except Exception as e:  # noqa: BLE001 - a broken measurement must not lose the chunk
-        out = error_rows(model, params.height, e, MEASURE_DTYPES)
-    return pl.concat([params, out], how="horizontal").with_columns(
-        _nulls({**GUEST_DTYPES, **interval.dtypes(model), **evidence.COLUMNS}))
-
-
-def kernel_digest_inputs(spec: SweepSpec) -> dict:
-    """Kernel rows also depend on the kernel: the [kernel] settings, its release and its image's digest."""
-    return {"source": KERNEL, "kernel": spec.kernel.identity()}
-
-
-def guest_rows(model: Model, params: pl.DataFrame, profile: Profile, settings: SourceSettings) -> pl.DataFrame:
-    """The points bound in one guest boot on this node (workers.guest.rows); a failure becomes error rows."""
-    try:
-        out = kernel_rows(model, params, profile, settings.kernel)
-    except Exception as e:  # noqa: BLE001 - a broken guest run must not lose the chunk
-        out = error_rows(model, params.height, e, {**MEASURE_DTYPES, **GUEST_DTYPES})
-    return pl.concat([params, out], how="horizontal").with_columns(
-        _nulls({**interval.dtypes(model), **evidence.COLUMNS})).select(
-        *params.columns, "status", "reason", *model.metric_dtypes, *interval.dtypes(model), *MEASURE_COLUMNS,
-        *evidence.COLUMNS, *GUEST_COLUMNS)
-
-
-BACKENDS: dict[str, Backend] = {
-    MODELED: Backend(name=MODELED, chunk_points=model_chunk_points, digest_inputs=lambda spec: {},
-                     rows=model_rows, placement=SHARED,
-                     statuses=lambda model, points, profile: evaluate(model, points, profile).select("status", "reason")),
-    MEASURED: Backend(name=MEASURED, chunk_points=lambda spec, model: MEASURED_CHUNK_POINTS,
-                        digest_inputs=measured_digest_inputs, rows=measured_rows, placement=NODE_ALONE),
-    # A guest is one QEMU process on one CPU (TCG), so kernel chunks share a node like model chunks.
-    KERNEL: Backend(name=KERNEL, chunk_points=lambda spec, model: KERNEL_CHUNK_POINTS,
-                      digest_inputs=kernel_digest_inputs, rows=guest_rows, placement=SHARED),
-}
+def default_settings() -> dict[str, Any]:
+    """Every source's settings as a spec without its table gives them, by source name."""
+    return {name: b.settings.load({}, None) for name, b in backends().items() if b.settings is not None}

@@ -34,13 +34,13 @@ from analysis.read import EQUAL_REL, KERNEL, MEASURED, MODELED, ModelRows, Sweep
 from analysis.report.overview import Table, describe_point
 from analysis.tables import metric_unit, render
 from workers import interval
-from workers.dataset import unit_of
+from workers.dataset import SOURCE, SOURCES as DECLARED, unit_of
 
 from . import changes, ratios
 from .axes import Selection, View, collapsible, parse_by, select, where_text
 from .ratios import BAR_RULE, BETTER, EQUAL, FEW, MAX_POINTS, NOISE, RULE, TOP, WORSE, verdict  # noqa: F401  (the sizes of a block's tables, re-exported)
 
-SOURCES = (MODELED, MEASURED, KERNEL)
+SOURCES = tuple(s.name for s in DECLARED)
 EXAMPLES = 5  # points of one side only listed
 TIME_UNITS = ("ns", "µs", "ms", "s")
 COMPARE_PREFIX = "compare-"
@@ -226,14 +226,15 @@ def _side(rows: ModelRows, source: str, metric: str, tag: str, params: list[str]
     lf = ok(rows.scan(source)).filter(v.is_not_null() & v.is_finite())
     spread, bar, low, high, n = pl.lit(False), pl.lit(False), v, v, pl.lit(None, dtype=pl.Int64)
     lo_col, hi_col = interval.columns(metric)
-    if source in (MEASURED, KERNEL) and "measure_min" in schema and "measure_median" in schema:
+    declared = SOURCE[source]  # what the source's rows carry, as workers.dataset declares it
+    if "measure_min" in declared.columns and "measure_min" in schema and "measure_median" in schema:
         spread = (pl.col("measure_min").is_not_null() & pl.col("measure_median").is_not_null()
                   & ((pl.col("measure_median") - v).abs() <= EQUAL_REL * v.abs())).fill_null(False)
         low = pl.when(spread).then(pl.min_horizontal(pl.col("measure_min"), v)).otherwise(v)
         high = pl.when(spread).then(pl.max_horizontal(pl.col("measure_min"), v)).otherwise(v)
         if "measure_repeats" in schema:  # a sweep without it: no count, so no verdict (FEW)
             n = pl.when(spread).then(pl.col("measure_repeats").cast(pl.Int64))
-    elif source == MODELED and lo_col in schema and hi_col in schema:
+    elif declared.bars and lo_col in schema and hi_col in schema:
         bar = spread = (pl.col(lo_col).is_not_null() & pl.col(hi_col).is_not_null()).fill_null(False)
         # the bar as stored (Float32) around the value as computed: never narrower than the value itself
         low = pl.when(bar).then(pl.min_horizontal(pl.col(lo_col).cast(pl.Float64), v)).otherwise(v)

@@ -1,7 +1,7 @@
 """Planning: split each model's grid into chunks with content-addressed ids.
 
 A chunk is an index range [start, stop) of one model's grid for one row
-source (sweeps.run.sources), so the driver holds a list of small records, never
+source (workers.source), so the driver holds a list of small records, never
 points. Modeled chunks are sized by what they cost (sweeps.run.cost: about 1-2 s
 of one CPU, at least ~4 per CPU of the run); measured and kernel chunks by their
 backend; a spec's `chunk_points` fixes them all. Its id hashes everything that
@@ -22,11 +22,11 @@ from dataclasses import dataclass
 from sweeps.spec.grid import Grid, grid_for
 from sweeps.spec.load import SweepSpec
 from workers import get_model
+from workers.source import backends
 from workers.dataset import parse_part_path
 from workers.dataset.folder import Location, part_infos
 from workers.dataset.parts import read_footer
 
-from .sources import BACKENDS
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -35,7 +35,7 @@ class Chunk:
     start: int
     stop: int
     chunk_id: str
-    source: str = "model"  # the backend that computes its rows (sweeps.run.sources.BACKENDS)
+    source: str = "model"  # the source whose backend computes its rows (workers.source.backends)
 
     @property
     def points(self) -> int:
@@ -44,7 +44,7 @@ class Chunk:
 
 def chunk_points(spec: SweepSpec, model: str, source: str = "model") -> int:
     """Points per chunk: the spec's `chunk_points`, else what the source's backend chooses for the model."""
-    return spec.chunk_points or BACKENDS[source].chunk_points(spec, model)
+    return spec.chunk_points or backends()[source].chunk_points(get_model(model))
 
 
 def grid_digest(spec: SweepSpec, grid: Grid, source: str = "model") -> str:
@@ -53,7 +53,7 @@ def grid_digest(spec: SweepSpec, grid: Grid, source: str = "model") -> str:
     m = get_model(grid.model)
     blob = json.dumps(
         {
-            **BACKENDS[source].digest_inputs(spec), "model": m.name, "version": m.version,
+            **backends()[source].chunk_inputs(spec.settings.get(source)), "model": m.name, "version": m.version,
             "profile": spec.profile.digest(),
             "blocks": [[[a.name, [a.label(v) for v in vals]] for a, vals in zip(grid.axes, block)]
                        for block in grid.blocks],

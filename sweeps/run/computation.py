@@ -25,6 +25,7 @@ import json
 from sweeps.exceptions import DatasetError
 from sweeps.spec.load import SweepSpec
 from workers import MODELS, get_model
+from workers.source import backends
 from workers.dataset import COMPUTATION, LAYOUT, SPEC_FILE, parse_part_path
 from workers.dataset.folder import Location, exists, part_infos, read_manifest, read_text
 from workers.dataset.parts import mismatch_message, stray
@@ -40,15 +41,21 @@ def identity(spec: SweepSpec) -> dict:
             "sources": sorted(spec.sources),
             "plugins": sorted(spec.plugins),
             "chunk_points": spec.chunk_points,
-            "measure": dataclasses.asdict(spec.measure),
-            # the kernel under test, only where kernel rows are asked for (other sweeps' digests stay as they were)
-            **({"kernel": spec.kernel.identity()} if "kernel" in spec.sources else {}),
+            # each source's settings (workers.source.Settings: [measure] in every identity, others where asked for)
+            **settings_identity(spec),
             "axes": {m: [{a: sorted(labels) for a, labels in block.items()} for block in _labels(spec, m)]
                      for m in sorted(spec.models)},
         },
         "profile": {"name": spec.profile_name, "digest": spec.profile.digest()},
         "models": {m: {"version": get_model(m).version, "package": package_version(m)} for m in sorted(spec.models)},
     }
+
+
+def settings_identity(spec: SweepSpec) -> dict:
+    """What of each source's settings fixes the rows, under its table's name: [measure]'s always (it entered
+    every digest before the kernel source existed), any other's only where the spec asks for its rows."""
+    return {b.settings.table: b.settings.identity(spec.settings[name]) for name, b in backends().items()
+            if b.settings is not None and (b.settings.in_every_identity or name in spec.sources)}
 
 
 def order(spec: SweepSpec) -> dict:
@@ -113,7 +120,8 @@ def differences(old: dict, new: dict) -> list[str]:
 
 def _spec_differences(old: dict, new: dict) -> list[str]:
     out = []
-    for key in ("models", "sources", "plugins", "chunk_points", "measure"):
+    tables = [b.settings.table for b in backends().values() if b.settings is not None]
+    for key in ("models", "sources", "plugins", "chunk_points", *tables):
         if old.get(key) != new.get(key):
             out.append(f"{key}: {_short(old.get(key))} -> {_short(new.get(key))}")
     for m in sorted(set(old["axes"]) & set(new["axes"])):

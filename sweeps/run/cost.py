@@ -33,9 +33,10 @@ import pyarrow.fs as pafs
 from sweeps.spec.load import SweepSpec
 from workers.dataset import LAYOUT
 from workers.dataset.folder import Location, read_manifest
+from workers.modeled import MAX_CHUNK_POINTS
+from workers.source import backends
 
 from .chunks import Chunk, RunPlan, folder_chunks, plan
-from .sources import BACKENDS, MAX_CHUNK_POINTS
 from .store import locate
 
 TARGET_SECONDS = 1.5  # a chunk: about 1-2 s of one CPU, so Ray's ~1 ms per task is nothing
@@ -117,7 +118,7 @@ SAMPLE_NODE_ID = "0" * 56  # a Ray node id is 56 hex digits; a sample part's col
 
 def modeled(spec: SweepSpec) -> list[tuple[str, str]]:
     """The (model, source) pairs whose cost can be measured here: the rows of a backend `plan` computes."""
-    return [(m, s) for s in spec.sources if BACKENDS[s].planned_here for m in spec.models]
+    return [(m, s) for s in spec.sources if backends()[s].planned_here for m in spec.models]
 
 
 def sized(spec: SweepSpec) -> list[tuple[str, str]]:
@@ -192,11 +193,11 @@ def sizes(spec: SweepSpec, costs: Costs, cpus: int) -> dict[tuple[str, str], int
 
 
 def longest_first(chunks: list[Chunk], costs: Costs | None) -> list[Chunk]:
-    """The chunks in the order to submit them: each source's in turn (BACKENDS order), longest first within
+    """The chunks in the order to submit them: each source's in turn (workers.source.backends order), longest first within
     it (ties in plan order), so the last to finish are short ones."""
     if costs is None:
         return list(chunks)
-    order = {name: i for i, name in enumerate(BACKENDS)}
+    order = {name: i for i, name in enumerate(backends())}
     return sorted(chunks, key=lambda c: (order[c.source], -costs.seconds(c)))
 
 
@@ -218,7 +219,7 @@ def efficiency(seconds: list[float], cpus: int) -> tuple[float, float]:
 def estimate(planned: RunPlan, cpus: int) -> float | None:
     """The modeled chunks' wall seconds on `cpus` CPUs, longest first (efficiency()); None when other chunks
     (measured, kernel) make the time unknown, 0.0 when nothing was sized by cost (the chunks are the spec's)."""
-    if not all(BACKENDS[c.source].planned_here for c in planned.chunks):
+    if not all(backends()[c.source].planned_here for c in planned.chunks):
         return None
     costs = planned.costs
     return efficiency([costs.seconds(c) for c in planned.chunks], cpus)[0] if costs else 0.0

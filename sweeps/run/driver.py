@@ -44,6 +44,7 @@ from workers.exceptions import StoreIOError
 from workers.dataset.folder import (Location, check_inside, check_kinds, exists, part_infos, read_manifest,
                                     write_bytes)
 from workers.dataset.parts import PartProblem, mismatch_message, part_problem
+from workers.source import NODE_ALONE, SHARED, backends
 
 from .chunks import Chunk, RunPlan
 from .cost import longest_first, plan_folder, plan_run
@@ -51,7 +52,6 @@ from .provenance import git_sha, host_provenance
 from .embedded import EmbeddedRay, logs
 from .embedded import start as start_embedded
 from .ray_env import JOB_DRIVER_VAR, RUNTIME_ENV
-from .sources import BACKENDS, NODE_ALONE, SHARED
 from .task import TaskConfig, run_chunk
 
 MAX_RETRIES = 3
@@ -406,7 +406,7 @@ POOLS = {SHARED: TaskPool, NODE_ALONE: MeasurePool}  # a row source's placement 
 
 
 def _execute(state: _RunState, todo: list[Chunk], progress: bool) -> None:
-    """Each backend's chunks on its own pool, in BACKENDS order: model chunks first, then measured ones
+    """Each backend's chunks on its own pool, in workers.source.backends() order: model chunks first, then measured ones
     (so nothing of ours runs beside a measurement); a progress bar meanwhile, shown if `progress`."""
     cfg_ref = ray.put(TaskConfig.for_spec(state.spec, state.loc))
     state.summary.cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
@@ -414,7 +414,7 @@ def _execute(state: _RunState, todo: list[Chunk], progress: bool) -> None:
     state.bar = tqdm(total=sum(c.points for c in todo), unit="pt", unit_scale=True, disable=not progress,
                      desc=f"{state.spec.name}", file=sys.stderr, mininterval=0.5, smoothing=0.1)
     try:
-        for backend in BACKENDS.values():  # table order: model chunks first
+        for backend in backends().values():  # table order: model chunks first
             mine = [c for c in todo if c.source == backend.name]
             if mine:
                 _drain(POOLS[backend.placement](cfg_ref), mine, state)

@@ -15,17 +15,18 @@ import os
 import sys
 import time
 from collections import Counter
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 from tqdm import tqdm
 
 from sweeps.spec.grid import decode, grid_for
 from sweeps.spec.load import SweepSpec
 from workers import get_model
+from workers.dataset import MEASURED
+from workers.source import backends
 from workers.units import bytes_text
 
 from .cost import Cost, efficiency, measured, modeled, plan_run
-from .sources import BACKENDS
 
 TOP_REASONS = 5  # per model in the text output; --json lists every reason
 # Starting Ray before any chunk runs: 2.6-3.7 s for the embedded Ray on the project's 2-core development VM
@@ -57,11 +58,11 @@ class ModelPlan:
 
     @property
     def measured_points(self) -> int:
-        return self.unplanned.get("measured", [0, 0])[0]
+        return self.unplanned.get(MEASURED, [0, 0])[0]
 
     @property
     def measured_chunks(self) -> int:
-        return self.unplanned.get("measured", [0, 0])[1]
+        return self.unplanned.get(MEASURED, [0, 0])[1]
 
     @property
     def points_per_second(self) -> float:
@@ -106,7 +107,7 @@ def dry_run(spec: SweepSpec, out: str = "results", *, cpus: int | None = None, n
     models = {m: ModelPlan(model=m) for m in spec.models}
     for c in chunks:
         mp = models[c.model]
-        if BACKENDS[c.source].planned_here:
+        if backends()[c.source].planned_here:
             mp.points += c.points
             mp.chunks += 1
             mp.chunk_points = max(mp.chunk_points, c.points)
@@ -115,7 +116,7 @@ def dry_run(spec: SweepSpec, out: str = "results", *, cpus: int | None = None, n
             counts[0] += c.points
             counts[1] += 1
     _statuses(spec, models, progress)
-    seconds = [costs.seconds(c) for c in chunks if BACKENDS[c.source].planned_here] if costs else []
+    seconds = [costs.seconds(c) for c in chunks if backends()[c.source].planned_here] if costs else []
     for (m, _), cost in (costs.of.items() if costs else ()):
         models[m].cost = cost
     span, busy = efficiency(seconds, nodes * cpus)
@@ -126,7 +127,7 @@ def dry_run(spec: SweepSpec, out: str = "results", *, cpus: int | None = None, n
 
 def _statuses(spec: SweepSpec, models: dict[str, ModelPlan], progress: bool) -> None:
     """Each model's statuses and reasons, over all its modeled points or a sample of them (module doc)."""
-    sources = [s for s in spec.sources if BACKENDS[s].planned_here]
+    sources = [s for s in spec.sources if backends()[s].planned_here]
     total = sum(min(mp.points, SLICES * SLICE_POINTS) if mp.points > EXACT_POINTS else mp.points
                 for mp in models.values())
     bar = tqdm(total=total, unit="pt", unit_scale=True, disable=not progress, desc=f"plan {spec.name}",
@@ -135,7 +136,7 @@ def _statuses(spec: SweepSpec, models: dict[str, ModelPlan], progress: bool) -> 
         for m, mp in models.items():
             if not mp.points or not sources:
                 continue
-            grid, model, each = grid_for(spec, m), get_model(m), BACKENDS[sources[0]].statuses
+            grid, model, each = grid_for(spec, m), get_model(m), backends()[sources[0]].statuses
             size = grid.size
             if size <= EXACT_POINTS:
                 ranges = [(s, min(s + SLICE_POINTS * 64, size)) for s in range(0, size, SLICE_POINTS * 64)]
@@ -193,7 +194,6 @@ def as_dict(dr: DryRun) -> dict:
         "measured_points": mp.measured_points, "measured_chunks": mp.measured_chunks,
     } for m, mp in dr.models.items()}
     total = {k: sum(v[k] for v in models.values()) for k in ("feasible", "infeasible", "error", "bytes")}
-    measured_chunks = sum(mp.measured_chunks for mp in dr.models.values())
     unplanned = sum(n for mp in dr.models.values() for _, n in mp.unplanned.values())  # their time is unknown here
     notes = cluster_notes(chunks=dr.chunks, seconds=None if unplanned else dr.seconds, nodes=dr.nodes,
                           cpus=dr.nodes * dr.cpus)
@@ -202,14 +202,18 @@ def as_dict(dr: DryRun) -> dict:
         "nodes": dr.nodes, "points": dr.spec.total_points, "rows": dr.spec.total_rows, "chunks": dr.chunks, **total,
         "seconds": dr.seconds, "efficiency": dr.efficiency, "chunk_seconds": dr.chunk_seconds, "cost_basis": dr.basis,
         "plan_seconds": dr.wall_seconds,
-        "cluster_notes": notes, "models": models,
-        "measured": {"points": sum(mp.measured_points for mp in dr.models.values()), "chunks": measured_chunks,
-                     **asdict(dr.spec.measure),
-                     "min_seconds_one_node": measured_chunks * dr.spec.measure.span_ms / 1000},
-        "kernel": {"points": sum(mp.unplanned.get("kernel", [0, 0])[0] for mp in dr.models.values()),
-                   "chunks": sum(mp.unplanned.get("kernel", [0, 0])[1] for mp in dr.models.values()),
-                   "image": dr.spec.kernel.image, "accel": dr.spec.kernel.accel},
+        "cluster_notes": notes, "models": models, **{name: _unplanned(dr, name) for name, b in backends().items()
+                                                     if not b.planned_here},
     }
+
+
+def _unplanned(dr: DryRun, source: str) -> dict:
+    """A source plan only counts: its points and chunks, and what its backend says of its settings."""
+    points, chunks = (sum(mp.unplanned.get(source, [0, 0])[i] for mp in dr.models.values()) for i in (0, 1))
+    backend = backends()[source]
+    facts = backend.settings.plan(dr.spec.settings[source], chunks) if backend.settings is not None else {}
+    per = {m: mp.unplanned[source][0] for m, mp in dr.models.items() if mp.unplanned.get(source, [0])[0]}
+    return {"points": points, "chunks": chunks, **facts, "per_model": per}
 
 
 def format_text(dr: DryRun) -> str:
@@ -231,21 +235,9 @@ def format_text(dr: DryRun) -> str:
         lines += ["", f"expected time on {_where(d)}: {_secs(d['seconds'])}, Ray's start not included: chunks of up "
                       f"to {_secs(d['chunk_seconds'])} of one CPU, longest first, {d['efficiency']:.0%} of the CPUs "
                       f"busy; each model's cost per point {d['cost_basis']}"]
-    m = d["measured"]
-    if m["points"]:
-        per = ", ".join(f"{k} {v['measured_points']:,}" for k, v in d["models"].items() if v["measured_points"])
-        lines += ["", f"measured: {m['points']:,} points ({per}) in {m['chunks']:,} chunks, not measured here: "
-                      f"their time depends on repeats ({m['repeats']}), warmup ({m['warmup']}) and span_ms "
-                      f"({m['span_ms']}) and on each point's own run time. A chunk's sampling rounds last at least "
-                      f"span_ms, one chunk at a time per node: at least {_secs(m['min_seconds_one_node'])} on one "
-                      "node. Each node decides which points it can measure (the rest are infeasible rows); their parts "
-                      "are not in the dataset size above."]
-    k = d["kernel"]
-    if k["points"]:
-        lines += ["", f"kernel: {k['points']:,} points in {k['chunks']:,} chunks, not booted here: each chunk boots "
-                      f"{k['image']} once in a guest (accel {k['accel']}; 6-18 s under TCG on 2 cores), then binds its "
-                      "points one by one, about a second per 2 GiB of namespace under TCG; the points the kernel "
-                      "under test cannot hold are infeasible rows at once."]
+    for name, b in backends().items():
+        if not b.planned_here and d[name]["points"] and b.settings is not None:
+            lines += ["", f"{name}: " + b.settings.plan_text(d[name], _secs)]
     if d["cluster_notes"]:
         lines += ["", cluster_line(d["cluster_notes"]) + "."]
     lines.append(f"plan: {_secs(d['plan_seconds'])} on this process")

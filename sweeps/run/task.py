@@ -17,17 +17,16 @@ from sweeps.run.store import write_part
 from sweeps.spec.grid import Grid, decode, grid_for
 from sweeps.spec.load import SweepSpec
 from workers import get_model, interval, load_plugins
-from workers.dataset import (DTYPES, PART_CHUNK_ID, EVIDENCE_COLUMNS, IDENTITY_COLUMNS, PART_COMPUTATION,
-                             PART_EVIDENCE_AXES, PART_MODEL, PART_RANGE, PROVENANCE_COLUMNS, MEASURE_COLUMNS,
-                             SCHEMA_VERSION, part_table)
+from workers.dataset import (DTYPES, PART_CHUNK_ID, PART_COMPUTATION, PART_EVIDENCE_AXES, PART_MODEL, PART_RANGE,
+                             PROVENANCE_COLUMNS, SCHEMA_VERSION, SOURCE, lay_out, part_table, row_schema)
 from workers.exceptions import StoreIOError
 from workers.dataset.errors import ERROR, chunk_reasons
 from workers.dataset.folder import Location
 from workers.profiles import Profile
+from workers.source import backends, default_settings
 
 from .chunks import Chunk
 from .provenance import git_sha, host_provenance
-from .sources import BACKENDS, SourceSettings
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -41,7 +40,8 @@ class TaskConfig:
     plugins: tuple[str, ...]
     location: Location
     git_sha: str
-    settings: SourceSettings = field(default_factory=SourceSettings)  # how measured and kernel chunks run
+    # source name -> its settings (SweepSpec.settings): how measured chunks sample, which kernel kernel chunks boot
+    settings: dict = field(default_factory=default_settings)
     computation: str = ""  # the digest of what the rows are computed with (sweeps.run.computation), in each footer
 
     @classmethod
@@ -50,17 +50,18 @@ class TaskConfig:
         return cls(
             sweep=spec.name, grids={m: grid_for(spec, m) for m in spec.models}, profile=spec.profile,
             profile_name=spec.profile_name, plugins=spec.plugins, location=location, git_sha=git_sha(),
-            settings=SourceSettings(measure=spec.measure, kernel=spec.kernel), computation=record(spec)["digest"],
+            settings=spec.settings, computation=record(spec)["digest"],
         )
 
 
 def chunk_frame(cfg: TaskConfig, chunk: Chunk, node_id: str) -> pl.DataFrame:
-    """The rows of one chunk in dataset column order (identity, params, metrics, their error bars,
-    measure_*, evidence, provenance)."""
+    """The rows of one chunk in the model's row layout (workers.dataset.row_schema: identity, params, metrics,
+    their error bars, measure_*, evidence, provenance), every column its source does not fill null."""
     load_plugins(cfg.plugins)
     model = get_model(chunk.model)
     points = decode(cfg.grids[chunk.model], chunk.start, chunk.stop)
-    out = BACKENDS[chunk.source].rows(model, points.drop("point_id"), cfg.profile, cfg.settings)
+    params = points.drop("point_id")
+    out = backends()[chunk.source].rows(model, params, cfg.profile, cfg.settings.get(chunk.source))
     # the host's provenance; the guest's columns are the backend's own (null but on kernel rows)
     prov = {**host_provenance(), "env_git_sha": cfg.git_sha, "env_ray_node_id": node_id}
     out = out.with_columns(
@@ -73,9 +74,9 @@ def chunk_frame(cfg: TaskConfig, chunk: Chunk, node_id: str) -> pl.DataFrame:
         pl.lit(chunk.chunk_id).alias("chunk_id"),
         *(pl.lit(v, dtype=DTYPES[k]).alias(k) for k, v in prov.items()),
     )
-    cols = [c for c in out.columns if c.startswith("param_")] + list(model.metric_dtypes) \
-        + list(interval.dtypes(model)) + list(MEASURE_COLUMNS)
-    return out.select(*IDENTITY_COLUMNS, *cols, *EVIDENCE_COLUMNS, *PROVENANCE_COLUMNS)
+    source, bars = SOURCE[chunk.source], interval.dtypes(model)
+    given = [*params.columns, "status", "reason", *model.metric_dtypes, *(bars if source.bars else ())]
+    return lay_out(out, row_schema(params.schema, model.metric_dtypes, bars), source, given)
 
 
 def evidence_entries(frame: pl.DataFrame) -> list[dict]:

@@ -32,22 +32,21 @@ from sweeps.exceptions import SpecError
 from workers import MODELS, load_plugins
 from workers.axes import SHARED_AXES, Axis
 from workers.contract import one_line
-from workers.dataset import MEASURED, MODELED, SOURCE_NAMES
-from workers.exceptions import ProfileError
+from workers.dataset import KERNEL, MEASURED, MODELED, SOURCE_NAMES
+from workers.exceptions import ProfileError, SettingsError
 from workers.guest.build import build as build_series
 from workers.guest.build import cached_build
 from workers.guest.exceptions import GuestKernelError, GuestSetupError
 from workers.guest.settings import SERIES, KernelSettings
-from workers.measure.exceptions import MeasureSettingsError
-from workers.measure.settings import MeasureSettings
 from workers.model import with_costs
 from workers.profiles import Profile, available_profiles, load_profile
 from workers.keys import unknown_key
+from workers.source import backends, default_settings
 from workers.units import parse_size
 
 SPEC_DIR = Path(__file__).parent / "shipped"
-TOP_KEYS = {"name", "description", "models", "profile", "plugins", "chunk_points", "source", "measure", "kernel",
-            "axes"}
+# The spec's own keys; each row source with settings adds its table ([measure], [kernel]: workers.source)
+TOP_KEYS = {"name", "description", "models", "profile", "plugins", "chunk_points", "source", "axes"}
 SOURCES = {**{s: (s,) for s in SOURCE_NAMES}, "both": (MODELED, MEASURED)}
 RANGE_KEYS = {"from", "to", "scale", "step"}
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
@@ -67,8 +66,9 @@ class SweepSpec:
     plugins: tuple[str, ...]
     chunk_points: int | None
     sources: tuple[str, ...] = ("model",)  # "model", "measured" and/or "kernel" rows for every point
-    measure: MeasureSettings = field(default_factory=MeasureSettings)  # how measured rows are sampled
-    kernel: KernelSettings = field(default_factory=KernelSettings)  # which kernel kernel rows boot
+    # source name -> its settings, the spec's table of it (workers.source.Settings): how measured rows are
+    # sampled ([measure]), which kernel kernel rows boot ([kernel]); every source that has a table, asked or not
+    settings: dict[str, object] = field(default_factory=default_settings)
     # model -> blocks; a block is ((axis, values), ...) in model axis order
     axes: dict[str, tuple[tuple[tuple[str, tuple], ...], ...]]
     text: str = field(default="", repr=False)  # the TOML as given, written beside the dataset
@@ -139,7 +139,8 @@ def parse_spec(text: str, base_dir: Path | None = None) -> SweepSpec:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise SpecError(f"the spec must be valid TOML: {e}.") from None
-    problem = unknown_key(data, TOP_KEYS, kind="spec")
+    tables = {b.settings.table: name for name, b in backends().items() if b.settings is not None}
+    problem = unknown_key(data, TOP_KEYS | set(tables), kind="spec")
     if problem:
         raise SpecError(problem)
     name = _name(data)
@@ -150,13 +151,12 @@ def parse_spec(text: str, base_dir: Path | None = None) -> SweepSpec:
     profile = with_costs(profile, (MODELS[m] for m in models))  # a plugin's default costs are part of its profile
     chunk_points = _chunk_points(data)
     sources = _sources(data)
-    measure = _measure(data)
-    kernel = _kernel(data, base_dir)
+    settings = {name: _settings(data, table, base_dir) for table, name in tables.items()}
     axes = _axes(data.get("axes", {}), models)
     spec = SweepSpec(
         name=name, description=_str(data, "description", ""), models=models, profile=profile,
         profile_name=profile_name, plugins=plugins, chunk_points=chunk_points, sources=sources,
-        measure=measure, kernel=kernel, axes=axes, text=text,
+        settings=settings, axes=axes, text=text,
     )
     for m in models:
         if spec.points(m) > MAX_POINTS:
@@ -173,18 +173,19 @@ def with_kernel(spec: SweepSpec, image: str | None = None, modules: str | None =
     not cached, its progress on stderr; a missing toolchain (named with the command that installs it) or a
     failed step is the SpecError, before the run writes anything."""
     given = {k: v for k, v in (("image", image), ("modules", modules), ("accel", accel)) if v is not None}
-    if given and "kernel" not in spec.sources:
+    if given and KERNEL not in spec.sources:
         raise SpecError(f"'--{next(iter(given)).replace('image', 'kernel')}' needs a spec whose 'source' has "
                         f"'kernel' (got {list(spec.sources)}).")
     try:
-        kernel = KernelSettings.from_table({**_fields(spec.kernel), **given}, Path.cwd()) if given else spec.kernel
-        if "kernel" in spec.sources:
+        kernel = spec.settings[KERNEL]
+        kernel = KernelSettings.from_table({**_fields(kernel), **given}, Path.cwd()) if given else kernel
+        if KERNEL in spec.sources:
             if build and kernel.image == SERIES and cached_build() is None:
                 build_series(install=False)  # the toolchain: the user's own install, never a run's
             kernel.kernel()
     except (GuestKernelError, GuestSetupError) as e:
         raise SpecError(str(e)) from None
-    return dataclasses.replace(spec, kernel=kernel)
+    return dataclasses.replace(spec, settings={**spec.settings, KERNEL: kernel})
 
 
 def _fields(settings) -> dict:
@@ -274,20 +275,13 @@ def _sources(data: dict) -> tuple[str, ...]:
     return tuple(s for s in SOURCE_NAMES if s in chosen)
 
 
-def _measure(data: dict) -> MeasureSettings:
-    """The [measure] table (workers.measure.settings: its keys, defaults and rules)."""
+def _settings(data: dict, table: str, base_dir: Path | None) -> object:
+    """A row source's table ([measure]: workers.measure.settings, [kernel]: workers.guest.settings; their keys,
+    defaults and rules); relative paths from the spec file's folder."""
+    load = next(b.settings.load for b in backends().values() if b.settings is not None and b.settings.table == table)
     try:
-        return MeasureSettings.from_table(data.get("measure", {}))
-    except MeasureSettingsError as e:
-        raise SpecError(str(e)) from None
-
-
-def _kernel(data: dict, base_dir: Path | None) -> KernelSettings:
-    """The [kernel] table (workers.guest.settings: its keys, defaults and rules); relative paths from the
-    spec file's folder."""
-    try:
-        return KernelSettings.from_table(data.get("kernel", {}), base_dir or Path.cwd())
-    except GuestKernelError as e:
+        return load(data.get(table, {}), base_dir)
+    except SettingsError as e:
         raise SpecError(str(e)) from None
 
 

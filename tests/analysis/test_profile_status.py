@@ -50,16 +50,14 @@ def test_table_compare_and_report_say_an_uncalibrated_profile_is_one(tmp_path):
 
 def memmap_rows(profile: str, **held) -> pl.DataFrame:
     """memmap at the seed's own points and at 4 TiB, evaluated with `profile`, with the evidence columns the
-    model backend writes (sweeps.run.sources.model_rows)."""
-    from sweeps.run.sources import SourceSettings, model_rows
+    model backend writes (workers.modeled.rows)."""
+    from workers.modeled import rows as model_rows
     from workers.model import points_frame
 
     model = get_model("memmap")
     points = points_frame(model, [{**dict(namespace_size=size, align="2MiB", mode="fsdax", map="dev", strategy=s),
                                    **held} for size in ("100GiB", "4TiB") for s in ("slow", "template")])
-    return model_rows(model, points, load_profile(profile), SourceSettings()).drop(
-        c for c in ("measure_repeats", "measure_min", "measure_median", "measure_huge_pages", "env_guest_kernel",
-                    "env_guest_cmdline", "env_accel"))
+    return model_rows(model, points, load_profile(profile))
 
 
 def test_table_and_compare_give_the_evidence_an_uncalibrated_profile_rests_on(tmp_path):

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import polars as pl
 
-from sweeps.run.sources import SourceSettings, model_rows
+from workers.modeled import rows as model_rows
 from sweeps.spec.grid import decode, grid_for
 from sweeps.spec.load import parse_spec
 from workers import evidence, get_model
@@ -176,7 +176,7 @@ def test_modeled_rows_carry_evidence():
     spec = parse_spec('name = "e"\nmodels = ["memmap"]\n[axes.memmap]\nnamespace_size = ["100GiB", "4TiB"]\n'
                       'strategy = ["template"]\nmode = ["fsdax"]\nalign = ["2MiB"]\n')
     params = decode(grid_for(spec, "memmap"), 0, 2).drop("point_id")
-    out = model_rows(MEMMAP, params, spec.profile, SourceSettings())
+    out = model_rows(MEMMAP, params, spec.profile)
     assert sorted(out["evidence"].to_list()) == ["extrapolated", "fit"]
 
 

@@ -9,7 +9,8 @@ import dataclasses
 import polars as pl
 import pytest
 
-from sweeps.run.sources import SourceSettings, guest_rows, measured_rows, model_rows
+from workers.dataset import SOURCES
+from workers.modeled import rows as model_rows
 from workers import evidence, get_model, interval
 from workers.calibrate import predict
 from workers.evaluate import evaluate
@@ -170,13 +171,11 @@ def test_a_what_if_profile_scales_its_base_s_refits_to_its_own_costs():
 def test_only_modeled_rows_carry_bars_and_rows_not_ok_have_none():
     """Measured and kernel rows are observations (null bars); an infeasible modeled row has none either."""
     points = points_frame(MEMMAP, [BIG, dict(BIG, namespace_size="1MiB")])
-    rows = model_rows(MEMMAP, points, SEED, SourceSettings())
+    rows = model_rows(MEMMAP, points, SEED)
     assert rows["status"].to_list() == ["ok", "infeasible"]
     assert rows["lo_init_ms"].is_null().to_list() == [False, True]
     assert set(interval.dtypes(MEMMAP)) <= set(rows.columns) and rows.schema["lo_init_ms"] == pl.Float32
-    for backend in (measured_rows, guest_rows):
-        other = backend(MEMMAP, points.head(0), SEED, SourceSettings())
-        assert set(interval.dtypes(MEMMAP)) <= set(other.columns)
+    assert [s.name for s in SOURCES if s.bars] == ["model"]  # the others' bars: null in the host's layout
 
 
 def test_the_baselines_ratio_to_itself_has_no_bar_and_another_s_has_the_ratios_residual():
@@ -192,18 +191,20 @@ def test_the_baselines_ratio_to_itself_has_no_bar_and_another_s_has_the_ratios_r
 
 def test_a_model_that_fails_under_a_refit_gives_error_rows_of_the_full_schema(monkeypatch):
     """A refit the model cannot evaluate (a cost out of its domain) fails the chunk's rows, not the chunk:
-    every row is `error` naming the exception, with every column of a model row, bars and evidence null."""
+    every row is `error` naming the exception, with every metric column, and no bars or evidence to lay out."""
     points = points_frame(MEMMAP, [BIG, dict(BIG, namespace_size="1TiB")])
-    good = model_rows(MEMMAP, points, SEED, SourceSettings())
+    good = model_rows(MEMMAP, points, SEED)
 
     def broken(*args, **kwargs):
         raise ValueError("refit out of range")
 
     monkeypatch.setattr(interval, "bars", broken)
-    rows = model_rows(MEMMAP, points, SEED, SourceSettings())
-    assert rows.columns == good.columns and rows.schema == good.schema
+    rows = model_rows(MEMMAP, points, SEED)
+    # the rows a model source gives with neither bars nor evidence; the host lays them out with both null
+    assert set(rows.columns) < set(good.columns) and all(rows.schema[c] == good.schema[c] for c in rows.columns)
+    assert not {"lo_init_ms", "hi_init_ms", "evidence"} & set(rows.columns)
     assert rows["status"].to_list() == ["error", "error"] and "refit out of range" in rows["reason"][0]
-    assert rows["lo_init_ms"].is_null().all() and rows["evidence"].is_null().all()
+    assert set(good.columns) - set(rows.columns) == {*interval.dtypes(MEMMAP), *evidence.COLUMNS}
 
 
 def test_an_x86_time_spans_the_assumed_factor_on_the_arm64_servers_costs_and_its_ratios_do_not():

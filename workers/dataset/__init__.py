@@ -1,6 +1,7 @@
 """The dataset's one home, the bottom layer every writer (sweeps) and reader (analysis, status, verify,
 calibrate) derives from: here the schema version, the sweep folder's file names, the part-path rule, the
-row-source names and the column registry; folder.py reads and writes the files; parts.py checks the
+row sources (SOURCES: each one's name, the columns only it fills, where its backend is), the column registry
+and a model's row layout (row_schema, lay_out); folder.py reads and writes the files; parts.py checks the
 parts against the manifest and scans them.
 
     OUT/<sweep>/model=<name>/part-<chunk_id>.parquet   one part per chunk
@@ -17,7 +18,7 @@ duckdb globs skip, so `pyarrow.dataset.dataset("OUT/<sweep>")` sees the parts an
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 import polars as pl
@@ -41,9 +42,9 @@ SCHEMA_VERSION = "7"
 #      evidence_figure, evidence_error, evidence_axes (a list of structs), evidence_assumptions (a list)
 #      between `evidence` and `evidence_note`
 
-# The row sources (a row's `source` column), in the order a run computes them: the model's own answer, the
-# user-space analog measured on a worker, the real kernel path in a guest (sweeps.run.sources: one backend each).
-SOURCE_NAMES = (MODELED, MEASURED, KERNEL) = ("model", "measured", "kernel")
+# The row sources' names (a row's `source` column): the model's own answer, the user-space analog measured on a
+# worker, the real kernel path in a guest. SOURCES below says what each fills and the order a run computes them.
+MODELED, MEASURED, KERNEL = "model", "measured", "kernel"
 
 # A row's `status`: an answer; a point that cannot exist (with a `reason` a person can read); a computation
 # that raised (its exception in `reason`: workers.dataset.errors says them).
@@ -191,6 +192,57 @@ EVIDENCE_COLUMNS = tuple(c[0] for c in EVIDENCE)
 PROVENANCE_COLUMNS = tuple(c[0] for c in PROVENANCE)
 DTYPES = {c[0]: c[1] for c in (*IDENTITY, *MEASURE, *EVIDENCE, *PROVENANCE)}
 _UNITS = {c[0]: c[2] for c in (*IDENTITY, *MEASURE, *EVIDENCE, *PROVENANCE)}
+
+
+# -- the row sources ----------------------------------------------------------------------------------
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Source:
+    """One row source as the dataset knows it. Its backend's rows give the points' param_* columns, status,
+    reason, the model's metrics and `columns` (and the error bars where `bars`); the writer lays them out
+    against the model's one row layout (row_schema), every column the source does not give null."""
+
+    name: str  # a row's `source`
+    columns: tuple[str, ...]  # the registry's columns only its rows fill (beside identity and host provenance)
+    bars: bool  # whether its rows carry the error bars of the model's priced metrics (lo_*, hi_*)
+    backend: str  # "package.module:NAME" of its workers.source.Backend, imported by workers.source.backends()
+
+
+# One entry per row source, in the order a run computes them (adding a source: its package with its Backend,
+# its columns in the registry above, one line here; README "A row source of your own").
+SOURCES = (
+    Source(name=MODELED, columns=EVIDENCE_COLUMNS, bars=True, backend="workers.modeled:BACKEND"),
+    Source(name=MEASURED, columns=MEASURE_COLUMNS, bars=False, backend="workers.measure.source:BACKEND"),
+    Source(name=KERNEL, columns=(*MEASURE_COLUMNS, *GUEST_COLUMNS), bars=False, backend="workers.guest.source:BACKEND"),
+)
+SOURCE = {s.name: s for s in SOURCES}
+SOURCE_NAMES = tuple(SOURCE)
+_FILLED = {c for s in SOURCES for c in s.columns}
+# The host's own provenance: every row has it, whichever source computed it.
+HOST_COLUMNS = tuple(c for c in PROVENANCE_COLUMNS if c not in _FILLED)
+
+
+def row_schema(params: Mapping[str, pl.DataType], metrics: Mapping[str, pl.DataType],
+               bars: Mapping[str, pl.DataType]) -> dict[str, pl.DataType]:
+    """A model's one row layout, for rows of every source: identity, the model's param_* columns, its metrics,
+    their error bars, measure_*, the evidence, the provenance (the host's, then the guest's)."""
+    return {**{c: DTYPES[c] for c in IDENTITY_COLUMNS}, **params, **metrics, **bars,
+            **{c: DTYPES[c] for c in (*MEASURE_COLUMNS, *EVIDENCE_COLUMNS, *PROVENANCE_COLUMNS)}}
+
+
+def lay_out(frame: pl.DataFrame, schema: Mapping[str, pl.DataType], source: Source,
+            given: Iterable[str]) -> pl.DataFrame:
+    """`frame` (a source's rows with the identity and host columns added) in `schema`'s order, every column the
+    source does not fill null. `given`: the columns its backend's rows may hold besides its own (params, status,
+    reason, metrics, bars where it has them). A column it fills that the source does not declare is a
+    ValueError: two sources would each write it and no reader would know which."""
+    own = {*given, *source.columns, *IDENTITY_COLUMNS, *HOST_COLUMNS}
+    stray = [c for c in frame.columns if c not in own]
+    if stray:
+        raise ValueError(f"row source {source.name!r} gave columns it does not declare: {stray}")
+    return frame.select(pl.col(c) if c in frame.columns else pl.lit(None, dtype=dt).alias(c)
+                        for c, dt in schema.items())
+
+
 # Unit tokens of metric names (STYLE: units live in names) and the unit each stands for.
 UNIT_TOKENS = {"ns": "ns", "us": "µs", "ms": "ms", "s": "s", "bytes": "bytes", "gbs": "GB/s",
                "fraction": "fraction", "rate": "fraction"}

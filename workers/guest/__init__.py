@@ -1,5 +1,5 @@
 """The guest runner: real kernels bind real namespaces in a QEMU guest, for the `kernel` row source
-(rows.py, which sweeps.run.sources calls per kernel chunk).
+(rows.py, which its backend, source.py, calls per kernel chunk).
 
 `run_guest(kernel, configs)` (runner.py) boots a kernel once and, for each
 `GuestConfig` (records.py), creates a namespace of the asked size on an emulated NVDIMM, binds it as

@@ -2,7 +2,7 @@
 table (and `memsweep run --kernel/--accel`) as a value.
 
 A sweep builds it once (sweeps.spec.load), hashes its fields and the image's digest into the ids of its
-kernel chunks (sweeps.run.sources), and passes it to every kernel chunk (workers.guest.rows).
+kernel chunks (workers.source.Backend.chunk_inputs), and passes it to every kernel chunk (workers.guest.rows).
 """
 
 from __future__ import annotations

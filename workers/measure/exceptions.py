@@ -1,5 +1,7 @@
 """Errors raised by the measure backend; each derives from the nearest builtin."""
 
+from workers.exceptions import SettingsError
+
 
 class MeasureError(RuntimeError):
     """The measure backend could not build, load or run its native routines."""
@@ -13,6 +15,6 @@ class BuildError(MeasureError):
     """The C compiler exists but failed to build the routines (a bug, not a property of the node)."""
 
 
-class MeasureSettingsError(ValueError):
+class MeasureSettingsError(SettingsError):
     """A measure setting (the spec's [measure] table) is unknown or out of range; sweeps.spec.load reports it
     as a SpecError (workers cannot import sweeps)."""

@@ -8,7 +8,7 @@ from collections import Counter
 import polars as pl
 import pytest
 
-import sweeps.run.sources
+import workers.measure.source
 from sweeps.run.chunks import plan
 from sweeps.run.cost import estimate, makespan, plan_run
 from sweeps.run.dryrun import RAY_START_SECONDS, as_dict, cluster_notes, dry_run
@@ -139,8 +139,9 @@ def test_json_keys_and_cpus(tmp_path):
     assert set(d["models"]["memmap"]) == {
         "points", "chunks", "chunk_points", "feasible", "infeasible", "error", "reasons", "evaluated", "sampled",
         "points_per_second", "seconds_per_chunk", "bytes_per_row", "bytes", "measured_points", "measured_chunks"}
-    assert set(d["measured"]) == {"points", "chunks", "repeats", "warmup", "cpu", "span_ms", "min_seconds_one_node"}
-    assert d["kernel"] == {"points": 0, "chunks": 0, "image": "debian:6.12", "accel": "auto"}
+    assert set(d["measured"]) == {"points", "chunks", "repeats", "warmup", "cpu", "span_ms", "min_seconds_one_node",
+                                "per_model"}
+    assert d["kernel"] == {"points": 0, "chunks": 0, "image": "debian:6.12", "accel": "auto", "per_model": {}}
     assert d["bytes"] > 0 and d["seconds"] >= d["chunk_seconds"] > 0 and 0 < d["efficiency"] <= 1
     assert d["cost_basis"].startswith("measured on this process")
 
@@ -148,14 +149,14 @@ def test_json_keys_and_cpus(tmp_path):
 def test_measured_points_are_counted_not_measured(monkeypatch):
     """A `source = both` spec counts its measured points and chunks; no measure kernel runs."""
     calls = []
-    monkeypatch.setattr(sweeps.run.sources, "measure", lambda *a, **k: calls.append(a))
+    monkeypatch.setattr(workers.measure.source, "measure", lambda *a, **k: calls.append(a))
     spec = load_spec("measure")
     d = as_dict(dry_run(spec, cpus=2, progress=False))
     measured = Counter(c.model for c in plan(spec) if c.source == "measured")
     assert calls == [] and d["sources"] == ["model", "measured"]
     assert d["measured"]["points"] == spec.total_points and d["rows"] == 2 * spec.total_points
     assert {m: v["measured_chunks"] for m, v in d["models"].items()} == dict(measured)
-    assert d["measured"]["min_seconds_one_node"] == sum(measured.values()) * spec.measure.span_ms / 1000
+    assert d["measured"]["min_seconds_one_node"] == sum(measured.values()) * spec.settings["measured"].span_ms / 1000
 
 
 def test_measured_only_spec_evaluates_nothing():

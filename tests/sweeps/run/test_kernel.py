@@ -41,7 +41,7 @@ strategy = ["slow", "template_nt_inline"]
 @pytest.mark.guest  # planning kernel chunks names the kernel: Debian's 6.12, fetched by make guest
 def test_source_takes_a_list_in_the_order_the_sources_run():
     spec = parse_spec(SPEC.replace('["model", "kernel"]', '["kernel", "model"]'))
-    assert spec.sources == ("model", "kernel") and spec.kernel.accel == "tcg"
+    assert spec.sources == ("model", "kernel") and spec.settings["kernel"].accel == "tcg"
     assert parse_spec(SPEC.replace('["model", "kernel"]', '"both"')).sources == ("model", "measured")
     kernel_chunks = [c for c in plan(spec) if c.source == "kernel"]
     assert sum(c.points for c in kernel_chunks) == spec.points("memmap") == 32 and len(kernel_chunks) == 1  # one boot

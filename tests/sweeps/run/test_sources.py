@@ -1,4 +1,5 @@
-"""The backend table (sweeps/run/sources.py): one entry per row source, and plan, task and runner read it."""
+"""The row sources: one entry each in workers.dataset.SOURCES, their backends (workers.source.backends) in their
+own packages, and plan, task and runner read them."""
 
 from __future__ import annotations
 
@@ -6,20 +7,25 @@ import dataclasses
 
 import pytest
 
-import sweeps.run.sources
+import workers.measure.source
 from sweeps.run import driver as runner
-from sweeps.run.sources import BACKENDS, MEASURED_CHUNK_POINTS, SourceSettings, measured_rows, model_rows
 from sweeps.spec.grid import decode, grid_for
 from sweeps.run.chunks import plan
 from sweeps.run.cost import estimate, plan_run
 from sweeps.run.dryrun import as_dict, dry_run
-from sweeps.spec.load import SOURCES, parse_spec
+from sweeps.spec.load import SOURCES as SPEC_SOURCES, parse_spec
 from sweeps.run.store import locate
 from sweeps.run.task import TaskConfig, chunk_frame
-from workers import get_model
-from workers.dataset import EVIDENCE_COLUMNS, GUEST_COLUMNS
-from workers.dataset import MEASURE_COLUMNS
+from workers import get_model, interval
+from workers.dataset import (EVIDENCE_COLUMNS, GUEST_COLUMNS, HOST_COLUMNS, IDENTITY_COLUMNS, MEASURE_COLUMNS, SOURCE,
+                             SOURCES, lay_out, row_schema)
 from workers.measure.settings import MeasureSettings
+from workers.measure.source import CHUNK_POINTS as MEASURED_CHUNK_POINTS
+from workers.modeled import rows as model_rows
+from workers.measure.source import rows as measured_rows
+from workers.source import backends
+
+BACKENDS = backends()
 
 # 20 probe points, modeled and measured.
 BOTH = """name = "both"
@@ -36,10 +42,33 @@ def sizes(chunks, source: str) -> list[int]:
 
 
 def test_the_table_has_a_backend_per_source_model_first():
-    """BACKENDS holds "model", "measured" then "kernel", each under its own name, and covers every spec source."""
-    assert list(BACKENDS) == ["model", "measured", "kernel"]
+    """backends() holds "model", "measured" then "kernel", each under its own name, in workers.dataset.SOURCES'
+    order, and covers every spec source."""
+    assert list(BACKENDS) == ["model", "measured", "kernel"] == [s.name for s in SOURCES]
     assert all(b.name == name for name, b in BACKENDS.items())
-    assert {s for sources in SOURCES.values() for s in sources} == set(BACKENDS)
+    assert {s for names in SPEC_SOURCES.values() for s in names} == set(BACKENDS)
+
+
+def test_every_column_a_source_fills_is_in_the_row_layout_and_no_two_sources_disagree():
+    """Each source's declared columns are registry columns of every model's row layout; the host's provenance is
+    every row's; a column two sources fill (measure_* of measured and kernel rows) is one column."""
+    model = get_model("memmap")
+    schema = row_schema({"param_i": int}, model.metric_dtypes, interval.dtypes(model))
+    for s in SOURCES:
+        assert set(s.columns) <= set(schema) and not set(s.columns) & {*IDENTITY_COLUMNS, *HOST_COLUMNS}
+    assert SOURCE["kernel"].columns == (*MEASURE_COLUMNS, *GUEST_COLUMNS)
+
+
+def test_a_backend_that_gives_a_column_its_source_does_not_declare_is_refused():
+    """lay_out refuses a measured row with an evidence column: two sources would write it."""
+    import polars as pl
+    model = get_model("memmap")
+    schema = row_schema({"param_i": pl.Int64}, model.metric_dtypes, interval.dtypes(model))
+    frame = pl.DataFrame({"param_i": [1], "status": ["ok"], "evidence": ["fit"]})
+    with pytest.raises(ValueError, match=r"'measured' gave columns it does not declare: \['evidence'\]"):
+        lay_out(frame, schema, SOURCE["measured"], ["param_i", "status", "reason"])
+    out = lay_out(frame.drop("evidence"), schema, SOURCE["measured"], ["param_i", "status", "reason"])
+    assert list(out.schema.items()) == list(schema.items()) and out["measure_min"].to_list() == [None]
 
 
 def test_each_backend_names_its_runner_pool():
@@ -55,7 +84,7 @@ def test_plan_takes_each_sources_chunk_size_from_its_backend(monkeypatch):
     assert sizes(default, "model") == [20]  # the probe's 1e6 points/s x 0.25 s, cut to its 20 points
     assert sizes(default, "measured") == [MEASURED_CHUNK_POINTS, MEASURED_CHUNK_POINTS, 4]
     for name, n in (("model", 7), ("measured", 3)):
-        monkeypatch.setitem(BACKENDS, name, dataclasses.replace(BACKENDS[name], chunk_points=lambda s, m, n=n: n))
+        monkeypatch.setitem(BACKENDS, name, dataclasses.replace(BACKENDS[name], chunk_points=lambda m, n=n: n))
     chunks = plan(spec)
     assert sizes(chunks, "model") == [7, 7, 6]
     assert sizes(chunks, "measured") == [3] * 6 + [2]
@@ -71,8 +100,8 @@ def test_the_specs_chunk_points_override_every_backend():
 def test_only_measured_chunk_ids_hash_the_measure_settings():
     """Other [measure] settings give new measured chunk ids and keep the modeled ones (their inputs are {})."""
     spec = parse_spec(BOTH)
-    assert BACKENDS["model"].digest_inputs(spec) == {}
-    assert BACKENDS["measured"].digest_inputs(spec) == {
+    assert BACKENDS["model"].chunk_inputs(None) == {}
+    assert BACKENDS["measured"].chunk_inputs(spec.settings["measured"]) == {
         "source": "measured", "measure": {"repeats": 5, "warmup": 1, "cpu": 0, "span_ms": 2000}}
     a, b = plan(spec), plan(parse_spec(BOTH + "[measure]\nrepeats = 3\n"))
     ids = {s: ([c.chunk_id for c in a if c.source == s], [c.chunk_id for c in b if c.source == s])
@@ -111,13 +140,13 @@ def test_the_task_computes_rows_with_its_chunks_backend(monkeypatch, tmp_path):
 
     def rows(model, params, profile, settings):
         calls.append((model.name, params.height, profile, settings))
-        return model_rows(model, params, profile, settings)
+        return model_rows(model, params, profile).select(*params.columns, "status", "reason", *model.metric_dtypes)
 
     monkeypatch.setitem(BACKENDS, "measured", dataclasses.replace(BACKENDS["measured"], rows=rows))
     cfg = TaskConfig.for_spec(spec, locate(str(tmp_path), "both"))
     chunk = next(c for c in plan(spec) if c.source == "measured")
     frame = chunk_frame(cfg, chunk, "node")
-    assert calls == [("probe", chunk.points, spec.profile, SourceSettings(measure=MeasureSettings(repeats=2)))]
+    assert calls == [("probe", chunk.points, spec.profile, MeasureSettings(repeats=2))]
     assert frame["source"].unique().to_list() == ["measured"] and frame.height == chunk.points
 
 
@@ -125,9 +154,9 @@ def test_a_model_exception_becomes_error_rows():
     """The model backend keeps a chunk whose model raises: every row "error" with the exception's text."""
     spec = parse_spec(BOTH.replace("i = {", "explode = [true]\ni = {"))
     params = decode(grid_for(spec, "probe"), 0, 4).drop("point_id")
-    out = model_rows(get_model("probe"), params, spec.profile, SourceSettings())
+    out = model_rows(get_model("probe"), params, spec.profile)
     assert out["status"].to_list() == ["error"] * 4 and "asked to explode" in out["reason"][0]
-    assert out.select(list(MEASURE_COLUMNS)).null_count().row(0) == (4,) * len(MEASURE_COLUMNS)
+    assert not set(MEASURE_COLUMNS) & set(out.columns)  # the host lays them out, null (test_task)
 
 
 def test_a_measure_exception_becomes_error_rows(monkeypatch):
@@ -135,26 +164,55 @@ def test_a_measure_exception_becomes_error_rows(monkeypatch):
     def broken(*args):
         raise OSError("the routines went away")
 
-    monkeypatch.setattr(sweeps.run.sources, "measure", broken)
+    monkeypatch.setattr(workers.measure.source, "measure", broken)
     spec = parse_spec(BOTH)
     params = decode(grid_for(spec, "probe"), 0, 3).drop("point_id")
-    out = measured_rows(get_model("probe"), params, spec.profile, SourceSettings(measure=spec.measure))
+    out = measured_rows(get_model("probe"), params, spec.profile, spec.settings["measured"])
     assert out["param_i"].to_list() == [0, 1, 2]
     assert out["status"].to_list() == ["error"] * 3 and "OSError: the routines went away" in out["reason"][0]
-    assert set(MEASURE_COLUMNS) <= set(out.columns)
 
 
 @pytest.mark.parametrize("source", list(BACKENDS))
-def test_every_backend_gives_the_same_columns(source):
-    """Modeled, measured and kernel rows share one schema: params, status, reason, metrics, MEASURE_COLUMNS,
-    the evidence columns, GUEST_COLUMNS (the probe declares no kernel check: its kernel rows are infeasible, without a boot)."""
-    spec = parse_spec(BOTH)
+def test_every_backend_gives_its_own_columns_and_the_host_one_layout(source, tmp_path):
+    """Each backend gives the points' params, status, reason, metrics and its source's own columns (the error bars
+    with the model's); chunk_frame lays every source's rows out in one schema (the probe declares no kernel check:
+    its kernel rows are infeasible, without a boot)."""
+    spec = parse_spec(BOTH.replace('source = "both"', 'source = ["model", "measured", "kernel"]')
+                      + "[measure]\nrepeats = 1\nwarmup = 0\nspan_ms = 0\n")
     params = decode(grid_for(spec, "probe"), 0, 2).drop("point_id")
     model = get_model("probe")
-    settings = SourceSettings(measure=MeasureSettings(repeats=1, warmup=0, span_ms=0))
-    out = BACKENDS[source].rows(model, params, spec.profile, settings)
-    assert set(out.columns) == {*params.columns, "status", "reason", *model.metric_dtypes, *MEASURE_COLUMNS,
-                                *EVIDENCE_COLUMNS, *GUEST_COLUMNS}
+    out = BACKENDS[source].rows(model, params, spec.profile, spec.settings.get(source))
+    bars = list(interval.dtypes(model)) if SOURCE[source].bars else []
+    assert set(out.columns) == {*params.columns, "status", "reason", *model.metric_dtypes, *bars,
+                                *SOURCE[source].columns}
     assert out.height == 2
+    cfg = TaskConfig.for_spec(spec, locate(str(tmp_path), "both"))
+    frames = {s: chunk_frame(cfg, next(c for c in plan(spec) if c.source == s), "node") for s in BACKENDS}
+    assert len({tuple(f.schema.items()) for f in frames.values()}) == 1
+    out = frames[source]
     # what an answer rests on is the model's to say; measured and kernel rows are observations
-    assert out["evidence"].null_count() == (0 if source == "model" else 2)
+    assert out["evidence"].null_count() == (0 if source == "model" else out.height)
+
+
+PINNED = """name = "pinned"
+models = ["probe"]
+plugins = ["tests.support.probe"]
+source = "both"
+[axes.probe]
+i = { from = 0, to = 29, step = 1 }
+[measure]
+repeats = 3
+"""
+
+
+def test_model_and_measured_chunk_ids_and_digests_are_the_ones_folders_already_hold():
+    """Ids and digests as the row sources wrote them before each became one registry entry: a folder of either
+    keeps resuming (kernel ones hash the Debian image's bytes, which move with its point releases)."""
+    from sweeps.run.computation import digest, identity
+
+    spec = parse_spec(PINNED)
+    assert [(c.source, c.chunk_id) for c in plan(spec)][:2] == [("model", "54739c57f6daf5e9"),
+                                                               ("measured", "a692c0e96a62876b")]
+    assert digest(identity(spec)) == "9faa8c2e8635afd60def01f96c19786e"
+    assert digest(identity(parse_spec(PINNED.replace('source = "both"', 'source = "model"')))) == \
+        "adb06cdde33c8e1f1a89b1602057691f"

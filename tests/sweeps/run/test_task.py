@@ -26,5 +26,5 @@ def test_for_spec_carries_what_the_spec_fixes_and_the_location(tmp_path):
     cfg = TaskConfig.for_spec(spec, loc)
     assert (cfg.sweep, cfg.grids, cfg.location) == (spec.name, {"probe": grid_for(spec, "probe")}, loc)
     assert (cfg.profile, cfg.profile_name, cfg.plugins) == (spec.profile, spec.profile_name, spec.plugins)
-    assert cfg.settings.measure == spec.measure and cfg.settings.measure.repeats == 3
+    assert cfg.settings["measured"] == spec.settings["measured"] and cfg.settings["measured"].repeats == 3
     assert cfg.computation == record(spec)["digest"]

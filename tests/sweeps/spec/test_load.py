@@ -167,8 +167,8 @@ def test_model_table_overrides_a_shared_axis():
 def test_measure_table_becomes_frozen_settings():
     """[measure] loads as a MeasureSettings (keys left out keep their defaults); no table gives the defaults."""
     spec = parse_spec(HEAD + "[measure]\nrepeats = 3\nspan_ms = 200\n")
-    assert spec.measure == MeasureSettings(repeats=3, span_ms=200)
-    assert parse_spec(GOOD).measure == MeasureSettings()
+    assert spec.settings["measured"] == MeasureSettings(repeats=3, span_ms=200)
+    assert parse_spec(GOOD).settings["measured"] == MeasureSettings()
     with pytest.raises(SpecError, match=r"'measure.warmup' must be an integer >= 0 \(got -1\)"):
         parse_spec(HEAD + "[measure]\nwarmup = -1\n")
 

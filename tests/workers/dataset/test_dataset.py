@@ -70,7 +70,7 @@ def test_the_registry_has_one_source():
 
     assert schema.IDENTITY is dataset.IDENTITY and schema.PROVENANCE is dataset.PROVENANCE
     assert schema.MEASURE is dataset.MEASURE and schema.SCHEMA_VERSION == dataset.SCHEMA_VERSION == "7"
-    assert schema.EVIDENCE is dataset.EVIDENCE and task.EVIDENCE_COLUMNS is dataset.EVIDENCE_COLUMNS
+    assert schema.EVIDENCE is dataset.EVIDENCE and dataset.SOURCE["model"].columns is dataset.EVIDENCE_COLUMNS
     rows = schema.rows()
     assert [r[0] for r in rows[:len(dataset.IDENTITY)]] == list(dataset.IDENTITY_COLUMNS)
     assert [(r[0], r[2], r[4]) for r in rows[-len(dataset.PROVENANCE):]] == [
