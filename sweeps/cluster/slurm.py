@@ -29,7 +29,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
-from sweeps.run.computation import check_spec, refuse_foreign
+from sweeps.run.computation import check_spec, identity, refuse_foreign
 from sweeps.run.store import add_submission, delete_sweep, locate, read_submissions
 from sweeps.exceptions import UsageError
 from sweeps.run.chunks import RunPlan
@@ -201,7 +201,7 @@ def submit_slurm(spec: str, out: str | None, options: SlurmOptions, *, wait: boo
     if sbatch is None:
         raise UsageError("'--slurm' needs Slurm's sbatch on PATH (not found): submit from a Slurm login node, "
                          "or see the script with --dry-run.")
-    refuse_foreign(job.loc, job.spec, job.planned.chunk_ids)  # another computation is refused now, not in the job
+    refuse_foreign(job.loc, job.planned.computation["digest"], job.planned.chunk_ids)  # another computation is refused now, not in the job
     undo = make_out_folder(job)  # Slurm opens the job's log there as the job starts
     try:
         job_id = _sbatch(sbatch, job)
@@ -241,7 +241,8 @@ def prepare(spec: str, out: str | None, options: SlurmOptions) -> Job:
     loc = locate(out, parsed.name)
     cpus = options.nodes * (options.cpus_per_node or os.cpu_count() or 1)  # a node taken whole: this host's count
     # as `plan --nodes N --cpus C` plans it (check_spec reads only; it may reorder the values): the same estimate
-    planned = plan_folder(check_spec(loc, parsed), loc, cpus=cpus)
+    ident = identity(parsed)
+    planned = plan_folder(check_spec(loc, parsed, ident=ident), loc, cpus=cpus, ident=ident)
     log = os.path.join(loc.root, SLURM_LOG) if loc.is_local else None
     for line in placement_warnings(out if loc.is_local else None) + cluster_warnings(planned, options):
         print(f"memsweep submit: warning: {line}", file=sys.stderr)

@@ -23,7 +23,7 @@ from sweeps.spec.grid import Grid, grid_for
 from sweeps.spec.load import SweepSpec
 from workers import get_model
 from workers.source import backends
-from workers.dataset import parse_part_path
+from workers.dataset import MODELED, parse_part_path
 from workers.dataset.folder import Location, part_infos
 from workers.dataset.parts import read_footer
 
@@ -35,19 +35,19 @@ class Chunk:
     start: int
     stop: int
     chunk_id: str
-    source: str = "model"  # the source whose backend computes its rows (workers.source.backends)
+    source: str = MODELED  # the source whose backend computes its rows (workers.source.backends)
 
     @property
     def points(self) -> int:
         return self.stop - self.start
 
 
-def chunk_points(spec: SweepSpec, model: str, source: str = "model") -> int:
+def chunk_points(spec: SweepSpec, model: str, source: str = MODELED) -> int:
     """Points per chunk: the spec's `chunk_points`, else what the source's backend chooses for the model."""
     return spec.chunk_points or backends()[source].chunk_points(get_model(model))
 
 
-def grid_digest(spec: SweepSpec, grid: Grid, source: str = "model") -> str:
+def grid_digest(spec: SweepSpec, grid: Grid, source: str = MODELED) -> str:
     """Hash of what fixes a model's rows apart from the range: model, version, profile, grid, and the
     inputs of the source's backend (measured rows: the [measure] settings; modeled rows: none)."""
     m = get_model(grid.model)
@@ -107,7 +107,7 @@ def folder_chunks(loc: Location, spec: SweepSpec, manifest: dict | None) -> list
     source of the spec: the plan keeps the one whose id it is). Unchecked: the plan keeps those that are this
     computation's, the run checks each part before it skips its chunk (_finished)."""
     listed = (manifest or {}).get("parts", {})
-    out = [Chunk(model=r["model"], start=r["start"], stop=r["stop"], chunk_id=cid, source=r.get("source", "model"))
+    out = [Chunk(model=r["model"], start=r["start"], stop=r["stop"], chunk_id=cid, source=r.get("source", MODELED))
            for cid, r in listed.items() if {"model", "start", "stop"} <= r.keys()]
     prefix = loc.root.rstrip("/") + "/"
     for infos in part_infos(loc).values():
@@ -131,6 +131,9 @@ class RunPlan:
     spec: SweepSpec
     loc: Location
     chunks: tuple[Chunk, ...]
+    # what the manifest keeps under workers.dataset.COMPUTATION (sweeps.run.computation.record): worked out once
+    # here, and from here in every task's config and every manifest save
+    computation: dict
     costs: object = None
 
     @property

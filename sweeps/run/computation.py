@@ -63,9 +63,11 @@ def order(spec: SweepSpec) -> dict:
     return {m: _labels(spec, m) for m in spec.models}
 
 
-def record(spec: SweepSpec) -> dict:
-    """What the manifest keeps under workers.dataset.COMPUTATION: digest, identity and run order."""
-    ident = identity(spec)
+def record(spec: SweepSpec, ident: dict | None = None) -> dict:
+    """What the manifest keeps under workers.dataset.COMPUTATION: digest, identity and run order. A run works it
+    out once, in its plan (sweeps.run.chunks.RunPlan.computation), from the identity it checked the folder with
+    (`ident`: the spec's, which the order of its values does not change)."""
+    ident = identity(spec) if ident is None else ident
     return {"digest": digest(ident), "identity": ident, "order": order(spec)}
 
 
@@ -152,16 +154,17 @@ def _short(v: object) -> str:
     return text if len(text) <= 120 else text[:117] + "..."
 
 
-def check_spec(loc: Location, spec: SweepSpec, say=None) -> SweepSpec:
+def check_spec(loc: Location, spec: SweepSpec, say=None, ident: dict | None = None) -> SweepSpec:
     """The spec to run into OUT/<sweep> (reads only): refused with DatasetError when the folder was written
     with another dataset schema, holds rows of another computation (the differences listed), or mixes
     computations already (with refuse_foreign); put in the folder's order of values when only that order
-    differs. `say` prints a note when the folder keeps its own _spec.toml."""
+    differs. `say` prints a note when the folder keeps its own _spec.toml. `ident`: identity(spec), where the
+    caller has it already."""
     check_schema(loc)
     manifest = read_manifest(loc, LAYOUT) or {}
     ran = manifest.get(COMPUTATION)
     if ran is not None:
-        diffs = differences(ran["identity"], identity(spec))
+        diffs = differences(ran["identity"], identity(spec) if ident is None else ident)
         spec = in_order(spec, ran["order"]) if not diffs else spec
     else:
         diffs = _legacy_differences(loc, manifest, spec)
@@ -197,12 +200,13 @@ def _legacy_differences(loc: Location, manifest: dict, spec: SweepSpec) -> list[
     return out
 
 
-def refuse_foreign(loc: Location, spec: SweepSpec, planned: set[str]) -> None:
+def refuse_foreign(loc: Location, own: str, planned: set[str]) -> None:
     """DatasetError when the folder holds parts whose chunk ids are not `planned` (the chunk ids of the spec
-    check_spec returned): a duplicate of a part under another name, or rows of another computation (a folder mixed
-    before memsweep recorded computations, or one whose run stopped before its first manifest), which a run
-    must not add to. Each is named with the verdict `verify` gives it (workers.dataset.parts.unlisted_verdict)."""
-    prefix, own = loc.root.rstrip("/") + "/", digest(identity(spec))
+    check_spec returned, whose computation's digest is `own`): a duplicate of a part under another name, or rows
+    of another computation (a folder mixed before memsweep recorded computations, or one whose run stopped before
+    its first manifest), which a run must not add to. Each is named with the verdict `verify` gives it
+    (workers.dataset.parts.unlisted_verdict)."""
+    prefix = loc.root.rstrip("/") + "/"
     strays = [stray(loc, i, own) for infos in part_infos(loc).values() for i in infos
               if parse_part_path(i.path.removeprefix(prefix))[1] not in planned]
     if strays:

@@ -31,12 +31,13 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 from sweeps.spec.load import SweepSpec
-from workers.dataset import LAYOUT
+from workers.dataset import LAYOUT, MODELED
 from workers.dataset.folder import Location, read_manifest
 from workers.modeled import MAX_CHUNK_POINTS
 from workers.source import backends
 
 from .chunks import Chunk, RunPlan, folder_chunks, plan
+from .computation import record
 from .store import locate
 
 TARGET_SECONDS = 1.5  # a chunk: about 1-2 s of one CPU, so Ray's ~1 ms per task is nothing
@@ -127,12 +128,14 @@ def sized(spec: SweepSpec) -> list[tuple[str, str]]:
     return [] if spec.chunk_points else modeled(spec)
 
 
-def measured(spec: SweepSpec, pairs: list[tuple[str, str]] | None = None, cfg=None) -> Costs:
-    """Each pair's Cost (default: sized(spec)), measured on this process (module doc)."""
+def measured(spec: SweepSpec, pairs: list[tuple[str, str]] | None = None, cfg=None,
+             computation: dict | None = None) -> Costs:
+    """Each pair's Cost (default: sized(spec)), measured on this process (module doc), with the task config
+    `cfg` (default: the run's, from its `computation` record, writing to memory)."""
     from .task import TaskConfig, run_chunk  # the task's code, imported only where a sample is built
 
     pairs = sized(spec) if pairs is None else pairs
-    cfg = cfg or TaskConfig.for_spec(spec, memory_location())
+    cfg = cfg or TaskConfig.for_spec(spec, memory_location(), computation)
     files = cfg.location.fs.handler.files
     out = {}
     for model, source in pairs:
@@ -164,7 +167,7 @@ def recorded(manifest: dict | None, pairs: list[tuple[str, str]]) -> Costs | Non
     parts = (manifest or {}).get("parts", {}).values()
     out = {}
     for pair in pairs:
-        mine = [p for p in parts if (p.get("model"), p.get("source", "model")) == pair and p.get("seconds")
+        mine = [p for p in parts if (p.get("model"), p.get("source", MODELED)) == pair and p.get("seconds")
                 and p.get("rows")]
         if not mine:
             return None
@@ -226,20 +229,24 @@ def estimate(planned: RunPlan, cpus: int) -> float | None:
 
 
 def plan_run(spec: SweepSpec, out: str, loc: Location | None = None, *, cpus: int = 1,
-             existing: list[Chunk] | tuple = (), manifest: dict | None = None) -> RunPlan:
+             existing: list[Chunk] | tuple = (), manifest: dict | None = None, ident: dict | None = None) -> RunPlan:
     """The run of `spec` into OUT/<sweep> (`loc` when the caller has located it already) on `cpus` CPUs: the
     folder's `existing` chunks kept, the rest sized by cost, recorded in its `manifest` where it has them
-    for every model, else measured here (only when something is left to chunk)."""
+    for every model, else measured here (only when something is left to chunk). Its computation record is
+    worked out here, once, from `ident` (computation.identity(spec)) where the caller checked the folder with it."""
     loc = loc or locate(out, spec.name)
+    computation = record(spec, ident)
     pairs = sized(spec)
     chunks, held = plan(spec, existing=existing), {c.chunk_id for c in existing}
     if not pairs or all(c.chunk_id in held for c in chunks if (c.model, c.source) in pairs):
-        return RunPlan(spec=spec, loc=loc, chunks=tuple(chunks))
-    costs = recorded(manifest, pairs) or measured(spec, pairs)
-    return RunPlan(spec=spec, loc=loc, chunks=tuple(plan(spec, sizes(spec, costs, cpus), existing)), costs=costs)
+        return RunPlan(spec=spec, loc=loc, chunks=tuple(chunks), computation=computation)
+    costs = recorded(manifest, pairs) or measured(spec, pairs, computation=computation)
+    return RunPlan(spec=spec, loc=loc, chunks=tuple(plan(spec, sizes(spec, costs, cpus), existing)),
+                   computation=computation, costs=costs)
 
 
-def plan_folder(spec: SweepSpec, loc: Location, *, cpus: int) -> RunPlan:
+def plan_folder(spec: SweepSpec, loc: Location, *, cpus: int, ident: dict | None = None) -> RunPlan:
     """plan_run() into a folder that may hold parts already: its manifest's recorded seconds and its chunks."""
     manifest = read_manifest(loc, LAYOUT)
-    return plan_run(spec, loc.uri, loc, cpus=cpus, existing=folder_chunks(loc, spec, manifest), manifest=manifest)
+    return plan_run(spec, loc.uri, loc, cpus=cpus, existing=folder_chunks(loc, spec, manifest), manifest=manifest,
+                    ident=ident)

@@ -31,7 +31,7 @@ import ray._private.services
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 from tqdm import tqdm
 
-from sweeps.run.computation import check_spec, record, refuse_foreign
+from sweeps.run.computation import check_spec, identity, refuse_foreign
 from sweeps.run.lease import Lease
 from sweeps.run.store import delete_sweep, locate, part_checksum, remove_temp_files, write_manifest
 from sweeps.exceptions import DatasetError, UsageError
@@ -84,13 +84,12 @@ class RunSummary:
 
 @dataclass
 class _RunState:
-    """A run under way: what it computes (the `spec`'s `chunks`, into `loc`, holding `lease`) and what a
-    finishing chunk changes, by `finished` and `failed`: `records` (chunk id -> its part's record, the
-    manifest's parts), the `summary`'s counts and the progress `bar` (set while chunks run)."""
+    """A run under way: what it computes (`planned`: the spec's chunks, into its folder, with its computation
+    record; holding `lease`) and what a finishing chunk changes, by `finished` and `failed`: `records` (chunk
+    id -> its part's record, the manifest's parts), the `summary`'s counts and the progress `bar` (set while
+    chunks run)."""
 
-    spec: SweepSpec
-    loc: Location
-    chunks: list[Chunk]
+    planned: RunPlan
     lease: Lease
     records: dict[str, dict]
     summary: RunSummary
@@ -105,7 +104,7 @@ class _RunState:
         self.summary.computed += 1
         self.summary.task_seconds += rec.get("seconds", 0.0)
         self.bar.update(c.points)
-        first = c.start == min(k.start for k in self.chunks if (k.model, k.source) == (c.model, c.source))
+        first = c.start == min(k.start for k in self.planned.chunks if (k.model, k.source) == (c.model, c.source))
         return not (first and rec["status"].get(errors.ERROR, 0) == rec["rows"])
 
     def failed(self, c: Chunk, e: Exception) -> None:
@@ -114,7 +113,7 @@ class _RunState:
 
     def save(self) -> None:
         """Write the manifest of the chunks finished so far."""
-        write_manifest(self.loc, _manifest(self.spec, self.chunks, self.records))
+        write_manifest(self.planned.loc, _manifest(self.planned, self.records))
 
 
 @ray.remote(max_retries=MAX_RETRIES, retry_exceptions=False)
@@ -251,13 +250,15 @@ def run(spec: SweepSpec, out: str, *, address: str | None = None, fresh: bool = 
         refuse_links_out(loc, spec, also_writes)  # before the lease: a refusal writes nothing
         check_kinds(loc, LAYOUT)  # --fresh too: a folder where the lease belongs would fail its write
         say = say or (lambda m: print(m, file=sys.stderr))
+        ident = identity(spec)  # the computation's, worked out once: its order of values does not change it
         if not fresh:
-            spec = check_spec(loc, spec, say)  # a refusal writes nothing, not even a lease
+            spec = check_spec(loc, spec, say, ident)  # a refusal writes nothing, not even a lease
         offered = int(ray.cluster_resources().get("CPU", 1)) if address else (cpus or os.cpu_count() or 1)
         # the one plan of this run, after the spec's order is settled: the folder's chunks kept, the rest sized
-        planned = plan_run(spec, out, loc, cpus=offered) if fresh else plan_folder(spec, loc, cpus=offered)
+        planned = (plan_run(spec, out, loc, cpus=offered, ident=ident) if fresh
+                   else plan_folder(spec, loc, cpus=offered, ident=ident))
         if not fresh:
-            refuse_foreign(loc, spec, planned.chunk_ids)
+            refuse_foreign(loc, planned.computation["digest"], planned.chunk_ids)
         lease = Lease(loc, say=say)
         lease.acquire(wait=wait_lease)
         try:
@@ -280,7 +281,7 @@ def _run_leased(planned: RunPlan, lease, say, *, address, fresh, progress, cpus,
     records = _finished(loc, chunks, old.get("parts", {}), say)
     todo = longest_first([c for c in chunks if c.chunk_id not in records], planned.costs)
     summary = RunSummary(location=loc, chunks=len(chunks), skipped=len(records), points=spec.total_points)
-    state = _RunState(spec=spec, loc=loc, chunks=chunks, lease=lease, records=records, summary=summary)
+    state = _RunState(planned=planned, lease=lease, records=records, summary=summary)
     t0 = time.perf_counter()
     embedded = init_ray(None, cpus, verbose) if todo and not address else EmbeddedRay()  # run() joined a cluster
     summary.ray_start_seconds = time.perf_counter() - t0
@@ -408,11 +409,11 @@ POOLS = {SHARED: TaskPool, NODE_ALONE: MeasurePool}  # a row source's placement 
 def _execute(state: _RunState, todo: list[Chunk], progress: bool) -> None:
     """Each backend's chunks on its own pool, in workers.source.backends() order: model chunks first, then measured ones
     (so nothing of ours runs beside a measurement); a progress bar meanwhile, shown if `progress`."""
-    cfg_ref = ray.put(TaskConfig.for_spec(state.spec, state.loc))
+    cfg_ref = ray.put(TaskConfig.for_plan(state.planned))
     state.summary.cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
     t_exec = time.perf_counter()
     state.bar = tqdm(total=sum(c.points for c in todo), unit="pt", unit_scale=True, disable=not progress,
-                     desc=f"{state.spec.name}", file=sys.stderr, mininterval=0.5, smoothing=0.1)
+                     desc=f"{state.planned.spec.name}", file=sys.stderr, mininterval=0.5, smoothing=0.1)
     try:
         for backend in backends().values():  # table order: model chunks first
             mine = [c for c in todo if c.source == backend.name]
@@ -477,8 +478,9 @@ def _stop_model(state: _RunState, c: Chunk, pending: list[Chunk]) -> None:
             "the same command to compute them.")
 
 
-def _manifest(spec: SweepSpec, chunks: list[Chunk], records: dict) -> dict:
+def _manifest(planned: RunPlan, records: dict) -> dict:
     """What _manifest.json records: what the spec expects, what is done, and each part's checksum."""
+    spec, chunks = planned.spec, planned.chunks
     return {
         "schema_version": SCHEMA_VERSION,
         "sweep": spec.name,
@@ -494,7 +496,7 @@ def _manifest(spec: SweepSpec, chunks: list[Chunk], records: dict) -> dict:
         "sources": list(spec.sources),
         "parts": records,  # each with the `seconds` its task took (sweeps.run.cost.recorded)
         "spec": spec.text,
-        COMPUTATION: record(spec),
+        COMPUTATION: planned.computation,
         "driver": {**host_provenance(), "env_git_sha": git_sha()},
         "updated": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }

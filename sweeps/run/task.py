@@ -25,7 +25,7 @@ from workers.dataset.folder import Location
 from workers.profiles import Profile
 from workers.source import backends, default_settings
 
-from .chunks import Chunk
+from .chunks import Chunk, RunPlan
 from .provenance import git_sha, host_provenance
 
 
@@ -45,13 +45,20 @@ class TaskConfig:
     computation: str = ""  # the digest of what the rows are computed with (sweeps.run.computation), in each footer
 
     @classmethod
-    def for_spec(cls, spec: SweepSpec, location: Location) -> TaskConfig:
-        """The config of a run of `spec` writing its parts to `location` (the runner's, and the dry run's)."""
+    def for_spec(cls, spec: SweepSpec, location: Location, computation: dict | None = None) -> TaskConfig:
+        """The config of a run of `spec` writing its parts to `location`, whose `computation` record
+        (sweeps.run.computation.record) is the run's plan's; worked out here where none is given (a sample)."""
+        computation = record(spec) if computation is None else computation
         return cls(
             sweep=spec.name, grids={m: grid_for(spec, m) for m in spec.models}, profile=spec.profile,
             profile_name=spec.profile_name, plugins=spec.plugins, location=location, git_sha=git_sha(),
-            settings=spec.settings, computation=record(spec)["digest"],
+            settings=spec.settings, computation=computation["digest"],
         )
+
+    @classmethod
+    def for_plan(cls, planned: RunPlan) -> TaskConfig:
+        """The config of the run `planned` (the runner's): its spec, its folder, its computation record."""
+        return cls.for_spec(planned.spec, planned.loc, planned.computation)
 
 
 def chunk_frame(cfg: TaskConfig, chunk: Chunk, node_id: str) -> pl.DataFrame:

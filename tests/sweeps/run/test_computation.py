@@ -173,3 +173,40 @@ def test_parts_of_another_computation_without_a_manifest_are_refused(ray_local, 
                                            r"the manifest: computed with another spec, profile or model version.* "
                                            r"\(and 1 more\).*Nothing was run\."):
         run(parse_spec(text, base_dir=tmp_path), str(tmp_path / "out"), progress=False)
+
+
+@pytest.mark.parametrize("chunking", ["chunk_points = 2\n", ""], ids=["fixed", "sized-by-cost"])
+def test_a_run_works_its_computation_out_once(ray_local, tmp_path, monkeypatch, chunking):
+    """The digest, and the identity it hashes, are worked out once per run, in its plan: the folder check, the
+    foreign-part check, the chunks' sizing by cost, the tasks' config and every manifest save reuse it; the
+    parts' footers and the manifest hold that one digest."""
+    from collections import Counter
+
+    from sweeps.run import computation, driver
+    import pyarrow.fs as pafs
+
+    from workers.dataset.parts import read_footer
+
+    calls = Counter()
+    real_digest, real_identity = computation.digest, computation.identity
+
+    def counted_identity(spec):
+        calls["identity"] += 1
+        return real_identity(spec)
+
+    def counted_digest(ident):
+        calls["digest"] += 1
+        return real_digest(ident)
+
+    monkeypatch.setattr(computation, "digest", counted_digest)
+    monkeypatch.setattr(computation, "identity", counted_identity)
+    monkeypatch.setattr(driver, "identity", counted_identity)
+    spec = parse_spec(PROBE.replace("chunk_points = 2\n", chunking) + "[axes.probe]\ni = [1, 2, 3, 4, 5]\n")
+    run(spec, str(tmp_path), progress=False)  # a new folder
+    assert calls == {"digest": 1, "identity": 1}
+    run(spec, str(tmp_path), progress=False)  # the same folder again: checked against its record, then resumed
+    assert calls == {"digest": 2, "identity": 2}
+    manifest = json.loads((tmp_path / "rt" / MANIFEST).read_text())
+    parts = sorted((tmp_path / "rt" / "model=probe").glob("part-*.parquet"))
+    assert parts and {read_footer(pafs.LocalFileSystem(), str(p)).computation for p in parts} == {manifest[COMPUTATION]["digest"]}
+    assert manifest[COMPUTATION]["digest"] == real_digest(real_identity(spec))
