@@ -17,11 +17,10 @@ import signal
 import sys
 from pathlib import Path
 
-from analysis.exceptions import AnalysisError
-from workers.exceptions import PluginError, ProfileError, StoreIOError, SweepFolderError
+from workers.exceptions import MemsweepError, StoreIOError
 from workers.registry import MODELS
 
-from .exceptions import OUT_RULE, DatasetError, LeaseError, RayStartError, SpecError, UsageError
+from .exceptions import OUT_RULE, UsageError
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, EXIT_IO = 0, 1, 2, 3
 # Commands that read the models: they discover the memsweep.models plugins first, so a broken one
@@ -272,20 +271,16 @@ def _main(argv: list[str] | None) -> int:
         if args.command in NEEDS_MODELS:
             MODELS.load()
         return COMMANDS[args.command](args)
-    except (SpecError, UsageError, DatasetError, ProfileError, SweepFolderError, AnalysisError, LeaseError,
-            PluginError) as e:
-        print(f"memsweep {args.command}: error: {e}", file=sys.stderr)
-        return EXIT_USAGE
-    except RayStartError as e:
-        print(f"memsweep {args.command}: error: {e}", file=sys.stderr)
-        return EXIT_PROBLEMS
     except BrokenPipeError:  # the reader of the output went away (`| head -1`): end quietly, as a Unix tool
         # does on SIGPIPE; what is left to flush goes nowhere, or Python reports the broken pipe again at exit
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 128 + signal.SIGPIPE
-    except OSError as e:  # StoreIOError from the dataset, or any other failed write (the report)
-        text = str(e) if isinstance(e, StoreIOError) else _os_error_line(e)
-        print(f"memsweep {args.command}: I/O failure: {text}", file=sys.stderr)
+    except MemsweepError as e:  # every error memsweep raises on purpose, with the status it names
+        what = "I/O failure" if isinstance(e, OSError) else "error"  # StoreIOError from the dataset
+        print(f"memsweep {args.command}: {what}: {e}", file=sys.stderr)
+        return e.exit_status
+    except OSError as e:  # any other failed write (the report)
+        print(f"memsweep {args.command}: I/O failure: {_os_error_line(e)}", file=sys.stderr)
         return EXIT_IO
     except KeyboardInterrupt as e:
         print(f"memsweep {args.command}: interrupted; rerun the same command to resume.", file=sys.stderr)

@@ -52,3 +52,38 @@ def test_a_planted_upward_import_or_circle_breaks_a_contract(copy, planted, brok
         (copy / path).write_text(text)
     r = lint(copy)
     assert r.returncode == 1 and broken in r.stdout, r.stdout + r.stderr
+
+
+def test_every_error_memsweep_raises_has_one_root_the_command_line_catches(tmp_path, capsys):
+    """Each class of the five exceptions.py modules derives from MemsweepError (warnings aside), with the exit
+    status its kind of failure has; the CLI prints one line for any of them."""
+    import importlib
+    import inspect
+
+    from sweeps import cli
+    from workers.exceptions import MemsweepError
+
+    modules = ["workers.exceptions", "sweeps.exceptions", "analysis.exceptions", "workers.guest.exceptions",
+               "workers.measure.exceptions"]
+    assert sorted(str(p.relative_to(ROOT)) for p in ROOT.glob("**/exceptions.py") if ".venv" not in p.parts) == \
+        sorted(m.replace(".", "/") + ".py" for m in modules)
+    classes = {c for m in modules for _, c in inspect.getmembers(importlib.import_module(m), inspect.isclass)
+               if c.__module__ == m and not issubclass(c, Warning)}
+    assert MemsweepError in classes and len(classes) == 21 and all(issubclass(c, MemsweepError) for c in classes)
+    status = {c.__name__: c.exit_status for c in classes}
+    assert {n for n, s in status.items() if s == 1} == {"RayStartError", "GuestSetupError", "MeasureError",
+                                                        "CompilerNotFound", "BuildError"}
+    assert {n for n, s in status.items() if s == 3} == {"StoreIOError"}
+
+    from workers.guest.exceptions import GuestSetupError
+
+    def broken(args):
+        raise GuestSetupError("qemu-system-x86_64 is not installed: run scripts/setup-guest")
+
+    cli.COMMANDS["verify"], saved = broken, cli.COMMANDS["verify"]
+    try:
+        assert cli.main(["verify", str(tmp_path)]) == 1
+    finally:
+        cli.COMMANDS["verify"] = saved
+    assert capsys.readouterr().err.strip() == \
+        "memsweep verify: error: qemu-system-x86_64 is not installed: run scripts/setup-guest"

@@ -65,7 +65,7 @@ class SweepSpec:
     profile_name: str
     plugins: tuple[str, ...]
     chunk_points: int | None
-    sources: tuple[str, ...] = ("model",)  # "model", "measured" and/or "kernel" rows for every point
+    sources: tuple[str, ...] = (MODELED,)  # model, measured and/or kernel rows (workers.dataset.SOURCES) of every point
     # source name -> its settings, the spec's table of it (workers.source.Settings): how measured rows are
     # sampled ([measure]), which kernel kernel rows boot ([kernel]); every source that has a table, asked or not
     settings: dict[str, object] = field(default_factory=default_settings)
@@ -266,7 +266,7 @@ def _chunk_points(data: dict) -> int | None:
 
 def _sources(data: dict) -> tuple[str, ...]:
     """`source`: one name ("both" is model and measured) or a list of them; in the order they run."""
-    source = data.get("source", "model")
+    source = data.get("source", MODELED)
     names = [source] if isinstance(source, str) else source
     if not isinstance(names, list) or not names or any(not isinstance(s, str) or s not in SOURCES for s in names):
         raise SpecError(f"'source' must be one of {sorted(SOURCES)} or a list of {list(SOURCE_NAMES)} "

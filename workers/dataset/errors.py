@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
-from workers.dataset import STATUS_ERROR as ERROR
+from workers.dataset import MODELED, STATUS_ERROR as ERROR
 
 REASONS_KEPT = 3  # distinct reasons a part's record keeps, and a summary prints per model and source
 REASON_CHARS = 300  # a reason is shown as its first line, cut here (a guest's reason carries its console)
@@ -51,7 +51,7 @@ def from_records(records: Iterable[Mapping]) -> dict[tuple[str, str], Failed]:
     for rec in records:
         n = int(rec.get("status", {}).get(ERROR, 0))
         if n:
-            key = (str(rec.get("model")), str(rec.get("source", "model")))
+            key = (str(rec.get("model")), str(rec.get("source", MODELED)))
             out.setdefault(key, Failed()).add(n, rec.get("errors") or ["reason not recorded in the manifest: "
                                                                          "read the part's reason column"])
     return out

@@ -29,7 +29,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from workers.dataset import (LAYOUT, SLURM_LOG, TEMP_PREFIX, Layout, layout_of, model_of_dir, parse_part_path,
+from workers.dataset import (SLURM_LOG, TEMP_PREFIX, Layout, layout_of, model_of_dir, parse_part_path,
                              part_path)
 from workers.exceptions import StoreIOError, SweepFolderError
 

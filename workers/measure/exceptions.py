@@ -1,10 +1,13 @@
-"""Errors raised by the measure backend; each derives from the nearest builtin."""
+"""Errors raised by the measure backend; each derives from workers.exceptions.MemsweepError and the nearest
+builtin."""
 
-from workers.exceptions import SettingsError
+from workers.exceptions import MemsweepError, SettingsError
 
 
-class MeasureError(RuntimeError):
+class MeasureError(MemsweepError, RuntimeError):
     """The measure backend could not build, load or run its native routines."""
+
+    exit_status = 1
 
 
 class CompilerNotFound(MeasureError):

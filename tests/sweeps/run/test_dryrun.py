@@ -10,10 +10,9 @@ import pytest
 
 import workers.measure.source
 from sweeps.run.chunks import plan
-from sweeps.run.cost import estimate, makespan, plan_run
+from sweeps.run.cost import makespan, plan_run
 from sweeps.run.dryrun import RAY_START_SECONDS, as_dict, cluster_notes, dry_run
 from sweeps.spec.load import load_spec, parse_spec
-from workers import get_model
 from tests.conftest import memsweep, memsweep_here, tree_state
 
 # Two memmap chunks (chunk_points = 60 of 96 points) and one young chunk, both with infeasible points.

@@ -17,7 +17,7 @@ from sweeps.spec.load import SOURCES as SPEC_SOURCES, parse_spec
 from sweeps.run.store import locate
 from sweeps.run.task import TaskConfig, chunk_frame
 from workers import get_model, interval
-from workers.dataset import (EVIDENCE_COLUMNS, GUEST_COLUMNS, HOST_COLUMNS, IDENTITY_COLUMNS, MEASURE_COLUMNS, SOURCE,
+from workers.dataset import (GUEST_COLUMNS, HOST_COLUMNS, IDENTITY_COLUMNS, MEASURE_COLUMNS, SOURCE,
                              SOURCES, lay_out, row_schema)
 from workers.measure.settings import MeasureSettings
 from workers.measure.source import CHUNK_POINTS as MEASURED_CHUNK_POINTS

@@ -7,7 +7,6 @@ import json
 import os
 import re
 
-import polars as pl
 import pytest
 
 from workers.dataset import folder
