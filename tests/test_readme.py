@@ -112,3 +112,21 @@ def test_the_dataset_examples_read_only_the_recorded_parts(small_sweep, tmp_path
     assert counts() == before
     with pytest.raises(SweepFolderError, match="model=memmap/copy.parquet is not a part this sweep records"):
         run_as_printed(own[0], {})
+
+
+def test_the_profile_of_your_own_example_loads_and_says_what_it_rests_on(tmp_path):
+    """README "A profile of your own": its TOML loads on the seed, and memmap at 100 GiB reads as the paragraph
+    quotes it: 102 ms, assumed, resting on the two entries it sets."""
+    from workers import get_model
+    from workers.model import points_frame
+    from workers.modeled import rows
+    from workers.profiles import load_profile
+
+    section = README.split("### A profile of your own", 1)[1]
+    (tmp_path / "my-box.toml").write_text(section.split("```toml\n", 1)[1].split("```", 1)[0])
+    model = get_model("memmap")
+    row = rows(model, points_frame(model, [dict(namespace_size="100GiB")]),
+               load_profile(str(tmp_path / "my-box.toml"))).row(0, named=True)
+    assert round(row["metric_init_ms"]) == 102 and row["evidence"] == "assumed"
+    quoted = "profile my-box: sets copy.dram_latency_ns, copy.llc_bytes apart from the costs fit in seed (what-if)"
+    assert quoted in row["evidence_note"] and " ".join(section.split()).count(quoted) == 1
