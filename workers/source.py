@@ -26,6 +26,11 @@ from .profiles import Profile
 SHARED, NODE_ALONE = "shared", "node-alone"  # a Backend's placement
 
 
+def not_computed(entry: dict, secs: Callable[[float], str] | None = None) -> str:
+    """`memsweep plan`'s paragraph on a source it counts but does not compute, where its backend says no more."""
+    return f"{entry['points']:,} points in {entry['chunks']:,} chunks, not computed here."
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Settings:
     """A row source's spec table ([measure], [kernel]) as a value: `load(table, base_dir)` reads one (keys it
@@ -46,8 +51,7 @@ class Settings:
     plan: Callable[[Any, int], dict] = lambda settings, chunks: {}
     # `memsweep plan`'s paragraph on the source's points, which it counts but does not compute: given the
     # source's entry of `plan --json` (points, chunks, per_model, and `plan`'s facts) and how to print seconds
-    plan_text: Callable[[dict, Callable[[float], str]], str] = lambda entry, secs: \
-        f"{entry['points']:,} points in {entry['chunks']:,} chunks, not computed here."
+    plan_text: Callable[[dict, Callable[[float], str]], str] = not_computed
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -23,7 +23,7 @@ from sweeps.spec.grid import decode, grid_for
 from sweeps.spec.load import SweepSpec
 from workers import get_model
 from workers.dataset import MEASURED
-from workers.source import backends
+from workers.source import backends, not_computed
 from workers.units import bytes_text
 
 from .cost import Cost, efficiency, measured, modeled, plan_run
@@ -236,8 +236,8 @@ def format_text(dr: DryRun) -> str:
                       f"to {_secs(d['chunk_seconds'])} of one CPU, longest first, {d['efficiency']:.0%} of the CPUs "
                       f"busy; each model's cost per point {d['cost_basis']}"]
     for name, b in backends().items():
-        if not b.planned_here and d[name]["points"] and b.settings is not None:
-            lines += ["", f"{name}: " + b.settings.plan_text(d[name], _secs)]
+        if not b.planned_here and d[name]["points"]:
+            lines += ["", f"{name}: " + (b.settings.plan_text if b.settings else not_computed)(d[name], _secs)]
     if d["cluster_notes"]:
         lines += ["", cluster_line(d["cluster_notes"]) + "."]
     lines.append(f"plan: {_secs(d['plan_seconds'])} on this process")
