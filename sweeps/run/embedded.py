@@ -56,6 +56,13 @@ def logs(verbose: bool) -> dict:
     return {"logging_level": "INFO" if verbose else "WARNING", "log_to_driver": verbose}
 
 
+# No metrics: with the dashboard off nothing reads them, and the driver's metrics thread (OpenTelemetry's
+# MetricCollector, started by ray::stats::Init unless enable_metrics_collection is off, src/ray/stats/stats.h)
+# once crashed the driver with SIGSEGV in TemporalMetricStorage::buildMetrics as ray.init was tried again after
+# a raylet abort on a busy 2-core host (Ray 2.60). Every process of the embedded Ray reads this config.
+SYSTEM_CONFIG = {"enable_metrics_collection": False}
+
+
 def start(cpus: int | None = None, *, runtime_env: dict | None = RUNTIME_ENV,
           object_store_bytes: int = OBJECT_STORE_BYTES, verbose: bool = False) -> EmbeddedRay:
     """Start an embedded Ray of `cpus` CPUs (default: this machine's), dashboard off, whose tasks run in
@@ -69,6 +76,7 @@ def start(cpus: int | None = None, *, runtime_env: dict | None = RUNTIME_ENV,
         _private_token_file()
         init = {"num_cpus": cpus or os.cpu_count(), "include_dashboard": False, "_node_ip_address": LOOPBACK,
                 "object_store_memory": object_store_bytes, "configure_logging": True, **logs(verbose),
+                "_system_config": SYSTEM_CONFIG,
                 **({"runtime_env": runtime_env} if runtime_env is not None else {})}
         with _environment({RUN_MARK_VAR: mark, **MARKED_ENV}), _on_loopback():
             _init_tries(init, mark)
