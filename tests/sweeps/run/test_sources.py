@@ -194,15 +194,8 @@ def test_every_backend_gives_its_own_columns_and_the_host_one_layout(source, tmp
     assert out["evidence"].null_count() == (0 if source == "model" else out.height)
 
 
-PINNED = """name = "pinned"
-models = ["probe"]
-plugins = ["tests.support.probe"]
-source = "both"
-[axes.probe]
-i = { from = 0, to = 29, step = 1 }
-[measure]
-repeats = 3
-"""
+# 30 probe points, modeled and measured, sampled three times
+PINNED = BOTH.replace('"both"\nmodels', '"pinned"\nmodels').replace("to = 19", "to = 29") + "[measure]\nrepeats = 3\n"
 
 
 def test_model_and_measured_chunk_ids_and_digests_are_the_ones_folders_already_hold():
