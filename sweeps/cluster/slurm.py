@@ -201,7 +201,8 @@ def submit_slurm(spec: str, out: str | None, options: SlurmOptions, *, wait: boo
     if sbatch is None:
         raise UsageError("'--slurm' needs Slurm's sbatch on PATH (not found): submit from a Slurm login node, "
                          "or see the script with --dry-run.")
-    refuse_foreign(job.loc, job.planned.computation["digest"], job.planned.chunk_ids)  # another computation is refused now, not in the job
+    # another computation is refused now, not in the job
+    refuse_foreign(job.loc, job.planned.computation["digest"], job.planned.chunk_ids)
     undo = make_out_folder(job)  # Slurm opens the job's log there as the job starts
     try:
         job_id = _sbatch(sbatch, job)

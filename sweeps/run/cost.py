@@ -196,8 +196,8 @@ def sizes(spec: SweepSpec, costs: Costs, cpus: int) -> dict[tuple[str, str], int
 
 
 def longest_first(chunks: list[Chunk], costs: Costs | None) -> list[Chunk]:
-    """The chunks in the order to submit them: each source's in turn (workers.source.backends order), longest first within
-    it (ties in plan order), so the last to finish are short ones."""
+    """The chunks in the order to submit them: each source's in turn (workers.source.backends order), longest
+    first within it (ties in plan order), so the last to finish are short ones."""
     if costs is None:
         return list(chunks)
     order = {name: i for i, name in enumerate(backends())}
