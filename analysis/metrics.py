@@ -401,13 +401,6 @@ def speedup_summary(values: list, wide: pl.DataFrame, axis: str, baseline: objec
     return pl.DataFrame(rows) if rows else pl.DataFrame({axis: [], "configurations": []})
 
 
-def group_medians(lf: pl.LazyFrame, by: list[str], metrics: list[str], flags: tuple[str, ...] = ()) -> pl.LazyFrame:
-    """Median of each metric, and whether any row has each boolean flag, per group of `by` over ok
-    rows (e.g. memmap overhead by map location, struct page size and compound order)."""
-    return (ok(lf).group_by(by).agg(*(pl.col(m).median() for m in metrics), *(pl.col(f).any() for f in flags))
-            .sort(by, nulls_last=True))
-
-
 def figure_filter(model: Model, figure: Figure, columns: list[str]) -> pl.Expr | None:
     """Rows of the dataset that are this published figure's point: every axis of the model at
     the figure's value (or the axis default); None if a value cannot be matched."""

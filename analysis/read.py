@@ -303,6 +303,16 @@ class ModelRows:
     def scan_batches(self, source: str | None = DEFAULT, batch_rows: int | None = None) -> list[pl.LazyFrame]:
         return self.sweep.scan_batches(self.name, source, batch_rows)
 
+    def modeled(self, *columns: str) -> pl.LazyFrame | None:
+        """The model's ok modeled rows, or None when the sweep lacks the model, its modeled rows or one of
+        `columns`."""
+        if self.name not in self.sweep.models or MODELED not in self.sources():
+            return None
+        schema = self.schema()
+        if any(c not in schema for c in columns):
+            return None
+        return self.scan(MODELED).filter(pl.col("status") == STATUS_OK)
+
     def sources(self) -> list[str]:
         return self.sweep.sources(self.name)
 

@@ -26,7 +26,8 @@ from functools import cache
 
 import polars as pl
 
-from .findings import FORMATS, Medians, Pick, Ratio, Winner, finding_columns, finding_templates, placeholders
+from .findings import FORMATS, Ratio, Winner, finding_columns, finding_templates, placeholders
+from .hooks import Hook
 from .model import Calibration, Model, Report
 from .plots import BestHeatmap
 
@@ -193,12 +194,6 @@ def _columns(model: Model) -> set[str]:
     return {a.column for a in model.axes} | {m.column for m in model.metrics}
 
 
-def _booleans(model: Model) -> set[str]:
-    """The model's boolean columns: bool axes and Boolean metrics (what a flag may name)."""
-    return ({a.column for a in model.axes if a.kind == "bool"}
-            | {m.column for m in model.metrics if m.dtype == pl.Boolean or isinstance(m.dtype, pl.Boolean)})
-
-
 def _named(names, allowed, at: str, what: str) -> str | None:
     """The first of `names` not in `allowed`, as a message (`what`: what they must name)."""
     for n in names:
@@ -235,24 +230,28 @@ def _findings(model: Model, r: Report) -> str | None:
             return f"'{at}.figure' must be the id of the report figure that shows it, a string (got {f.figure!r})."
         if isinstance(f, (Winner, Ratio)) and r.comparison is None:
             return f"'{at}' must belong to a report that declares a 'comparison' (got comparison None)."
-        problem = (_named(sorted(finding_columns(f)), _columns(model), at, "the model's param_/metric_ columns")
-                   or _format(f.fmt, at, required=True)
-                   or _quotes(f, at, _booleans(model)) or _templates(f, at))
-        if isinstance(f, Medians) and f.each and not f.clause:
-            problem = problem or f"'{at}.clause' must be the template written per value of 'each' (got {f.clause!r})."
+        if isinstance(f, Hook):
+            problem = _call(f, at)
+        else:
+            problem = (_named(sorted(finding_columns(f)), _columns(model), at, "the model's param_/metric_ columns")
+                       or _format(f.fmt, at, required=True) or _quotes(f, at) or _templates(f, at))
         if problem:
             return problem
     return problem
 
 
-def _quotes(f, at: str, booleans: set[str]) -> str | None:
+def _quotes(f, at: str) -> str | None:
     for quote in [] if isinstance(f, Winner) else [f.quote, *(c.quote for c in getattr(f, "more", ()))]:
         if not quote or not all(len(q) == 2 and q[0].isidentifier() for q in quote):
             return f"'{at}.quote' must be a non-empty tuple of (name, pick) pairs, names identifiers (got {quote!r})."
-        for _, pick in quote:
-            for flag in (pick.only, pick.unless) if isinstance(pick, Pick) else ():
-                if flag and flag not in booleans:
-                    return f"'{at}.quote' picks' only / unless must name boolean columns of the model (got {flag!r})."
+    return None
+
+
+def _call(h: Hook, at: str) -> str | None:
+    """A hook names its function as "package.module:function" (workers.hooks)."""
+    module, _, name = h.call.partition(":") if isinstance(h.call, str) else ("", "", "")
+    if not (module and name.isidentifier() and all(p.isidentifier() for p in module.split("."))):
+        return f"'{at}.call' must name a function as 'package.module:function' (got {h.call!r})."
     return None
 
 
@@ -278,15 +277,10 @@ def _format(fmt: str, at: str, required: bool = False) -> str | None:
 
 def _tables(model: Model, r: Report) -> str | None:
     for t in r.tables:
-        at = f"report.tables[{t.title!r}]"
-        if not t.title.strip() or not t.by or not t.medians:
-            return f"'{at}' must have a title, group by at least one column and take the median of one (got {t!r})."
-        cols = (*t.by, *t.medians, *t.flags)
-        problem = (_named([c.column for c in cols], _columns(model), at, "the model's param_/metric_ columns")
-                   or _named([c.column for c in t.flags], _booleans(model), f"{at}.flags", "boolean columns of the model")
-                   or _named((*t.over, *t.prefer), {a.column for a in model.axes}, f"{at}.over", "the model's param_ columns"))
-        for c in cols:
-            problem = problem or _format(c.fmt, f"{at}[{c.column!r}]")
+        at = f"report.tables[{getattr(t, 'id', t)!r}]"
+        if not isinstance(t, Hook) or not t.title.strip():
+            return f"'{at}' must be a workers.hooks.Hook with a title (got {t!r})."
+        problem = _call(t, at)
         if problem:
             return problem
     return None

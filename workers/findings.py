@@ -10,21 +10,20 @@ path (so a plugin model gets its findings the way a shipped one does). Three kin
 - `Ratio`: the median ratio of two variants of the comparison (numerator / denominator, at the same
   configuration), grouped by some axes; `quote` picks the groups the sentence names.
 - `Medians`: the median of a metric on a slice of the rows (`where`), grouped by one column or by a
-  derived boolean (`Above`); `quote` picks the groups the sentence names, optionally once per value
-  of another axis (`each`), with optional clauses grouped another way (`more`).
+  condition (a `Cond`: True / False groups); `quote` picks the groups the sentence names, with optional
+  clauses grouped another way (`more`).
+
+A finding or table only one model has is a function of its own package instead (workers.hooks: `Hook`).
 
 `quote` is a tuple of (name, pick) pairs; a pick is MAX / MIN (the group with the largest / smallest
-median), FIRST / LAST (the lowest / highest group value), ALL (every group, listed), a `Pick` of those
-restricted by a flag column, or a plain group value (a value of the column, True / False for
-`Above`). Each name gives the sentence template `{name}` (the median), `{name_at}` (the group's
+median), FIRST / LAST (the lowest / highest group value), ALL (every group, listed), or a plain group
+value (a value of the column, True / False for a condition). Each name gives the sentence template `{name}` (the median), `{name_at}` (the group's
 value, as its label), `{name_n}` (rows or configurations in it) and `{name_bar}` (" (±5.8%)": the
 median of the rows' error bars, workers.interval; "" where they have none), and the finding's data the
-same keys. Where the rows carry error bars, `{name}` has only the digits its bar supports. A placeholder takes a format spec on the raw number (`{name_at:g}`); without one the median is
+same keys. Where the rows carry error bars, `{name}` has only the digits its bar supports. A placeholder
+takes a format spec on the raw number (`{name_at:g}`); without one the median is
 written with the declaration's `fmt` (a format spec such as ".2f", or "bytes": 24.0 GiB) and a group
 value as the axis labels it ("2MiB", "80 B" for an int axis in bytes).
-
-A `MedianTable` is a report table: medians of some metrics per group of some columns, the other
-varying axes held at one value (the `prefer`red one, else the default), except those in `over`.
 
 Columns are param_ / metric_ names, as in workers.plots; conditions are its `Cond` / `Either`.
 Nothing here reads rows: workers.contract checks the names, analysis computes.
@@ -33,8 +32,8 @@ Nothing here reads rows: workers.contract checks the names, analysis computes.
 from __future__ import annotations
 
 import string
-from dataclasses import dataclass, field
-from typing import Literal, Mapping, get_args
+from dataclasses import dataclass
+from typing import Literal, get_args
 
 from .plots import Cond, Either, cond_columns, conditions
 
@@ -43,25 +42,14 @@ PICKS = get_args(Which)
 FORMATS = ("bytes",)  # besides Python format specs (".2f", ".1%")
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
+@dataclass(frozen=True, slots=True)
 class Pick:
-    """Which group(s) a quoted name stands for: `which` is one of PICKS; `only` / `unless` name a boolean
-    column and keep the groups where it is true in some row / in no row."""
+    """Which group(s) a quoted name stands for: `which` is one of PICKS."""
 
     which: Which
-    only: str | None = None
-    unless: str | None = None
 
 
-MAX, MIN, FIRST, LAST, ALL = (Pick(which=w) for w in PICKS)
-
-
-@dataclass(frozen=True, slots=True)
-class Above:
-    """A derived boolean grouping: `column` > `threshold` (True / False groups)."""
-
-    column: str
-    threshold: float
+MAX, MIN, FIRST, LAST, ALL = (Pick(w) for w in PICKS)
 
 
 Quote = tuple[tuple[str, object], ...]
@@ -104,30 +92,24 @@ class Clause:
     """An optional clause of a `Medians` sentence, on the same rows grouped by `by`: it fills the
     template's {more} when the sweep has at least two of its groups and every group it quotes."""
 
-    by: str | Above
+    by: str | Cond
     quote: Quote
     text: str
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Medians:
-    """Median of `metric` (divided by the column `per` times `scale`, when given) on the rows satisfying
-    every condition of `where` (Cond / Either, or a dict of equalities), per group of `by`. With `each`, the
-    groups are formed per value of that axis, `clause` is written for every value that has all quoted groups
-    ({each}: the value's label) and the clauses, joined by "; ", fill {clauses}; the finding's data maps each
-    value to the quoted medians in order."""
+    """Median of `metric` on the rows satisfying every condition of `where` (Cond / Either, or a dict of
+    equalities), per group of `by` (a column, or a Cond: its True and False groups); the clauses of `more`
+    fill {more}."""
 
     id: str
     figure: str
     text: str
     metric: str
-    by: str | Above
+    by: str | Cond
     quote: Quote
     where: tuple[Cond | Either, ...] = ()
-    per: str | None = None
-    scale: float = 1.0
-    each: str | None = None
-    clause: str = ""
     more: tuple[Clause, ...] = ()
     fmt: str = ".2f"
 
@@ -136,31 +118,6 @@ class Medians:
 
 
 FINDING_KINDS = (Winner, Ratio, Medians)
-
-
-@dataclass(frozen=True, slots=True)
-class Column:
-    """One column of a declared table: the row column, its header, and how a cell is written: "" (an
-    axis value as its label, a metric with its unit, a flag as yes / no), "bytes" or a format spec."""
-
-    column: str
-    header: str
-    fmt: str = ""
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class MedianTable:
-    """Medians of `medians` (and whether any row has each of `flags`) per group of `by`, over the ok
-    rows with every varying axis not in `by` or `over` held at one value (`prefer` first). Groups
-    with a missing metric are left out. The caption is `caption` and the axes held."""
-
-    title: str
-    caption: str
-    by: tuple[Column, ...]
-    medians: tuple[Column, ...]
-    flags: tuple[Column, ...] = ()
-    over: tuple[str, ...] = ()
-    prefer: Mapping[str, object] = field(default_factory=dict)
 
 
 def quote_names(quote: Quote) -> set[str]:
@@ -177,16 +134,14 @@ def finding_columns(f: Winner | Ratio | Medians) -> set[str]:
     """Every column a finding declaration names (the contract checks they are the model's)."""
     if isinstance(f, Winner):
         return set()
-    quotes = [f.quote, *(c.quote for c in getattr(f, "more", ()))]
-    named = {p.only or p.unless for q in quotes for _, p in q if isinstance(p, Pick)}
     if isinstance(f, Ratio):
-        return {c for c in {*f.by, *named} if c}
-    named |= {f.metric, f.per, f.each}
+        return set(f.by)
+    named = {f.metric}
     for by in (f.by, *(c.by for c in f.more)):
-        named.add(by.column if isinstance(by, Above) else by)
+        named |= cond_columns(by) if isinstance(by, Cond) else {by}
     for c in f.where:
         named |= cond_columns(c)
-    return {c for c in named if c}
+    return named
 
 
 def finding_templates(f: Winner | Ratio | Medians) -> list[tuple[str, str, set[str]]]:
@@ -198,8 +153,5 @@ def finding_templates(f: Winner | Ratio | Medians) -> list[tuple[str, str, set[s
                 ("instead", f.instead, {"other", "other_n"})]
     if isinstance(f, Ratio):
         return [("text", f.text, quote_names(f.quote))]
-    if f.each:
-        out = [("text", f.text, {"clauses", "more"}), ("clause", f.clause, {"each"} | quote_names(f.quote))]
-    else:
-        out = [("text", f.text, {"more"} | quote_names(f.quote))]
+    out = [("text", f.text, {"more"} | quote_names(f.quote))]
     return out + [(f"more[{i}].text", c.text, quote_names(c.quote)) for i, c in enumerate(f.more)]

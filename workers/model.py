@@ -47,7 +47,6 @@ workers.contract checks all of it when a model is loaded.
 from __future__ import annotations
 
 import abc
-import importlib
 
 from dataclasses import dataclass, field, replace
 from typing import Callable, Literal, Mapping, get_args
@@ -57,7 +56,9 @@ import polars as pl
 
 from .axes import SHARED_AXES, Axis
 from .dataset import STATUS_ERROR, STATUS_INFEASIBLE, STATUS_OK, unit_of  # noqa: F401 - a model's names for them
-from .findings import MedianTable, Medians, Ratio, Winner
+from .findings import Medians, Ratio, Winner
+from .hooks import Hook
+from .hooks import resolve as _resolve
 from .plots import BestHeatmap, Lines
 from .profiles import BOUNDS, Profile, Quantity
 
@@ -271,14 +272,6 @@ class KernelCheck:
         return None if self.fitted is None else _resolve(self.fitted)(metric)
 
 
-def _resolve(ref):
-    """A "package.module:function" reference imported, or the function itself."""
-    if isinstance(ref, str):
-        module, _, attr = ref.partition(":")
-        return getattr(importlib.import_module(module), attr)
-    return ref
-
-
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Report:
     """What the report says about a model beyond its metrics (optional part `Model.report`).
@@ -287,15 +280,16 @@ class Report:
     tables). `best_keys`: axis names the "best ... per configuration" table lists (other axes held
     fixed). `value_labels`: axis name -> value -> display name in tables and figures (pfnmap's "PMD
     (order 9)"). `plots`: the figures it adds (workers.plots: Lines, BestHeatmap). `findings`, `tables`:
-    the key findings and model-specific tables it adds (workers.findings: Winner, Ratio, Medians;
-    MedianTable). All declared as data; analysis draws and computes them with one generic path."""
+    the key findings and model-specific tables it adds (workers.findings: Winner, Ratio, Medians; a finding
+    or table of its own: a workers.hooks.Hook, a function that returns the numbers). Analysis draws, words
+    and writes them all with one generic path."""
 
     comparison: Comparison | None = None
     best_keys: tuple[str, ...] = ()
     value_labels: Mapping[str, Mapping[object, str]] = field(default_factory=dict)
     plots: tuple[Lines | BestHeatmap, ...] = ()
-    findings: tuple[Winner | Ratio | Medians, ...] = ()
-    tables: tuple[MedianTable, ...] = ()
+    findings: tuple[Winner | Ratio | Medians | Hook, ...] = ()
+    tables: tuple[Hook, ...] = ()
 
     def __post_init__(self) -> None:
         if isinstance(self.comparison, Mapping):

@@ -2,7 +2,8 @@
 
 Each finding is one sentence with its numbers and the configuration they hold
 for, and the id of the figure that shows it. The sentences are declared by the
-models (`Report.findings`, workers/findings.py: Winner, Ratio, Medians) and
+models (`Report.findings`, workers/findings.py: Winner, Ratio, Medians; or a
+`Hook`, workers/hooks.py: a function of the model's own that returns a Sentence) and
 evaluated here by one generic path each, model by model in sweep order, each
 model's declarations in order, then `published` (model vs published figures).
 Nothing is hard-coded: every number is an aggregate of the sweep's ok modeled
@@ -23,14 +24,15 @@ import polars as pl
 from analysis import evidence
 from analysis.kernel import checked as kernel_checked
 from analysis.kernel import gains as kernel_gains
-from analysis.metrics import figure_error, higher_is_better, ok, per_variant, published_comparison, tied_best
-from analysis.read import MODELED, ModelRows, Sweep, collect_all, cond_expr, value_expr
+from analysis.metrics import figure_error, higher_is_better, per_variant, published_comparison, tied_best
+from analysis.read import ModelRows, Sweep, collect_all, cond_expr
 from analysis.tables import bar_parts
-from workers import interval
+from workers import hooks, interval
 from workers.dataset import errors
-from workers.findings import Above, Clause, Medians, Pick, Ratio, Winner
+from workers.findings import Clause, Medians, Pick, Ratio, Winner
+from workers.hooks import Group, Hook, Sentence
 from workers.model import Model
-from workers.plots import cond_columns
+from workers.plots import Cond, cond_columns
 from workers.units import bytes_text
 
 # What a finding's evaluation may raise on a sweep of an older schema or an unexpected dtype: it is left out.
@@ -50,7 +52,7 @@ def key_findings(sweep: Sweep) -> list[Finding]:
     """Every finding this sweep's rows support, in reading order: first, when there are any, the rows that are
     errors and not results."""
     out = failed(sweep)
-    for rows in map(sweep.rows, sweep.named_models()):  # the figures' order; a model without rows has none (_modeled)
+    for rows in map(sweep.rows, sweep.named_models()):  # the figures' order; a model without rows has none (ModelRows.modeled)
         model = rows.model
         for decl in (model.report.findings if model is not None else ()):
             try:
@@ -136,9 +138,11 @@ def _percent(x: float) -> str:
     return f"{v:.2g}%" if v < 10 else f"{v:.0f}%"
 
 
-def evaluate(rows: ModelRows, model: Model, decl: Winner | Ratio | Medians) -> Finding | None:
+def evaluate(rows: ModelRows, model: Model, decl: Winner | Ratio | Medians | Hook) -> Finding | None:
     """One declared finding of `model` (the registered model of `rows`) on its rows, or None when the
     sweep lacks them."""
+    if isinstance(decl, Hook):
+        return _hooked(rows, decl)
     if isinstance(decl, Winner):
         found = _winner(rows, model, decl)
     elif isinstance(decl, Ratio):
@@ -154,10 +158,40 @@ def evaluate(rows: ModelRows, model: Model, decl: Winner | Ratio | Medians) -> F
                    evidence=_evidence(rows, model, decl))
 
 
+def _hooked(rows: ModelRows, decl: Hook) -> Finding | None:
+    """A finding a model computes itself (workers.hooks): its Sentence filled and its evidence said."""
+    said = hooks.resolve(decl.call)(rows)
+    if said is None:
+        return None
+    if not isinstance(said, Sentence):
+        raise TypeError(f"{decl.call} must return a workers.hooks.Sentence or None (got {type(said).__name__})")
+    values, data = _said(said.values, said.fmt)
+    lf = said.rows
+    ev = "" if lf is None or not said.metric else evidence.sentence(
+        evidence.summarize(rows, lf.filter(pl.col(said.metric).is_not_null()), said.metric))
+    return Finding(text=said.text.format(**values), figure=decl.figure, data=data, id=f"{rows.name}/{decl.id}",
+                   evidence=ev)
+
+
+def _said(quoted: dict, fmt: str) -> tuple[dict, dict]:
+    """(template values, data) of a Sentence's values: a Group or a list of them as a quoted name, a number
+    written with `fmt`, anything else as it is."""
+    values, data = {}, {}
+    for name, v in quoted.items():
+        if isinstance(v, Group) or (isinstance(v, list) and v and isinstance(v[0], Group)):
+            got = _quote_one(name, v, fmt)
+            values.update(got[0])
+            data.update(got[1])
+        else:
+            values[name] = _Value(v, _number(v, fmt) if isinstance(v, float) else str(v))
+            data[name] = v
+    return values, data
+
+
 def _evidence(rows: ModelRows, model: Model, decl: Winner | Ratio | Medians) -> str:
     """What the finding's rows rest on: the modeled ok rows of its metric (and of its `where`, if any)."""
     metric = decl.metric if isinstance(decl, Medians) else model.report.comparison.metric
-    lf = _modeled(rows, metric)
+    lf = rows.modeled(metric)
     if lf is None:
         return ""
     lf = _where(rows, lf, getattr(decl, "where", ()))
@@ -202,16 +236,6 @@ def _number(v: float, fmt: str) -> str:
 
 
 # -- rows -------------------------------------------------------------------------------------------------
-def _modeled(rows: ModelRows, *columns: str) -> pl.LazyFrame | None:
-    """The model's modeled ok rows, or None when the sweep lacks the model or a column."""
-    if rows.name not in rows.sweep.models or MODELED not in rows.sources():
-        return None
-    schema = rows.schema()
-    if any(c not in schema for c in columns):
-        return None
-    return ok(rows.scan(MODELED))
-
-
 def _per_variant(rows: ModelRows, keys: list[str], axis: str, metric: str) -> tuple[pl.DataFrame, dict]:
     """One row per configuration (`keys`), one column per value of `axis`, named str(value), holding its
     `metric` (null where that variant is not ok): metrics.per_variant, which the tables share. Also
@@ -223,39 +247,6 @@ def _per_variant(rows: ModelRows, keys: list[str], axis: str, metric: str) -> tu
 
 
 # -- groups and quotes --------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class _Group:
-    at: object  # the group's value (a tuple when grouped by several columns)
-    text: str  # its label
-    value: float  # the median
-    n: int
-    flags: dict
-    bar: tuple[float, float] | None = None  # the medians of its rows' error bars (workers.interval)
-
-
-def _order(v: object) -> tuple:
-    if isinstance(v, tuple):
-        return tuple(_order(x) for x in v)
-    return (v is None, v if isinstance(v, (int, float)) else str(v))
-
-
-def _groups(df: pl.DataFrame, at: Callable[[dict], tuple[object, str]], flags: set[str]) -> list[_Group]:
-    """Groups of a frame with _v (median) and _n, sorted by value; groups without a median left out."""
-    out = []
-    for r in df.iter_rows(named=True):
-        if r["_v"] is None or (isinstance(r["_v"], float) and np.isnan(r["_v"])):
-            continue
-        value, text = at(r)
-        bar = (r["_lo"], r["_hi"]) if r.get("_lo") is not None and r.get("_hi") is not None else None
-        out.append(_Group(at=value, text=text, value=float(r["_v"]), n=int(r["_n"]),
-                          flags={f: bool(r[f]) for f in flags}, bar=bar))
-    return sorted(out, key=lambda g: _order(g.at))
-
-
-def _pick_flags(quote) -> set[str]:
-    return {c for _, p in quote if isinstance(p, Pick) for c in (p.only, p.unless) if c}
-
-
 def _same(a: object, b: object) -> bool:
     """a == b, but a boolean equals only a boolean (True is not the group value 1)."""
     if isinstance(a, bool) or isinstance(b, bool):
@@ -263,49 +254,48 @@ def _same(a: object, b: object) -> bool:
     return a == b
 
 
-def _pick(groups: list[_Group], pick: object) -> _Group | list[_Group] | None:
+def _pick(groups: list[Group], pick: object) -> Group | list[Group] | None:
     """The group(s) a quote stands for, or None when the sweep has none."""
     if not isinstance(pick, Pick):
         return next((g for g in groups if _same(g.at, pick)), None)
-    gs = [g for g in groups if (not pick.only or g.flags[pick.only]) and (not pick.unless or not g.flags[pick.unless])]
-    if not gs:
-        return None
-    if pick.which == "all":
-        return gs
-    if pick.which == "first":
-        return gs[0]
-    if pick.which == "last":
-        return gs[-1]
-    sign = -1 if pick.which == "max" else 1
-    return min(gs, key=lambda g: sign * g.value)  # ties: the lowest group value
+    return hooks.pick(groups, pick.which)
 
 
-def _quote(groups: list[_Group], quote, fmt: str) -> tuple[dict, dict] | None:
+def _quote(groups: list[Group], quote, fmt: str) -> tuple[dict, dict] | None:
     """(template values, data) of every quoted name, or None when a quoted group is missing."""
     values, data = {}, {}
     for name, pick in quote:
         got = _pick(groups, pick)
         if got is None:
             return None
-        if isinstance(got, list):
-            v, at, n = [g.value for g in got], [g.at for g in got], [g.n for g in got]
-            values[name] = _Value(v, ", ".join(_number(x, fmt) for x in v))
-            values[f"{name}_at"] = _Value(at, ", ".join(g.text for g in got))
-            values[f"{name}_n"] = _Value(n, ", ".join(f"{x:,}" for x in n))
-            values[f"{name}_bar"] = _Value(None, "")
-        else:
-            v, at, n = got.value, got.at, got.n
-            decimals = re.fullmatch(r"\.(\d+)f", fmt)  # never more digits than the declaration writes
-            parts = bar_parts(v, *got.bar, int(decimals.group(1)) if decimals else None) \
-                if got.bar and fmt != "bytes" else None
-            # a value with an error bar, to the digits the bar supports, and the bar as stored: "2.5", " (-4.1/+5.8%)"
-            values[name] = _Value(v, parts[0] if parts else _number(v, fmt))
-            values[f"{name}_bar"] = _Value(got.bar, f" ({parts[1]})" if parts else "")
-            values[f"{name}_at"] = _Value(at, got.text)
-            values[f"{name}_n"] = _Value(n, f"{n:,}")
-            if got.bar:
-                data[f"{name}_bar"] = got.bar
-        data.update({name: v, f"{name}_at": at, f"{name}_n": n})
+        v, d = _quote_one(name, got, fmt)
+        values.update(v)
+        data.update(d)
+    return values, data
+
+
+def _quote_one(name: str, got: Group | list[Group], fmt: str) -> tuple[dict, dict]:
+    """(template values, data) of one quoted name: {name}, {name_at}, {name_n}, {name_bar}."""
+    values, data = {}, {}
+    if isinstance(got, list):
+        v, at, n = [g.value for g in got], [g.at for g in got], [g.n for g in got]
+        values[name] = _Value(v, ", ".join(_number(x, fmt) for x in v))
+        values[f"{name}_at"] = _Value(at, ", ".join(g.text for g in got))
+        values[f"{name}_n"] = _Value(n, ", ".join(f"{x:,}" for x in n))
+        values[f"{name}_bar"] = _Value(None, "")
+    else:
+        v, at, n = got.value, got.at, got.n
+        decimals = re.fullmatch(r"\.(\d+)f", fmt)  # never more digits than the declaration writes
+        parts = bar_parts(v, *got.bar, int(decimals.group(1)) if decimals else None) \
+            if got.bar and fmt != "bytes" else None
+        # a value with an error bar, to the digits the bar supports, and the bar as stored: "2.5", " (-4.1/+5.8%)"
+        values[name] = _Value(v, parts[0] if parts else _number(v, fmt))
+        values[f"{name}_bar"] = _Value(got.bar, f" ({parts[1]})" if parts else "")
+        values[f"{name}_at"] = _Value(at, got.text)
+        values[f"{name}_n"] = _Value(n, f"{n:,}")
+        if got.bar:
+            data[f"{name}_bar"] = got.bar
+    data.update({name: v, f"{name}_at": at, f"{name}_n": n})
     return values, data
 
 
@@ -314,7 +304,7 @@ def _winner(rows: ModelRows, model: Model, d: Winner) -> tuple[str, dict] | None
     """The comparison's variant best in the most configurations (ties are no win), its speedup over the
     baseline, and the axis value where it wins least."""
     comp = model.report.comparison
-    if comp is None or _modeled(rows, comp.column, comp.metric) is None:
+    if comp is None or rows.modeled(comp.column, comp.metric) is None:
         return None
     axis = comp.column
     keys = [c for c in rows.params() if c != axis]
@@ -378,7 +368,7 @@ def _weakest(per: pl.DataFrame, keys: list[str], flag: str) -> tuple[str, object
 def _ratio(rows: ModelRows, model: Model, d: Ratio) -> tuple[str, dict] | None:
     """Median numerator / denominator of two variants over configurations, per group of `by`."""
     comp = model.report.comparison
-    if comp is None or _modeled(rows, comp.column, comp.metric) is None:
+    if comp is None or rows.modeled(comp.column, comp.metric) is None:
         return None
     keys = [c for c in rows.params() if c != comp.column]
     by = [c for c in d.by if c in keys]
@@ -395,7 +385,7 @@ def _ratio(rows: ModelRows, model: Model, d: Ratio) -> tuple[str, dict] | None:
         key = tuple(r[c] for c in by)
         return (key if len(by) > 1 else key[0]), " ".join(rows.label_with_unit(c, r[c]) for c in by)
 
-    groups = _groups(df, at, set())
+    groups = hooks.groups(df, at)
     quoted = _quote(groups, d.quote, d.fmt)
     if quoted is None:
         return None
@@ -418,67 +408,35 @@ def _flat_ratio(rows: ModelRows, pairs: pl.DataFrame, d: Ratio, groups: list, by
 
 
 def _medians(rows: ModelRows, d: Medians) -> tuple[str, dict] | None:
-    """Median of a metric on a slice, per group of a column or of a derived boolean."""
+    """Median of a metric on a slice, per group of a column or of a condition (True / False)."""
     clauses = (Clause(by=d.by, quote=d.quote, text=""), *d.more)
-    flags = set().union(*(_pick_flags(c.quote) for c in clauses))
-    columns = {d.metric, *flags, *([d.per] if d.per else []), *([d.each] if d.each else [])}
-    for c in clauses:
-        columns.add(c.by.column if isinstance(c.by, Above) else c.by)
-    for c in d.where:
+    columns = {d.metric}
+    for c in (*(c.by for c in clauses if isinstance(c.by, Cond)), *d.where):
         columns |= cond_columns(c)
-    lf = _modeled(rows, *columns)
+    columns |= {c.by for c in clauses if isinstance(c.by, str)}
+    lf = rows.modeled(*columns)
     if lf is None:
         return None
     lf = _where(rows, lf, d.where)
-    schema = rows.schema()
-    ends = [c for c in interval.columns(d.metric) if c in schema]
 
-    def scaled(column: str) -> pl.Expr:
-        value = pl.col(column).cast(pl.Float64)
-        return value / pl.col(d.per) * d.scale if d.per else value
+    def quoted(c: Clause) -> tuple[dict, dict] | None:
+        if isinstance(c.by, Cond):
+            key, at = cond_expr(c.by, rows.schema(), set()), lambda r: (r["_at"], str(r["_at"]).lower())
+        else:
+            key, at = pl.col(c.by), lambda r: (r["_at"], rows.label_with_unit(c.by, r["_at"]))
+        groups = hooks.groups(hooks.medians(lf, d.metric, [key.alias("_at")], bar=interval.columns(d.metric)), at)
+        return _quote(groups, c.quote, d.fmt) if (c is clauses[0] or len(groups) >= 2) else None
 
-    lf = lf.with_columns(scaled(d.metric).alias("_value"),
-                         *(scaled(c).alias(f"_{end}") for c, end in zip(ends, ("lo", "hi")) if len(ends) == 2))
-
-    def frame(by, extra: list[str]) -> pl.DataFrame:
-        key = (pl.col(by.column) > by.threshold) if isinstance(by, Above) else pl.col(by)
-        bars = [pl.col(f"_{end}").median() for end in ("lo", "hi")] if len(ends) == 2 else []
-        return (lf.group_by(*extra, key.alias("_at"))
-                .agg(pl.col("_value").median().alias("_v"), *bars, pl.len().alias("_n"),
-                     *(pl.col(f).any() for f in flags))
-                .collect(engine="streaming"))
-
-    def at_of(by):
-        if isinstance(by, Above):
-            return lambda r: (r["_at"], str(r["_at"]).lower())
-        return lambda r: (r["_at"], rows.label_with_unit(by, r["_at"]))
-
-    more = ""
-    extra: dict = {}
+    more, extra = "", {}
     for c in d.more:
-        groups = _groups(frame(c.by, []), at_of(c.by), flags)
-        quoted = _quote(groups, c.quote, d.fmt) if len(groups) >= 2 else None
-        if quoted is not None:
-            more += c.text.format(**quoted[0])
-            extra.update(quoted[1])
-    if not d.each:
-        quoted = _quote(_groups(frame(d.by, []), at_of(d.by), flags), d.quote, d.fmt)
-        if quoted is None:
-            return None
-        values, data = quoted
-        return d.text.format(**values, more=more), {**data, **extra}
-    df = frame(d.by, [d.each])
-    parts, data = [], {}
-    for each in sorted(df[d.each].unique().to_list(), key=_order):
-        groups = _groups(df.filter(value_expr(d.each, each)), at_of(d.by), flags)
-        quoted = _quote(groups, d.quote, d.fmt)
-        if quoted is None:
-            continue
-        parts.append(d.clause.format(**quoted[0], each=rows.label_with_unit(d.each, each)))
-        data[each] = tuple(quoted[1][name] for name, _ in d.quote)
-    if not parts:
+        got = quoted(c)
+        if got is not None:
+            more += c.text.format(**got[0])
+            extra.update(got[1])
+    got = quoted(clauses[0])
+    if got is None:
         return None
-    return d.text.format(clauses="; ".join(parts), more=more), {**data, **extra}
+    return d.text.format(**got[0], more=more), {**got[1], **extra}
 
 
 # -- generic ------------------------------------------------------------------------------------------------

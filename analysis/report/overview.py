@@ -16,7 +16,6 @@ from analysis import evidence
 from analysis.metrics import (
     TIE_RTOL,
     best_by,
-    group_medians,
     growth_exponents,
     headline_metric,
     higher_is_better,
@@ -36,8 +35,9 @@ from analysis.kernel import exact_metrics
 from analysis.kernel import gains as kernel_gains
 from analysis.read import MEASURED, MODELED, SOURCE, ModelRows, Sweep
 from analysis.tables import format_value, metric_unit
+from workers import hooks
 from workers.calibrate import loo_text
-from workers.findings import Column, MedianTable
+from workers.hooks import Cells, Hook
 from workers.model import STATUS_ERROR, STATUS_INFEASIBLE, STATUS_OK
 
 SIZE = "param_namespace_size"
@@ -251,50 +251,42 @@ def _regime_table(rows: ModelRows, changed: pl.DataFrame, series: list[str]) -> 
 
 
 def declared_tables(sweep: Sweep) -> list[Table]:
-    """Every table the sweep's models declare (`Report.tables`, workers.findings.MedianTable), model by model
-    in sweep order: medians of some metrics per group of some columns, the other varying axes held."""
+    """Every table the sweep's models declare (`Report.tables`: a workers.hooks.Hook whose function returns the
+    groups as Cells), model by model in sweep order, each cell written by what its column is."""
     out = []
     for rows in map(sweep.rows, sweep.models):
         model = rows.model
-        for t in (model.report.tables if model is not None else ()):
-            table = median_table(rows, t)
+        for h in (model.report.tables if model is not None else ()):
+            table = hooked_table(rows, h)
             if table is not None:
                 out.append(table)
     return out
 
 
-def median_table(rows: ModelRows, t: MedianTable) -> Table | None:
-    """One declared MedianTable of the model, or None when the sweep lacks a column it names or every group
-    lacks a metric."""
-    by, medians, flags = [c.column for c in t.by], [c.column for c in t.medians], [c.column for c in t.flags]
-    if rows.name not in rows.sweep.models or any(c not in rows.schema() for c in (*by, *medians, *flags)):
+def hooked_table(rows: ModelRows, h: Hook) -> Table | None:
+    """One declared table of the model, or None when its function finds none of its rows in the sweep."""
+    cells = hooks.resolve(h.call)(rows) if rows.name in rows.sweep.models else None
+    if cells is None:
         return None
-    keep = [c for c in (*by, *t.over) if c.startswith("param_")]
-    expr, held = rows.pin(keep, dict(t.prefer))
-    df = group_medians(rows.scan().filter(expr), by, medians, flags=tuple(flags)).collect(engine="streaming")
-    df = df.drop_nulls([c for c in (*by, *medians) if c.startswith("metric_")])
-    if df.height == 0:
-        return None
-    cells = [(c, False) for c in (*t.by, *t.medians)] + [(c, True) for c in t.flags]
-    body = [{c.header: _cell(rows, c, r[c.column], flag) for c, flag in cells} for r in df.iter_rows(named=True)]
-    return Table(title=t.title, caption=f"{t.caption} Held fixed: {rows.describe(held) or 'nothing'}.",
+    if not isinstance(cells, Cells):
+        raise TypeError(f"{h.call} must return a workers.hooks.Cells or None (got {type(cells).__name__})")
+    schema = cells.frame.schema
+    body = [{header: _cell(rows, c, r[c], schema[c]) for c, header in cells.headers.items()}
+            for r in cells.frame.iter_rows(named=True)]
+    return Table(title=h.title, caption=f"{cells.caption} Held fixed: {rows.describe(dict(cells.held)) or 'nothing'}.",
                  frame=pl.DataFrame(body))
 
 
-def _cell(rows: ModelRows, c: Column, v: object, flag: bool) -> str:
-    """A declared column's cell: a flag as yes / no; "bytes" or a format spec when given; else an axis
-    value as its label (with its unit) and a metric with its unit."""
-    if flag:
+def _cell(rows: ModelRows, column: str, v: object, dtype: pl.DataType) -> str:
+    """A cell by what its column is: a boolean as yes / no; a metric with its unit (text as it is); an axis
+    value as its label, with its unit."""
+    if dtype == pl.Boolean:
         return "yes" if v else "no"
     if v is None:
         return "-"
-    if c.fmt == "bytes":
-        return format_value(v, "bytes")
-    if c.fmt:
-        return format(v, c.fmt)
-    if c.column.startswith("metric_"):
-        return format_value(v, metric_unit(c.column))
-    return rows.label_with_unit(c.column, v)
+    if column.startswith("metric_"):
+        return format_value(v, metric_unit(column))
+    return rows.label_with_unit(column, v)
 
 
 def published_table(sweep: Sweep) -> Table:

@@ -143,14 +143,6 @@ def test_speedup_summary_from_the_per_variant_frame():
     assert M.speedup_summary(["fast"], wide, "s", "slow", higher=False).height == 0
 
 
-def test_group_medians_take_medians_and_any_flags():
-    """Per group: the median of each metric and whether any row has the flag; non-ok rows ignored."""
-    lf = pl.DataFrame({"status": ["ok", "ok", "ok", "infeasible"], "g": ["a", "a", "b", "b"],
-                       "metric_x": [1.0, 3.0, 5.0, 100.0], "metric_f": [False, True, False, True]}).lazy()
-    out = M.group_medians(lf, ["g"], ["metric_x"], flags=("metric_f",)).collect()
-    assert out.rows() == [("a", 2.0, True), ("b", 5.0, False)]
-
-
 def test_reason_counts():
     """Non-ok rows per reason, the commonest first."""
     lf = pl.DataFrame({"status": ["ok", "infeasible", "infeasible", "error", "infeasible"],

@@ -96,7 +96,7 @@ def test_growth_table_finds_linear_series_and_the_knee(sweep):
 
 def test_memmap_overhead_table_shows_where_the_vmemmap_optimization_applies(small_sweep):
     """map=mem, P = 64, order 9: optimized; P = 80 and 96 lose it; map=dev never has it."""
-    (t,) = O.declared_tables(Sweep(small_sweep))  # memmap's one MedianTable (workers/models/memmap/__init__.py)
+    (t,) = O.declared_tables(Sweep(small_sweep))  # memmap's one table (workers/models/memmap/report.py)
     assert t.title == "memmap overhead by map location, struct page size and compound order"
     assert t.caption.startswith("Medians over mode and align. Held fixed: ") and "nvdimm_kmsan=true" in t.caption
     assert t.frame.columns == ["map", "struct page", "compound order", "device bytes", "DRAM bytes", "overhead",

@@ -77,14 +77,15 @@ import numpy as np
 import polars as pl
 
 from workers.axes import ALIGN, COMPOUND_ORDER, NAMESPACE_SIZE, STRUCT_PAGE_SIZE, Axis, choice
-from workers.findings import MAX, MIN, Column, Medians, MedianTable, Pick, Ratio, Winner
+from workers.findings import MAX, MIN, Ratio, Winner
+from workers.hooks import Hook
 from workers.model import (LAST_LEVEL, Assumption, Calibration, Comparison, Figure, FreeParam, KernelCheck, WorkCheck,
                            LastPoints, Measurement, Metric, Model, Reasons, Report)
 from workers.models import copy as cp
 from workers.models import incore
-from workers.plots import POOL, BestHeatmap, Cond, Lines, Overlay, Panels, Series, X, Y
+from workers.plots import POOL, BestHeatmap, Lines, Overlay, Panels, Series, X, Y
 from workers.profiles import Profile, Quantity
-from workers.units import GiB, KiB, MiB, TiB
+from workers.units import GiB, KiB, MiB
 
 from . import layout as ml
 from . import work
@@ -377,7 +378,6 @@ PLOTS = (
                   "pages lose it and pay the full memmap. Medians over mode, align and compound order."),
 )
 
-OPTIMIZED = "metric_vmemmap_optimized"
 # The report's key findings about memmap init and overhead (workers.findings; analysis/report/findings.py words them).
 FINDINGS = (
     Winner(id="best_strategy", figure="memmap_init"),
@@ -385,35 +385,13 @@ FINDINGS = (
           by=("param_struct_page_size", "param_mode"), quote=(("max_gain", MAX), ("min_gain", MIN)),
           text="Inline MOVNTI (template_nt_inline over template_nt) matters most at {max_gain_at}: {max_gain}x "
                "faster (median of {max_gain_n} configurations); least at {min_gain_at}: {min_gain}x."),
-    Medians(id="medium", figure="memmap_init", metric="metric_speedup_vs_slow",
-            where=(Cond("param_map", "==", "dev"), Cond("param_strategy", "==", "template_nt_inline")),
-            by="param_medium", each="param_mode", quote=(("dram", "dram"), ("pmem", "pmem")),
-            text="On the namespace's own medium (map=dev), template_nt_inline's median speedup over slow is "
-                 "{clauses}.",
-            clause="{each} {dram}x{dram_bar} on DRAM, {pmem}x{pmem_bar} on pmem"),
-    Medians(id="dedup_lost", figure="memmap_overhead", metric="metric_memmap_dram_bytes",
-            per="param_namespace_size", scale=TiB, fmt="bytes",
-            where=(Cond("param_map", "==", "mem"), Cond("metric_compound_order", ">", 0),
-                   Cond("param_align", "==", 2 * MiB)),
-            by="param_struct_page_size",
-            quote=(("lost", Pick(which="all", unless=OPTIMIZED)),
-                   ("lost_per_tib", Pick(which="max", unless=OPTIMIZED)),
-                   ("kept_per_tib", Pick(which="first", only=OPTIMIZED))),
-            text="vmemmap deduplication is lost at struct page sizes {lost_at} (not a power of two): a devdax memmap "
-                 "in DRAM (map=mem, align 2MiB) then costs {lost_per_tib} per TiB at {lost_per_tib_at}, against "
-                 "{kept_per_tib} at {kept_per_tib_at}."),
+    # memmap's own (workers/models/memmap/report.py): functions of the rows that return the numbers
+    Hook(id="medium", figure="memmap_init", call="workers.models.memmap.report:medium"),
+    Hook(id="dedup_lost", figure="memmap_overhead", call="workers.models.memmap.report:dedup_lost"),
 )
 TABLES = (
-    MedianTable(title="memmap overhead by map location, struct page size and compound order",
-                caption="Medians over mode and align.",
-                by=(Column("param_map", "map"), Column("param_struct_page_size", "struct page"),
-                    Column("metric_compound_order", "compound order")),
-                medians=(Column("metric_memmap_device_bytes", "device bytes"),
-                         Column("metric_memmap_dram_bytes", "DRAM bytes"),
-                         Column("metric_overhead_fraction", "overhead", ".2%")),
-                flags=(Column(OPTIMIZED, "vmemmap optimized"),),
-                over=("param_mode", "param_align", "param_compound_order"),
-                prefer={"param_nvdimm_kmsan": True}),
+    Hook(id="overhead", title="memmap overhead by map location, struct page size and compound order",
+         call="workers.models.memmap.report:overhead"),
 )
 
 

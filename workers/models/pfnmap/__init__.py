@@ -50,7 +50,7 @@ import numpy as np
 import polars as pl
 
 from workers.axes import ALIGN, COMPOUND_ORDER, NAMESPACE_SIZE, Axis, choice
-from workers.findings import Above, Medians
+from workers.findings import Medians
 from workers.model import (
     L1D_BYTES,
     L2_BYTES,
@@ -166,7 +166,7 @@ FINDINGS = (
     Medians(id="huge_leaf_alignment", figure="pfnmap_coverage", metric="metric_speedup_vs_pte",
             where=(Either(((Cond("param_compound_order", ">=", 9),), (Cond("param_compound_order", "==", None),))),
                    Cond("metric_ns_per_load", "not null")),
-            by=Above("metric_huge_fraction", 0.5), quote=(("aligned", True), ("misaligned", False)),
+            by=Cond("metric_huge_fraction", ">", 0.5), quote=(("aligned", True), ("misaligned", False)),
             text="Huge pfnmap leaves make lat_mem_rd loads a median {aligned}x{aligned_bar} faster than PTEs where "
                  "most of the mapping can take them ({aligned_n} points), and {misaligned}x{misaligned_bar} where misalignment (va - pa, or the "
                  "start) leaves less than half of it to huge leaves ({misaligned_n} points)."),

@@ -1,0 +1,140 @@
+"""What one model alone says in the report: a function in its own package that returns data.
+
+What two or more models use is declared (workers.plots: `Lines`; workers.findings: `Medians`). A finding
+or table only one model has is a function named by a `Hook` in the model's `Report` (a
+"package.module:function" reference, imported on first use). It takes the model's rows in the sweep (the
+host's view of them: `scan()` and `modeled(*columns)` give polars frames; `schema()`, `varying()`,
+`label()`, `label_with_unit()` and `pin()` say what the rows hold and how a value is written) and returns
+numbers, or None where the sweep lacks its rows:
+
+- a finding: a `Sentence`, its template and the values it quotes: a number, a string, a `Group` (a median
+  with its group's value, label, rows and error bar) or a list of groups; the host fills the template
+  exactly as for a `Medians` (workers.findings: {name}, {name_at}, {name_n}, {name_bar}), rounding each
+  median to the digits its bar supports, and says what the rows rest on;
+- a table: `Cells`, one row per group with the rows' own param_ / metric_ column names, so the host
+  writes each cell by what its column is: an axis value as its label, a metric with its unit, a boolean
+  as yes / no, text as it is.
+
+`medians()` and `groups()` are the polars steps a `Medians` takes, for a hook to reuse.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from typing import Callable, Literal, Mapping
+
+import polars as pl
+
+Which = Literal["max", "min", "first", "last", "all"]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Hook:
+    """A one-model finding or table: `call` names the function ("package.module:function") that takes
+    the model's rows and returns a `Sentence` (a finding) or `Cells` (a table), or None. A finding has an
+    `id` and the `figure` that shows it; a table a `title`."""
+
+    id: str
+    call: str
+    figure: str = ""
+    title: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Group:
+    """One group of rows: its value `at` (a tuple when grouped by several columns) and `text` (its label),
+    the median `value`, the rows or configurations in it (`n`), the medians of their error bars (`bar`,
+    workers.interval; None where they have none) and {flag column: whether a row of it has the flag}."""
+
+    at: object
+    text: str
+    value: float
+    n: int
+    bar: tuple[float, float] | None = None
+    flags: Mapping[str, bool] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Sentence:
+    """A finding: the `text` template, the `values` it quotes (see the module doc), the `rows` its
+    numbers rest on with the `metric` they are of (the evidence line; None: none said) and how a median is
+    written, `fmt` (a format spec such as ".2f", or "bytes")."""
+
+    text: str
+    values: Mapping[str, object]
+    rows: pl.LazyFrame | None = None
+    metric: str = ""
+    fmt: str = ".2f"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Cells:
+    """A table: one row per group (columns named as the rows' columns; a text column is written as it is),
+    the `headers` to show the columns under ({column: header}, in order), the `caption` and the axes held
+    fixed to get it (`held`, {param column: value})."""
+
+    frame: pl.DataFrame
+    headers: Mapping[str, str]
+    caption: str
+    held: Mapping[str, object]
+
+
+def resolve(ref):
+    """A "package.module:function" reference imported, or the function itself."""
+    if isinstance(ref, str):
+        module, _, attr = ref.partition(":")
+        return getattr(importlib.import_module(module), attr)
+    return ref
+
+
+def medians(lf: pl.LazyFrame, metric: str, by: list[pl.Expr], *, bar: tuple[str, str] | None = None,
+            scale: Callable[[pl.Expr], pl.Expr] | None = None, flags: tuple[str, ...] = ()) -> pl.DataFrame:
+    """Per group of `by`: the median of `metric` (`scale`d, when given) as `_v`, the medians of the ends
+    of its error bar (`bar`: the two columns, workers.interval.columns(), where the rows carry them) as `_lo`
+    / `_hi`, the rows as `_n` and whether any row has each flag."""
+    schema = lf.collect_schema()
+    ends = [c for c in bar or () if c in schema]
+
+    def scaled(column: str) -> pl.Expr:
+        value = pl.col(column).cast(pl.Float64)
+        return scale(value) if scale is not None else value
+
+    bars = [scaled(c).median().alias(f"_{end}") for c, end in zip(ends, ("lo", "hi"))] if len(ends) == 2 else []
+    return (lf.group_by(*by).agg(scaled(metric).median().alias("_v"), *bars, pl.len().alias("_n"),
+                                 *(pl.col(f).any() for f in flags))
+            .collect(engine="streaming"))
+
+
+def _order(v: object) -> tuple:
+    if isinstance(v, tuple):
+        return tuple(_order(x) for x in v)
+    return (v is None, v if isinstance(v, (int, float)) else str(v))
+
+
+def groups(df: pl.DataFrame, at: Callable[[dict], tuple[object, str]], flags: tuple[str, ...] = ()) -> list[Group]:
+    """The groups of a `medians()` frame, sorted by value; `at`: a row -> (its group value, label). Groups
+    without a median are left out."""
+    out = []
+    for r in df.iter_rows(named=True):
+        v = r["_v"]
+        if v is None or v != v:
+            continue
+        value, text = at(r)
+        bar = (r["_lo"], r["_hi"]) if r.get("_lo") is not None and r.get("_hi") is not None else None
+        out.append(Group(at=value, text=text, value=float(v), n=int(r["_n"]), bar=bar,
+                         flags={f: bool(r[f]) for f in flags}))
+    return sorted(out, key=lambda g: _order(g.at))
+
+
+def pick(gs: list[Group], which: Which) -> Group | list[Group] | None:
+    """The group with the largest / smallest median (ties: the lowest group value), the first / last group,
+    or all of them; None when there is none."""
+    if not gs:
+        return None
+    if which == "all":
+        return gs
+    if which in ("first", "last"):
+        return gs[0] if which == "first" else gs[-1]
+    sign = -1 if which == "max" else 1
+    return min(gs, key=lambda g: sign * g.value)
