@@ -14,6 +14,7 @@ import numpy as np
 import polars as pl
 
 from workers.calibrate import FIT, VALIDATION, validation_figures
+from workers.hooks import TIE_RTOL, tied_best, ties_best  # noqa: F401 (the one tie rule, re-exported)
 from workers.model import STATUS_OK, Figure, Model
 
 from .read import MEASURED, MODELED, ModelRows, Sweep, value_expr
@@ -313,28 +314,6 @@ def _hinge_fits(pts: pl.DataFrame, cand: np.ndarray, n_groups: int, block: int =
 
 PER_VARIANT = "per_variant"  # the memo key of per_variant's frames (Sweep.memo, Sweep.forget)
 MAX_SERIES_PER_PASS = 512  # series_points: series combinations summed per pass (x ~1,000 sizes: ~150 MB)
-TIE_RTOL = 1e-9  # relative: variants this close to the best share the win (`ties_best`)
-
-
-def ties_best(value, best):
-    """Whether `value` ties `best` for the win: |value - best| <= TIE_RTOL * |best| (so only an equal
-    value ties a best of 0). A tie is no variant's win. The one tie rule of the winner tables and the
-    Key findings; `value` and `best` are numbers, numpy arrays or polars expressions alike."""
-    return abs(value - best) <= TIE_RTOL * abs(best)
-
-
-def tied_best(wide: pl.DataFrame, columns: list[str], minimize: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Who wins each configuration of a `per_variant` frame (`columns`: its variant columns, null where
-    not ok): the index in `columns` of the best variant (the first of equal bests), its metric (inf, or
-    -inf when maximizing, where no variant is ok) and which variants tie for it (`ties_best`: a bool per
-    column; none where no variant is ok)."""
-    x = wide.select(columns).to_numpy().astype(float)
-    x = np.where(np.isnan(x), np.inf if minimize else -np.inf, x)
-    pick = x.argmin(axis=1) if minimize else x.argmax(axis=1)
-    best = np.take_along_axis(x, pick[:, None], axis=1)[:, 0]
-    with np.errstate(invalid="ignore"):  # inf - inf where no variant is ok: no tie
-        near = ties_best(x, best[:, None])
-    return pick, best, near
 
 
 def best_by(lf: pl.LazyFrame, axis: str, metric: str, keys: list[str], minimize: bool = True) -> pl.LazyFrame:

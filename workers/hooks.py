@@ -24,9 +24,11 @@ import importlib
 from dataclasses import dataclass, field
 from typing import Callable, Literal, Mapping
 
+import numpy as np
 import polars as pl
 
 Which = Literal["max", "min", "first", "last", "all"]
+TIE_RTOL = 1e-9  # relative: variants this close to the best share the win (`ties_best`)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -138,3 +140,24 @@ def pick(gs: list[Group], which: Which) -> Group | list[Group] | None:
         return gs[0] if which == "first" else gs[-1]
     sign = -1 if which == "max" else 1
     return min(gs, key=lambda g: sign * g.value)
+
+
+def ties_best(value, best):
+    """Whether `value` ties `best` for the win: |value - best| <= TIE_RTOL * |best| (so only an equal
+    value ties a best of 0). A tie is no variant's win. The one tie rule of the winner tables and the
+    Key findings; `value` and `best` are numbers, numpy arrays or polars expressions alike."""
+    return abs(value - best) <= TIE_RTOL * abs(best)
+
+
+def tied_best(wide: pl.DataFrame, columns: list[str], minimize: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Who wins each configuration of a `per_variant` frame (`columns`: its variant columns, null where
+    not ok): the index in `columns` of the best variant (the first of equal bests), its metric (inf, or
+    -inf when maximizing, where no variant is ok) and which variants tie for it (`ties_best`: a bool per
+    column; none where no variant is ok)."""
+    x = wide.select(columns).to_numpy().astype(float)
+    x = np.where(np.isnan(x), np.inf if minimize else -np.inf, x)
+    pick = x.argmin(axis=1) if minimize else x.argmax(axis=1)
+    best = np.take_along_axis(x, pick[:, None], axis=1)[:, 0]
+    with np.errstate(invalid="ignore"):  # inf - inf where no variant is ok: no tie
+        near = ties_best(x, best[:, None])
+    return pick, best, near
