@@ -9,6 +9,7 @@ configuration, return collected DataFrames of already-aggregated rows.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
@@ -96,6 +97,20 @@ def per_variant(rows: ModelRows, axis: str, metric: str, keys: list[str]) -> tup
         return values, reduce_batches(frames, keys or ["_config"], mins, mins)
 
     return rows.sweep.memo((PER_VARIANT, rows.name, axis, metric, tuple(keys)), compute)
+
+
+@dataclass(frozen=True, slots=True)
+class HookRows(ModelRows):
+    """A model's rows as its own report functions (workers.hooks) are given them: what ModelRows reads, and
+    `variants()`, the frame the best tables share."""
+
+    def variants(self, axis: str, metric: str, keys: list[str]) -> tuple[pl.DataFrame, dict]:
+        """One row per configuration (`keys`), one column per value of `axis`, named str(value), holding its
+        `metric` (null where that variant is not ok): per_variant's frame. Also column name -> value."""
+        values, wide = per_variant(self, axis, metric, keys)
+        names = {str(v): v for v in values if v is not None}
+        return wide.rename({f"v{i}": str(v) for i, v in enumerate(values) if v is not None}).drop(
+            [f"v{i}" for i, v in enumerate(values) if v is None]), names
 
 
 def reason_counts(lf: pl.LazyFrame, by: list[str] = ()) -> pl.LazyFrame:

@@ -26,7 +26,7 @@ from functools import cache
 
 import polars as pl
 
-from .findings import FORMATS, Ratio, Winner, finding_columns, finding_templates, placeholders
+from .findings import FORMATS, finding_columns, finding_templates, placeholders
 from .hooks import Hook
 from .model import Calibration, Model, Report
 from .plots import BestHeatmap
@@ -228,8 +228,6 @@ def _findings(model: Model, r: Report) -> str | None:
         at = f"report.findings[{f.id!r}]"
         if not f.figure:
             return f"'{at}.figure' must be the id of the report figure that shows it, a string (got {f.figure!r})."
-        if isinstance(f, (Winner, Ratio)) and r.comparison is None:
-            return f"'{at}' must belong to a report that declares a 'comparison' (got comparison None)."
         if isinstance(f, Hook):
             problem = _call(f, at)
         else:
@@ -241,7 +239,7 @@ def _findings(model: Model, r: Report) -> str | None:
 
 
 def _quotes(f, at: str) -> str | None:
-    for quote in [] if isinstance(f, Winner) else [f.quote, *(c.quote for c in getattr(f, "more", ()))]:
+    for quote in (f.quote, *(c.quote for c in f.more)):
         if not quote or not all(len(q) == 2 and q[0].isidentifier() for q in quote):
             return f"'{at}.quote' must be a non-empty tuple of (name, pick) pairs, names identifiers (got {quote!r})."
     return None

@@ -1,24 +1,18 @@
-"""The key findings and tables a model contributes to the report, declared as data.
+"""The key findings several models say alike, declared as data: `Medians`.
 
 A finding is one sentence with its numbers, computed from a sweep's ok modeled rows by
 analysis/report/findings.py, which evaluates every declaration of every model in a sweep with one generic
-path (so a plugin model gets its findings the way a shipped one does). Three kinds exist:
+path (so a plugin model gets its findings the way a shipped one does). A `Medians` is the median of a
+metric on a slice of the rows (`where`), grouped by one column or by a condition (a `Cond`: True / False
+groups); `quote` picks the groups the sentence names, with optional clauses grouped another way (`more`).
 
-- `Winner`: the variant of the model's `comparison` that is best (fastest) in the most
-  configurations, outright (ties are no win), its median speedup over the baseline, and the axis
-  value where it wins least.
-- `Ratio`: the median ratio of two variants of the comparison (numerator / denominator, at the same
-  configuration), grouped by some axes; `quote` picks the groups the sentence names.
-- `Medians`: the median of a metric on a slice of the rows (`where`), grouped by one column or by a
-  condition (a `Cond`: True / False groups); `quote` picks the groups the sentence names, with optional
-  clauses grouped another way (`more`).
-
-A finding or table only one model has is a function of its own package instead (workers.hooks: `Hook`).
+A finding or table only one model has is a function of its own package instead (workers.hooks: `Hook`),
+which returns the same quoted groups.
 
 `quote` is a tuple of (name, pick) pairs; a pick is MAX / MIN (the group with the largest / smallest
 median), FIRST / LAST (the lowest / highest group value), ALL (every group, listed), or a plain group
-value (a value of the column, True / False for a condition). Each name gives the sentence template `{name}` (the median), `{name_at}` (the group's
-value, as its label), `{name_n}` (rows or configurations in it) and `{name_bar}` (" (±5.8%)": the
+value (a value of the column, True / False for a condition). Each name gives the sentence template
+`{name}` (the median), `{name_at}` (the group's value, as its label), `{name_n}` (rows or configurations in it) and `{name_bar}` (" (±5.8%)": the
 median of the rows' error bars, workers.interval; "" where they have none), and the finding's data the
 same keys. Where the rows carry error bars, `{name}` has only the digits its bar supports. A placeholder
 takes a format spec on the raw number (`{name_at:g}`); without one the median is
@@ -56,38 +50,6 @@ Quote = tuple[tuple[str, object], ...]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
-class Winner:
-    """The comparison's variant that wins the most configurations (see the module doc). `text` and
-    `weakest` are templates: {winner} {model} {label} {wins} {configurations} {share} {median_speedup}
-    {max_speedup} {baseline}; {axis} {value} {stops_share} {count} {instead} ({instead} is the
-    `instead` template, with {other} {other_n}, or "" when no other variant wins there)."""
-
-    id: str
-    figure: str
-    text: str = ("{winner} is the fastest {model} {label} in {wins} of {configurations} configurations ({share}), "
-                 "a median {median_speedup}x faster than {baseline} (up to {max_speedup}x).")
-    weakest: str = " It wins least where {axis} = {value}: {stops_share} of those {count} configurations{instead}."
-    instead: str = "; {other} is fastest in {other_n} of them"
-    fmt: str = ".2f"
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Ratio:
-    """Median over configurations of `numerator` / `denominator` (two values of the comparison's axis, by
-    its metric), per group of the `by` columns that vary; a group's value label is its columns' labels
-    joined by spaces, {name_n} its configurations."""
-
-    id: str
-    figure: str
-    text: str
-    numerator: object
-    denominator: object
-    by: tuple[str, ...]
-    quote: Quote = (("max", MAX), ("min", MIN))
-    fmt: str = ".2f"
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
 class Clause:
     """An optional clause of a `Medians` sentence, on the same rows grouped by `by`: it fills the
     template's {more} when the sweep has at least two of its groups and every group it quotes."""
@@ -117,7 +79,6 @@ class Medians:
         object.__setattr__(self, "where", conditions(self.where))
 
 
-FINDING_KINDS = (Winner, Ratio, Medians)
 
 
 def quote_names(quote: Quote) -> set[str]:
@@ -130,12 +91,8 @@ def placeholders(template: str) -> set[str]:
     return {f.split(".")[0].split("[")[0] for _, f, _, _ in string.Formatter().parse(template) if f}
 
 
-def finding_columns(f: Winner | Ratio | Medians) -> set[str]:
+def finding_columns(f: Medians) -> set[str]:
     """Every column a finding declaration names (the contract checks they are the model's)."""
-    if isinstance(f, Winner):
-        return set()
-    if isinstance(f, Ratio):
-        return set(f.by)
     named = {f.metric}
     for by in (f.by, *(c.by for c in f.more)):
         named |= cond_columns(by) if isinstance(by, Cond) else {by}
@@ -144,14 +101,7 @@ def finding_columns(f: Winner | Ratio | Medians) -> set[str]:
     return named
 
 
-def finding_templates(f: Winner | Ratio | Medians) -> list[tuple[str, str, set[str]]]:
+def finding_templates(f: Medians) -> list[tuple[str, str, set[str]]]:
     """(field, template, the placeholders it may use) of a finding declaration."""
-    if isinstance(f, Winner):
-        head = {"winner", "model", "label", "wins", "configurations", "share", "median_speedup", "max_speedup",
-                "baseline"}
-        return [("text", f.text, head), ("weakest", f.weakest, {"axis", "value", "stops_share", "count", "instead"}),
-                ("instead", f.instead, {"other", "other_n"})]
-    if isinstance(f, Ratio):
-        return [("text", f.text, quote_names(f.quote))]
     out = [("text", f.text, {"more"} | quote_names(f.quote))]
     return out + [(f"more[{i}].text", c.text, quote_names(c.quote)) for i, c in enumerate(f.more)]

@@ -56,7 +56,7 @@ import polars as pl
 
 from .axes import SHARED_AXES, Axis
 from .dataset import STATUS_ERROR, STATUS_INFEASIBLE, STATUS_OK, unit_of  # noqa: F401 - a model's names for them
-from .findings import Medians, Ratio, Winner
+from .findings import Medians
 from .hooks import Hook
 from .hooks import resolve as _resolve
 from .plots import BestHeatmap, Lines
@@ -280,15 +280,15 @@ class Report:
     tables). `best_keys`: axis names the "best ... per configuration" table lists (other axes held
     fixed). `value_labels`: axis name -> value -> display name in tables and figures (pfnmap's "PMD
     (order 9)"). `plots`: the figures it adds (workers.plots: Lines, BestHeatmap). `findings`, `tables`:
-    the key findings and model-specific tables it adds (workers.findings: Winner, Ratio, Medians; a finding
-    or table of its own: a workers.hooks.Hook, a function that returns the numbers). Analysis draws, words
+    the key findings and model-specific tables it adds (workers.findings: Medians; a finding or table of
+    its own: a workers.hooks.Hook, a function that returns the numbers). Analysis draws, words
     and writes them all with one generic path."""
 
     comparison: Comparison | None = None
     best_keys: tuple[str, ...] = ()
     value_labels: Mapping[str, Mapping[object, str]] = field(default_factory=dict)
     plots: tuple[Lines | BestHeatmap, ...] = ()
-    findings: tuple[Winner | Ratio | Medians | Hook, ...] = ()
+    findings: tuple[Medians | Hook, ...] = ()
     tables: tuple[Hook, ...] = ()
 
     def __post_init__(self) -> None:

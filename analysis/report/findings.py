@@ -2,8 +2,8 @@
 
 Each finding is one sentence with its numbers and the configuration they hold
 for, and the id of the figure that shows it. The sentences are declared by the
-models (`Report.findings`, workers/findings.py: Winner, Ratio, Medians; or a
-`Hook`, workers/hooks.py: a function of the model's own that returns a Sentence) and
+models (`Report.findings`: a `Medians`, workers/findings.py, or a `Hook`,
+workers/hooks.py: a function of the model's own that returns a Sentence) and
 evaluated here by one generic path each, model by model in sweep order, each
 model's declarations in order, then `published` (model vs published figures).
 Nothing is hard-coded: every number is an aggregate of the sweep's ok modeled
@@ -18,18 +18,17 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable
 
-import numpy as np
 import polars as pl
 
 from analysis import evidence
 from analysis.kernel import checked as kernel_checked
 from analysis.kernel import gains as kernel_gains
-from analysis.metrics import figure_error, higher_is_better, per_variant, published_comparison, tied_best
+from analysis.metrics import HookRows, figure_error, published_comparison
 from analysis.read import ModelRows, Sweep, collect_all, cond_expr
 from analysis.tables import bar_parts
 from workers import hooks, interval
 from workers.dataset import errors
-from workers.findings import Clause, Medians, Pick, Ratio, Winner
+from workers.findings import Clause, Medians, Pick
 from workers.hooks import Group, Hook, Sentence
 from workers.model import Model
 from workers.plots import Cond, cond_columns
@@ -138,29 +137,22 @@ def _percent(x: float) -> str:
     return f"{v:.2g}%" if v < 10 else f"{v:.0f}%"
 
 
-def evaluate(rows: ModelRows, model: Model, decl: Winner | Ratio | Medians | Hook) -> Finding | None:
+def evaluate(rows: ModelRows, model: Model, decl: Medians | Hook) -> Finding | None:
     """One declared finding of `model` (the registered model of `rows`) on its rows, or None when the
     sweep lacks them."""
     if isinstance(decl, Hook):
         return _hooked(rows, decl)
-    if isinstance(decl, Winner):
-        found = _winner(rows, model, decl)
-    elif isinstance(decl, Ratio):
-        found = _ratio(rows, model, decl)
-    elif isinstance(decl, Medians):
-        found = _medians(rows, decl)
-    else:
-        return None
+    found = _medians(rows, decl) if isinstance(decl, Medians) else None
     if found is None:
         return None
     text, data = found
     return Finding(text=text, figure=decl.figure, data=data, id=f"{rows.name}/{decl.id}",
-                   evidence=_evidence(rows, model, decl))
+                   evidence=_evidence(rows, decl))
 
 
 def _hooked(rows: ModelRows, decl: Hook) -> Finding | None:
     """A finding a model computes itself (workers.hooks): its Sentence filled and its evidence said."""
-    said = hooks.resolve(decl.call)(rows)
+    said = hooks.resolve(decl.call)(HookRows(rows.sweep, rows.name)) if rows.name in rows.sweep.models else None
     if said is None:
         return None
     if not isinstance(said, Sentence):
@@ -188,13 +180,13 @@ def _said(quoted: dict, fmt: str) -> tuple[dict, dict]:
     return values, data
 
 
-def _evidence(rows: ModelRows, model: Model, decl: Winner | Ratio | Medians) -> str:
-    """What the finding's rows rest on: the modeled ok rows of its metric (and of its `where`, if any)."""
-    metric = decl.metric if isinstance(decl, Medians) else model.report.comparison.metric
+def _evidence(rows: ModelRows, decl: Medians) -> str:
+    """What the finding's rows rest on: the modeled ok rows of its metric and its `where`."""
+    metric = decl.metric
     lf = rows.modeled(metric)
     if lf is None:
         return ""
-    lf = _where(rows, lf, getattr(decl, "where", ()))
+    lf = _where(rows, lf, decl.where)
     return evidence.sentence(evidence.summarize(rows, lf.filter(pl.col(metric).is_not_null()), metric))
 
 
@@ -236,16 +228,6 @@ def _number(v: float, fmt: str) -> str:
 
 
 # -- rows -------------------------------------------------------------------------------------------------
-def _per_variant(rows: ModelRows, keys: list[str], axis: str, metric: str) -> tuple[pl.DataFrame, dict]:
-    """One row per configuration (`keys`), one column per value of `axis`, named str(value), holding its
-    `metric` (null where that variant is not ok): metrics.per_variant, which the tables share. Also
-    column name -> value."""
-    values, wide = per_variant(rows, axis, metric, keys)
-    names = {str(v): v for v in values if v is not None}
-    return wide.rename({f"v{i}": str(v) for i, v in enumerate(values) if v is not None}).drop(
-        [f"v{i}" for i, v in enumerate(values) if v is None]), names
-
-
 # -- groups and quotes --------------------------------------------------------------------------------------
 def _same(a: object, b: object) -> bool:
     """a == b, but a boolean equals only a boolean (True is not the group value 1)."""
@@ -300,113 +282,6 @@ def _quote_one(name: str, got: Group | list[Group], fmt: str) -> tuple[dict, dic
 
 
 # -- the three kinds ---------------------------------------------------------------------------------------
-def _winner(rows: ModelRows, model: Model, d: Winner) -> tuple[str, dict] | None:
-    """The comparison's variant best in the most configurations (ties are no win), its speedup over the
-    baseline, and the axis value where it wins least."""
-    comp = model.report.comparison
-    if comp is None or rows.modeled(comp.column, comp.metric) is None:
-        return None
-    axis = comp.column
-    keys = [c for c in rows.params() if c != axis]
-    per, values = _per_variant(rows, keys, axis, comp.metric)
-    names = [c for c in per.columns if c not in keys]
-    base = str(comp.baseline)
-    if base not in names:
-        return None
-    minimize = not higher_is_better(model, comp.metric)
-    pick, t0, near = tied_best(per, names, minimize)
-    b = per[base].to_numpy().astype(float)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        speedup = b / t0 if minimize else t0 / b
-    per = per.select(keys).with_columns(
-        pl.Series("best", np.array(names, dtype=object)[pick], dtype=pl.Utf8),
-        pl.Series("unique", near.sum(axis=1) == 1),
-        pl.Series("speedup", speedup),
-    ).filter(pl.Series(np.isfinite(t0)))
-    wins = per.filter("unique").group_by("best").agg(pl.len().alias("n")).sort(["n", "best"], descending=[True, False])
-    if wins.height == 0:
-        return None
-    top, n = wins.row(0)
-    total = per.height
-    mine = per.filter(pl.col("best") == top)
-    median, most = float(mine["speedup"].median()), float(mine["speedup"].max())
-    name = lambda col: rows.label(axis, values[col])  # noqa: E731
-    fields = {"winner": name(top), "model": rows.name, "label": comp.label, "wins": f"{n:,}",
-              "configurations": f"{total:,}", "share": f"{n / total:.0%}",
-              "median_speedup": _Value(median, _number(median, d.fmt)),
-              "max_speedup": _Value(most, _number(most, d.fmt)), "baseline": rows.label(axis, comp.baseline)}
-    text = d.text.format(**fields)
-    data = {"winner": values[top], comp.label: values[top], "wins": n, "configurations": total,
-            "median_speedup": median}
-    where = _weakest(per.with_columns(((pl.col("best") == top) & pl.col("unique")).alias("won")), keys, "won")
-    if where is not None:
-        col, value, share, count = where
-        there = per.filter((pl.col(col) == value) & pl.col("unique") & (pl.col("best") != top))
-        other = there.group_by("best").agg(pl.len().alias("n")).sort(["n", "best"], descending=[True, False])
-        instead = d.instead.format(other=name(other.row(0)[0]), other_n=f"{other.row(0)[1]:,}") if other.height else ""
-        text += d.weakest.format(axis=col.removeprefix("param_"), value=rows.label(col, value),
-                                 stops_share=f"{share:.0%}", count=f"{count:,}", instead=instead)
-        data.update(stops_axis=col, stops_value=value, stops_share=share,
-                    instead=values[other.row(0)[0]] if other.height else None)
-    return text, data
-
-
-def _weakest(per: pl.DataFrame, keys: list[str], flag: str) -> tuple[str, object, float, int] | None:
-    """The (axis, value) whose configurations have the lowest share of `flag` (at least 5% of them)."""
-    worst = None
-    for col in keys:
-        g = per.group_by(col).agg(pl.col(flag).mean().alias("share"), pl.len().alias("n"))
-        g = g.filter(pl.col("n") >= max(2, per.height // 20))
-        if g.height < 2:
-            continue
-        row = g.sort("share", col, nulls_last=True).row(0, named=True)
-        if worst is None or row["share"] < worst[2]:
-            worst = (col, row[col], float(row["share"]), int(row["n"]))
-    return worst if worst is not None and worst[2] < 0.999 else None
-
-
-def _ratio(rows: ModelRows, model: Model, d: Ratio) -> tuple[str, dict] | None:
-    """Median numerator / denominator of two variants over configurations, per group of `by`."""
-    comp = model.report.comparison
-    if comp is None or rows.modeled(comp.column, comp.metric) is None:
-        return None
-    keys = [c for c in rows.params() if c != comp.column]
-    by = [c for c in d.by if c in keys]
-    if not by:
-        return None
-    wide, _ = _per_variant(rows, keys, comp.column, comp.metric)
-    num, den = str(d.numerator), str(d.denominator)
-    if not {num, den} <= set(wide.columns):
-        return None
-    df = (wide.drop_nulls([num, den]).group_by(by)
-          .agg((pl.col(num) / pl.col(den)).median().alias("_v"), pl.len().alias("_n")))
-
-    def at(r):
-        key = tuple(r[c] for c in by)
-        return (key if len(by) > 1 else key[0]), " ".join(rows.label_with_unit(c, r[c]) for c in by)
-
-    groups = hooks.groups(df, at)
-    quoted = _quote(groups, d.quote, d.fmt)
-    if quoted is None:
-        return None
-    values, data = quoted
-    if len({values[name].text for name, _ in d.quote}) == 1:  # "most at X: 1.00x; least at X: 1.00x" hides the spread
-        return _flat_ratio(rows, wide.drop_nulls([num, den]), d, groups, by), data
-    return d.text.format(**values), data
-
-
-def _flat_ratio(rows: ModelRows, pairs: pl.DataFrame, d: Ratio, groups: list, by: list[str]) -> str:
-    """The ratio where every quoted group reads alike: say so, and show its range over single configurations."""
-    each = (pairs[str(d.numerator)] / pairs[str(d.denominator)]).to_numpy()
-    axes = " x ".join(c.removeprefix("param_").replace("_", " ") for c in by)
-    value = _number(groups[0].value, d.fmt)
-    alike = (f"{value}x in every {axes} group alike ({len(groups)} groups)" if len(groups) > 1
-             else f"{value}x, in the one {axes} group this sweep has ({groups[0].text})")
-    return (f"{d.denominator} over {d.numerator} ({rows.name}): median {alike}, over {pairs.height:,} "
-            f"configurations; single configurations range from {_number(float(each.min()), d.fmt)}x to "
-            f"{_number(float(each.max()), d.fmt)}x.")
-
-
 def _medians(rows: ModelRows, d: Medians) -> tuple[str, dict] | None:
     """Median of a metric on a slice, per group of a column or of a condition (True / False)."""
     clauses = (Clause(by=d.by, quote=d.quote, text=""), *d.more)

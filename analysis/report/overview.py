@@ -15,6 +15,7 @@ import polars as pl
 from analysis import evidence
 from analysis.metrics import (
     TIE_RTOL,
+    HookRows,
     best_by,
     growth_exponents,
     headline_metric,
@@ -265,7 +266,7 @@ def declared_tables(sweep: Sweep) -> list[Table]:
 
 def hooked_table(rows: ModelRows, h: Hook) -> Table | None:
     """One declared table of the model, or None when its function finds none of its rows in the sweep."""
-    cells = hooks.resolve(h.call)(rows) if rows.name in rows.sweep.models else None
+    cells = hooks.resolve(h.call)(HookRows(rows.sweep, rows.name)) if rows.name in rows.sweep.models else None
     if cells is None:
         return None
     if not isinstance(cells, Cells):

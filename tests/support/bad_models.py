@@ -8,7 +8,7 @@ from dataclasses import replace
 import polars as pl
 
 from workers.axes import Axis
-from workers.findings import MIN, Medians, Winner
+from workers.findings import MIN, Medians
 from workers.hooks import Hook
 from workers.model import Assumption, Calibration, Comparison, CostOrder, Figure, Measurement, Metric, Model, Report
 from workers.plots import BestHeatmap, Cond, Lines, Panels, X, Y
@@ -93,7 +93,7 @@ def medians(**kw) -> Medians:
 
 FINDING_OF_UNKNOWN_COLUMN = reporting(findings=(medians(metric="metric_z"),))
 FINDING_WITH_UNKNOWN_PLACEHOLDER = reporting(findings=(medians(text="y is {high} at most."),))
-FINDING_WITHOUT_FIGURE_ID = reporting(findings=(Winner(id="best_x", figure=3),))
+FINDING_WITHOUT_FIGURE_ID = reporting(findings=(Hook(id="best_x", figure=3, call="tests.support.bad_models:medians"),))
 TABLE_OF_A_BAD_CALL = reporting(tables=(Hook(id="y_by_z", title="y by z", call="tables.y by z"),))
 
 

@@ -59,7 +59,7 @@ def test_best_strategy_counts_unique_wins_only(default_sweep):
     per = df.group_by(keys).agg(pl.col("param_strategy").sort_by("metric_init_ms").alias("order"),
                                 pl.col("metric_init_ms").sort().alias("t"))
     wins = sum(1 for order, t in zip(per["order"], per["t"])
-               if order[0] == f.data["strategy"] and (len(t) == 1 or t[1] - t[0] > TIE_RTOL * t[0]))
+               if order[0] == f.data["winner"] and (len(t) == 1 or t[1] - t[0] > TIE_RTOL * t[0]))
     assert f.data["wins"] == wins and f.data["configurations"] == per.height
     assert f"{wins:,} of {per.height:,}" in f.text
 

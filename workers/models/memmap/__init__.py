@@ -77,7 +77,6 @@ import numpy as np
 import polars as pl
 
 from workers.axes import ALIGN, COMPOUND_ORDER, NAMESPACE_SIZE, STRUCT_PAGE_SIZE, Axis, choice
-from workers.findings import MAX, MIN, Ratio, Winner
 from workers.hooks import Hook
 from workers.model import (LAST_LEVEL, Assumption, Calibration, Comparison, Figure, FreeParam, KernelCheck, WorkCheck,
                            LastPoints, Measurement, Metric, Model, Reasons, Report)
@@ -378,14 +377,11 @@ PLOTS = (
                   "pages lose it and pay the full memmap. Medians over mode, align and compound order."),
 )
 
-# The report's key findings about memmap init and overhead (workers.findings; analysis/report/findings.py words them).
+# The report's key findings about memmap init and overhead, and its table: functions of its rows that return the
+# numbers (workers/models/memmap/report.py; analysis/report/ words them and writes the cells).
 FINDINGS = (
-    Winner(id="best_strategy", figure="memmap_init"),
-    Ratio(id="inline_movnti", figure="memmap_init", numerator="template_nt", denominator="template_nt_inline",
-          by=("param_struct_page_size", "param_mode"), quote=(("max_gain", MAX), ("min_gain", MIN)),
-          text="Inline MOVNTI (template_nt_inline over template_nt) matters most at {max_gain_at}: {max_gain}x "
-               "faster (median of {max_gain_n} configurations); least at {min_gain_at}: {min_gain}x."),
-    # memmap's own (workers/models/memmap/report.py): functions of the rows that return the numbers
+    Hook(id="best_strategy", figure="memmap_init", call="workers.models.memmap.report:best_strategy"),
+    Hook(id="inline_movnti", figure="memmap_init", call="workers.models.memmap.report:inline_movnti"),
     Hook(id="medium", figure="memmap_init", call="workers.models.memmap.report:medium"),
     Hook(id="dedup_lost", figure="memmap_overhead", call="workers.models.memmap.report:dedup_lost"),
 )

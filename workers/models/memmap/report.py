@@ -6,6 +6,7 @@ where the sweep lacks them.
 
 from __future__ import annotations
 
+import numpy as np
 import polars as pl
 
 from workers import hooks, interval
@@ -85,3 +86,102 @@ def overhead(rows) -> Cells | None:
                           "metric_compound_order": "compound order", "metric_memmap_device_bytes": "device bytes",
                           DRAM_BYTES: "DRAM bytes", "metric_overhead_fraction": "overhead",
                           OPTIMIZED: "vmemmap optimized"})
+
+
+def best_strategy(rows) -> Sentence | None:
+    """The strategy fastest in the most configurations, outright (ties are no win), its median speedup over the
+    baseline, and the axis value where it wins least."""
+    comp = rows.model.report.comparison
+    lf = rows.modeled(comp.column, comp.metric)
+    if lf is None:
+        return None
+    axis = comp.column
+    keys = [c for c in rows.params() if c != axis]
+    per, values = rows.variants(axis, comp.metric, keys)
+    names = [c for c in per.columns if c not in keys]
+    base = str(comp.baseline)
+    if base not in names:
+        return None
+    pick, t0, near = hooks.tied_best(per, names, minimize=True)  # init time: the lower the better
+    with np.errstate(divide="ignore", invalid="ignore"):
+        speedup = per[base].to_numpy().astype(float) / t0
+    per = per.select(keys).with_columns(
+        pl.Series("best", np.array(names, dtype=object)[pick], dtype=pl.Utf8),
+        pl.Series("unique", near.sum(axis=1) == 1), pl.Series("speedup", speedup),
+    ).filter(pl.Series(np.isfinite(t0)))
+    wins = per.filter("unique").group_by("best").agg(pl.len().alias("n")).sort(["n", "best"], descending=[True, False])
+    if wins.height == 0:
+        return None
+    top, n = wins.row(0)
+    mine = per.filter(pl.col("best") == top)["speedup"]
+    name = lambda col: rows.label(axis, values[col])  # noqa: E731
+    weakest = _weakest(per.with_columns(((pl.col("best") == top) & pl.col("unique")).alias("won")), keys, "won")
+    if weakest:
+        col, value, share, count = weakest
+        there = per.filter((pl.col(col) == value) & pl.col("unique") & (pl.col("best") != top))
+        other = there.group_by("best").agg(pl.len().alias("n")).sort(["n", "best"], descending=[True, False])
+        instead = f"; {name(other.row(0)[0])} is fastest in {other.row(0)[1]:,} of them" if other.height else ""
+        weakest = (f" It wins least where {col.removeprefix('param_')} = {rows.label(col, value)}: {share:.0%} of "
+                   f"those {count:,} configurations{instead}.")
+    return Sentence(text="{winner} is the fastest {model} {label} in {wins:,} of {configurations:,} configurations "
+                         "({share:.0%}), a median {median_speedup}x faster than {baseline} (up to {max_speedup}x)."
+                         "{weakest}",
+                    values={"winner": name(top), "model": rows.name, "label": comp.label, "wins": n,
+                            "configurations": per.height, "share": n / per.height,
+                            "median_speedup": float(mine.median()), "max_speedup": float(mine.max()),
+                            "baseline": rows.label(axis, comp.baseline), "weakest": weakest or ""},
+                    rows=lf, metric=comp.metric)
+
+
+def _weakest(per: pl.DataFrame, keys: list[str], flag: str) -> tuple[str, object, float, int] | None:
+    """The (axis, value) whose configurations have the lowest share of `flag` (at least 5% of them)."""
+    worst = None
+    for col in keys:
+        g = per.group_by(col).agg(pl.col(flag).mean().alias("share"), pl.len().alias("n"))
+        g = g.filter(pl.col("n") >= max(2, per.height // 20))
+        if g.height < 2:
+            continue
+        row = g.sort("share", col, nulls_last=True).row(0, named=True)
+        if worst is None or row["share"] < worst[2]:
+            worst = (col, row[col], float(row["share"]), int(row["n"]))
+    return worst if worst is not None and worst[2] < 0.999 else None
+
+
+def inline_movnti(rows) -> Sentence | None:
+    """The median gain of inline MOVNTI (template_nt over template_nt_inline, at the same configuration), per
+    struct page size and mode: where it matters most and least, or, where every group reads alike, its range."""
+    comp = rows.model.report.comparison
+    lf = rows.modeled(comp.column, comp.metric)
+    keys = [c for c in rows.params() if c != comp.column]
+    by = [c for c in ("param_struct_page_size", "param_mode") if c in keys]
+    if lf is None or not by:
+        return None
+    wide, _ = rows.variants(comp.column, comp.metric, keys)
+    if not {"template_nt", "template_nt_inline"} <= set(wide.columns):
+        return None
+    pairs = wide.drop_nulls(["template_nt", "template_nt_inline"])
+    ratio = pl.col("template_nt") / pl.col("template_nt_inline")
+    df = pairs.group_by(by).agg(ratio.median().alias("_v"), pl.len().alias("_n"))
+
+    def at(r):
+        key = tuple(r[c] for c in by)
+        return (key if len(by) > 1 else key[0]), " ".join(rows.label_with_unit(c, r[c]) for c in by)
+
+    gs = hooks.groups(df, at)
+    most, least = hooks.pick(gs, "max"), hooks.pick(gs, "min")
+    if most is None:
+        return None
+    values = {"max_gain": most, "min_gain": least}
+    if f"{most.value:.2f}" != f"{least.value:.2f}":
+        return Sentence(text="Inline MOVNTI (template_nt_inline over template_nt) matters most at {max_gain_at}: "
+                             "{max_gain}x faster (median of {max_gain_n} configurations); least at {min_gain_at}: "
+                             "{min_gain}x.", values=values, rows=lf, metric=comp.metric)
+    # "most at X: 1.00x; least at X: 1.00x" would hide the spread: say the groups read alike, and the range
+    each = pairs.select(ratio.alias("r"))["r"]
+    axes = " x ".join(c.removeprefix("param_").replace("_", " ") for c in by)
+    alike = (f" in every {axes} group alike ({len(gs)} groups)" if len(gs) > 1
+             else f", in the one {axes} group this sweep has ({gs[0].text})")
+    return Sentence(text="template_nt_inline over template_nt ({model}): median {max_gain}x" + alike + ", over "
+                         "{pairs:,} configurations; single configurations range from {low}x to {high}x.",
+                    values={**values, "model": rows.name, "pairs": pairs.height, "low": float(each.min()),
+                            "high": float(each.max())}, rows=lf, metric=comp.metric)
