@@ -19,7 +19,7 @@ takes a format spec on the raw number (`{name_at:g}`); without one the median is
 written with the declaration's `fmt` (a format spec such as ".2f", or "bytes": 24.0 GiB) and a group
 value as the axis labels it ("2MiB", "80 B" for an int axis in bytes).
 
-Columns are param_ / metric_ names, as in workers.plots; conditions are its `Cond` / `Either`.
+Columns are axis names or metric_ columns, as in workers.plots; conditions are its `Cond` / `Either`.
 Nothing here reads rows: workers.contract checks the names, analysis computes.
 """
 
@@ -29,7 +29,7 @@ import string
 from dataclasses import dataclass
 from typing import Literal, get_args
 
-from .plots import Cond, Either, cond_columns, conditions
+from .plots import Cond, Either, column, cond_columns, conditions
 
 Which = Literal["max", "min", "first", "last", "all"]
 PICKS = get_args(Which)
@@ -58,6 +58,9 @@ class Clause:
     quote: Quote
     text: str
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "by", column(self.by))
+
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Medians:
@@ -77,6 +80,7 @@ class Medians:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "where", conditions(self.where))
+        object.__setattr__(self, "by", column(self.by))
 
 
 

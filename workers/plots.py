@@ -7,9 +7,9 @@ Two kinds, one class each:
 - `BestHeatmap`: on a grid of the first two `grid` axes that vary, the largest speedup of any
   variant of the model's comparison over its baseline.
 
-The common case names its columns as plain strings:
+The common case names its columns as plain strings, an axis by its name and a metric by its column:
 
-    Lines(id="x_time", title="...", caption="...", x="param_size", y="metric_time_ms", hue="param_strategy")
+    Lines(id="x_time", title="...", caption="...", x="size", y="metric_time_ms", hue="strategy")
 
 Rarer options live in small objects that take a string's place where a figure needs them (or a dict
 of their fields: `x=dict(column="param_cpus", scale="log")`):
@@ -20,7 +20,8 @@ model's published figures). Both kinds take `hold`, the value to hold an axis at
 has it (or POOL: not held, the median is taken over its values), and `where`, row filters.
 analysis/figures/declared.py draws every declared plot of every model in a sweep with one generic
 path, so a plugin model gets its figures the way a shipped one does, and workers import no plotting
-library. A plot holds the object form: a string given for `x` is `(X(column),)` once constructed.
+library. A plot holds the object form: a string given for `x` is `(X(column),)` once constructed, and
+every axis as its param_ column (`column()`).
 
 Conditions (`Cond`, `Either`) filter rows as data: they become polars expressions in analysis and
 are also tested against published figures' parameters (`Overlay.published_when`).
@@ -46,14 +47,27 @@ class Hold(enum.Enum):
 POOL = Hold.POOL
 
 
+def column(name: object) -> object:
+    """A declared column: an axis by its name ("batching") is its param_ column; a param_ or metric_ name is
+    kept (anything else is left for the contract)."""
+    if isinstance(name, str) and name and not name.startswith(("param_", "metric_")):
+        return f"param_{name}"
+    return name
+
+
 @dataclass(frozen=True, slots=True)
 class Cond:
-    """`column op value` on rows (a param_ or metric_ column). "not null" takes no value;
+    """`column op value` on rows (an axis, or a metric_ column). "not null" takes no value;
     "in" a tuple; "== column" compares with another column of the same row."""
 
     column: str
     op: Op
     value: object = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "column", column(self.column))
+        if self.op == "== column":
+            object.__setattr__(self, "value", column(self.value))
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +77,9 @@ class Either:
 
     groups: tuple[tuple[Cond, ...], ...]
     when_varying: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "when_varying", column(self.when_varying))
 
 
 def _name(column: str, prefix: str) -> str:
@@ -79,6 +96,9 @@ class X:
     scale: XScale = "size"
     label: str = ""  # default: the column's name
     min: float | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "column", column(self.column))
 
     @property
     def text(self) -> str:
@@ -122,6 +142,9 @@ class Series:
     title: str = ""
     most: int | None = None
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "column", column(self.column))
+
 
 @dataclass(frozen=True, slots=True)
 class Panels:
@@ -136,6 +159,13 @@ class Panels:
     facets: tuple[str, ...] = ()
     most: int = 12
     keep: Mapping[str, tuple] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "split", column(self.split))
+        if isinstance(self.facets, tuple):
+            object.__setattr__(self, "facets", tuple(column(c) for c in self.facets))
+        if isinstance(self.keep, Mapping):
+            object.__setattr__(self, "keep", {column(c): v for c, v in self.keep.items()})
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -176,7 +206,7 @@ class Plot:
     """What both kinds take: a stable `id` (the anchor in report.html and the file name), a `title`, a
     `caption` (what the reader needs; analysis appends the panels and the axes held), the `panels`,
     `hold` (param column -> the value to hold that axis at where the sweep has it, or POOL) and `where`
-    (row filters: Cond / Either, or a dict of equalities). Columns are param_/metric_ names."""
+    (row filters: Cond / Either, or a dict of equalities). Columns are axis names or metric_ columns."""
 
     id: str
     title: str
@@ -189,6 +219,10 @@ class Plot:
         for name, convert in _CONVERT.items():
             if hasattr(self, name):
                 object.__setattr__(self, name, convert(getattr(self, name)))
+        if isinstance(self.hold, Mapping):
+            object.__setattr__(self, "hold", {column(c): v for c, v in self.hold.items()})
+        if isinstance(getattr(self, "grid", None), tuple):
+            object.__setattr__(self, "grid", tuple(column(c) for c in self.grid))
 
     @property
     def prefer(self) -> dict[str, object]:

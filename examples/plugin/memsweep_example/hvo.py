@@ -94,7 +94,7 @@ INT, FLOAT = pl.Int64, pl.Float64
 # The report's key finding, as data (workers.findings): what HVO costs a write, per folio and batched.
 FINDINGS = (
     Medians(id="hvo_cost", figure="hvo_alloc", metric="metric_slowdown_vs_no_hvo",
-            where={"param_hvo": True}, by="param_batching",
+            where={"hvo": True}, by="batching",
             quote=(("per_folio", "per_folio"), ("batched", "batched")),
             text="With HVO on, a write to nr_hugepages takes a median {per_folio}x as long as with HVO off when "
                  "each folio is optimized and flushed on its own ({per_folio_n} points), and {batched}x batched "
@@ -105,11 +105,11 @@ FINDINGS = (
 # The report's figure, as data (workers.plots): drawn by memsweep's generic figure path.
 PLOTS = (
     Lines(id="hvo_alloc", title="hvo: nr_hugepages write time vs folios, per-folio vs batched flushes",
-          x=dict(column="param_nr_hugepages", scale="log", label="hugetlb folios allocated (2 MiB)"),
+          x=dict(column="nr_hugepages", scale="log", label="hugetlb folios allocated (2 MiB)"),
           y=dict(metric="metric_alloc_ms", label="write time (ms)"),
-          hue=dict(column="param_batching", order=("per_folio", "batched")),
-          panels=dict(split="param_virtualized", facets=("param_cpus",), most=4),
-          hold={"param_hvo": True, "param_struct_page_size": 64},
+          hue=dict(column="batching", order=("per_folio", "batched")),
+          panels=dict(split="virtualized", facets=("cpus",), most=4),
+          hold={"hvo": True, "struct_page_size": 64},
           caption="Modeled time of one write to nr_hugepages with HVO on: per_folio optimizes and flushes each "
                   "folio on its own (a kernel TLB flush per folio and per vmemmap PMD split, each an IPI to "
                   "every CPU); batched remaps the whole list and flushes twice."),

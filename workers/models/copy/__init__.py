@@ -258,10 +258,10 @@ def _lookup(size, dst, strategy, patched) -> np.ndarray:
 # The report's figure of this model (drawn by analysis/figures/declared.py).
 PLOTS = (
     Lines(id="copy_cost", title="copy: ns per struct-page copy vs size, three copy paths",
-          x=X("param_struct_page_size", "ticks", "copy size = sizeof(struct page) (bytes)"),
+          x=X("struct_page_size", "ticks", "copy size = sizeof(struct page) (bytes)"),
           y=Y("metric_ns_per_copy", label="time per copy (ns)"),
-          hue=Series("param_strategy", order=("memcpy", "nt_call", "nt_inline"), title="copy path"),
-          panels=Panels("param_inline_sizes", order=("mainline",), title="inline sizes: {value}"),
+          hue=Series("strategy", order=("memcpy", "nt_call", "nt_inline"), title="copy path"),
+          panels=Panels("inline_sizes", order=("mainline",), title="inline sizes: {value}"),
           caption="memcpy: cached constant-size copy; nt_call: out-of-line __memcpy_flushcache(); nt_inline: "
                   "memcpy_flushcache() with inline MOVNTI for the inline sizes (mainline 4/8/16, patched "
                   "4..96), other sizes fall back to the call."),

@@ -340,36 +340,36 @@ def _timing_on_medium(a: dict[str, np.ndarray], w: dict, n: tuple[dict, dict], s
 # The report's figures of this model (drawn by analysis/figures/declared.py).
 _STRATEGIES = ("slow", "template", "template_nt", "template_nt_inline")
 # Show the 80/96-byte struct pages under map=dev too: CONFIG_NVDIMM_KMSAN only matters for P > 64.
-_KMSAN_ON = {"param_nvdimm_kmsan": True}
-_PAGE_SIZES_KEPT = {"param_struct_page_size": (64, 80, 96, 128)}
+_KMSAN_ON = {"nvdimm_kmsan": True}
+_PAGE_SIZES_KEPT = {"struct_page_size": (64, 80, 96, 128)}
 PLOTS = (
     Lines(id="memmap_init", title="memmap: init time vs namespace size per strategy",
-          x=X("param_namespace_size", label="namespace size (bytes, log2)"),
-          y=Y("metric_init_ms", label="init time (ms)"), hue=Series("param_strategy", order=_STRATEGIES),
-          panels=Panels(facets=("param_struct_page_size", "param_mode", "param_map", "param_medium",
-                                "param_nvdimm_kmsan", "param_align", "param_compound_order"), keep=_PAGE_SIZES_KEPT),
+          x=X("namespace_size", label="namespace size (bytes, log2)"),
+          y=Y("metric_init_ms", label="init time (ms)"), hue=Series("strategy", order=_STRATEGIES),
+          panels=Panels(facets=("struct_page_size", "mode", "map", "medium",
+                                "nvdimm_kmsan", "align", "compound_order"), keep=_PAGE_SIZES_KEPT),
           hold=_KMSAN_ON,
           caption="Modeled memmap_init_zone_device() time (median per point of the held slice). slow: field-by-"
                   "field init; template: memcpy of a template; template_nt: memcpy_nontemporal (out-of-line "
                   "__memcpy_flushcache); template_nt_inline: inline MOVNTI (patch 8). Struct page sizes that are "
                   "not a multiple of 16 are infeasible on x86_64; map=dev needs CONFIG_NVDIMM_KMSAN for P > 64."),
     BestHeatmap(id="memmap_speedup_heatmap", title="memmap: best speedup over slow",
-                grid=("param_compound_order", "param_align", "param_mode", "param_map", "param_medium",
-                      "param_nvdimm_kmsan"),
-                panels=Panels(facets=("param_struct_page_size", "param_mode", "param_map", "param_medium",
-                                      "param_nvdimm_kmsan"), most=8, keep=_PAGE_SIZES_KEPT),
+                grid=("compound_order", "align", "mode", "map", "medium",
+                      "nvdimm_kmsan"),
+                panels=Panels(facets=("struct_page_size", "mode", "map", "medium",
+                                      "nvdimm_kmsan"), most=8, keep=_PAGE_SIZES_KEPT),
                 hold=_KMSAN_ON,
                 caption="Each cell: the largest init-time speedup over the slow strategy at that point (slow time / "
                         "best strategy's time, same namespace and axes); compound order in log2 pages, auto = the "
                         "kernel's choice. Grey cells are infeasible (e.g. fsdax needs order 0; devdax sets the order "
                         "from the align)."),
     Lines(id="memmap_overhead", title="memmap overhead: device and DRAM bytes vs struct page size",
-          x=X("param_struct_page_size", "ticks", "sizeof(struct page) (bytes)"),
+          x=X("struct_page_size", "ticks", "sizeof(struct page) (bytes)"),
           y=Y({"dev": "metric_memmap_device_bytes", "mem": "metric_memmap_dram_bytes"}, "size",
               {"dev": "memmap bytes on the namespace", "mem": "memmap bytes in DRAM"}),
           hue=Series("metric_compound_order", title="compound order (resolved)"),
-          panels=Panels("param_map", order=("dev", "mem")),
-          hold={**_KMSAN_ON, "param_mode": POOL, "param_align": POOL, "param_compound_order": POOL},
+          panels=Panels("map", order=("dev", "mem")),
+          hold={**_KMSAN_ON, "mode": POOL, "align": POOL, "compound_order": POOL},
           overlay=Overlay(flag="metric_vmemmap_optimized"),
           caption="map=dev reserves 64 bytes per pfn on the namespace (sizeof(struct page) with "
                   "CONFIG_NVDIMM_KMSAN). map=mem with compound pages and a power-of-two struct page writes only "

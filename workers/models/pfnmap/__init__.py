@@ -129,32 +129,32 @@ def order_expr() -> pl.Expr:
 
 
 # The report's figures of this model (drawn by analysis/figures/declared.py).
-_MISALIGN = ("param_align", "param_pa_offset", "param_va_offset")
+_MISALIGN = ("align", "pa_offset", "va_offset")
 PLOTS = (
     Lines(id="pfnmap_latency", title="pfnmap: access cost vs mapping size per leaf order",
-          x=X("param_namespace_size", label="mapping length L (bytes, log2)"),
+          x=X("namespace_size", label="mapping length L (bytes, log2)"),
           y=Y({"lat_mem_rd_random": "metric_ns_per_load", "memcpy_seq": "metric_copy_ms"},
               label={"lat_mem_rd_random": "ns per load (lat_mem_rd -t, random pages)",
                      "memcpy_seq": "ms per copy of the whole mapping"}),
-          hue=Series("param_compound_order", title="largest leaf"),
-          panels=Panels("param_access", order=("lat_mem_rd_random", "memcpy_seq"), title="{value}"),
+          hue=Series("compound_order", title="largest leaf"),
+          panels=Panels("access", order=("lat_mem_rd_random", "memcpy_seq"), title="{value}"),
           # only the published rows whose working set is the whole mapping lie on these lines: the RFC's
           # smaller lat_mem_rd rows are working sets of one 4 GiB mapping (the parity figure compares them)
           overlay=Overlay(published=True, published_when=(
-              Either(groups=((Cond("param_working_set", "not null", None),
-                              Cond("param_working_set", "== column", "param_namespace_size")),
-                             (Cond("param_working_set", "==", None),))),)),
+              Either(groups=((Cond("working_set", "not null", None),
+                              Cond("working_set", "== column", "namespace_size")),
+                             (Cond("working_set", "==", None),))),)),
           caption="Median over the held slice per (mapping size, largest leaf order); black crosses are the "
                   "published RFC figures whose working set is the whole mapping, at their own parameters (the "
                   "RFC's smaller lat_mem_rd rows are working sets of one 4 GiB mapping: the parity figure "
                   "compares them)."),
     Lines(id="pfnmap_coverage", title="pfnmap: huge-leaf coverage vs misalignment",
           # one panel per misalignment axis that varies; pa_offset -1: not given (the start is then `align`)
-          x=(X("param_align", label="physical start alignment (bytes; aligned to this, no larger power of 2)"),
-             X("param_pa_offset", "ordinal_size", "physical start modulo 1 GiB (bytes)", min=0),
-             X("param_va_offset", "ordinal_size", "(va - pa) modulo 1 GiB (bytes)")),
+          x=(X("align", label="physical start alignment (bytes; aligned to this, no larger power of 2)"),
+             X("pa_offset", "ordinal_size", "physical start modulo 1 GiB (bytes)", min=0),
+             X("va_offset", "ordinal_size", "(va - pa) modulo 1 GiB (bytes)")),
           y=Y("metric_huge_fraction", "percent", "mapping covered by huge leaves (%)"),
-          hue=Series("param_compound_order", title="largest leaf"), style=Series("param_namespace_size", most=3),
+          hue=Series("compound_order", title="largest leaf"), style=Series("namespace_size", most=3),
           caption="A 2 MiB (1 GiB) block becomes a PMD (PUD) leaf only when it lies wholly inside the range and "
                   "va and pa are both aligned to it; the unaligned head and tail fall back to PTEs; a (va - pa) "
                   "that is not a multiple of 2 MiB allows no huge leaf at all. One panel per misalignment axis "
@@ -164,7 +164,7 @@ PLOTS = (
 # The report's key finding about huge leaves and alignment (workers.findings).
 FINDINGS = (
     Medians(id="huge_leaf_alignment", figure="pfnmap_coverage", metric="metric_speedup_vs_pte",
-            where=(Either(((Cond("param_compound_order", ">=", 9),), (Cond("param_compound_order", "==", None),))),
+            where=(Either(((Cond("compound_order", ">=", 9),), (Cond("compound_order", "==", None),))),
                    Cond("metric_ns_per_load", "not null")),
             by=Cond("metric_huge_fraction", ">", 0.5), quote=(("aligned", True), ("misaligned", False)),
             text="Huge pfnmap leaves make lat_mem_rd loads a median {aligned}x{aligned_bar} faster than PTEs where "

@@ -137,15 +137,15 @@ def mapped_expr() -> pl.Expr:
 # The report's figure of this model (drawn by analysis/figures/declared.py).
 PLOTS = (
     Lines(id="young_scan", title="young: reclaim scan time vs folio order, per-PTE vs batched",
-          x=X("param_compound_order", "order", "folio order (log2 pages) and folio size"),
+          x=X("compound_order", "order", "folio order (log2 pages) and folio size"),
           y=Y("metric_scan_ms", label="modeled reclaim scan time (ms)"),
-          hue=Series("param_batching", order=("per_pte", "batched")),
-          panels=Panels("param_arch", title="arch: {value}"),
+          hue=Series("batching", order=("per_pte", "batched")),
+          panels=Panels("arch", title="arch: {value}"),
           # x86_64 has no cont bit (its first PTE is never cont): compare arm64 with cont heads to x86_64
-          where=(Cond("param_compound_order", "not null"),
-                 Either(groups=((Cond("param_arch", "==", "arm64"), Cond("param_first_pte_cont", "==", True)),
-                                (Cond("param_arch", "!=", "arm64"), Cond("param_first_pte_cont", "==", False))),
-                        when_varying="param_first_pte_cont")),
+          where=(Cond("compound_order", "not null"),
+                 Either(groups=((Cond("arch", "==", "arm64"), Cond("first_pte_cont", "==", True)),
+                                (Cond("arch", "!=", "arm64"), Cond("first_pte_cont", "==", False))),
+                        when_varying="first_pte_cont")),
           caption="Modeled sys time of scanning and reclaiming the folios: per_pte calls the per-PTE helper for "
                   "every PTE (a cont PTE walks its whole 16-PTE block); batched calls test_and_clear_young_ptes() "
                   "once per folio run. Order 'auto' rows are left out; where first_pte_cont varies it is true on "
@@ -155,11 +155,11 @@ PLOTS = (
 # The report's key finding about batched young-bit clearing (workers.findings).
 FINDINGS = (
     Medians(id="young_batching", figure="young_scan", metric="metric_speedup_vs_per_pte",
-            where=(Cond("param_batching", "==", "batched"), Cond("param_arch", "==", "arm64")),
-            by="param_compound_order", quote=(("best", MAX), ("worst", MIN)),
+            where=(Cond("batching", "==", "batched"), Cond("arch", "==", "arm64")),
+            by="compound_order", quote=(("best", MAX), ("worst", MIN)),
             text="Batched young-bit clearing speeds an arm64 reclaim scan up by a median {best}x{best_bar} at folio "
                  "order {best_at}, and {worst}x{worst_bar} at order {worst_at}{more}.",
-            more=(Clause(by="param_young_fraction", quote=(("yf_low", FIRST), ("yf_high", LAST)),
+            more=(Clause(by="young_fraction", quote=(("yf_low", FIRST), ("yf_high", LAST)),
                          text="; from {yf_low}x with {yf_low_at:g} of the folios young to {yf_high}x with "
                               "{yf_high_at:g}"),)),
 )
