@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Mapping
 
 import numpy as np
 import polars as pl
 
 from workers.calibrate import FIT, VALIDATION, validation_figures
-from workers.hooks import TIE_RTOL, tied_best, ties_best  # noqa: F401 (the one tie rule, re-exported)
+from workers.hooks import TIE_RTOL, speedup, tied_best, ties_best  # noqa: F401 (shared with the models' hooks)
 from workers.model import STATUS_OK, Figure, Model
 
 from .read import MEASURED, MODELED, ModelRows, Sweep, value_expr
@@ -102,7 +103,15 @@ def per_variant(rows: ModelRows, axis: str, metric: str, keys: list[str]) -> tup
 @dataclass(frozen=True, slots=True)
 class HookRows(ModelRows):
     """A model's rows as its own report functions (workers.hooks) are given them: what ModelRows reads, and
-    `variants()`, the frame the best tables share."""
+    the steps the report's own tables and figures take: `variants()`, the frame the best tables share;
+    `choose()` and `not_varying()`, the axes a figure can show."""
+
+    def choose(self, order: tuple[str, ...], limit: int, exclude: set, most_values: int = 4,
+               keep: Mapping[str, tuple] | None = None) -> dict[str, list]:
+        return choose(self, order, limit, exclude, most_values, keep)
+
+    def not_varying(self, columns: list[str]) -> str | None:
+        return not_varying(self, columns)
 
     def variants(self, axis: str, metric: str, keys: list[str]) -> tuple[pl.DataFrame, dict]:
         """One row per configuration (`keys`), one column per value of `axis`, named str(value), holding its
@@ -113,6 +122,61 @@ class HookRows(ModelRows):
             [f"v{i}" for i, v in enumerate(values) if v is None]), names
 
 
+def pick(values: list, limit: int, keep: tuple = ()) -> list:
+    """At most `limit` of the sorted values, evenly spread, always keeping those in `keep`."""
+    if len(values) <= limit:
+        return list(values)
+    chosen = [v for v in values if v in keep][:limit]
+    rest = [v for v in values if v not in chosen]
+    need = limit - len(chosen)
+    if need > 0:
+        idx = sorted({round(i * (len(rest) - 1) / max(need - 1, 1)) for i in range(need)})
+        chosen += [rest[i] for i in idx]
+    return [v for v in values if v in chosen]
+
+
+def value_order(v) -> tuple:
+    """Sort key of axis values: numbers in order, null (auto) last."""
+    return (v is None, v if v is not None and not isinstance(v, (list, tuple)) else 0, str(v))
+
+
+def shown_values(rows: ModelRows, column: str, most: int | None = None, keep: tuple = ()) -> list | None:
+    """The ok values of an axis, sorted, picked down to `most` keeping `keep`; None if not an axis."""
+    counts = rows.axis_values().get(column)
+    if counts is None:
+        return None
+    values = sorted(counts["value"].to_list(), key=value_order)
+    return pick(values, most, tuple(keep)) if most else values
+
+
+def choose(rows: ModelRows, order: tuple[str, ...], limit: int, exclude: set, most_values: int = 4,
+           keep: Mapping[str, tuple] | None = None) -> dict[str, list]:
+    """The axes of `order` that vary among the ok rows (not in `exclude`), in that order, each with
+    its values (at most `most_values`, spread by `pick`, keeping those `keep` lists for it), taken
+    while their combinations stay within `limit`: {column: values}."""
+    chosen: dict[str, list] = {}
+    varying = set(rows.varying())
+    for c in order:
+        if c not in varying or c in exclude:
+            continue
+        values = (shown_values(rows, c, most_values, (keep or {}).get(c, ())) or [])[:most_values]
+        if math.prod(len(v) for v in chosen.values()) * len(values) <= limit:
+            chosen[c] = values
+    return chosen
+
+
+def not_varying(rows: ModelRows, columns: list[str]) -> str | None:
+    """Why a figure over `columns` cannot be drawn: the model has no ok rows, or one of them takes a single
+    value among them; None when each varies."""
+    values = rows.axis_values()
+    if any(values.get(c) is not None and values[c].height == 0 for c in columns):
+        return f"no ok {rows.name} rows in this sweep (see the reasons table)"
+    flat = [c for c in columns if values.get(c) is not None and values[c].height < 2]
+    if flat:
+        return f"{', '.join(c.removeprefix('param_').removeprefix('metric_') for c in flat)} takes a single value among the {rows.name} ok rows of this sweep"
+    return None
+
+
 def reason_counts(lf: pl.LazyFrame, by: list[str] = ()) -> pl.LazyFrame:
     """Infeasible and failed rows by reason (and `by`), most frequent first: (*by, status, reason, n)."""
     return (
@@ -121,17 +185,6 @@ def reason_counts(lf: pl.LazyFrame, by: list[str] = ()) -> pl.LazyFrame:
         .agg(pl.len().alias("n"))
         .sort(["n", "status", "reason"], descending=[True, False, False], nulls_last=True)
     )
-
-
-def speedup(lf: pl.LazyFrame, axis: str, baseline: object, metric: str, keys: list[str],
-            higher: bool = False) -> pl.LazyFrame:
-    """Each row with `baseline_value` and `speedup` = how many times better than the baseline
-    variant at the same `keys` (all other axes); null where the baseline is missing."""
-    base = ok(lf).filter(pl.col(axis) == baseline).select(*keys, pl.col(metric).alias("baseline_value"))
-    joined = ok(lf).join(base, on=keys, how="left", nulls_equal=True) if keys else \
-        ok(lf).join(base, how="cross")
-    ratio = pl.col(metric) / pl.col("baseline_value") if higher else pl.col("baseline_value") / pl.col(metric)
-    return joined.with_columns(pl.when(pl.col(metric) > 0).then(ratio).alias("speedup"))
 
 
 def series_points(frames: pl.LazyFrame | pl.DataFrame | list[pl.LazyFrame], x: str, y: str, by: list[str],

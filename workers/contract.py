@@ -29,7 +29,6 @@ import polars as pl
 from .findings import FORMATS, finding_columns, finding_templates, placeholders
 from .hooks import Hook
 from .model import Calibration, Model, Report
-from .plots import BestHeatmap
 
 NAME_RE = re.compile(r"[a-z][a-z0-9_]*")
 NAME_RULE = "a lower-case identifier matching [a-z][a-z0-9_]*"
@@ -290,12 +289,12 @@ def _plots(model: Model, r: Report) -> str | None:
         at = f"report.plots[{p.id!r}]"
         if not p.title.strip():
             return f"'{at}.title' must be a non-empty string (got {p.title!r})."
-        if isinstance(p, BestHeatmap):
-            if r.comparison is None or not p.grid:
-                return f"'{at}' must belong to a report with a 'comparison' and name its 'grid' axes (got {p.grid!r})."
-            if p.panels.split is not None:
-                return f"'{at}.panels' of a BestHeatmap takes facets, not a split (got split {p.panels.split!r})."
-        elif not isinstance(p.y.metric, str) and not p.panels.split:
+        if isinstance(p, Hook):
+            problem = _call(p, at)
+            if problem:
+                return problem
+            continue
+        if not isinstance(p.y.metric, str) and not p.panels.split:
             return f"'{at}.y.metric' maps split values to metrics: the panels need a 'split' column (got split None)."
         problem = _named(sorted(p.columns()), _columns(model), at, "the model's param_/metric_ columns")
         if problem:

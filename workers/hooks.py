@@ -13,7 +13,9 @@ numbers, or None where the sweep lacks its rows:
   median to the digits its bar supports, and says what the rows rest on;
 - a table: `Cells`, one row per group with the rows' own param_ / metric_ column names, so the host
   writes each cell by what its column is: an axis value as its label, a metric with its unit, a boolean
-  as yes / no, text as it is.
+  as yes / no, text as it is;
+- a figure: a `Heatmap`, a ratio per cell of one or two axes and a panel per combination of some others,
+  which the host draws, titles and captions with the axes held; or a string, why the sweep cannot show it.
 
 `medians()` and `groups()` are the polars steps a `Medians` takes, for a hook to reuse.
 """
@@ -27,15 +29,18 @@ from typing import Callable, Literal, Mapping
 import numpy as np
 import polars as pl
 
+from .dataset import STATUS_OK
+
 Which = Literal["max", "min", "first", "last", "all"]
 TIE_RTOL = 1e-9  # relative: variants this close to the best share the win (`ties_best`)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Hook:
-    """A one-model finding or table: `call` names the function ("package.module:function") that takes
-    the model's rows and returns a `Sentence` (a finding) or `Cells` (a table), or None. A finding has an
-    `id` and the `figure` that shows it; a table a `title`."""
+    """A one-model finding, table or figure: `call` names the function ("package.module:function") that
+    takes the model's rows and returns a `Sentence` (a finding), `Cells` (a table) or a `Heatmap` (a
+    figure), or None (a figure: the reason it is not drawn). A finding has an `id` and the `figure` that
+    shows it; a table and a figure a `title` (a figure's `id` is its anchor and file name)."""
 
     id: str
     call: str
@@ -78,6 +83,21 @@ class Cells:
 
     frame: pl.DataFrame
     headers: Mapping[str, str]
+    caption: str
+    held: Mapping[str, object]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Heatmap:
+    """A figure: a ratio per cell of the `grid` axes (the first down the rows when there are two, the last
+    across), one panel per combination of the `facets` that has rows. `frame` holds the facet and grid
+    columns and `value`, coloured from 1 (no change) up; `colorbar` names the value; `caption`; the axes held
+    fixed to get it (`held`). Its title is the Hook's, "across" the grid's axes."""
+
+    frame: pl.DataFrame
+    grid: tuple[str, ...]
+    facets: tuple[str, ...]
+    colorbar: str
     caption: str
     held: Mapping[str, object]
 
@@ -161,3 +181,20 @@ def tied_best(wide: pl.DataFrame, columns: list[str], minimize: bool) -> tuple[n
     with np.errstate(invalid="ignore"):  # inf - inf where no variant is ok: no tie
         near = ties_best(x, best[:, None])
     return pick, best, near
+
+
+def speedup(lf: pl.LazyFrame, axis: str, baseline: object, metric: str, keys: list[str],
+            higher: bool = False) -> pl.LazyFrame:
+    """Each row with `baseline_value` and `speedup` = how many times better than the baseline
+    variant at the same `keys` (all other axes); null where the baseline is missing."""
+    base = lf.filter(pl.col("status") == STATUS_OK).filter(pl.col(axis) == baseline).select(*keys, pl.col(metric).alias("baseline_value"))
+    joined = lf.filter(pl.col("status") == STATUS_OK).join(base, on=keys, how="left", nulls_equal=True) if keys else \
+        lf.filter(pl.col("status") == STATUS_OK).join(base, how="cross")
+    ratio = pl.col(metric) / pl.col("baseline_value") if higher else pl.col("baseline_value") / pl.col(metric)
+    return joined.with_columns(pl.when(pl.col(metric) > 0).then(ratio).alias("speedup"))
+
+
+def is_in(column: str, values: list) -> pl.Expr:
+    """Rows whose `column` is one of `values`, null ("auto") included when it is one of them."""
+    chosen = pl.col(column).is_in([v for v in values if v is not None])
+    return (chosen | pl.col(column).is_null()) if None in values else chosen

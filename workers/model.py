@@ -59,7 +59,7 @@ from .dataset import STATUS_ERROR, STATUS_INFEASIBLE, STATUS_OK, unit_of  # noqa
 from .findings import Medians
 from .hooks import Hook
 from .hooks import resolve as _resolve
-from .plots import BestHeatmap, Lines
+from .plots import Lines
 from .profiles import BOUNDS, Profile, Quantity
 
 
@@ -279,7 +279,7 @@ class Report:
     `comparison`: variants against a baseline (the report's best and speedup tables; None: no such
     tables). `best_keys`: axis names the "best ... per configuration" table lists (other axes held
     fixed). `value_labels`: axis name -> value -> display name in tables and figures (pfnmap's "PMD
-    (order 9)"). `plots`: the figures it adds (workers.plots: Lines, BestHeatmap). `findings`, `tables`:
+    (order 9)"). `plots`: the figures it adds (workers.plots: Lines; its own: a workers.hooks.Hook). `findings`, `tables`:
     the key findings and model-specific tables it adds (workers.findings: Medians; a finding or table of
     its own: a workers.hooks.Hook, a function that returns the numbers). Analysis draws, words
     and writes them all with one generic path."""
@@ -287,7 +287,7 @@ class Report:
     comparison: Comparison | None = None
     best_keys: tuple[str, ...] = ()
     value_labels: Mapping[str, Mapping[object, str]] = field(default_factory=dict)
-    plots: tuple[Lines | BestHeatmap, ...] = ()
+    plots: tuple[Lines | Hook, ...] = ()
     findings: tuple[Medians | Hook, ...] = ()
     tables: tuple[Hook, ...] = ()
 

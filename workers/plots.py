@@ -1,22 +1,18 @@
-"""The figures a model contributes to the report, declared as data.
-
-Two kinds, one class each:
-- `Lines`: the median of a metric (`y`) against a column (`x`), one line per value of the series
-  column (`hue`, and a second one drawn as line styles, `style`), on a slice of the sweep where
-  every other varying axis is held at one value;
-- `BestHeatmap`: on a grid of the first two `grid` axes that vary, the largest speedup of any
-  variant of the model's comparison over its baseline.
+"""The figures models contribute to the report alike, declared as data: `Lines`, the median of a metric
+(`y`) against a column (`x`), one line per value of the series column (`hue`, and a second one drawn as
+line styles, `style`), on a slice of the sweep where every other varying axis is held at one value. A
+figure only one model draws is a function of its own package (workers.hooks: `Hook`, `Heatmap`).
 
 The common case names its columns as plain strings, an axis by its name and a metric by its column:
 
     Lines(id="x_time", title="...", caption="...", x="size", y="metric_time_ms", hue="strategy")
 
 Rarer options live in small objects that take a string's place where a figure needs them (or a dict
-of their fields: `x=dict(column="param_cpus", scale="log")`):
+of their fields: `x=dict(column="cpus", scale="log")`):
 `X` (scale, label, a minimum; several X are alternatives, a panel each), `Y` (scale, label, or a
 metric per panel), `Series` (value order, legend title, at most n values), `Panels` (one per value
 of a split column, times the facets that vary) and `Overlay` (stars where a flag is true, the
-model's published figures). Both kinds take `hold`, the value to hold an axis at where the sweep
+model's published figures). A plot takes `hold`, the value to hold an axis at where the sweep
 has it (or POOL: not held, the median is taken over its values), and `where`, row filters.
 analysis/figures/declared.py draws every declared plot of every model in a sweep with one generic
 path, so a plugin model gets its figures the way a shipped one does, and workers import no plotting
@@ -202,27 +198,32 @@ def _xs(value):
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
-class Plot:
-    """What both kinds take: a stable `id` (the anchor in report.html and the file name), a `title`, a
-    `caption` (what the reader needs; analysis appends the panels and the axes held), the `panels`,
-    `hold` (param column -> the value to hold that axis at where the sweep has it, or POOL) and `where`
-    (row filters: Cond / Either, or a dict of equalities). Columns are axis names or metric_ columns."""
+class Lines:
+    """The median of `y` per (panel, series, x) on a slice of the sweep where every other varying axis is
+    held at one value (see the module doc): a stable `id` (the anchor in report.html and the file name), a
+    `title`, a `caption` (what the reader needs; analysis appends the panels and the axes held). `x`: a
+    column or an X; several are alternatives, a panel each for the first MAX_X that vary. `y`: a metric or
+    a Y. `hue`, `style`: a column or a Series. `panels`, `overlay`; `hold` (axis -> the value to hold it at
+    where the sweep has it, or POOL) and `where` (row filters: Cond / Either, or a dict of equalities).
+    Columns are axis names or metric_ columns."""
 
     id: str
     title: str
     caption: str
+    x: str | X | tuple[str | X, ...]
+    y: str | Y
+    hue: str | Series
+    style: str | Series | None = None
     panels: str | Panels | None = None
+    overlay: Overlay | None = None
     hold: Mapping[str, object] = field(default_factory=dict)
     where: tuple[Cond | Either, ...] = ()
 
     def __post_init__(self) -> None:
         for name, convert in _CONVERT.items():
-            if hasattr(self, name):
-                object.__setattr__(self, name, convert(getattr(self, name)))
+            object.__setattr__(self, name, convert(getattr(self, name)))
         if isinstance(self.hold, Mapping):
             object.__setattr__(self, "hold", {column(c): v for c, v in self.hold.items()})
-        if isinstance(getattr(self, "grid", None), tuple):
-            object.__setattr__(self, "grid", tuple(column(c) for c in self.grid))
 
     @property
     def prefer(self) -> dict[str, object]:
@@ -236,46 +237,14 @@ class Plot:
 
     def columns(self) -> set[str]:
         """Every column the declaration names (the contract checks they are the model's)."""
-        named = {self.panels.split, *self.panels.facets, *self.panels.keep, *self.hold}
+        named = {self.panels.split, *self.panels.facets, *self.panels.keep, *self.hold, *(x.column for x in self.x),
+                 *self.y.metrics, self.hue.column, self.overlay.flag, self.style.column if self.style else None}
         for c in self.conditions():
             named |= cond_columns(c)
         return {c for c in named if c}
 
     def conditions(self) -> tuple[Cond | Either, ...]:
-        return self.where
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Lines(Plot):
-    """The median of `y` per (panel, series, x) on a slice of the sweep where every other varying axis is
-    held at one value (see the module doc). `x`: a column or an X; several are alternatives, a panel
-    each for the first MAX_X that vary. `y`: a metric or a Y. `hue`, `style`: a column or a Series."""
-
-    x: str | X | tuple[str | X, ...]
-    y: str | Y
-    hue: str | Series
-    style: str | Series | None = None
-    overlay: Overlay | None = None
-
-    def columns(self) -> set[str]:
-        named = {*(x.column for x in self.x), *self.y.metrics, self.hue.column, self.overlay.flag,
-                 self.style.column if self.style else None}
-        return Plot.columns(self) | {c for c in named if c}
-
-    def conditions(self) -> tuple[Cond | Either, ...]:
         return (*self.where, *self.overlay.published_when)
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class BestHeatmap(Plot):
-    """On a grid of the first two `grid` axes that vary (in order of preference), the largest speedup
-    of any variant of the model's comparison over its baseline; one panel per combination of the
-    `panels` facets (a heatmap takes no split)."""
-
-    grid: tuple[str, ...]
-
-    def columns(self) -> set[str]:
-        return Plot.columns(self) | set(self.grid)
 
 
 _CONVERT = {"x": _xs, "where": conditions, "y": lambda v: _as(Y, v), "hue": lambda v: _as(Series, v),

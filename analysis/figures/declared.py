@@ -1,5 +1,5 @@
-"""Every figure a model declares (its report's `plots`, workers.plots: Lines, BestHeatmap), drawn by
-one generic path.
+"""Every figure a model declares (its report's `plots`: workers.plots.Lines, or a workers.hooks.Hook whose
+function returns a Heatmap), drawn by one generic path.
 
 For each declared plot of a model in the sweep: check the columns it needs, hold
 every other varying axis at one value (analysis.read.pin: the `hold` value,
@@ -7,12 +7,11 @@ else the axis default, else the most common; POOL axes are pooled instead),
 take the median of the metric per (panel, series, x) with polars, and draw the
 small frame with seaborn. A figure whose rows the sweep lacks is Skipped with
 the reason, never drawn empty: panels are the combinations that have rows.
-Every function takes the model's rows (analysis.read.ModelRows) and the Plot.
+Every function takes the model's rows (analysis.read.ModelRows) and the declaration.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,11 +20,12 @@ import numpy as np
 import polars as pl
 import seaborn as sns
 
-from analysis.metrics import ok, speedup
+from analysis.metrics import HookRows, choose, not_varying, ok, shown_values, value_order
 from analysis.read import ModelRows, Sweep, cond_expr, value_expr
-from workers import interval
+from workers import hooks, interval
+from workers.hooks import Heatmap, Hook, is_in
 from workers.model import Model
-from workers.plots import MAX_X, BestHeatmap, Lines, Plot, Series, X, cond_columns, holds
+from workers.plots import MAX_X, Lines, Series, X, cond_columns, holds
 
 from .plotting import (
     COINCIDE_REL,
@@ -34,7 +34,6 @@ from .plotting import (
     binary_size,
     coinciding,
     log_if_wide,
-    pick,
     plain_log_labels,
     save,
     size_axis,
@@ -51,7 +50,7 @@ BANDS = (" Bands: each modeled answer's error bar: the answers of the fits that 
          "checked the point (workers/interval.py).")
 
 
-def declared(sweep: Sweep) -> list[tuple[str, Plot]]:
+def declared(sweep: Sweep) -> list[tuple[str, Lines | Hook]]:
     """(model, plot) for every plot declared by a model the sweep names (Sweep.named_models), in
     declaration order."""
     out = []
@@ -61,41 +60,29 @@ def declared(sweep: Sweep) -> list[tuple[str, Plot]]:
     return out
 
 
-def draw(rows: ModelRows, plot: Plot, outdir: Path) -> Rendered | Skipped:
+def draw(rows: ModelRows, plot: Lines | Hook, outdir: Path) -> Rendered | Skipped:
     """One declared figure of the model whose rows these are, rendered or skipped with its reason."""
     why = f"model absent: this sweep has no {rows.name} rows" if rows.name not in rows.sweep.models else \
         _lacking(rows, plot)
     if why:
         return Skipped(id=plot.id, title=plot.title, reason=why)
-    if isinstance(plot, BestHeatmap):
-        return _best_heatmap(rows, plot, outdir)
+    if isinstance(plot, Hook):
+        return _hooked(rows, plot, outdir)
     return _lines(rows, plot, outdir)
 
 
 # ----- shared pieces -----
 
-def _lacking(rows: ModelRows, p: Plot) -> str | None:
+def _lacking(rows: ModelRows, p: Lines | Hook) -> str | None:
     """Why the model's rows cannot give this plot: a column it needs is absent."""
+    if not isinstance(p, Lines):
+        return None  # a hook says itself what it lacks
     have = rows.schema()
-    if isinstance(p, Lines):
-        need = [*p.y.metrics, *(c for c in (p.hue.column, p.overlay.flag) if c)]
-        need += [p.x[0].column] if len(p.x) == 1 else []  # of alternatives, those the rows have are drawn
-    else:
-        cmp = rows.model.report.comparison if rows.model is not None else None
-        need = [cmp.column, cmp.metric] if cmp else []
+    need = [*p.y.metrics, *(c for c in (p.hue.column, p.overlay.flag) if c)]
+    need += [p.x[0].column] if len(p.x) == 1 else []  # of alternatives, those the rows have are drawn
     lacking = [c for c in need if c not in have]
     if lacking:
         return f"the {rows.name} rows lack the columns {lacking} (written by another model version)"
-    return None
-
-
-def _not_varying(rows: ModelRows, columns: list[str]) -> str | None:
-    values = rows.axis_values()
-    if any(values.get(c) is not None and values[c].height == 0 for c in columns):
-        return f"no ok {rows.name} rows in this sweep (see the reasons table)"
-    flat = [c for c in columns if values.get(c) is not None and values[c].height < 2]
-    if flat:
-        return f"{', '.join(_name(c) for c in flat)} takes a single value among the {rows.name} ok rows of this sweep"
     return None
 
 
@@ -111,35 +98,6 @@ def held_text(held: str) -> str:
 
 def _name(column: str) -> str:
     return column.removeprefix("param_").removeprefix("metric_")
-
-
-def _order(v) -> tuple:
-    return (v is None, v if v is not None and not isinstance(v, (list, tuple)) else 0, str(v))
-
-
-def _values(rows: ModelRows, column: str, most: int | None = None, keep: tuple = ()) -> list | None:
-    """The ok values of an axis, sorted, picked down to `most` keeping `keep`; None if not an axis."""
-    counts = rows.axis_values().get(column)
-    if counts is None:
-        return None
-    values = sorted(counts["value"].to_list(), key=_order)
-    return pick(values, most, tuple(keep)) if most else values
-
-
-def _choose(rows: ModelRows, p: Plot, order: tuple[str, ...], limit: int, exclude: set,
-            most_values: int = MAX_COLS) -> dict[str, list]:
-    """The axes of `order` that vary among the ok rows (not in `exclude`), in that order, each with
-    its values (at most `most_values`, spread by `pick`, keeping those the plot's panels `keep`), taken
-    while their combinations stay within `limit`: {column: values}."""
-    chosen: dict[str, list] = {}
-    varying = set(rows.varying())
-    for c in order:
-        if c not in varying or c in exclude:
-            continue
-        values = (_values(rows, c, most_values, p.panels.keep.get(c, ())) or [])[:most_values]
-        if math.prod(len(v) for v in chosen.values()) * len(values) <= limit:
-            chosen[c] = values
-    return chosen
 
 
 def _where(rows: ModelRows, conds) -> pl.Expr:
@@ -185,12 +143,6 @@ def _combos(df: pl.DataFrame, columns: list[str]) -> list[dict]:
     return df.select(columns).unique().sort(columns, nulls_last=True).to_dicts()
 
 
-def _is_in(column: str, values: list) -> pl.Expr:
-    """Rows whose `column` is one of `values`, null ("auto") included when it is one of them."""
-    chosen = pl.col(column).is_in([v for v in values if v is not None])
-    return (chosen | pl.col(column).is_null()) if None in values else chosen
-
-
 def _select(combo: dict) -> pl.Expr:
     expr = pl.lit(True)
     for c, v in combo.items():
@@ -204,7 +156,7 @@ def _combo_title(rows: ModelRows, combo: dict) -> str:
 
 def _ordered(present: list, first: tuple) -> list:
     head = [v for v in first if v in present]
-    return head + sorted((v for v in present if v not in head), key=_order)
+    return head + sorted((v for v in present if v not in head), key=value_order)
 
 
 # ----- lines -----
@@ -272,7 +224,7 @@ def _lines(rows: ModelRows, p: Lines, outdir: Path) -> Rendered | Skipped:
         caption += f" One panel per combination of {', '.join(_name(c) for c in s.facets)} with feasible points."
     for c in (series.column for series in (p.hue, s.style) if series and series.most):
         shown = sorted({v for panel in panels if c in panel.frame.columns for v in panel.frame[c].to_list()},
-                       key=_order)
+                       key=value_order)
         if shown:
             caption += f" {_name(c)} shown: {', '.join(rows.label(c, v) for v in shown)}."
     if has_bands(panels):
@@ -292,13 +244,14 @@ def _slice(rows: ModelRows, p: Lines) -> _Slice | Skipped:
             return Skipped(id=p.id, title=p.title, reason=f"none of {names} varies among the ok {rows.name} rows of "
                                                              "this sweep")
     else:
-        why = _not_varying(rows, [x.column for x in xs])
+        why = not_varying(rows, [x.column for x in xs])
         if why:
             return Skipped(id=p.id, title=p.title, reason=why)
     split = p.panels.split if p.panels.split in schema else None
     style = p.style if p.style and p.style.column in schema else None
     series = [p.hue.column, *([style.column] if style else [])]
-    facets = _choose(rows, p, p.panels.facets, p.panels.most, {*(x.column for x in xs), *series, split})
+    facets = choose(rows, p.panels.facets, p.panels.most, {*(x.column for x in xs), *series, split}, MAX_COLS,
+                    p.panels.keep)
     return _Slice(xs=xs, split=split, style=style, series=series, facets=facets,
                   published=_published(rows.model, p))
 
@@ -316,10 +269,10 @@ def _medians(rows: ModelRows, p: Lines, s: _Slice, x: X) -> tuple[pl.DataFrame, 
     filtered = [c for cond in p.where for c in cond_columns(cond)]
     expr, held = rows.pin([x.column, *s.series, *s.facets, *split, *p.pooled, *filtered], prefer)
     for c, values in s.facets.items():
-        expr = expr & _is_in(c, values)
+        expr = expr & is_in(c, values)
     for series in (p.hue, s.style):
         if series and series.most:
-            expr = expr & _is_in(series.column, _values(rows, series.column, series.most))
+            expr = expr & is_in(series.column, shown_values(rows, series.column, series.most))
     expr = expr & _where(rows, p.where) & pl.col(x.column).is_not_null()
     if x.min is not None:
         expr = expr & (pl.col(x.column) >= x.min)
@@ -566,74 +519,38 @@ def _legend(fig, p: Lines, look: _Look, style: Series | None, published: bool) -
                    ncol=min(len(handles), 6), fontsize=8, bbox_to_anchor=(0.5, 0.0))
 
 
-# ----- best_heatmap -----
+# ----- a model's own figure -----
 
-def _best_heatmap(rows: ModelRows, p: BestHeatmap, outdir: Path) -> Rendered | Skipped:
-    """The largest speedup of any variant of the model's comparison over its baseline, on a grid of the
-    first two `grid` axes that vary, one panel per combination of the `facets` that has rows."""
-    cmp = rows.model.report.comparison if rows.model is not None else None
-    if cmp is None:
-        return Skipped(id=p.id, title=p.title, reason=f"{rows.name} declares no comparison to take a speedup of")
-    why = _not_varying(rows, [cmp.column])
-    if why:
-        return Skipped(id=p.id, title=p.title, reason=why)
-    most = 8
-    grid = dict(list(_choose(rows, p, p.grid, most ** 2, {cmp.column}, most_values=most).items())[:2])
-    if not grid:
-        names = ", ".join(_name(c) for c in p.grid)
-        return Skipped(id=p.id, title=p.title,
-                       reason=f"none of {names} varies among the ok {rows.name} rows of this sweep")
-    facets = _choose(rows, p, p.panels.facets, p.panels.most, {*grid, cmp.column})
-    df, held = _best_speedups(rows, p, grid, facets)
-    held_s = rows.describe(held)
-    if df.height == 0:
-        return Skipped(id=p.id, title=p.title, reason=no_rows(rows.name, cmp.metric, held_s))
-    title = f"{p.title} across {' x '.join(_name(c) for c in grid)}"
-    fig = _draw_heatmaps(rows, df, list(grid), list(facets))
+def _hooked(rows: ModelRows, p: Hook, outdir: Path) -> Rendered | Skipped:
+    """A figure the model computes itself (workers.hooks): its Heatmap drawn, or skipped with its reason."""
+    got = hooks.resolve(p.call)(HookRows(rows.sweep, rows.name))
+    if isinstance(got, str):
+        return Skipped(id=p.id, title=p.title, reason=got)
+    if not isinstance(got, Heatmap):
+        raise TypeError(f"{p.call} must return a workers.hooks.Heatmap or a reason string (got {type(got).__name__})")
+    title = f"{p.title} across {' x '.join(_name(c) for c in got.grid)}"
+    fig = _draw_heatmaps(rows, got.frame, list(got.grid), list(got.facets), got.colorbar)
     fig.suptitle(title)
     fig.tight_layout()
-    caption = (p.caption + f" The grid's axes are the first two of {', '.join(_name(c) for c in p.grid)} that vary "
-               f"among the feasible rows; one panel per combination of "
-               f"{', '.join(_name(c) for c in facets) or 'nothing'} with feasible points." + held_text(held_s))
-    return save(fig, outdir, p.id, title, caption)
+    return save(fig, outdir, p.id, title, got.caption + held_text(rows.describe(dict(got.held))))
 
 
-def _best_speedups(rows: ModelRows, p: BestHeatmap, grid: dict[str, list], facets: dict[str, list]):
-    """Per (facets, grid) cell, the largest speedup of a variant over the comparison's baseline and that
-    variant, over the ok rows of the slice shown; and the axes held fixed to get it."""
-    obj = rows.model
-    cmp = obj.report.comparison
-    axis, metric = cmp.column, cmp.metric
-    expr, held = rows.pin([*grid, *facets, axis, *p.pooled], p.prefer)
-    for c, values in {**grid, **facets}.items():
-        expr = expr & _is_in(c, values)
-    expr = expr & _where(rows, p.where)
-    keys = [c for c in rows.params() if c != axis]
-    higher = obj.metric(metric).higher_is_better if metric in obj.metric_dtypes else False
-    sp = speedup(rows.scan().filter(expr), axis, cmp.baseline, metric, keys, higher=higher)
-    df = (sp.filter(pl.col(axis) != cmp.baseline).group_by(*facets, *grid)
-          .agg(pl.col("speedup").max(), pl.col(axis).sort_by("speedup", descending=True).first())
-          .collect(engine="streaming")).filter(pl.col("speedup").is_not_null())
-    return df, held
-
-
-def _draw_heatmaps(rows: ModelRows, df: pl.DataFrame, grid: list[str], facets: list[str]):
-    """One heatmap of the best speedups per facet combination that has rows; the first grid axis down the
-    rows when there are two, the last across."""
-    cmp = rows.model.report.comparison
+def _draw_heatmaps(rows: ModelRows, df: pl.DataFrame, grid: list[str], facets: list[str], colorbar: str):
+    """One heatmap of `value` per facet combination that has rows, coloured from 1 up; the first grid axis
+    down the rows when there are two, the last across."""
     row_axis, col_axis = (grid[0], grid[1]) if len(grid) == 2 else (None, grid[0])
-    cols = sorted(df[col_axis].unique().to_list(), key=_order)
-    lines = sorted(df[row_axis].unique().to_list(), key=_order) if row_axis else [None]
+    cols = sorted(df[col_axis].unique().to_list(), key=value_order)
+    lines = sorted(df[row_axis].unique().to_list(), key=value_order) if row_axis else [None]
     combos = _combos(df, facets)
-    vmax = float(df["speedup"].max() or 1.0)
+    vmax = float(df["value"].max() or 1.0)
     fig, axes = _grid(len(combos), 0.75 * len(cols) + 1.6, max(2.6, 0.55 * len(lines) + 1.5))
     for k, (ax, combo) in enumerate(zip(axes, combos)):
         values = np.full((len(lines), len(cols)), np.nan)
         for r in df.filter(_select(combo)).iter_rows(named=True):
-            values[lines.index(r[row_axis]) if row_axis else 0, cols.index(r[col_axis])] = r["speedup"]
+            values[lines.index(r[row_axis]) if row_axis else 0, cols.index(r[col_axis])] = r["value"]
         sns.heatmap(values, ax=ax, annot=True, fmt=".2f", cmap="viridis", vmin=1.0, vmax=max(vmax, 1.01),
                     cbar=k == len(combos) - 1,
-                    cbar_kws={"label": f"speedup over {rows.label(cmp.column, cmp.baseline)} (x)"},
+                    cbar_kws={"label": colorbar},
                     xticklabels=[rows.label(col_axis, v) for v in cols],
                     yticklabels=[rows.label(row_axis, v) for v in lines] if row_axis else False,
                     annot_kws={"fontsize": 8})

@@ -1,6 +1,6 @@
 """The report's figures: which exist for a sweep, and the parity plot.
 
-The figures of a model are the ones it declares (workers.plots.Plot), drawn by
+The figures of a model are the ones it declares (workers.plots.Lines, or a workers.hooks.Hook), drawn by
 figures.declared; parity, measured_vs_model, model_vs_kernel and kernel_gains span every model. Every figure
 function takes a Sweep and an output folder and returns Rendered (PNG + SVG
 written) or Skipped (a column it needs is absent, or nothing it plots varies in

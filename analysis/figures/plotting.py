@@ -180,19 +180,6 @@ def stripe(ax, lines: list[tuple[list, list, object]], lw: float = 1.6) -> None:
                 marker="o" if short else None, markersize=8.0 - 5.0 * i / max(k - 1, 1), markeredgewidth=0)
 
 
-def pick(values: list, limit: int, keep: tuple = ()) -> list:
-    """At most `limit` of the sorted values, evenly spread, always keeping those in `keep`."""
-    if len(values) <= limit:
-        return list(values)
-    chosen = [v for v in values if v in keep][:limit]
-    rest = [v for v in values if v not in chosen]
-    need = limit - len(chosen)
-    if need > 0:
-        idx = sorted({round(i * (len(rest) - 1) / max(need - 1, 1)) for i in range(need)})
-        chosen += [rest[i] for i in idx]
-    return [v for v in values if v in chosen]
-
-
 class _PlainLog(FuncFormatter):
     """LogFormatter's choice of which ticks get a label, printed as plain numbers (20000, not 2e+04)."""
 

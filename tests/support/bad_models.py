@@ -11,7 +11,7 @@ from workers.axes import Axis
 from workers.findings import MIN, Medians
 from workers.hooks import Hook
 from workers.model import Assumption, Calibration, Comparison, CostOrder, Figure, Measurement, Metric, Model, Report
-from workers.plots import BestHeatmap, Cond, Lines, Panels, X, Y
+from workers.plots import Cond, Lines, X, Y
 
 AXIS_X = Axis(name="x", kind="int", unit="", default=0, doc="an integer")
 
@@ -108,8 +108,7 @@ PLOT_WITH_UNKNOWN_SCALE = reporting(plots=(plot(x=X("param_x", scale="log3")),))
 PLOT_WITH_UNKNOWN_OP = reporting(plots=(plot(where=(Cond("param_x", "=~", 1),)),))
 PLOT_WITH_A_NUMBER_FOR_X = reporting(plots=(plot(x=3),))
 PLOT_WITH_A_METRIC_PER_PANEL_WITHOUT_SPLIT = reporting(plots=(plot(y=Y({0: "metric_y"})),))
-HEATMAP_WITH_A_SPLIT = reporting(plots=(BestHeatmap(id="good_best", title="best x", caption="x.", grid=("param_x",),
-                                                    panels=Panels("param_x")),))
+FIGURE_OF_A_BAD_CALL = reporting(plots=(Hook(id="good_best", title="best x", call="good:best x"),))
 ORDER_OF_ONE_COST = calibrating(cost_orders=(CostOrder(lower="llc_gbs", higher="llc_gbs", why="made up"),))
 ASSUMPTION_WITHOUT_TEXT = calibrating(assumptions=(Assumption(name="warm", text=" ", where=lambda rows, p: True),))
 # Declarations of the optional parts set on the model itself, as models did before the parts existed.

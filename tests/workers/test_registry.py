@@ -135,8 +135,8 @@ RULES = [
     (ep("PLOT_WITH_A_METRIC_PER_PANEL_WITHOUT_SPLIT"),
      "'report.plots\\['good_y'\\].y.metric' maps split values to metrics: the panels need a 'split' column "
      "\\(got split None\\)"),
-    (ep("HEATMAP_WITH_A_SPLIT"),
-     "'report.plots\\['good_best'\\].panels' of a BestHeatmap takes facets, not a split \\(got split 'param_x'\\)"),
+    (ep("FIGURE_OF_A_BAD_CALL"),
+     "'report.plots\\['good_best'\\].call' must name a function as 'package.module:function' \\(got 'good:best x'\\)"),
     (ep("ORDER_OF_ONE_COST"),
      "'calibration.cost_orders' must name two different cost keys, each .* \\(got 'llc_gbs', 'llc_gbs'\\)"),
     (ep("ASSUMPTION_WITHOUT_TEXT"),

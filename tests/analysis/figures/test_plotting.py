@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from analysis.figures.plotting import binary_size, log_if_wide, pick, save, size_axis, size_ticks
+from analysis.figures.plotting import binary_size, log_if_wide, save, size_axis, size_ticks
+from analysis.metrics import pick
 
 
 @pytest.mark.parametrize("n, text", [(1 << 30, "1GiB"), (16 << 40, "16TiB"), (4096, "4KiB"), (512, "512B"),

@@ -82,7 +82,7 @@ from workers.model import (LAST_LEVEL, Assumption, Calibration, Comparison, Figu
                            LastPoints, Measurement, Metric, Model, Reasons, Report)
 from workers.models import copy as cp
 from workers.models import incore
-from workers.plots import POOL, BestHeatmap, Lines, Overlay, Panels, Series, X, Y
+from workers.plots import POOL, Lines, Overlay, Panels, Series, X, Y
 from workers.profiles import Profile, Quantity
 from workers.units import GiB, KiB, MiB
 
@@ -353,16 +353,8 @@ PLOTS = (
                   "field init; template: memcpy of a template; template_nt: memcpy_nontemporal (out-of-line "
                   "__memcpy_flushcache); template_nt_inline: inline MOVNTI (patch 8). Struct page sizes that are "
                   "not a multiple of 16 are infeasible on x86_64; map=dev needs CONFIG_NVDIMM_KMSAN for P > 64."),
-    BestHeatmap(id="memmap_speedup_heatmap", title="memmap: best speedup over slow",
-                grid=("compound_order", "align", "mode", "map", "medium",
-                      "nvdimm_kmsan"),
-                panels=Panels(facets=("struct_page_size", "mode", "map", "medium",
-                                      "nvdimm_kmsan"), most=8, keep=_PAGE_SIZES_KEPT),
-                hold=_KMSAN_ON,
-                caption="Each cell: the largest init-time speedup over the slow strategy at that point (slow time / "
-                        "best strategy's time, same namespace and axes); compound order in log2 pages, auto = the "
-                        "kernel's choice. Grey cells are infeasible (e.g. fsdax needs order 0; devdax sets the order "
-                        "from the align)."),
+    Hook(id="memmap_speedup_heatmap", title="memmap: best speedup over slow",
+         call="workers.models.memmap.report:speedup_heatmap"),
     Lines(id="memmap_overhead", title="memmap overhead: device and DRAM bytes vs struct page size",
           x=X("struct_page_size", "ticks", "sizeof(struct page) (bytes)"),
           y=Y({"dev": "metric_memmap_device_bytes", "mem": "metric_memmap_dram_bytes"}, "size",

@@ -1,7 +1,7 @@
-"""memmap's own findings and table (workers.hooks): functions of its rows that return the numbers.
+"""memmap's own findings, table and figure (workers.hooks): functions of its rows that return the numbers.
 
-The report's host words, rounds and links them; each function reads the rows with polars and returns None
-where the sweep lacks them.
+The report's host words, rounds, links and draws them; each function reads the rows with polars and
+returns None (a figure: the reason) where the sweep lacks them.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import numpy as np
 import polars as pl
 
 from workers import hooks, interval
-from workers.hooks import Cells, Sentence
+from workers.hooks import Cells, Heatmap, Sentence
 from workers.model import STATUS_OK
 from workers.units import MiB, TiB
 
@@ -185,3 +185,46 @@ def inline_movnti(rows) -> Sentence | None:
                          "{pairs:,} configurations; single configurations range from {low}x to {high}x.",
                     values={**values, "model": rows.name, "pairs": pairs.height, "low": float(each.min()),
                             "high": float(each.max())}, rows=lf, metric=comp.metric)
+
+
+# The heatmap's grid: the first two of these that vary; its panels: combinations of the facets that vary.
+GRID = ("param_compound_order", "param_align", "param_mode", "param_map", "param_medium", "param_nvdimm_kmsan")
+FACETS = ("param_struct_page_size", "param_mode", "param_map", "param_medium", "param_nvdimm_kmsan")
+KEPT = {"param_struct_page_size": (64, 80, 96, 128)}  # show the sizes x86_64 can have, when there are many
+MOST = 8  # values per grid axis, and panels
+
+
+def speedup_heatmap(rows) -> Heatmap | str:
+    """Per cell of the grid, the largest init-time speedup of any strategy over slow at that point, one panel
+    per combination of the facets; CONFIG_NVDIMM_KMSAN held on where it varies (it only matters for P > 64)."""
+    comp = rows.model.report.comparison
+    axis, metric = comp.column, comp.metric
+    lacking = [c for c in (axis, metric) if c not in rows.schema()]
+    if lacking:
+        return f"the {rows.name} rows lack the columns {lacking} (written by another model version)"
+    why = rows.not_varying([axis])
+    if why:
+        return why
+    grid = dict(list(rows.choose(GRID, MOST ** 2, {axis}, MOST, KEPT).items())[:2])
+    name = lambda c: c.removeprefix("param_")  # noqa: E731
+    if not grid:
+        return f"none of {', '.join(map(name, GRID))} varies among the ok {rows.name} rows of this sweep"
+    facets = rows.choose(FACETS, MOST, {*grid, axis}, keep=KEPT)
+    expr, held = rows.pin([*grid, *facets, axis], {"param_nvdimm_kmsan": True})
+    for c, values in {**grid, **facets}.items():
+        expr = expr & hooks.is_in(c, values)
+    keys = [c for c in rows.params() if c != axis]
+    df = (hooks.speedup(rows.scan().filter(expr), axis, comp.baseline, metric, keys)
+          .filter(pl.col(axis) != comp.baseline).group_by(*facets, *grid)
+          .agg(pl.col("speedup").max().alias("value"), pl.col(axis).sort_by("speedup", descending=True).first())
+          .collect(engine="streaming")).filter(pl.col("value").is_not_null())
+    if df.height == 0:
+        shown = rows.describe(held)
+        return f"no ok {rows.name} rows with a value of {metric} in the slice shown" + (f" ({shown})" if shown else "")
+    caption = ("Each cell: the largest init-time speedup over the slow strategy at that point (slow time / best "
+               "strategy's time, same namespace and axes); compound order in log2 pages, auto = the kernel's choice. "
+               "Grey cells are infeasible (e.g. fsdax needs order 0; devdax sets the order from the align). The "
+               f"grid's axes are the first two of {', '.join(map(name, GRID))} that vary among the feasible rows; "
+               f"one panel per combination of {', '.join(map(name, facets)) or 'nothing'} with feasible points.")
+    return Heatmap(frame=df, grid=tuple(grid), facets=tuple(facets), caption=caption, held=held,
+                   colorbar=f"speedup over {rows.label(axis, comp.baseline)} (x)")
