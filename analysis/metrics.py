@@ -16,7 +16,7 @@ import numpy as np
 import polars as pl
 
 from workers.calibrate import FIT, VALIDATION, validation_figures
-from workers.hooks import TIE_RTOL, speedup, tied_best, ties_best  # noqa: F401 (shared with the models' hooks)
+from workers.hooks import TIE_RTOL, resolve, speedup, tied_best, ties_best  # noqa: F401 (shared with the models' hooks)
 from workers.model import STATUS_OK, Figure, Model
 
 from .read import MEASURED, MODELED, ModelRows, Sweep, value_expr
@@ -112,6 +112,17 @@ class HookRows(ModelRows):
 
     def not_varying(self, columns: list[str]) -> str | None:
         return not_varying(self, columns)
+
+    def call(self, hook, *returns: type):
+        """What the function a workers.hooks.Hook names returns on these rows: one of `returns`, or None
+        (also when the sweep has no rows of the model); anything else is the function's error."""
+        if self.name not in self.sweep.models:
+            return None
+        got = resolve(hook.call)(self)
+        if got is not None and not isinstance(got, returns):
+            names = " or ".join(f"workers.hooks.{t.__name__}" for t in returns)
+            raise TypeError(f"{hook.call} must return a {names} or None (got {type(got).__name__})")
+        return got
 
     def variants(self, axis: str, metric: str, keys: list[str]) -> tuple[pl.DataFrame, dict]:
         """One row per configuration (`keys`), one column per value of `axis`, named str(value), holding its

@@ -22,7 +22,7 @@ import seaborn as sns
 
 from analysis.metrics import HookRows, choose, not_varying, ok, shown_values, value_order
 from analysis.read import ModelRows, Sweep, cond_expr, value_expr
-from workers import hooks, interval
+from workers import interval
 from workers.hooks import Heatmap, Hook, is_in
 from workers.model import Model
 from workers.plots import MAX_X, Lines, Series, X, cond_columns, holds
@@ -523,11 +523,9 @@ def _legend(fig, p: Lines, look: _Look, style: Series | None, published: bool) -
 
 def _hooked(rows: ModelRows, p: Hook, outdir: Path) -> Rendered | Skipped:
     """A figure the model computes itself (workers.hooks): its Heatmap drawn, or skipped with its reason."""
-    got = hooks.resolve(p.call)(HookRows(rows.sweep, rows.name))
-    if isinstance(got, str):
-        return Skipped(id=p.id, title=p.title, reason=got)
-    if not isinstance(got, Heatmap):
-        raise TypeError(f"{p.call} must return a workers.hooks.Heatmap or a reason string (got {type(got).__name__})")
+    got = HookRows(rows.sweep, rows.name).call(p, Heatmap, str)  # draw() has checked the sweep has the model
+    if got is None or isinstance(got, str):
+        return Skipped(id=p.id, title=p.title, reason=got or f"{p.call} drew nothing from these rows")
     title = f"{p.title} across {' x '.join(_name(c) for c in got.grid)}"
     fig = _draw_heatmaps(rows, got.frame, list(got.grid), list(got.facets), got.colorbar)
     fig.suptitle(title)

@@ -152,11 +152,9 @@ def evaluate(rows: ModelRows, model: Model, decl: Medians | Hook) -> Finding | N
 
 def _hooked(rows: ModelRows, decl: Hook) -> Finding | None:
     """A finding a model computes itself (workers.hooks): its Sentence filled and its evidence said."""
-    said = hooks.resolve(decl.call)(HookRows(rows.sweep, rows.name)) if rows.name in rows.sweep.models else None
+    said = HookRows(rows.sweep, rows.name).call(decl, Sentence)
     if said is None:
         return None
-    if not isinstance(said, Sentence):
-        raise TypeError(f"{decl.call} must return a workers.hooks.Sentence or None (got {type(said).__name__})")
     values, data = _said(said.values, said.fmt)
     lf = said.rows
     ev = "" if lf is None or not said.metric else evidence.sentence(

@@ -36,7 +36,6 @@ from analysis.kernel import exact_metrics
 from analysis.kernel import gains as kernel_gains
 from analysis.read import MEASURED, MODELED, SOURCE, ModelRows, Sweep
 from analysis.tables import format_value, metric_unit
-from workers import hooks
 from workers.calibrate import loo_text
 from workers.hooks import Cells, Hook
 from workers.model import STATUS_ERROR, STATUS_INFEASIBLE, STATUS_OK
@@ -266,11 +265,9 @@ def declared_tables(sweep: Sweep) -> list[Table]:
 
 def hooked_table(rows: ModelRows, h: Hook) -> Table | None:
     """One declared table of the model, or None when its function finds none of its rows in the sweep."""
-    cells = hooks.resolve(h.call)(HookRows(rows.sweep, rows.name)) if rows.name in rows.sweep.models else None
+    cells = HookRows(rows.sweep, rows.name).call(h, Cells)
     if cells is None:
         return None
-    if not isinstance(cells, Cells):
-        raise TypeError(f"{h.call} must return a workers.hooks.Cells or None (got {type(cells).__name__})")
     schema = cells.frame.schema
     body = [{header: _cell(rows, c, r[c], schema[c]) for c, header in cells.headers.items()}
             for r in cells.frame.iter_rows(named=True)]
