@@ -208,6 +208,10 @@ def _add_compare(sub) -> None:
     cmp.add_argument("--where", action="append", default=[], metavar="AXIS=VALUE",
                      help="compare only the points where AXIS has VALUE, read as a spec value (e.g. "
                           "namespace_size=4TiB); repeatable: values of one axis are either, different axes all")
+    cmp.add_argument("--pair", action="append", default=[], metavar="AXIS=A_VALUE:B_VALUE",
+                     help="compare A's rows at one value of AXIS with B's at another, each other axis alike "
+                          "(e.g. strategy=slow:template_nt_inline: a stock kernel's path against the series'); "
+                          "repeatable, one per axis")
     cmp.add_argument("--out", metavar="FILE", help="the HTML comparison (default: B/_report/compare-<A name>.html)")
     cmp.add_argument("--format", choices=("text", "mail"), default="text",
                      help="text: the full comparison; mail: a plain block under 80 columns to paste into a mail "
@@ -416,7 +420,7 @@ def cmd_compare(args) -> int:
     from analysis.compare.page import write
 
     result = compare(args.a, args.b, metric=args.metric, model=args.model, sources=args.sources, by=args.by,
-                     where=args.where)
+                     where=args.where, pair=args.pair)
     if args.format == "mail":  # the block alone on stdout, to paste as it is
         from analysis.compare.mail import mail
 

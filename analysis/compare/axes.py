@@ -3,9 +3,12 @@ collapsed because they change no value.
 
 `--where AXIS=VALUE` keeps the points whose axis has that value (the value read as the axis reads a
 spec's, `Axis.canonical`: `4TiB`, `auto`, `true`); several values of one axis are either, different
-axes all. `--by AXIS[,AXIS]` groups the summary by those axes. A model that lacks one of the named
-axes is left out. An axis along which neither A's nor B's value changes anywhere (pfnmap's `arch`
-for the time of a load) would repeat every listed row once per value: it is collapsed. One that
+axes all. `--pair AXIS=A_VALUE:B_VALUE` compares A's rows at one value of the axis with B's at another,
+on every other axis (a path against a path: the series' shipped strategy against a stock kernel's slow
+one; two specs that differ in one value). `--by AXIS[,AXIS]` groups the summary by those axes. A model
+that lacks one of the named axes is left out. An axis along which neither A's nor B's value changes
+anywhere (pfnmap's `arch` for the time of a load) would repeat every listed row once per value: it is
+collapsed. One that
 changes no value at some values of the other axes only (`medium` under map=mem: that memmap is in
 DRAM whatever the medium) is merged where so: a listed row's points share A and B and differ in it
 (`*`), and the row says how many points it stands for.
@@ -25,7 +28,7 @@ from analysis.read import ModelRows, Sweep, axis_value, value_expr
 # (large's start_offset moves a 16 TiB memmap's 59019.0 ms by 0.1 ms), and ten of them would fill a top-10.
 SHOWN_REL = 1e-4
 SHOWN_DIGITS = 5  # significant digits of A and B that tell listed rows apart (SHOWN_REL's)
-BY, WHERE = "--by", "--where"
+BY, WHERE, PAIR = "--by", "--where", "--pair"
 SEVERAL = "*"  # a listed row's points differ in this axis
 MAX_ROWS = 100_000  # points a one-row-per-configuration table may merge into its rows
 
@@ -37,6 +40,18 @@ class Selection:
 
     where: pl.Expr
     by: tuple[str, ...] | None
+    pair: Pairing | None = None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Pairing:
+    """`--pair`: A's rows where `a` holds, B's where `b` holds, joined on every axis but `axes`; `text`
+    says it for a header ("A at strategy=slow, B at strategy=template_nt_inline")."""
+
+    axes: tuple[str, ...]
+    a: pl.Expr
+    b: pl.Expr
+    text: str
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -74,35 +89,70 @@ def parse_by(text: str | list[str] | tuple[str, ...] | None) -> list[str] | None
     return names
 
 
+def parse_pair(items: list[str] | tuple[str, ...] | None) -> list[tuple[str, str, str]]:
+    """["strategy=slow:template_nt_inline"] -> [("strategy", "slow", "template_nt_inline")]."""
+    out = []
+    for item in items or ():
+        name, sep, values = item.partition("=")
+        a, colon, b = values.partition(":")
+        if not sep or not colon or not name.strip() or not a.strip() or not b.strip():
+            raise AnalysisError(f"'{PAIR}' must be AXIS=A_VALUE:B_VALUE, e.g. strategy=slow:template_nt_inline "
+                                f"(got {item!r}).")
+        out.append((name.strip(), a.strip(), b.strip()))
+    if len({n for n, _, _ in out}) < len(out):
+        raise AnalysisError(f"'{PAIR}' names an axis once (got {list(items or ())}).")
+    return out
+
+
 def _column(name: str) -> str:
     return name if name.startswith("param_") else f"param_{name}"
 
 
-def select(a: Sweep, b: Sweep, models: list[str], by: list[str] | None,
-           where: list[tuple[str, str]]) -> tuple[dict[str, Selection], list[str]]:
+def select(a: Sweep, b: Sweep, models: list[str], by: list[str] | None, where: list[tuple[str, str]],
+           pair: list[tuple[str, str, str]] = ()) -> tuple[dict[str, Selection], list[str]]:
     """Each model that has every axis named, with its Selection; and the models left out (lacking one).
     An axis no model has, or a value the sweeps do not have, raises AnalysisError naming what is allowed."""
     params = {m: [c for c in a.params(m) if c in b.params(m)] for m in models}
     allowed = sorted({c.removeprefix("param_") for cols in params.values() for c in cols})
     scope = f"model {models[0]!r}" if len(models) == 1 else "a model compared"
-    for flag, name, shown in [(BY, n, n) for n in by or ()] + [(WHERE, n, f"{n}={v}") for n, v in where]:
+    named = ([(BY, n, n) for n in by or ()] + [(WHERE, n, f"{n}={v}") for n, v in where]
+             + [(PAIR, n, f"{n}={x}:{y}") for n, x, y in pair])
+    for flag, name, shown in named:
         if not any(_column(name) in cols for cols in params.values()):
             raise AnalysisError(f"'{flag}' must name an axis of {scope}, one of {allowed} (got {shown!r}).")
-    wanted = {_column(n) for n in by or ()} | {_column(n) for n, _ in where}
+    if {_column(n) for n, _ in where} & {_column(n) for n, _, _ in pair}:
+        raise AnalysisError(f"'{WHERE}' and '{PAIR}' must name different axes: '{PAIR}' sets the values it "
+                            f"compares (got {WHERE} {where_text(where)} and {PAIR} {[n for n, _, _ in pair]}).")
+    wanted = {_column(n) for _, n, _ in named}
     kept = [m for m in models if wanted <= set(params[m])]
     if not kept:
         have = "; ".join(f"{m}: {[c.removeprefix('param_') for c in params[m]]}" for m in models)
-        raise AnalysisError(f"'{BY}' and '{WHERE}' must name axes one model has together (got "
+        raise AnalysisError(f"'{BY}', '{WHERE}' and '{PAIR}' must name axes one model has together (got "
                             f"{sorted(n.removeprefix('param_') for n in wanted)}; axes: {have}).")
     out = {}
     for m in kept:
         chosen: dict[str, list] = {}
         for name, text in where:
-            chosen.setdefault(_column(name), []).append(axis_value((a.rows(m), b.rows(m)), _column(name), text, f"{WHERE} {name.removeprefix('param_')}"))
+            chosen.setdefault(_column(name), []).append(axis_value((a.rows(m), b.rows(m)), _column(name), text,
+                                                                   f"{WHERE} {name.removeprefix('param_')}"))
         expr = pl.all_horizontal([pl.any_horizontal([value_expr(c, v) for v in vs]) for c, vs in chosen.items()]) \
             if chosen else pl.lit(True)
-        out[m] = Selection(where=expr, by=tuple(_column(n) for n in by) if by is not None else None)
+        out[m] = Selection(where=expr, by=tuple(_column(n) for n in by) if by is not None else None,
+                           pair=_pairing(a, b, m, pair) if pair else None)
     return out, [m for m in models if m not in kept]
+
+
+def _pairing(a: Sweep, b: Sweep, model: str, pair: list[tuple[str, str, str]]) -> Pairing:
+    """The Pairing of `model`: each side's value read against that side's own rows."""
+    cols = [_column(n) for n, _, _ in pair]
+    va = [axis_value((a.rows(model),), c, x, f"{PAIR} {n} (A's value)") for c, (n, x, _) in zip(cols, pair)]
+    vb = [axis_value((b.rows(model),), c, y, f"{PAIR} {n} (B's value)") for c, (n, _, y) in zip(cols, pair)]
+    ra = a.rows(model)
+    says = [(" ".join(f"{c.removeprefix('param_')}={ra.label(c, v)}" for c, v in zip(cols, side)))
+            for side in (va, vb)]
+    return Pairing(axes=tuple(cols), a=pl.all_horizontal([value_expr(c, v) for c, v in zip(cols, va)]),
+                   b=pl.all_horizontal([value_expr(c, v) for c, v in zip(cols, vb)]),
+                   text=f"A at {says[0]}, B at {says[1]}, each other axis alike")
 
 
 def where_text(where: list[tuple[str, str]]) -> str:

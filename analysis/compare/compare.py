@@ -22,6 +22,7 @@ under-predicts". page.py draws and writes the page.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from dataclasses import dataclass, field
 
 import polars as pl
@@ -37,14 +38,14 @@ from workers import interval
 from workers.dataset import SOURCE, SOURCES as DECLARED, unit_of
 
 from . import changes, ratios
-from .axes import Selection, View, collapsible, parse_by, select, where_text
-from .ratios import BAR_RULE, BETTER, EQUAL, FEW, MAX_POINTS, NOISE, RULE, TOP, WORSE, verdict  # noqa: F401  (the sizes of a block's tables, re-exported)
+from .axes import Selection, View, cells, collapsible, merged, parse_by, parse_pair, select, where_text
+from .ratios import BAR_RULE, BETTER, EQUAL, FEW, MAX_POINTS, NOISE, RULE, TOP, WORSE, verdict  # noqa: F401  (re-exported)
 
 SOURCES = tuple(s.name for s in DECLARED)
 EXAMPLES = 5  # points of one side only listed
 TIME_UNITS = ("ns", "µs", "ms", "s")
 COMPARE_PREFIX = "compare-"
-MAIL_ROWS = 40  # rows the mail block lists
+MAIL_ROWS = 40  # distinct rows a mail block lists one by one (more: a grouped summary and the largest changes)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -93,7 +94,9 @@ class Comparison:
     b: Sweep
     blocks: tuple[Block, ...]
     where: str = ""  # the --where filters as text
-    left_out: tuple[str, ...] = ()  # models without an axis --where or --by names
+    left_out: tuple[str, ...] = ()  # models without an axis --where, --pair or --by names
+    paired: str = ""  # --pair as text: which value of an axis each side is read at
+    chosen: str = ""  # why these rows were compared, when compare chose them (two kernel sweeps)
 
 
 def words(block: Block) -> tuple[str, str]:
@@ -130,12 +133,13 @@ def parse_sources(text: str | None) -> tuple[str, str] | None:
 
 def compare(a_dir: str, b_dir: str, *, metric: str | None = None, model: str | None = None,
             sources: str | tuple[str, str] | None = None, by: str | list[str] | None = None,
-            where: list[str] | tuple[str, ...] = ()) -> Comparison:
+            where: list[str] | tuple[str, ...] = (), pair: list[str] | tuple[str, ...] = ()) -> Comparison:
     """Compare sweep B with sweep A: one Block per model in both (or `model`) and pair of sources, over
-    the points `where` keeps ("AXIS=VALUE" each), grouped by the `by` axes if given."""
+    the points `where` keeps ("AXIS=VALUE" each), grouped by the `by` axes if given; with `pair`
+    ("AXIS=A_VALUE:B_VALUE" each), A's rows at one value of an axis against B's at another."""
     a, b = open_sweep(a_dir, "A"), open_sweep(b_dir, "B")
-    pair = parse_sources(sources) if isinstance(sources, str) or sources is None else tuple(sources)
-    wheres, by_axes = parse_where(where), parse_by(by)
+    pair_src = parse_sources(sources) if isinstance(sources, str) or sources is None else tuple(sources)
+    wheres, by_axes, pairs = parse_where(where), parse_by(by), parse_pair(pair)
     common = [m for m in a.models if m in b.models]
     if not common:
         raise AnalysisError(f"'A' and 'B' must have a model in common (got A: {list(a.models)}, "
@@ -144,32 +148,56 @@ def compare(a_dir: str, b_dir: str, *, metric: str | None = None, model: str | N
         if model not in common:
             raise AnalysisError(f"'--model' must be one of the models both sweeps have {common} (got {model!r}).")
         common = [model]
-    picks, left_out = select(a, b, common, by_axes, wheres)
+    picks, left_out = select(a, b, common, by_axes, wheres, pairs)
     sides = [(a.rows(m), b.rows(m)) for m in common if m in picks]
-    jobs = [(ra, rb, c, sa, sb) for ra, rb in sides for c in _metrics(ra, rb, metric, common)
-            for sa, sb in _source_pairs(ra, rb, pair)]
+    jobs = [(ra, rb, c, sa, sb) for ra, rb in sides for sa, sb in _source_pairs(ra, rb, pair_src)
+            for c in _metrics(ra, rb, metric, common, (sa, sb))]
     if not jobs:
-        _no_sources(a, b, common, pair)
+        _no_sources(a, b, common, pair_src)
     _no_guest_times(jobs)
     blocks = [_block(*job, picks[job[0].name]) for job in jobs]
     if not any(bl.compared for bl in blocks):
         sides = {w: "; ".join(f"{bl.model} {bl.source_a if w == 'A' else bl.source_b} "
                               f"{bl.points_a if w == 'A' else bl.points_b:,} ok points" for bl in blocks)
                  for w in ("A", "B")}
-        if wheres:
-            raise AnalysisError(f"no shared points where {where_text(wheres)} (A: {sides['A']}; B: {sides['B']}); "
-                                "give '--where' values that hold together.")
+        if wheres or pairs:
+            asked = " and ".join(filter(None, [where_text(wheres), ", ".join(f"{n}={x}:{y}" for n, x, y in pairs)]))
+            raise AnalysisError(f"no shared points where {asked} (A: {sides['A']}; B: {sides['B']}); "
+                                "give '--where' and '--pair' values that hold together.")
         raise AnalysisError(f"no shared points: the sweeps evaluate different grids (A: {sides['A']}; "
-                            f"B: {sides['B']}); compare sweeps of the same spec's axes.")
-    return Comparison(a=a, b=b, blocks=tuple(blocks), where=where_text(wheres), left_out=tuple(left_out))
+                            f"B: {sides['B']}){_how(a, b, [m for m in common if m in picks])}")
+    paired = next((p.pair.text for p in picks.values() if p.pair is not None), "")
+    chosen = ("kernel rows: both sweeps ran a kernel (the model's rows with --sources model:model)"
+              if pair_src is None and any(j[3:] == (KERNEL, KERNEL) for j in jobs) else "")
+    return Comparison(a=a, b=b, blocks=tuple(blocks), where=where_text(wheres), left_out=tuple(left_out),
+                      paired=paired, chosen=chosen)
 
 
-def _metrics(a: ModelRows, b: ModelRows, metric: str | None, common: list[str]) -> list[str]:
+def _how(a: Sweep, b: Sweep, models: list[str]) -> str:
+    """How to compare two sweeps that share no point: the axes whose values the sweeps do not share, and
+    the --pair that reads A at one of its values against B at one of its own."""
+    for m in models:
+        ra, rb = a.rows(m), b.rows(m)
+        va, vb = ra.axis_values(), rb.axis_values()
+        apart = [c for c in ra.params() if c in vb and not set(va[c]["value"]) & set(vb[c]["value"])]
+        if apart:
+            c = apart[0]
+            x, y = ra.label(c, va[c]["value"][0]), rb.label(c, vb[c]["value"][0])
+            names = ", ".join(n.removeprefix("param_") for n in apart)
+            return (f"; they share no value of {names}: give '--pair {c.removeprefix('param_')}={x}:{y}' to compare "
+                    f"A at one value with B at another")
+    return "; compare sweeps of the same spec's axes, or give '--pair AXIS=A_VALUE:B_VALUE'"
+
+
+def _metrics(a: ModelRows, b: ModelRows, metric: str | None, common: list[str],
+             sources: tuple[str, str]) -> list[str]:
     """The metric compared for the model of `a` and `b`: `metric` if both sweeps have it, else the headline
-    metric (`common`: every model compared, named when `metric` is none of theirs)."""
+    metric, or between kernel rows the one the guest measured (`common`: every model compared, named when
+    `metric` is none of theirs)."""
     both = [c for c in a.metrics() if c in b.metrics()]
     if metric is None:
-        found = headline_metric(a.model, both)
+        found = _guest_metric(a, b, both) if sources == (KERNEL, KERNEL) else None
+        found = found or headline_metric(a.model, both)
         return [found] if found else []
     col = metric if metric.startswith("metric_") else f"metric_{metric}"
     if col in both:
@@ -184,9 +212,27 @@ def _metrics(a: ModelRows, b: ModelRows, metric: str | None, common: list[str]) 
 
 
 def _source_pairs(a: ModelRows, b: ModelRows, pair: tuple[str, str] | None) -> list[tuple[str, str]]:
+    """The row sources compared: `pair` (--sources); by default like with like, and where both sweeps ran
+    a kernel, its rows only (a kernel A/B asks what the kernels did; the model rows with --sources
+    model:model)."""
     if pair is not None:
         return [pair] if pair[0] in a.sources() and pair[1] in b.sources() else []
+    if KERNEL in a.sources() and KERNEL in b.sources():
+        return [(KERNEL, KERNEL)]
     return [(s, s) for s in a.sources() if s in b.sources()]
+
+
+def _guest_metric(a: ModelRows, b: ModelRows, both: list[str]) -> str | None:
+    """What the guests of two kernel sweeps measured: the headline (a time) where both sides' kernel rows
+    have it (KVM), else the kernel check's sampled count (TCG: a guest's time is the emulator's, its
+    instruction counter exact)."""
+    model = a.model
+    check = getattr(model, "kernel", None)
+    headline = headline_metric(model, both)
+    if headline is not None and all(
+            ok(r.scan(KERNEL)).select(pl.col(headline).is_not_null().any()).collect().item() for r in (a, b)):
+        return headline
+    return check.sampled if check is not None and check.sampled in both else None
 
 
 TIME_UNITS = ("ns", "µs", "ms", "s")
@@ -246,18 +292,32 @@ def _side(rows: ModelRows, source: str, metric: str, tag: str, params: list[str]
 
 def _joined(a: ModelRows, b: ModelRows, metric: str, sources: tuple[str, str], params: list[str],
             pick: Selection, cat: bool, higher: bool) -> tuple[pl.LazyFrame, pl.LazyFrame, pl.LazyFrame]:
-    """A's and B's rows (those --where keeps) and their join on point_id, with the verdict (and for
-    numbers B/A and log B/A)."""
+    """A's and B's rows (those --where keeps, at the values --pair reads each side at) and their join on
+    point_id (with --pair, on every other axis: the point_id is A's), with the verdict (and for numbers
+    B/A and log B/A)."""
     side = changes.side if cat else _side
-    sa = side(a, sources[0], metric, "a", params).filter(pick.where)
-    sb = side(b, sources[1], metric, "b", params).filter(pick.where)
-    j = sa.join(sb.drop(params), on="point_id", how="inner")
+    sa = side(a, sources[0], metric, "a", params).filter(pick.where & _paired(pick, "a"))
+    sb = side(b, sources[1], metric, "b", params).filter(pick.where & _paired(pick, "b"))
+    if pick.pair is None:
+        j = sa.join(sb.drop(params), on="point_id", how="inner")
+    else:  # each point of A with B's point that differs from it in the paired axes only
+        j = sa.join(sb.drop("point_id", *pick.pair.axes), on=_keys(pick, params), how="inner", nulls_equal=True)
     if cat:
         return sa, sb, j.with_columns(changes.verdict().alias("verdict"))
     same = pl.col("a") == pl.col("b")  # 0 and 0 too: a metric that is zero on both sides has not changed
     ratio = pl.when(same).then(1.0).when(pl.col("a") != 0).then(pl.col("b") / pl.col("a"))
     lr = pl.when(same).then(0.0).when((pl.col("a") > 0) & (pl.col("b") > 0)).then((pl.col("b") / pl.col("a")).log())
     return sa, sb, j.with_columns(ratio.alias("ratio"), lr.alias("lr"), verdict(higher).alias("verdict"))
+
+
+def _paired(pick: Selection, side: str) -> pl.Expr:
+    """The rows of one side (`a` or `b`) --pair reads: those at that side's value of the paired axes."""
+    return pl.lit(True) if pick.pair is None else getattr(pick.pair, side)
+
+
+def _keys(pick: Selection, params: list[str]) -> list[str]:
+    """What joins a point of A with its point of B: point_id, or with --pair every axis but the paired ones."""
+    return ["point_id"] if pick.pair is None else [c for c in params if c not in pick.pair.axes]
 
 
 def _block(a: ModelRows, b: ModelRows, metric: str, src_a: str, src_b: str, pick: Selection) -> Block:
@@ -272,8 +332,10 @@ def _block(a: ModelRows, b: ModelRows, metric: str, src_a: str, src_b: str, pick
     ])
     summary = head.row(0, named=True)
     counts = {c: distinct[c][0] for c in params if distinct[c][0] > 1} if params else {}
-    only = (_only(a, sa, sb), _only(b, sb, sa))
-    ev = tuple(evidence.summarize(r, ok(r.scan(src)).filter(pick.where), metric) for r, src in ((a, src_a), (b, src_b)))
+    keys = _keys(pick, params)
+    only = (_only(a, sa, sb, keys), _only(b, sb, sa, keys))
+    ev = tuple(evidence.summarize(r, ok(r.scan(src)).filter(pick.where & _paired(pick, t)), metric)
+               for r, src, t in ((a, src_a, "a"), (b, src_b, "b")))
     base = dict(model=a.name, metric=metric, source_a=src_a, source_b=src_b, higher=higher, unit=unit,
                 points_a=n_a.item(), points_b=n_b.item(), compared=summary["n"], summary=summary,
                 only=only, categorical=cat, evidence=ev)
@@ -293,16 +355,18 @@ def _block(a: ModelRows, b: ModelRows, metric: str, src_a: str, src_b: str, pick
         group_axes, explained = pick.by, (ratios.explained(j, [pick.by])[pick.by] if var > 0 else 0.0)
     groups = ratios.groups(a, j, group_axes)
     marks = vocabulary(unit, higher, src_a, src_b)
-    listed, more = _listed(j, a.label, list(view.shown), summary["n"])
+    listed, more = _listed(j, a, view, summary["n"])
     tables, heading = ratios.tables(a, j, view, groups, (group_axes, explained, pick.by is not None), summary,
                                     (higher, unit, marks))
     return Block(**base, heading=heading, tables=tables, hist=ratios.hist(j, var), group_axes=group_axes, view=view,
                  groups=groups.head(ratios.limit(pick.by)), listed=listed, more=more)
 
 
-def _only(rows: ModelRows, this: pl.LazyFrame, other: pl.LazyFrame) -> tuple[int, tuple[str, ...]]:
-    """Points ok (with a value) on this side only: their count and the first few, with their configuration."""
-    rest = this.join(other.select("point_id"), on="point_id", how="anti")
+def _only(rows: ModelRows, this: pl.LazyFrame, other: pl.LazyFrame,
+          keys: list[str]) -> tuple[int, tuple[str, ...]]:
+    """Points ok (with a value) on this side only (none in `other` with the same `keys`): their count and
+    the first few, with their configuration."""
+    rest = this.join(other.select(keys), on=keys, how="anti", nulls_equal=True)
     n, first = pl.collect_all([rest.select(pl.len()), rest.bottom_k(EXAMPLES, by="point_id").sort("point_id")])
     keys = [c for c in rows.varying() if c in first.columns]
     return n.item(), tuple(f"{r['point_id']}  {describe_point(rows, keys, r)}" for r in first.iter_rows(named=True))
@@ -319,9 +383,10 @@ def summary_line(block: Block) -> str:
     line = (f"{block.compared:,} points compared: B/A median {r(s['median'])} (min {r(s['min'])}, "
             f"max {r(s['max'])}); {s[BETTER]:,} {faster}, {s[WORSE]:,} {slower}, "
             f"{s[NOISE]:,} not a change (~), {s[EQUAL]:,} equal (=)")
-    if s["sampled"]:
-        on = "on samples and error bars" if s.get("barred") and s["barred"] < s["sampled"] else \
-            "on error bars" if s.get("barred") else "on samples"
+    if s["sampled"] and s.get("barred") == s["sampled"]:  # modeled: two computations, not a test
+        line += f"; {s['significant']:,} outside both error bars"
+    elif s["sampled"]:
+        on = "on samples and error bars" if s.get("barred") else "on samples"
         line += (f"; {on}, {s['significant']:,} significant changes"
                  + (f" and {s[FEW]:,} with too few samples for a verdict ({FEW})" if s[FEW] else ""))
     return line
@@ -357,23 +422,41 @@ def only_lines(block: Block) -> list[str]:
 def header_lines(cmp: Comparison) -> list[str]:
     """The points kept (--where) and the models left out, if any."""
     out = [f"only the points where {cmp.where}"] if cmp.where else []
+    if cmp.paired:
+        out.append(f"paired: {cmp.paired}")
+    if cmp.chosen:
+        out.append(cmp.chosen)
     if cmp.left_out:
         out.append(f"not compared (they lack an axis --where or --by names): {', '.join(cmp.left_out)}")
     return out
 
 
-def what(sw: Sweep) -> str:
+def what(sw: Sweep, short: bool = False) -> str:
     """What a side is, beyond its name: the profile, the guest kernels and accelerators its kernel rows ran,
-    and the hosts that computed or measured its rows (Sweep.provenance: the parts' footers, not their rows)."""
+    and the hosts that computed or measured its rows (Sweep.provenance: the parts' footers, not their rows);
+    `short`: a profile file by its name only (a mail's line holds no long path)."""
     seen = sw.provenance()
-    parts = [f"profile {sw.manifest.get('profile', '?')}"]
+    profile = str(sw.manifest.get("profile", "?"))
+    parts = [f"profile {Path(profile).name if short else profile}"]
     if seen.get("env_guest_kernel"):
         accels = "/".join(sorted(seen.get("env_accel") or ())) or "?"
-        parts.append(f"kernel {', '.join(sorted(seen['env_guest_kernel']))} ({accels})")
+        parts.append(f"kernel {_image(sw)}{', '.join(sorted(seen['env_guest_kernel']))} ({accels})")
     if seen.get("env_host"):
         hosts = sorted(seen["env_host"])
         parts.append(("host " if len(hosts) == 1 else "hosts ") + ", ".join(hosts))
     return "; ".join(parts)
+
+
+def _image(sw: Sweep) -> str:
+    """The kernel image a sweep's run booted, as its manifest records it ("series:6.12, image 173b5704, "): two
+    builds of one release (the series and its base, both 6.12.118) read apart by name and digest."""
+    kernel = (((sw.manifest.get("computation") or {}).get("identity") or {}).get("spec") or {}).get("kernel") or {}
+    image, digest = kernel.get("image"), kernel.get("image_sha256")
+    if not image:
+        return ""
+    name = image if ":" in image and "/" not in image else Path(image).parent.name if Path(image).name in (
+        "bzImage", "vmlinux") else Path(image).name
+    return f"{name}, image {digest[:8]}, " if digest else f"{name}, "
 
 
 def text(cmp: Comparison) -> str:
@@ -399,20 +482,14 @@ def default_name(cmp: Comparison) -> str:
     return f"{COMPARE_PREFIX}{re.sub(r'[^A-Za-z0-9._-]+', '_', cmp.a.name).strip('.') or 'a'}.html"
 
 
-def _listed(j: pl.LazyFrame, labels, shown: list[str], compared: int) -> tuple[pl.DataFrame, int]:
-    """The rows the mail lists (mail.py): every point when there are at most MAIL_ROWS, else the changes
-    (significant ones where a side rests on samples, any difference between rows without), largest
-    |log B/A| first; and how many changes were left out."""
-    cols = ["a", "b", "a_lo", "b_lo", "a_hi", "b_hi", "a_spread", "b_spread", "verdict", "lr", "point_id", *shown]
-    lf = j.with_columns(ratios.significant().alias("significant"))
-    if compared <= MAIL_ROWS:
-        df = lf.select(*cols, "significant").sort([*shown, "point_id"], nulls_last=True).collect()
-        more = 0
-    else:
-        keep = lf.filter(pl.col("verdict").is_in([BETTER, WORSE]))
-        total = keep.select(pl.len()).collect().item()
-        df = (keep.with_columns(pl.col("lr").abs().alias("_abs")).sort(["_abs", "point_id"], descending=[True, False])
-              .head(MAIL_ROWS).select(*cols, "significant").collect())
-        more = max(total - df.height, 0)
-    config = [" ".join(labels(c, r[c]) for c in shown) for r in df.iter_rows(named=True)]
-    return df.with_columns(pl.Series("configuration", config, dtype=pl.Utf8)), more
+def _listed(j: pl.LazyFrame, rows: ModelRows, view: View, compared: int) -> tuple[pl.DataFrame, int]:
+    """The rows the mail lists (mail.py), each distinct row once (axes.merged): every one when there are at
+    most MAIL_ROWS, else the TOP largest changes by |log B/A|; and how many distinct rows were left out.
+    The configuration is one column per shown axis (`cfg_<axis>`, its labels), and `points` per row."""
+    each = ratios.each_configuration(j, view, compared, MAIL_ROWS)
+    df = each if each is not None else ratios.largest(j, view)
+    more = 0 if each is not None else max(merged(j, view).select(pl.len()).collect().item() - df.height, 0)
+    df = df.with_columns(ratios.significant().alias("significant"))
+    config = cells(rows, df, view)
+    return df.with_columns(*(pl.Series(f"cfg_{k}", v, dtype=pl.Utf8) for k, v in config.items() if k != "points"),
+                           pl.col("points") if "points" in df.columns else pl.lit(1).alias("points")), more

@@ -164,7 +164,7 @@ def tables(rows: ModelRows, j: pl.LazyFrame, view: View, groups: pl.DataFrame,
     most = limit(group_axes if asked else None)
     more = f" (the first {most} of {groups.height})" if groups.height > most else ""
     grouped = [_group_table(groups.head(most), group_axes, style, f"B/A by {names}{more}")] if group_axes else []
-    each = _each_configuration(j, view, n)
+    each = each_configuration(j, view, n)
     if each is not None:
         what = f"{n} points" if each.height == n else f"{n:,} points, {each.height} distinct rows"
         table = _point_table(rows, each, view, style, f"{what}, one row per configuration")
@@ -177,20 +177,20 @@ def tables(rows: ModelRows, j: pl.LazyFrame, view: View, groups: pl.DataFrame,
     heading = (f"{n:,} points: B/A grouped by {names} ({why} {explained:.0%} of the variance of "
                f"log B/A), then the {TOP} largest changes") if group_axes else \
         f"{n:,} points: the {TOP} largest changes (no axis has at most {MAX_GROUPS} values to group by)"
-    top = _largest(j, view)
+    top = largest(j, view)
     return (*grouped, _point_table(rows, top, view, style, f"the {TOP} largest changes (by |log B/A|)")), \
         heading
 
 
-def _each_configuration(j: pl.LazyFrame, view: View, n: int) -> pl.DataFrame | None:
-    """One row per distinct row (axes.merged), when there are at most MAX_POINTS of them; else None."""
-    if n > min(MAX_POINTS * view.mult, MAX_ROWS):
+def each_configuration(j: pl.LazyFrame, view: View, n: int, most: int = MAX_POINTS) -> pl.DataFrame | None:
+    """One row per distinct row (axes.merged), when there are at most `most` of them; else None."""
+    if n > min(most * view.mult, MAX_ROWS):
         return None
-    rows = merged(j, view).sort([*view.shown, "point_id"], nulls_last=True).head(MAX_POINTS + 1).collect()
-    return rows if rows.height <= MAX_POINTS else None
+    rows = merged(j, view).sort([*view.shown, "point_id"], nulls_last=True).head(most + 1).collect()
+    return rows if rows.height <= most else None
 
 
-def _largest(j: pl.LazyFrame, view: View) -> pl.DataFrame:
+def largest(j: pl.LazyFrame, view: View) -> pl.DataFrame:
     """The TOP largest changes by |log B/A|, each distinct row once (ties: the lowest point_ids)."""
     shown = list(view.shown)
     return (merged(j, view).filter(pl.col("lr").is_not_null()).with_columns(pl.col("lr").abs().alias("_abs"))

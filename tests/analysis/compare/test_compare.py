@@ -506,8 +506,9 @@ def test_a_kernel_sweep_against_a_rerun_of_itself_changes_nowhere(tmp_path):
 
 
 def test_the_mail_block_is_plain_text_under_80_columns_with_each_sides_spread_and_the_mark(tmp_path):
-    """--format mail: the header names both sides and the rule; a row per point with each side's value
-    and the -/+% interval of its samples, the %change and `**` on a significant change; nothing wider than 79."""
+    """--format mail: the header names both sides and the rule; a row per configuration under its named axis,
+    each side's value rounded to its samples' spread with that spread as -a/+b%, the change in brackets and
+    `**` on a significant change by the sampled rule (said below the table); nothing wider than 79."""
     a = kernel_rows([1000, 2000, 4000], [990, 1998, 3999])
     b = kernel_rows([1000, 2005, 5200], [990, 2004, 5199], release="6.1.0-57-amd64-with-a-long-release-name")
     r = kernel_compare(tmp_path, a, b, "--format", "mail")
@@ -516,32 +517,58 @@ def test_the_mail_block_is_plain_text_under_80_columns_with_each_sides_spread_an
     assert lines[0] == "memsweep compare, B against A (B/A per point)"
     assert lines[1] == "A: a: profile seed; kernel 6.12.118 (tcg); host host-a"
     assert lines[2].startswith("B: b: profile seed; kernel 6.1.0-57-amd64-with-a-long-release-name (tcg);")
-    assert "memmap init_instructions, kernel rows (lower is better)" in lines
-    head = next(i for i, line in enumerate(lines) if line.split()[:3] == ["A", "-/+%", "%change"])
+    assert "memmap init_instructions: kernel rows, lower is better" in lines
+    head = next(i for i, line in enumerate(lines) if line.startswith("namespace_size"))
+    assert lines[head].split() == ["namespace_size", "A", "-/+", "B", "-/+", "change"]
     rows = [line.split() for line in lines[head + 1:head + 4]]
-    # each side's [least, median] below and above its median, in %: "1/0" is 1% below, 0 above
-    assert rows[0] == ["1000", "1/0", "+0.0%", "1000", "1/0", "1GiB"]  # equal: no mark
-    assert rows[1] == ["2000", "0.1/0", "+0.2%", "2005", "0.05/0", "2GiB"]  # within 1%: no mark
-    assert rows[2] == ["4000", "0.025/0", "+30.0%", "**", "5200", "0.019/0", "3GiB"]
+    # each side's [least, median] below and above its median, in % of it; the value to the spread's digits
+    assert rows[0] == ["1GiB", "1,000", "-1/+0%", "1,000", "-1/+0%", "(+0.0%)"]  # equal: no mark
+    assert rows[1] == ["2GiB", "2,000", "-0.1/+0%", "2,005", "-<0.1/+0%", "(+0.2%)"]  # within 1%: no mark
+    assert rows[2] == ["3GiB", "4,000", "-<0.1/+0%", "5,200", "-<0.1/+0%", "(+30.0%)", "**"]
+    assert "**: a change by the sampled rule above" in lines
     assert max(map(len, lines)) < 80, max(lines, key=len)
     assert "comparison:" not in r.stdout  # the page's path goes to stderr: the block pastes as it is
 
 
-def test_a_big_mail_lists_the_largest_changes_of_rows_without_samples(tmp_path):
-    """120 modeled points, 80 changed: the mail lists compare.MAIL_ROWS of the changes, largest first,
-    without `**` (no samples: the computation's difference), and says how many more there are."""
-    from analysis.compare.compare import MAIL_ROWS
+def test_a_big_mail_gives_the_grouped_summary_then_the_largest_changes_without_marks(tmp_path):
+    """120 modeled points without bars, 80 changed: the mail gives B/A by the axis that explains it
+    (compound_order) first, then ratios.TOP largest changes by |log B/A| under named axes, and how many
+    distinct rows it left out; no `**` (no samples: the computation's difference)."""
+    from analysis.compare.ratios import TOP
 
     a = write_sweep(tmp_path, "a", {"pfnmap": grid({0: 1.0, 9: 1.0, 18: 1.0}, sizes=20)})
     b = write_sweep(tmp_path, "b", {"pfnmap": grid({0: 1.0, 9: 1.5, 18: 0.5}, sizes=20)})
     r = memsweep_here("compare", a, b, "--format", "mail")
     lines = r.stdout.splitlines()
-    head = next(i for i, line in enumerate(lines) if line.split()[:3] == ["A", "-/+%", "%change"])
-    listed = lines[head + 1:head + 1 + MAIL_ROWS]
-    assert all("%" in line and "**" not in line for line in listed)
-    assert "-50.0%" in listed[0].split()  # the largest |log B/A| first: 0.5x before 1.5x
-    assert lines[head + 1 + MAIL_ROWS] == f"... and {80 - MAIL_ROWS} more changes (the largest are listed)"
+    g = lines.index("B/A by compound_order:")
+    assert lines[g + 1].split() == ["compound_order", "points", "median", "min", "max", "faster", "slower"]
+    assert [line.split()[:3] for line in lines[g + 2:g + 5]] == [["PTE", "(order", "0)"], ["PMD", "(order", "9)"],
+                                                                 ["PUD", "(order", "18)"]]
+    assert [line.split()[-5] for line in lines[g + 2:g + 5]] == ["1.000", "1.500", "0.500"]
+    head = next(i for i, line in enumerate(lines) if line.startswith("the ") and "largest changes" in line)
+    assert lines[head] == f"the {TOP} largest changes (by |log B/A|; 50 more distinct rows), in ns:"
+    listed = lines[head + 2:head + 2 + TOP]
+    assert lines[head + 1].split() == ["namespace_size", "compound_order", "points", "A", "B", "change"]
+    assert "points: how many points a row stands for, alike in A and B (they differ in arch, which changes no value)" \
+        in " ".join(line.strip() for line in lines[head + 2 + TOP:])
+    assert all("(-50.0%)" in line and "**" not in line for line in listed), listed
     assert max(map(len, lines)) < 80
+
+
+def test_modeled_rows_never_get_the_sampled_mark_they_say_outside_both_bars(tmp_path):
+    """Rows with error bars whose bars are apart: the row says `apart` and the legend says it is outside
+    both bars, two computations; never `**`, which is the sampled rule's."""
+    rows = grid({0: 1.0, 9: 1.0, 18: 1.0}, sizes=2)
+    bars = {"lo_ns_per_load": (pl.col("metric_ns_per_load") * 0.95).cast(pl.Float32),
+            "hi_ns_per_load": (pl.col("metric_ns_per_load") * 1.05).cast(pl.Float32)}
+    a = write_sweep(tmp_path, "a", {"pfnmap": rows.with_columns(**bars)})
+    slower = rows.with_columns(pl.col("metric_ns_per_load") * 1.5)
+    b = write_sweep(tmp_path, "b", {"pfnmap": slower.with_columns(**bars)})
+    r = memsweep_here("compare", a, b, "--format", "mail")
+    assert r.returncode == 0, r.stderr
+    assert "**" not in r.stdout and "apart" in r.stdout
+    assert "apart: outside both error bars" in r.stdout
+    assert "12 points compared" in r.stdout and "12 outside both error bars" in r.stdout.replace("\n  ", " ")
 
 
 def test_counts_print_as_integers_in_the_listing(tmp_path):
@@ -590,7 +617,7 @@ def test_a_what_if_inside_the_error_bars_is_no_change_and_one_beyond_them_is(tmp
         sweeps[name] = str(tmp_path / "out" / f"s-{name}")
     r = memsweep_here("compare", sweeps["seed"], sweeps["fast"])
     assert r.returncode == 0, r.stderr
-    assert "0 faster, 0 slower" in r.stdout and "on error bars, 0 significant changes" in r.stdout
+    assert "0 faster, 0 slower" in r.stdout and "; 0 outside both error bars" in r.stdout
     assert "rule: a modeled point changes when the two sides' error bars" in r.stdout
     header, body = table_rows(r.stdout, "namespace_size")
     changed = [row for row in body if row[header.index("Change")] != "="]
@@ -602,7 +629,68 @@ def test_a_what_if_inside_the_error_bars_is_no_change_and_one_beyond_them_is(tmp
     slower = {(row[0], row[1]) for row in body if row[header.index("Change")] == "slower"}
     assert {(size, "template_nt_inline") for size in ("16GiB", "100GiB", "1TiB")} <= slower
     assert not any(strategy == "slow" for _, strategy in slower)
-    found = re.search(r"on error bars, (\d+) significant changes", r.stdout)
+    found = re.search(r"; (\d+) outside both error bars", r.stdout)
     assert found and int(found.group(1)) == len(slower)
     mail = memsweep_here("compare", sweeps["seed"], sweeps["half"], "--format", "mail").stdout
-    assert "**" in mail and max(len(line) for line in mail.splitlines()) < 80
+    assert "apart" in mail and "**" not in mail and max(len(line) for line in mail.splitlines()) < 80
+
+
+def strategy_rows(times: dict[str, list[float]], sizes: list[int]) -> pl.DataFrame:
+    """memmap model rows: init_ms per strategy at namespace sizes of `sizes` GiB (point ids as a sweep's:
+    one per (size, strategy))."""
+    rows = [(n, s, t) for s, ts in times.items() for n, t in zip(sizes, ts)]
+    return pl.DataFrame({
+        "point_id": pl.Series([hash((n, s)) % 2**63 for n, s, _ in rows], dtype=pl.UInt64),
+        "param_namespace_size": [n * GiB for n, _, _ in rows], "param_strategy": [s for _, s, _ in rows],
+        "source": "model", "status": "ok", "metric_init_ms": [t for _, _, t in rows]})
+
+
+def test_pair_compares_one_value_of_an_axis_in_a_with_another_in_b_on_every_other_axis(tmp_path):
+    """--pair strategy=slow:template: A's slow rows against B's template rows of the same size, as a polars
+    join on the other axes gives them; the header says the pairing; a size only B has is B's only."""
+    a = strategy_rows({"slow": [10.0, 20.0], "template": [8.0, 16.0]}, [1, 2])
+    b = strategy_rows({"slow": [10.0, 20.0, 40.0], "template": [5.0, 12.0, 30.0]}, [1, 2, 4])
+    sa, sb = write_sweep(tmp_path, "a", {"memmap": a}), write_sweep(tmp_path, "b", {"memmap": b})
+    r = memsweep_here("compare", sa, sb, "--pair", "strategy=slow:template")
+    assert r.returncode == 0, r.stderr
+    assert "\npaired: A at strategy=slow, B at strategy=template, each other axis alike\n" in r.stdout
+    joined = a.filter(pl.col("param_strategy") == "slow").join(
+        b.filter(pl.col("param_strategy") == "template"), on="param_namespace_size", suffix="_b").sort(
+        "param_namespace_size")
+    header, body = table_rows(r.stdout, "namespace_size")
+    assert [row[header.index("B/A")] for row in body] == \
+        [f"{x:.3f}" for x in (joined["metric_init_ms_b"] / joined["metric_init_ms"])]  # 0.500, 0.600
+    assert "ok in B only: 1 points" in r.stdout and "namespace_size=4GiB, strategy=template" in r.stdout
+    mail = memsweep_here("compare", sa, sb, "--pair", "strategy=slow:template", "--format", "mail").stdout
+    assert "paired: A at strategy=slow, B at strategy=template, each other axis alike" in mail
+    assert [line.split()[-1] for line in mail.splitlines() if line.startswith(("1GiB", "2GiB"))] == \
+        ["(-50.0%)", "(-40.0%)"]
+
+
+@pytest.mark.parametrize("args, message", [
+    (("--pair", "strategy=slow"), r"'--pair' must be AXIS=A_VALUE:B_VALUE, e.g. strategy=slow:template_nt_inline "
+                                  r"\(got 'strategy=slow'\)"),
+    (("--pair", "strategy=slow:fast"), r"'--pair strategy \(B's value\)' must be one of 'slow', 'template', "
+                                       r"'template_nt', 'template_nt_inline' \(got 'fast'\)"),
+    (("--pair", "colour=red:blue"), r"'--pair' must name an axis of model 'memmap', one of "
+                                    r"\['namespace_size', 'strategy'\] \(got 'colour=red:blue'\)"),
+    (("--pair", "strategy=slow:template", "--where", "strategy=slow"),
+     r"'--where' and '--pair' must name different axes"),
+])
+def test_a_bad_pair_is_refused_naming_what_is_allowed(tmp_path, args, message):
+    a = strategy_rows({"slow": [10.0], "template": [8.0]}, [1])
+    sa = write_sweep(tmp_path, "a", {"memmap": a})
+    r = memsweep_here("compare", sa, sa, *args)
+    assert r.returncode == 2 and re.search(message, r.stderr), r.stderr
+    assert not (tmp_path / "a" / "_report").exists()  # refused before anything is written
+
+
+def test_sweeps_that_share_no_point_are_refused_with_the_pair_that_compares_them(tmp_path):
+    """Two specs that differ in one axis value: no shared point, and the refusal gives the --pair to ask."""
+    sa = write_sweep(tmp_path, "a", {"memmap": strategy_rows({"slow": [10.0, 20.0]}, [1, 2])})
+    sb = write_sweep(tmp_path, "b", {"memmap": strategy_rows({"template": [8.0, 16.0]}, [1, 2])})
+    r = memsweep_here("compare", sa, sb)
+    assert r.returncode == 2, r.stderr
+    assert "they share no value of strategy: give '--pair strategy=slow:template' to compare A at one value " \
+           "with B at another" in r.stderr
+    assert memsweep_here("compare", sa, sb, "--pair", "strategy=slow:template").returncode == 0
