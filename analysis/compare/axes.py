@@ -152,7 +152,7 @@ def _pairing(a: Sweep, b: Sweep, model: str, pair: list[tuple[str, str, str]]) -
             for side in (va, vb)]
     return Pairing(axes=tuple(cols), a=pl.all_horizontal([value_expr(c, v) for c, v in zip(cols, va)]),
                    b=pl.all_horizontal([value_expr(c, v) for c, v in zip(cols, vb)]),
-                   text=f"A at {says[0]}, B at {says[1]}, each other axis alike")
+                   text=f"A at {says[0]}, B at {says[1]}")
 
 
 def where_text(where: list[tuple[str, str]]) -> str:

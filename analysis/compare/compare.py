@@ -164,8 +164,7 @@ def compare(a_dir: str, b_dir: str, *, metric: str | None = None, model: str | N
             asked = " and ".join(filter(None, [where_text(wheres), ", ".join(f"{n}={x}:{y}" for n, x, y in pairs)]))
             raise AnalysisError(f"no shared points where {asked} (A: {sides['A']}; B: {sides['B']}); "
                                 "give '--where' and '--pair' values that hold together.")
-        raise AnalysisError(f"no shared points: the sweeps evaluate different grids (A: {sides['A']}; "
-                            f"B: {sides['B']}){_how(a, b, [m for m in common if m in picks])}")
+        raise AnalysisError(f"no shared points (A: {sides['A']}; B: {sides['B']}): {_how(a, b, blocks)}")
     paired = next((p.pair.text for p in picks.values() if p.pair is not None), "")
     chosen = ("kernel rows: both sweeps ran a kernel (the model's rows with --sources model:model)"
               if pair_src is None and any(j[3:] == (KERNEL, KERNEL) for j in jobs) else "")
@@ -173,20 +172,26 @@ def compare(a_dir: str, b_dir: str, *, metric: str | None = None, model: str | N
                       paired=paired, chosen=chosen)
 
 
-def _how(a: Sweep, b: Sweep, models: list[str]) -> str:
-    """How to compare two sweeps that share no point: the axes whose values the sweeps do not share, and
-    the --pair that reads A at one of its values against B at one of its own."""
-    for m in models:
-        ra, rb = a.rows(m), b.rows(m)
-        va, vb = ra.axis_values(), rb.axis_values()
-        apart = [c for c in ra.params() if c in vb and not set(va[c]["value"]) & set(vb[c]["value"])]
+def _how(a: Sweep, b: Sweep, blocks: list[Block]) -> str:
+    """How to compare two sweeps that share no point: the axes whose values the compared rows do not share,
+    and the --pair that reads A at one of its values against B at one of its own."""
+    for bl in blocks:
+        ra, rb = a.rows(bl.model), b.rows(bl.model)
+        params = [c for c in ra.params() if c in rb.params()]
+        if not params:
+            continue
+        va, vb = (ok(r.scan(src)).select(pl.col(c).unique().implode() for c in params).collect().row(0, named=True)
+                  for r, src in ((ra, bl.source_a), (rb, bl.source_b)))
+        apart = [c for c in params if va[c] and vb[c] and not set(va[c]) & set(vb[c])]
         if apart:
             c = apart[0]
-            x, y = ra.label(c, va[c]["value"][0]), rb.label(c, vb[c]["value"][0])
+            x, y = ra.label(c, ra.spec_order(va[c], c)[0]), rb.label(c, rb.spec_order(vb[c], c)[0])
             names = ", ".join(n.removeprefix("param_") for n in apart)
-            return (f"; they share no value of {names}: give '--pair {c.removeprefix('param_')}={x}:{y}' to compare "
-                    f"A at one value with B at another")
-    return "; compare sweeps of the same spec's axes, or give '--pair AXIS=A_VALUE:B_VALUE'"
+            rows = f"{bl.source_a} rows" if bl.source_a == bl.source_b else f"{bl.source_a} and {bl.source_b} rows"
+            return (f"their {rows} share no value of {names}; give '--pair {c.removeprefix('param_')}={x}:{y}' "
+                    "to read A at one value and B at another")
+    return "the sweeps evaluate different grids; compare sweeps of the same spec's axes, or give " \
+        "'--pair AXIS=A_VALUE:B_VALUE'"
 
 
 def _metrics(a: ModelRows, b: ModelRows, metric: str | None, common: list[str],
@@ -423,7 +428,7 @@ def header_lines(cmp: Comparison) -> list[str]:
     """The points kept (--where) and the models left out, if any."""
     out = [f"only the points where {cmp.where}"] if cmp.where else []
     if cmp.paired:
-        out.append(f"paired: {cmp.paired}")
+        out.append(f"paired, every other axis alike: {cmp.paired}")
     if cmp.chosen:
         out.append(cmp.chosen)
     if cmp.left_out:

@@ -192,3 +192,76 @@ def test_the_kernel_refuses_what_the_model_refuses_with_its_own_message(kernel_s
     other = pl.read_parquet(folder / "model=memmap" / "*.parquet").filter(
         (pl.col("source") == "kernel") & (pl.col("param_strategy") == "template_nt_inline"))
     assert (other["status"] == "infeasible").all() and other["reason"].str.contains("strategy 'slow' only").all()
+
+
+@pytest.fixture(scope="module")
+def series_sweep(tmp_path_factory):
+    """The same points bound by the seed series' build (make kernels) at its shipped strategy only."""
+    out = tmp_path_factory.mktemp("series")
+    (out / "series.toml").write_text(SPEC.replace('name = "kern"', 'name = "series"').replace(
+        'strategy = ["slow", "template_nt_inline"]', 'strategy = ["template_nt_inline"]'))
+    r = memsweep("run", "series.toml", "--out", "out", "--kernel", "series:6.12", "--quiet", "--no-report", cwd=out,
+                 timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return out / "out" / "series"
+
+
+LABELS = {GiB: "1GiB", 2 * GiB: "2GiB", 2 * MiB: "2MiB"}
+
+
+@pytest.mark.guest
+def test_pair_gives_the_series_shipped_path_against_debians_slow_path_as_a_join_does(kernel_sweep, series_sweep):
+    """`compare DEBIAN SERIES --pair strategy=slow:template_nt_inline --format mail`: without a flag for the
+    rows or the metric, the kernel rows' instructions; each listed configuration's change is the one a
+    polars join of the two sweeps' kernel rows on every other axis gives, and its rows cover the join."""
+    deb, _ = kernel_sweep
+    r = memsweep("compare", str(deb), str(series_sweep), "--pair", "strategy=slow:template_nt_inline",
+                 "--format", "mail")
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert "paired: A at strategy=slow, B at strategy=template_nt_inline" in lines
+    assert "memmap init_instructions: kernel rows, lower is better" in lines
+    assert re.search(r"^A: kern: profile seed; kernel debian:6\.12, image [0-9a-f]{8}, 6\.12\.", r.stdout, re.M)
+    assert re.search(r"^B: series: profile seed; kernel series:6\.12, image [0-9a-f]{8}, 6\.12\.", r.stdout, re.M)
+    assert max(map(len, lines)) < 80
+
+    def kernel_rows(folder, strategy):
+        return pl.read_parquet(folder / "model=memmap" / "*.parquet").filter(
+            (pl.col("source") == "kernel") & (pl.col("status") == "ok") & (pl.col("param_strategy") == strategy))
+    axes = ["param_namespace_size", "param_align", "param_mode", "param_map"]
+    joined = kernel_rows(deb, "slow").join(kernel_rows(series_sweep, "template_nt_inline"), on=axes, suffix="_b")
+    assert joined.height > 0
+    change = {tuple(LABELS.get(v, v) for v in row[:4]): f"({(row[5] - row[4]) / row[4] * 100:+.1f}%)"
+              for row in joined.select(*axes, "metric_init_instructions", "metric_init_instructions_b").rows()}
+    covered = 0
+    for config, points, shown in mail_rows(lines, ["namespace_size", "align", "mode", "map"]):
+        matches = [k for k in change if all(c in ("*", v) for c, v in zip(config, k))]
+        assert len(matches) >= points and all(change[k] == shown for k in matches), (config, shown, matches)
+        covered += points
+    assert covered == joined.height
+    devdax = [v for k, v in change.items() if k[1] == "2MiB" and k[2] == "devdax" and k[3] == "dev"]
+    assert devdax and all(v.startswith("(-2") for v in devdax)  # the template copy: ~27% fewer instructions
+
+
+def mail_rows(lines: list[str], axes: list[str]) -> list[tuple[list[str], int, str]]:
+    """(the axis values, the points, the change) of each row of a mail block's table, whether the table fits
+    a line (the axes as columns) or puts each configuration on a line of its own ("axis=value ...")."""
+    first = next(i for i, line in enumerate(lines) if line.startswith("each of the ") or " largest changes " in line)
+    head, out = lines[first + 1].split(), []
+    body = lines[first + 2:]
+    if head[:len(axes)] == axes:  # one line per row
+        for line in body:
+            cells = line.split()
+            if not cells or not cells[-1].startswith(("(", "**")):
+                break
+            points = int(cells[len(axes)]) if head[len(axes)] == "points" else 1
+            out.append((cells[:len(axes)], points, cells[-2] if cells[-1] == "**" else cells[-1]))
+        return out
+    for config, values in zip(body[::2], body[1::2]):
+        if "=" not in config:
+            break
+        named = dict(pair.split("=", 1) for pair in config.split())
+        cells = values.split()
+        points = int(cells[0]) if head[0] == "points" else 1
+        out.append(([named[a] for a in axes], points, cells[-2] if cells[-1] == "**" else cells[-1]))
+    return out
