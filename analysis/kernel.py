@@ -99,7 +99,8 @@ def gains(rows: ModelRows) -> pl.DataFrame:
     metric, axis = check.sampled, cmp.column
     keys = [c for c in rows.varying() if c.startswith("param_") and c != axis]
     kernel = rows.scan(KERNEL).filter((pl.col("status") == "ok") & pl.col(metric).is_not_null()).select(
-        "point_id", *keys, axis, metric, "measure_repeats", "measure_min", "env_guest_kernel")
+        "point_id", *keys, axis, metric, "measure_repeats", "measure_min",
+        *(["measure_max"] if "measure_max" in schema else []), "env_guest_kernel")
     model = rows.scan(MODELED).filter(pl.col("status") == "ok").select(
         "point_id", pl.col(metric).alias("model"), pl.col(cmp.metric).alias("model_time"))
     df = kernel.join(model, on="point_id", how="left").collect(engine="streaming")

@@ -223,9 +223,6 @@ class Measurement:
         return [self.metric_of(v) for v in points[f"param_{self.metric_axis}"].to_list()]
 
 
-SAMPLES = "samples"  # the key under which a KernelCheck reader returns a row's repeated values
-
-
 @dataclass(frozen=True, kw_only=True, slots=True)
 class KernelCheck:
     """What the `kernel` row source (workers.guest) checks of a model in a real kernel booted in a guest
@@ -235,8 +232,8 @@ class KernelCheck:
     (points frame, workers.guest.KernelSettings) -> per row, a workers.guest.GuestConfig to bind, or the
     reason string why the kernel under test cannot hold that point (its row is infeasible with it).
     `reader`: the same kind of reference: (point row as a dict, workers.guest.ConfigResult) -> {metric
-    column: value} of an ok result, and under the key SAMPLES the repeated binds' values of `sampled`
-    (they fill the row's measure_* columns). `metrics`: the metric columns a kernel row fills (the others
+    column: value} of an ok result (one boot's); `sampled`: the metric whose value in each boot fills the
+    row's measure_* columns (the samples compare's rule reads: [kernel] boots). `metrics`: the metric columns a kernel row fills (the others
     stay null); `exact`: those of them the model must equal (counts, bytes), as against a guest's times.
     `work`: the metrics of `metrics` the model prices from a build's per-operation costs fit to kernel rows
     (counts of work, such as instructions, not times). `bound`: the same kind of reference, (metric) -> a

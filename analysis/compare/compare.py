@@ -6,9 +6,9 @@ few listed rows). A block compares one model, one metric and one pair of row
 sources: like with like by default (modeled with modeled, measured with
 measured), or `sources=("measured", "model")` for a measured sweep against
 its modeled twin. Each point gets a verdict: better / worse, `=` (equal),
-`~` (not a change by the rule: a side rests on samples, measured rows or a
-kernel row's binds spanning [measure_min, median], and the spans overlap or B/A
-is within 1% of 1) or `n<3` (fewer than 3 samples on a side: no verdict); the
+`~` (not a change by the rule: a side rests on samples, measured rows' runs or
+a kernel row's boots spanning [measure_min, measure_max], and the spans overlap
+or B/A is within 1% of 1) or `n<3` (fewer than 3 samples on a side: no verdict); the
 rule is ratios.RULE, after LKP's. `--format mail` prints a block to paste
 (mail.py). Small comparisons print one row per configuration; big ones a summary,
 the ratios grouped by the one or two axes that explain most of the variation
@@ -270,8 +270,9 @@ def _no_sources(a: Sweep, b: Sweep, common: list[str], pair: tuple[str, str] | N
 def _side(rows: ModelRows, source: str, metric: str, tag: str, params: list[str]) -> pl.LazyFrame:
     """point_id, the params, the value, its interval [lo, hi], whether it has one (`spread`), whether that is
     a model's error bar (`bar`) and its sample count n: measured and kernel rows whose metric is the one
-    measure_min / measure_median summarize (the median of measure_repeats samples) span [measure_min,
-    median]; modeled rows with a bar (workers.interval) span it; others are a point with no interval."""
+    the measure_* columns summarize (the median of measure_repeats samples: runs, or a kernel row's boots)
+    span [measure_min, measure_max]; modeled rows with a bar (workers.interval) span it; others are a
+    point with no interval."""
     v = pl.col(metric).cast(pl.Float64)
     schema = rows.schema()
     lf = ok(rows.scan(source)).filter(v.is_not_null() & v.is_finite())
@@ -281,9 +282,14 @@ def _side(rows: ModelRows, source: str, metric: str, tag: str, params: list[str]
     if "measure_min" in declared.columns and "measure_min" in schema and "measure_median" in schema:
         spread = (pl.col("measure_min").is_not_null() & pl.col("measure_median").is_not_null()
                   & ((pl.col("measure_median") - v).abs() <= EQUAL_REL * v.abs())).fill_null(False)
+        # LKP's range, [min, max]; a sweep before schema 8 kept no max: [min, median]
+        top = pl.col("measure_max").fill_null(pl.col("measure_median")) if "measure_max" in schema \
+            else pl.col("measure_median")
         low = pl.when(spread).then(pl.min_horizontal(pl.col("measure_min"), v)).otherwise(v)
-        high = pl.when(spread).then(pl.max_horizontal(pl.col("measure_min"), v)).otherwise(v)
-        if "measure_repeats" in schema:  # a sweep without it: no count, so no verdict (FEW)
+        high = pl.when(spread).then(pl.max_horizontal(pl.col("measure_min"), top, v)).otherwise(v)
+        if source == KERNEL and "measure_max" not in schema:  # before schema 8: the binds of one boot, one sample
+            n = pl.when(spread).then(pl.lit(1, dtype=pl.Int64))
+        elif "measure_repeats" in schema:  # a sweep without it: no count, so no verdict (FEW)
             n = pl.when(spread).then(pl.col("measure_repeats").cast(pl.Int64))
     elif declared.bars and lo_col in schema and hi_col in schema:
         bar = spread = (pl.col(lo_col).is_not_null() & pl.col(hi_col).is_not_null()).fill_null(False)
@@ -400,8 +406,12 @@ def summary_line(block: Block) -> str:
 def rule_lines(block: Block) -> list[str]:
     """The significance rules, where a side rests on samples or error bars."""
     s = block.summary
+    kernel = [f"{side} {s.get(f'{t}_samples') or 1} boot{'s' if (s.get(f'{t}_samples') or 1) > 1 else ''}"
+              for side, t, src in (("A", "a", block.source_a), ("B", "b", block.source_b)) if src == KERNEL]
     return ([f"rule: {RULE}"] if s.get("sampled", 0) > s.get("barred", 0) else []) + \
-        ([f"rule: {BAR_RULE}"] if s.get("barred") else [])
+        ([f"rule: {BAR_RULE}"] if s.get("barred") else []) + \
+        ([f"samples of the kernel rows: {', '.join(kernel)} a point (the binds of one boot are one sample: "
+          f"[kernel] boots = {ratios.MIN_SAMPLES} for the sampled rule)"] if kernel else [])
 
 
 def evidence_lines(block: Block) -> list[str]:

@@ -150,7 +150,7 @@ def page(cmp: Comparison, fig: Rendered | Skipped) -> str:
         f"<h1>memsweep compare: {esc(cmp.b.name)} (B) vs {esc(cmp.a.name)} (A)</h1>",
         f"<ul>{sides}</ul>",
         '<p class="caption">B/A per point_id over ok rows. "~": not a change (a side rests on samples, '
-        '[measure_min, median], or on a modeled answer\'s error bar, and the intervals overlap or B/A is within '
+        '[measure_min, measure_max], or on a modeled answer\'s error bar, and the intervals overlap or B/A is within '
         '1% of 1); "n<3": too few samples for a verdict; "=": equal. A modeled value is printed with its error '
         'bar as stored, each side in % of the value (-a/+b; ± where both read the same).</p>',
         '<nav><a href="#figure">Figure</a><a href="#text">Text</a></nav>',

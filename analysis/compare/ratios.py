@@ -2,9 +2,9 @@
 
 Each point is better / worse, `=` (equal), `~` (not a change by the rule) or `n<3` (too few samples for a
 verdict). RULE, after LKP's (lib/changed_stat.rb, and its `compare` report): where a side's value rests
-on samples (measured rows, and kernel rows: the binds), a point is better or worse only when each side
-has at least MIN_SAMPLES samples, their ranges (least to median) do not overlap, and B/A is more than
-MIN_CHANGE from 1 (LKP's threshold for the performance metrics it knows; 5% for others); such a point is
+on samples (measured rows: the runs; kernel rows: the boots, [kernel] boots), a point is better or
+worse only when each side has at least MIN_SAMPLES samples, their ranges [min, max] do not overlap, and
+B/A is more than MIN_CHANGE from 1 (LKP's threshold for the performance metrics it knows; 5% for others); such a point is
 a significant change. A modeled row with an error bar (workers.interval: the answers of the fits that left
 a figure out, each widened by its held-out error, and wider where no figure checked the point) rests on its bar the same way: a point is
 better or worse only when the two sides' intervals are apart (a sample range, or a bar), and B/A is more
@@ -38,8 +38,8 @@ TOP = 10  # largest changes listed for a big comparison
 BETTER, WORSE, NOISE, EQUAL, FEW = "better", "worse", "~", "=", "n<3"
 MIN_SAMPLES = 3  # LKP and mmtests: no verdict on fewer samples a side
 MIN_CHANGE = 0.01  # LKP: changes of 1% or less of a known performance metric are dropped
-RULE = (f"a sampled point changes when each side has at least {MIN_SAMPLES} samples, their ranges "
-        f"(least to median) are apart and B/A is more than {MIN_CHANGE:.0%} from 1 (after LKP's rule)")
+RULE = (f"a sampled point changes when each side has at least {MIN_SAMPLES} samples (runs; a kernel row's "
+        f"boots), their ranges [min, max] are apart and B/A is more than {MIN_CHANGE:.0%} from 1 (LKP's rule)")
 BAR_RULE = (f"a modeled point changes when the two sides' error bars (or a bar and a sample range) are apart "
             f"and B/A is more than {MIN_CHANGE:.0%} from 1")
 HIST_SCHEMA = {"lo": pl.Float64, "hi": pl.Float64, "n": pl.UInt32, "significant": pl.UInt32}
@@ -73,6 +73,7 @@ def stats() -> list[pl.Expr]:
             *((pl.col("verdict") == v).sum().alias(v) for v in (BETTER, WORSE, NOISE, EQUAL, FEW)),
             significant().sum().alias("significant"),
             (pl.col("a_spread") | pl.col("b_spread")).sum().alias("sampled"),
+            pl.col("a_n").max().alias("a_samples"), pl.col("b_n").max().alias("b_samples"),
             (pl.col("a_bar") | pl.col("b_bar")).sum().alias("barred")]
 
 

@@ -420,7 +420,7 @@ def gain_tables(sweep: Sweep) -> list[Table]:
         keys = [c for c in df.columns if c.startswith("param_")]
         table = [{"configuration": describe_point(rows, keys, r), cmp.label: r["variant"],
                   "kernel": r["env_guest_kernel"],
-                  metric.removeprefix("metric_"): f"{r[metric]:,} (min {int(r['measure_min']):,}, n={r['measure_repeats']})",
+                  metric.removeprefix("metric_"): _boots(r, metric),
                   "kernel gain": f"{r['kernel_gain']:.3f}x",
                   "model gain, same work": "-" if r["model_gain"] is None else f"{r['model_gain']:.3f}x",
                   "model gain, time": "-" if r["model_time_gain"] is None else f"{r['model_time_gain']:.2f}x"}
@@ -437,6 +437,16 @@ def gain_tables(sweep: Sweep) -> list[Table]:
                      "instructions alone do not give (stores to memory, non-temporal write-back)."),
             frame=pl.DataFrame(table)))
     return out
+
+
+def _boots(r: dict, metric: str) -> str:
+    """A kernel row's count and its samples: "3,425,928 (1 boot)"; "3,425,928 (3 boots, 3,425,900-3,425,950)"."""
+    n = r["measure_repeats"] or 1
+    if n == 1 or r.get("measure_min") is None:
+        return f"{r[metric]:,} (1 boot)"
+    top = r.get("measure_max")  # none before schema 8
+    span = f"{int(r['measure_min']):,}-{int(top):,}" if top is not None else f"min {int(r['measure_min']):,}"
+    return f"{r[metric]:,} ({n} boots, {span})"
 
 
 def _kernel_cell(kernel: object, model: object, unit: str) -> str:

@@ -129,7 +129,7 @@ def test_each_strategys_gain_is_measured_against_slow_beside_the_models(tmp_path
     assert table.title == "memmap: each strategy's gain in the real kernel, beside the model's"
     assert table.frame.row(0, named=True) == {
         "configuration": "(one point)", "strategy": "template", "kernel": "6.12.118-series",
-        "init_instructions": "600 (min 590, n=3)", "kernel gain": "2.000x", "model gain, same work": "1.250x",
+        "init_instructions": "600 (3 boots, min 590)", "kernel gain": "2.000x", "model gain, same work": "1.250x",
         "model gain, time": "2.00x"}
 
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import polars as pl
 import pyarrow as pa
 
-SCHEMA_VERSION = "7"
+SCHEMA_VERSION = "8"
 # Schema history:
 #   1: identity, param_*, metric_*, env_* columns; key-value metadata memsweep.*
 #   2: `source` ("model" | "measured") among the identity columns; measure_* columns after the
@@ -41,6 +41,8 @@ SCHEMA_VERSION = "7"
 #      price (Model.priced; workers.interval); null on measured and kernel rows. The evidence as data:
 #      evidence_figure, evidence_error, evidence_axes (a list of structs), evidence_assumptions (a list)
 #      between `evidence` and `evidence_note`
+#   8: `measure_max` after measure_median: the largest sample (LKP's range is [min, max]); a kernel row's
+#      samples are its boots ([kernel] boots), not the binds of one boot
 
 # The row sources' names (a row's `source` column): the model's own answer, the user-space analog measured on a
 # worker, the real kernel path in a guest. SOURCES below says what each fills and the order a run computes them.
@@ -146,6 +148,8 @@ MEASURE = (
     ("measure_min", pl.Float64, "as the headline metric",
      "measured rows: the least disturbed value: per timed stretch the fastest run, summed (ns/load: the fastest slice)"),
     ("measure_median", pl.Float64, "as the headline metric", "measured rows: the median sample (the value in the metric column)"),
+    ("measure_max", pl.Float64, "as the headline metric",
+     "measured rows: the largest sample; kernel rows: the largest of the boots' values (with measure_min, LKP's range)"),
     ("measure_huge_pages", pl.Boolean, "", "measured rows that map memory: whether the mapping got 2 MiB pages (AnonHugePages)"),
 )
 # What a modeled row rests on (workers.evidence writes them, analysis.evidence reads them). An axis entry:

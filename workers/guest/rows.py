@@ -16,7 +16,7 @@ import statistics
 import polars as pl
 
 from workers.dataset import DTYPES, GUEST_COLUMNS, MEASURE_COLUMNS
-from workers.model import SAMPLES, STATUS_ERROR, STATUS_INFEASIBLE, STATUS_OK, Model
+from workers.model import STATUS_ERROR, STATUS_INFEASIBLE, STATUS_OK, Model
 from workers.profiles import Profile
 
 from .exceptions import GuestKernelError, GuestSetupError
@@ -24,10 +24,13 @@ from .records import GuestConfig
 from .runner import run_guest
 from .settings import KernelSettings
 
+BOOTS = "boots"  # a row's values: each boot's value of the sampled metric
+
 
 def kernel_rows(model: Model, points: pl.DataFrame, profile: Profile, settings: KernelSettings) -> pl.DataFrame:
     """Rows ["status", "reason", *model.metric_dtypes, *MEASURE_COLUMNS, *GUEST_COLUMNS] for `points`, same
-    height and order; the measure_* columns summarize the repeated binds of the check's `sampled` metric.
+    height and order; the measure_* columns summarize the check's `sampled` metric over the boots
+    (`settings.boots`; a boot's value is the median of its binds, the reader's).
     `profile` is unused: a kernel row is what the kernel did, whatever the costs."""
     n = points.height
     status, reason = [STATUS_INFEASIBLE] * n, [""] * n
@@ -41,21 +44,42 @@ def kernel_rows(model: Model, points: pl.DataFrame, profile: Profile, settings: 
     for i, c in enumerate(plans):
         if not isinstance(c, GuestConfig):
             reason[i] = c
-    if todo:
+    rows = points.to_dicts()
+    for boot in range(settings.boots if todo else 0):
         try:
             run = run_guest(settings.kernel(), [c for _, c in todo], accel=settings.accel,
                             boot_timeout_s=settings.boot_timeout_s)
         except (GuestKernelError, GuestSetupError) as e:  # this node cannot boot it: every planned row says why
             for i, _ in todo:
-                status[i], reason[i] = STATUS_ERROR, f"{type(e).__name__}: {e}"
+                status[i], reason[i] = STATUS_ERROR, f"{type(e).__name__}: {e}" + _of(boot, settings.boots)
             return _frame(model, status, reason, values, guest)
         booted = {"env_guest_kernel": run.release, "env_guest_cmdline": run.cmdline, "env_accel": run.accel}
-        rows = points.to_dicts()
         for (i, _), r in zip(todo, run.results):
-            status[i], reason[i], guest[i] = r.status, r.reason or "", booted
-            if r.status == STATUS_OK:
-                values[i] = model.kernel.read(rows[i], r)
+            if boot and status[i] != STATUS_OK:  # a bind the first boot refused: its reason stands
+                continue
+            if r.status != STATUS_OK:
+                status[i], reason[i], guest[i], values[i] = r.status, (r.reason or "") + _of(boot, settings.boots), \
+                    booted, {}
+                continue
+            status[i], guest[i] = STATUS_OK, booted
+            values[i] = _boot(model, values[i], model.kernel.read(rows[i], r))
     return _frame(model, status, reason, values, guest)
+
+
+def _of(boot: int, boots: int) -> str:
+    return f" (boot {boot + 1} of {boots})" if boots > 1 else ""
+
+
+def _boot(model: Model, before: dict, now: dict) -> dict:
+    """A row's values after one more boot: the first boot's, with the sampled metric's boots collected
+    (BOOTS: each boot's own value of it, the median of that boot's binds) and the metric the median of
+    them (statistics.median_low: a value a boot measured)."""
+    sampled = model.kernel.sampled
+    boots = [*before.get(BOOTS, []), *([now[sampled]] if now.get(sampled) is not None else [])]
+    out = {**(before or now), BOOTS: boots}
+    if boots:
+        out[sampled] = statistics.median_low(boots)
+    return out
 
 
 def _frame(model: Model, status: list, reason: list, values: list[dict], guest: list[dict]) -> pl.DataFrame:
@@ -65,7 +89,7 @@ def _frame(model: Model, status: list, reason: list, values: list[dict], guest: 
     }
     for c, dt in model.metric_dtypes.items():
         cols[c] = pl.Series([v.get(c) for v in values], dtype=dt)
-    samples = [_samples(v.get(SAMPLES) or []) for v in values]
+    samples = [_samples(v.get(BOOTS) or []) for v in values]
     for c in MEASURE_COLUMNS:
         cols[c] = pl.Series([s.get(c) for s in samples], dtype=DTYPES[c])
     for c in GUEST_COLUMNS:
@@ -74,8 +98,9 @@ def _frame(model: Model, status: list, reason: list, values: list[dict], guest: 
 
 
 def _samples(values: list) -> dict:
-    """The measure_* columns of a row's repeated binds (the KernelCheck's `sampled` metric); none without."""
+    """The measure_* columns of a row's boots (each boot's value of the KernelCheck's `sampled` metric);
+    none without."""
     if not values:
         return {}
     return {"measure_repeats": len(values), "measure_min": float(min(values)),
-            "measure_median": float(statistics.median(values))}
+            "measure_median": float(statistics.median(values)), "measure_max": float(max(values))}

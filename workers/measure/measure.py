@@ -224,6 +224,7 @@ def _frame(model: Model, points: pl.DataFrame, status: list[str], reason: list[s
         cols["measure_repeats"][i] = len(res.values)
         cols["measure_min"][i] = res.floor
         cols["measure_median"][i] = med
+        cols["measure_max"][i] = max(res.values)
         cols["measure_huge_pages"][i] = res.huge_pages
     schema = {"status": pl.Utf8, "reason": pl.Utf8, **model.metric_dtypes, **{c: DTYPES[c] for c in MEASURE_COLUMNS}}
     return pl.DataFrame(cols, schema=schema)

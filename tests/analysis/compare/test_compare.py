@@ -460,15 +460,16 @@ def test_an_out_page_linked_out_of_its_folder_leaves_no_figure_beside_it(tmp_pat
     assert tree_state(tmp_path) == before and sorted(p.name for p in pages.iterdir()) == ["cmp.html"]
 
 
-def kernel_rows(counts: list[float], least: list[float], binds: int = 3, release: str = "6.12.118") -> pl.DataFrame:
-    """memmap kernel rows at namespace sizes 1..n GiB: a guest's instruction counts, median and least of `binds`."""
+def kernel_rows(counts: list[float], least: list[float], boots: int = 3, release: str = "6.12.118") -> pl.DataFrame:
+    """memmap kernel rows at namespace sizes 1..n GiB: a guest's instruction counts, the median, least and
+    largest (the median) of `boots` boots."""
     n = len(counts)
     return pl.DataFrame({
         "point_id": pl.Series(range(n), dtype=pl.UInt64),
         "param_namespace_size": [(i + 1) * GiB for i in range(n)], "param_strategy": "slow", "source": "kernel",
         "status": "ok", "metric_init_instructions": pl.Series(counts, dtype=pl.Int64),
         "measure_min": pl.Series(least, dtype=pl.Float64), "measure_median": pl.Series(counts, dtype=pl.Float64),
-        "measure_repeats": pl.Series([binds] * n, dtype=pl.Int64),
+        "measure_max": pl.Series(counts, dtype=pl.Float64), "measure_repeats": pl.Series([boots] * n, dtype=pl.Int64),
         "env_guest_kernel": release, "env_accel": "tcg", "env_host": "host-a",
     })
 
@@ -481,7 +482,7 @@ def kernel_compare(tmp_path, a: pl.DataFrame, b: pl.DataFrame, *args: str):
 
 def test_kernel_rows_change_only_by_the_rule_and_the_header_names_each_kernel(tmp_path):
     """Per point: equal counts `=`; spans apart but a change of 1% or less `~`; spans overlapping `~`; spans
-    apart by more than 1% with 3 binds a side a significant change; a side of one bind `n<3`, no verdict.
+    apart by more than 1% with 3 boots a side a significant change; a side of one boot `n<3`, no verdict.
     The header says which kernel and accelerator each side ran, and the rule."""
     a = kernel_rows([1000, 1000, 1000, 1000], [999, 999, 990, 999])
     b = kernel_rows([1000, 1005, 1008, 1300], [999, 1004, 995, 1299], release="6.1.0")
@@ -492,7 +493,7 @@ def test_kernel_rows_change_only_by_the_rule_and_the_header_names_each_kernel(tm
     assert [row[-1] for row in table_rows(r.stdout, "namespace_size")[1]] == ["=", "~", "~", "worse"]
     assert "on samples, 1 significant changes" in r.stdout
     assert "rule: a sampled point changes when each side has at least 3 samples" in r.stdout
-    one = kernel_rows([1000, 1000, 1000, 1300], [1000, 1000, 1000, 1300], binds=1, release="6.1.0")
+    one = kernel_rows([1000, 1000, 1000, 1300], [1000, 1000, 1000, 1300], boots=1, release="6.1.0")
     r = kernel_compare(tmp_path / "one", a, one)
     assert [row[-1] for row in table_rows(r.stdout, "namespace_size")[1]] == ["=", "=", "=", "n<3"]
     assert "0 significant changes and 1 with too few samples for a verdict (n<3)" in r.stdout

@@ -26,7 +26,8 @@ What a kernel row fills (`read`), from what the guest measured (workers.guest.re
 - metric_init_instructions: under TCG, the guest runs with QEMU's instruction counter (1 ns of guest
   time per instruction, workers/guest/qemu.py), so the function_graph duration of
   memmap_init_zone_device() is the instructions it executed (interrupts that land inside included): the
-  median over [kernel] binds binds, each bind's count in measure_min/median/repeats. A rerun repeats it
+  median over the [kernel] binds of one boot; with [kernel] boots, each boot's value is a sample
+  (measure_min/median/max/repeats) and the metric their median. A rerun repeats it
   exactly whatever the host's load (qemu.DETERMINISTIC), as long as the guest runs the same /init; the binds of one namespace differ by the timer
   ticks that land inside (a few thousand instructions).
 - metric_init_ms: under KVM, that duration in a machine's milliseconds; null under TCG, whose time is
@@ -44,7 +45,6 @@ from importlib import resources
 
 import polars as pl
 
-from workers.model import SAMPLES
 from workers.units import PAGE_SIZE, GiB, KiB, MiB, format_size
 
 from . import layout as ml
@@ -100,14 +100,13 @@ def _cannot(p: dict, settings, switchable: tuple[str, ...]) -> str | None:
 
 
 def read(point: dict, result) -> dict:
-    """The metrics of an ok result, and under the instruction counter the per-bind instruction counts
-    (SAMPLES: the samples of metric_init_instructions)."""
+    """The metrics of an ok result (one boot's); under the instruction counter metric_init_instructions is
+    the median of the boot's binds."""
     offset, size = result.data_offset_bytes, point["param_namespace_size"]
     data = result.data_size_bytes
     dev = point["param_map"] == "dev"
     counts = [round(us * 1000) for us in result.bind_us] if result.counted else []
     return {
-        SAMPLES: counts,
         "metric_init_instructions": int(statistics.median_low(counts)) if counts else None,
         "metric_memmap_pages": result.memmap_pages_delta,
         "metric_offset_bytes": offset,
