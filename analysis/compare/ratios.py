@@ -4,15 +4,17 @@ Each point is better / worse, `=` (equal), `~` (not a change by the rule) or `n<
 verdict). RULE, after LKP's (lib/changed_stat.rb, and its `compare` report): where a side's value rests
 on samples (measured rows: the runs; kernel rows: the boots, [kernel] boots), a point is better or
 worse only when each side has at least MIN_SAMPLES samples, their ranges [min, max] do not overlap, and
-B/A is more than MIN_CHANGE from 1 (LKP's threshold for the performance metrics it knows; 5% for others); such a point is
-a significant change. A modeled row with an error bar (workers.interval: the answers of the fits that left
-a figure out, each widened by its held-out error, and wider where no figure checked the point) rests on its bar the same way: a point is
-better or worse only when the two sides' intervals are apart (a sample range, or a bar), and B/A is more
-than MIN_CHANGE from 1; a change inside them is `~`. Rows with neither (a count, a schema-6 sweep's
-answers) differ or not: every difference between them is the computation's, and is a change but not a
-sampled one. Up to MAX_POINTS
-distinct rows print one row each; more print B/A grouped by the one or two axes that explain most of
-the variance of log B/A (or the `--by` axes) and the TOP largest changes, each distinct row once
+B/A is more than MIN_CHANGE from 1 (LKP's threshold for the performance metrics it knows; 5% for
+others); such a point is a significant change. A modeled row with an error bar (workers.interval: the
+answers of the fits that left a figure out, each widened by its held-out error, and wider where no
+figure checked the point) rests on its bar the same way (BAR_RULE): a point is better or worse only when
+the two sides' intervals are apart (a sample range, or a bar), and B/A is more than MIN_CHANGE from 1; a
+change inside them is `~`. Two modeled values are two computations, not samples: a point whose bars are
+apart is "outside both error bars", never a significant change in the sampled rule's sense (mail.py
+marks it `apart`, not `**`). Rows with neither (a count, a schema-6 sweep's answers) differ or not:
+every difference between them is the computation's, and is a change but not a sampled one. Up to
+MAX_POINTS distinct rows print one row each; more print B/A grouped by the one or two axes that explain
+most of the variance of log B/A (or the `--by` axes) and the TOP largest changes, each distinct row once
 (axes.View). The histogram of B/A is for the page's figure.
 """
 

@@ -275,7 +275,8 @@ def test_three_boots_are_three_samples_that_repeat_exactly_and_carry_the_sampled
     and says the samples are boots."""
     spec = SPEC.replace('name = "kern"', 'name = "boots"').replace('accel = "tcg"', 'accel = "tcg"\nboots = 3')
     spec = re.sub(r'namespace_size = \[.*\]', 'namespace_size = ["1GiB"]', spec)
-    spec = re.sub(r'align = \[.*\]', 'align = ["2MiB"]', spec).replace('mode = ["fsdax", "devdax"]', 'mode = ["devdax"]')
+    spec = re.sub(r'align = \[.*\]', 'align = ["2MiB"]', spec)
+    spec = spec.replace('mode = ["fsdax", "devdax"]', 'mode = ["devdax"]')
     spec = spec.replace('map = ["dev", "mem"]', 'map = ["mem"]')
     (tmp_path / "boots.toml").write_text(spec)
     r = memsweep("run", "boots.toml", "--out", "out", "--kernel", "series:6.12", "--quiet", "--no-report",
