@@ -130,3 +130,18 @@ def test_the_profile_of_your_own_example_loads_and_says_what_it_rests_on(tmp_pat
     assert round(row["metric_init_ms"]) == 102 and row["evidence"] == "assumed"
     quoted = "profile my-box: sets copy.dram_latency_ns, copy.llc_bytes apart from the costs fit in seed (what-if)"
     assert quoted in row["evidence_note"] and " ".join(section.split()).count(quoted) == 1
+
+
+def test_the_pasted_mail_blocks_fit_a_mail_and_name_their_axes():
+    """The README's mail blocks (a 4-point kernel A/B and a 1,504-point comparison) as `compare --format mail`
+    prints them: no line of 80 columns or more, the configuration under named axes, none cut short."""
+    section = README.split("### A mail block", 1)[1].split("\n## ", 1)[0]
+    blocks = [b for b in re.findall(r"```\n(.*?)```", section, re.S) if b.startswith("memsweep compare, B against A")]
+    assert len(blocks) == 2
+    for block in blocks:
+        lines = block.splitlines()
+        assert max(map(len, lines)) < 80 and not any(line.rstrip().endswith("...") for line in lines)
+    kernel, big = blocks
+    assert "namespace_size map           A           B    change" in kernel and kernel.count("  **\n") == 4
+    assert "1,504 points compared" in big and "B/A by strategy:" in big
+    assert re.search(r"^namespace_size=\S+ struct_page_size=\d+ align=\S+ mode=\S+ map=\S+$", big, re.M)

@@ -92,7 +92,11 @@ def _table(bl: Block) -> list[str]:
     """The listed rows: the configuration's axes, A and its interval, B and its interval, the change, the mark.
     Intervals all under SMALLEST_BAR of their values (a guest's binds under TCG) are said once, not shown."""
     rows = bl.listed
-    axes = [c for c in rows.columns if c.startswith("cfg_")]
+    cfg = [c for c in rows.columns if c.startswith("cfg_")]
+    # an axis with one value over the listed rows is said once, above them (the largest changes of a big
+    # comparison often share their strategy)
+    same = [c for c in cfg if rows.height > 1 and rows[c].n_unique() == 1 and rows[c][0] != SEVERAL]
+    axes = [c for c in cfg if c not in same]
     merged = rows["points"].max() > 1
     values = [(_value(r, "a", bl.unit), _value(r, "b", bl.unit)) for r in rows.iter_rows(named=True)]
     spreads = any(_wide(r, t) for r in rows.iter_rows(named=True) for t in "ab")
@@ -113,12 +117,15 @@ def _table(bl: Block) -> list[str]:
     if not spreads and any(x[1] for pair in values for x in pair):
         notes.insert(0, f"each side's interval is under {SMALLEST_BAR}% of its value: values rounded to it, "
                         "intervals not shown")
+    elif not spreads and any(r["a_spread"] or r["b_spread"] for r in rows.iter_rows(named=True)):
+        notes.insert(0, "each side's samples agree at every row (min = max): values whole, no interval")
     if merged:
         collapsed = ", ".join(c.removeprefix("param_") for c in bl.view.collapsed)
         notes.insert(0, "points: how many points a row stands for, alike in A and B"
                      + (f" (they differ in {collapsed}, which changes no value)" if collapsed else "")
                      + (f"; {SEVERAL}: they differ in that axis" if any(SEVERAL in r[:len(axes)] for r in body) else ""))
-    return [title, *_grid(head, body, left=len(axes)), *[line for text in notes for line in _wrap(text)]]
+    fixed = _wrap("every row: " + " ".join(f"{c.removeprefix('cfg_')}={rows[c][0]}" for c in same)) if same else []
+    return [title, *fixed, *_grid(head, body, left=len(axes)), *[line for text in notes for line in _wrap(text)]]
 
 
 def _wide(r: dict, side: str) -> bool:

@@ -548,10 +548,11 @@ def test_a_big_mail_gives_the_grouped_summary_then_the_largest_changes_without_m
     assert [line.split()[-5] for line in lines[g + 2:g + 5]] == ["1.000", "1.500", "0.500"]
     head = next(i for i, line in enumerate(lines) if line.startswith("the ") and "largest changes" in line)
     assert lines[head] == f"the {TOP} largest changes (by |log B/A|; 50 more distinct rows), in ns:"
-    listed = lines[head + 2:head + 2 + TOP]
-    assert lines[head + 1].split() == ["namespace_size", "compound_order", "points", "A", "B", "change"]
+    assert lines[head + 1] == "every row: compound_order=PUD (order 18)"  # the one value of the listed rows
+    listed = lines[head + 3:head + 3 + TOP]
+    assert lines[head + 2].split() == ["namespace_size", "points", "A", "B", "change"]
     assert "points: how many points a row stands for, alike in A and B (they differ in arch, which changes no value)" \
-        in " ".join(line.strip() for line in lines[head + 2 + TOP:])
+        in " ".join(line.strip() for line in lines[head + 3 + TOP:])
     assert all("(-50.0%)" in line and "**" not in line for line in listed), listed
     assert max(map(len, lines)) < 80
 

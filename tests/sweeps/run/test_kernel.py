@@ -293,3 +293,12 @@ def test_three_boots_are_three_samples_that_repeat_exactly_and_carry_the_sampled
     [marked] = [line.split() for line in r.stdout.splitlines() if line.endswith("  **")]
     assert -40 < float(marked[-2].strip("(%)")) < -20 and "**: a change by the sampled rule above" in r.stdout
     assert "samples of the kernel rows: A 3 boots, B 3 boots a point" in " ".join(r.stdout.split())
+
+
+def test_the_example_kernel_ab_spec_boots_each_kernel_three_times():
+    """examples/kernel-ab.toml, the README's kernel A/B: four devdax points a strategy, three boots a kernel."""
+    from tests.conftest import ROOT
+
+    spec = parse_spec((ROOT / "examples" / "kernel-ab.toml").read_text())
+    assert spec.settings["kernel"].boots == 3 and spec.settings["kernel"].image == "series:6.12"
+    assert spec.points("memmap") == 8
