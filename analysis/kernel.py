@@ -116,3 +116,23 @@ def gains(rows: ModelRows) -> pl.DataFrame:
         (pl.col("base") / pl.col(metric)).alias("kernel_gain"), (pl.col("model_base") / pl.col("model")).alias("model_gain"),
         (pl.col("model_time_base") / pl.col("model_time")).alias("model_time_gain"),
     ).sort(*keys, "variant")
+
+
+def references(rows: ModelRows) -> pl.DataFrame:
+    """A patched build's kernel rows read against the kernels it was booted beside (workers.guest's
+    [kernel] references): per configuration and variant, the build's value of the sampled metric, its base's
+    (the same source and config without the patches) and the distribution's kernel's (Debian's 6.12), both on
+    the slow path; `patches` = base / value (above 1: the patches save work), `config` = stock / base (above
+    1: the build's config does less than the distribution's). Empty without them."""
+    obj = rows.model
+    check = obj and obj.kernel
+    schema = rows.schema()
+    if check is None or check.sampled not in schema or "kernel_base" not in schema:
+        return pl.DataFrame()
+    metric = check.sampled
+    keys = [c for c in rows.varying() if c.startswith("param_")]
+    df = rows.scan(KERNEL).filter((pl.col("status") == "ok") & pl.col("kernel_base").is_not_null()).select(
+        *keys, "env_guest_kernel", pl.col(metric).cast(pl.Float64).alias("value"), "kernel_base", "kernel_stock",
+    ).collect(engine="streaming")
+    return df.with_columns((pl.col("kernel_base") / pl.col("value")).alias("patches"),
+                           (pl.col("kernel_stock") / pl.col("kernel_base")).alias("config")).sort(keys)

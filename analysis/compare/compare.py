@@ -72,6 +72,7 @@ class Block:
     categorical: bool = False  # a string metric: same / changed per point, no ratio
     evidence: tuple[Evidence, Evidence] = (Evidence(), Evidence())  # what A's and B's modeled answers rest on
     listed: pl.DataFrame = field(default_factory=pl.DataFrame)  # the mail's rows (_listed)
+    references: tuple[str, ...] = ()  # a patched build's side read against its base and Debian's kernel
     more: int = 0  # significant changes the mail leaves out
 
     @property
@@ -349,7 +350,9 @@ def _block(a: ModelRows, b: ModelRows, metric: str, src_a: str, src_b: str, pick
                for r, src, t in ((a, src_a, "a"), (b, src_b, "b")))
     base = dict(model=a.name, metric=metric, source_a=src_a, source_b=src_b, higher=higher, unit=unit,
                 points_a=n_a.item(), points_b=n_b.item(), compared=summary["n"], summary=summary,
-                only=only, categorical=cat, evidence=ev)
+                only=only, categorical=cat, evidence=ev,
+                references=tuple(line for r, src, t in ((a, src_a, "A"), (b, src_b, "B"))
+                                 for line in _references(r, src, metric, pick.where & _paired(pick, t.lower()), t)))
     if summary["n"] == 0:
         return Block(**base, heading="no shared points", tables=(), groups=pl.DataFrame(), group_axes=(),
                      hist=ratios.no_hist() if cat else ratios.hist(j, 0.0))
@@ -371,6 +374,26 @@ def _block(a: ModelRows, b: ModelRows, metric: str, src_a: str, src_b: str, pick
                                     (higher, unit, marks))
     return Block(**base, heading=heading, tables=tables, hist=ratios.hist(j, var), group_axes=group_axes, view=view,
                  groups=groups.head(ratios.limit(pick.by)), listed=listed, more=more)
+
+
+def _references(rows: ModelRows, source: str, metric: str, where: pl.Expr, side: str) -> list[str]:
+    """What a side's kernel rows say of their build beside the kernels they were booted with (the series'
+    build: its base and Debian's 6.12, slow path): the patches' and the config's effect, median and range
+    over the compared points; nothing for other rows."""
+    if source != KERNEL or "kernel_base" not in rows.schema():
+        return []
+    v = pl.col(metric).cast(pl.Float64)
+    df = ok(rows.scan(KERNEL)).filter(where & pl.col("kernel_base").is_not_null() & v.is_not_null()).select(
+        (pl.col("kernel_base") / v).alias("patches"),
+        (pl.col("kernel_stock") / pl.col("kernel_base")).alias("config")).collect()
+    out = []
+    for col, what in (("patches", "its base (the same source and config, no patches) / it"),
+                      ("config", "Debian's 6.12 / its base, slow path")):
+        x = df[col].drop_nulls()
+        if len(x):
+            out.append(f"{side}'s {col}: {what}: median {x.median():.3f}x ({x.min():.3f}-{x.max():.3f}x) "
+                       f"over {len(x):,} points")
+    return out
 
 
 def _only(rows: ModelRows, this: pl.LazyFrame, other: pl.LazyFrame,
@@ -481,7 +504,8 @@ def text(cmp: Comparison) -> str:
            f"profile of A {cmp.a.profile_status()}", f"profile of B {cmp.b.profile_status()}",
            *header_lines(cmp)]
     for bl in cmp.blocks:
-        out += ["", f"{bl.title}: {bl.heading}", summary_line(bl), *rule_lines(bl), *evidence_lines(bl)]
+        out += ["", f"{bl.title}: {bl.heading}", summary_line(bl), *bl.references, *rule_lines(bl),
+                *evidence_lines(bl)]
         if bl.tables:
             out += bl.view.note()
         for t in bl.tables:

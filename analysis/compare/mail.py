@@ -58,6 +58,8 @@ def mail(cmp: Comparison) -> str:
             out += _wrap(summary_line(bl))
             continue
         out += _wrap(summary_line(bl))
+        for line in bl.references:
+            out += _wrap(line)
         if bl.more:
             out += ["", *_groups(bl)]
         out += ["", *_table(bl)]

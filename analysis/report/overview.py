@@ -34,6 +34,7 @@ from analysis.metrics import (
 from analysis.kernel import checked as kernel_checked
 from analysis.kernel import exact_metrics
 from analysis.kernel import gains as kernel_gains
+from analysis.kernel import references as kernel_references
 from analysis.read import MEASURED, MODELED, SOURCE, ModelRows, Sweep
 from analysis.tables import format_value, metric_unit
 from workers.calibrate import loo_text
@@ -435,6 +436,36 @@ def gain_tables(sweep: Sweep) -> list[Table]:
                      "operation counts, priced with the costs it records for a kernel build. "
                      f"Model gain, time: {cmp.metric.removeprefix('metric_')} under the sweep's profile, which "
                      "instructions alone do not give (stores to memory, non-temporal write-back)."),
+            frame=pl.DataFrame(table)))
+    return out
+
+
+def reference_tables(sweep: Sweep) -> list[Table]:
+    """Per model whose kernel rows were read against reference kernels (the series' build: its base and
+    Debian's 6.12): what the patches change and what the config changes, two numbers per configuration."""
+    out = []
+    for rows in map(sweep.rows, sweep.models):
+        df = kernel_references(rows)
+        if df.is_empty():
+            continue
+        metric = rows.model.kernel.sampled.removeprefix("metric_")
+        keys = [c for c in df.columns if c.startswith("param_")]
+        table = [{"configuration": describe_point(rows, keys, r), "kernel": r["env_guest_kernel"],
+                  metric: f"{int(r['value']):,}", "base, slow": f"{int(r['kernel_base']):,}",
+                  "Debian 6.12, slow": "-" if r["kernel_stock"] is None else f"{int(r['kernel_stock']):,}",
+                  "patches": f"{r['patches']:.3f}x",
+                  "config": "-" if r["config"] is None else f"{r['config']:.3f}x"}
+                 for r in df.head(MAX_KERNEL_ROWS).iter_rows(named=True)]
+        p, c = df["patches"], df["config"].drop_nulls()
+        out.append(Table(
+            title=(f"{rows.name}: what the patches change and what the config changes (patches "
+                   f"{p.min():.3f}-{p.max():.3f}x" + (f", config {c.min():.3f}-{c.max():.3f}x)" if len(c) else ")")),
+            caption=(f"The series' build against the kernels it was booted beside, on {metric}: its base (the same "
+                     "source, config and compiler without the patches) and Debian's own 6.12 kernel, each "
+                     "binding the same namespace on the slow path, one boot. Patches: base / this row (above 1x "
+                     "the patched path does less work than the code before the series, under the same config); "
+                     "config: Debian 6.12 / base (above 1x the build's small config does less than Debian's). "
+                     "Their product is this row against Debian's kernel."),
             frame=pl.DataFrame(table)))
     return out
 

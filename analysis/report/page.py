@@ -33,6 +33,7 @@ from .overview import (
     provenance,
     published_table,
     reasons,
+    reference_tables,
     speedup_tables,
     status_summary,
 )
@@ -104,7 +105,7 @@ def render_html(sweep: Sweep, figures: list[Rendered | Skipped], seconds: float 
     # configuration, 0.2 GB on `large`); let go of them before the growth fits, which need as much again
     found = key_findings(sweep)
     tables = [published_table(sweep), *evidence_tables(sweep), *kernel_tables(sweep), *gain_tables(sweep),
-              *measured_tables(sweep), *best_tables(sweep), *speedup_tables(sweep)]
+              *reference_tables(sweep), *measured_tables(sweep), *best_tables(sweep), *speedup_tables(sweep)]
     sweep.forget(PER_VARIANT)
     tables += [*growth_tables(sweep), *declared_tables(sweep)]
     skipped_html = "".join(f"<li><strong>{esc(s.title)}</strong>: {esc(s.reason)}</li>" for s in skipped)

@@ -37,7 +37,7 @@ from workers.exceptions import ProfileError, SettingsError
 from workers.guest.build import build as build_series
 from workers.guest.build import cached_build
 from workers.guest.exceptions import GuestKernelError, GuestSetupError
-from workers.guest.settings import SERIES, KernelSettings
+from workers.guest.settings import BUILT, KernelSettings
 from workers.model import with_costs
 from workers.profiles import Profile, available_profiles, load_profile
 from workers.keys import unknown_key
@@ -169,8 +169,8 @@ def with_kernel(spec: SweepSpec, image: str | None = None, modules: str | None =
     """`spec` with the command line's kernel (`--kernel`, `--modules`, `--accel`; paths from the current
     folder) in place of its [kernel] table's, and the kernel checked where kernel rows are asked for:
     SpecError names what is missing (no such image, no pmem drivers, Debian's kernel not fetched).
-    With `build` (memsweep run), a named kernel this node builds (series:6.12) is built first when it is
-    not cached, its progress on stderr; a missing toolchain (named with the command that installs it) or a
+    With `build` (memsweep run), a named kernel this node builds (series:6.12, base:6.12, and the base a
+    series' row is read against) is built first when it is not cached, its progress on stderr; a missing toolchain (named with the command that installs it) or a
     failed step is the SpecError, before the run writes anything."""
     given = {k: v for k, v in (("image", image), ("modules", modules), ("accel", accel)) if v is not None}
     if given and KERNEL not in spec.sources:
@@ -180,9 +180,10 @@ def with_kernel(spec: SweepSpec, image: str | None = None, modules: str | None =
         kernel = spec.settings[KERNEL]
         kernel = KernelSettings.from_table({**_fields(kernel), **given}, Path.cwd()) if given else kernel
         if KERNEL in spec.sources:
-            if build and kernel.image == SERIES and cached_build() is None:
-                build_series(install=False)  # the toolchain: the user's own install, never a run's
-            kernel.kernel()
+            for k in (kernel, *kernel.reference_settings().values()):
+                if build and k.image in BUILT and cached_build(name=BUILT[k.image]) is None:
+                    build_series(install=False, name=BUILT[k.image])  # the toolchain: the user's own install
+                k.kernel()
     except (GuestKernelError, GuestSetupError) as e:
         raise SpecError(str(e)) from None
     return dataclasses.replace(spec, settings={**spec.settings, KERNEL: kernel})

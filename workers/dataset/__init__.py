@@ -42,7 +42,8 @@ SCHEMA_VERSION = "8"
 #      evidence_figure, evidence_error, evidence_axes (a list of structs), evidence_assumptions (a list)
 #      between `evidence` and `evidence_note`
 #   8: `measure_max` after measure_median: the largest sample (LKP's range is [min, max]); a kernel row's
-#      samples are its boots ([kernel] boots), not the binds of one boot
+#      samples are its boots ([kernel] boots), not the binds of one boot. `kernel_base` and `kernel_stock`
+#      after measure_*: a patched build's row read against its base and the distribution's kernel
 
 # The row sources' names (a row's `source` column): the model's own answer, the user-space analog measured on a
 # worker, the real kernel path in a guest. SOURCES below says what each fills and the order a run computes them.
@@ -152,6 +153,16 @@ MEASURE = (
      "measured rows: the largest sample; kernel rows: the largest of the boots' values (with measure_min, LKP's range)"),
     ("measure_huge_pages", pl.Boolean, "", "measured rows that map memory: whether the mapping got 2 MiB pages (AnonHugePages)"),
 )
+# What a patched build's kernel row is read against ([kernel] references; workers.guest.settings.REFERENCES):
+# the same point's sampled metric on the slow path of other kernels, each booted once.
+REFERENCE = (
+    ("kernel_base", pl.Float64, "as the sampled metric",
+     "kernel rows of the series' build: the same namespace on its base (the same source and config without the "
+     "patches), slow path: the patches' effect is the row's value against it"),
+    ("kernel_stock", pl.Float64, "as the sampled metric",
+     "kernel rows of the series' build: the same namespace on Debian's kernel of the same source, slow path: "
+     "the config's effect is kernel_base against it"),
+)
 # What a modeled row rests on (workers.evidence writes them, analysis.evidence reads them). An axis entry:
 EVIDENCE_AXIS = pl.Struct({"axis": pl.Utf8, "value": pl.Utf8, "relation": pl.Utf8, "ratio": pl.Float64, "reference": pl.Utf8})
 EVIDENCE = (
@@ -192,10 +203,11 @@ ARROW_TYPES = {"model": pa.string()}
 GUEST_COLUMNS = ("env_guest_kernel", "env_guest_cmdline", "env_accel")  # filled by the kernel row source
 IDENTITY_COLUMNS = tuple(c[0] for c in IDENTITY)
 MEASURE_COLUMNS = tuple(c[0] for c in MEASURE)
+REFERENCE_COLUMNS = tuple(c[0] for c in REFERENCE)
 EVIDENCE_COLUMNS = tuple(c[0] for c in EVIDENCE)
 PROVENANCE_COLUMNS = tuple(c[0] for c in PROVENANCE)
-DTYPES = {c[0]: c[1] for c in (*IDENTITY, *MEASURE, *EVIDENCE, *PROVENANCE)}
-_UNITS = {c[0]: c[2] for c in (*IDENTITY, *MEASURE, *EVIDENCE, *PROVENANCE)}
+DTYPES = {c[0]: c[1] for c in (*IDENTITY, *MEASURE, *REFERENCE, *EVIDENCE, *PROVENANCE)}
+_UNITS = {c[0]: c[2] for c in (*IDENTITY, *MEASURE, *REFERENCE, *EVIDENCE, *PROVENANCE)}
 
 
 # -- the row sources ----------------------------------------------------------------------------------
@@ -216,7 +228,8 @@ class Source:
 SOURCES = (
     Source(name=MODELED, columns=EVIDENCE_COLUMNS, bars=True, backend="workers.modeled:BACKEND"),
     Source(name=MEASURED, columns=MEASURE_COLUMNS, bars=False, backend="workers.measure.source:BACKEND"),
-    Source(name=KERNEL, columns=(*MEASURE_COLUMNS, *GUEST_COLUMNS), bars=False, backend="workers.guest.source:BACKEND"),
+    Source(name=KERNEL, columns=(*MEASURE_COLUMNS, *REFERENCE_COLUMNS, *GUEST_COLUMNS), bars=False,
+           backend="workers.guest.source:BACKEND"),
 )
 SOURCE = {s.name: s for s in SOURCES}
 SOURCE_NAMES = tuple(SOURCE)
@@ -228,9 +241,10 @@ HOST_COLUMNS = tuple(c for c in PROVENANCE_COLUMNS if c not in _FILLED)
 def row_schema(params: Mapping[str, pl.DataType], metrics: Mapping[str, pl.DataType],
                bars: Mapping[str, pl.DataType]) -> dict[str, pl.DataType]:
     """A model's one row layout, for rows of every source: identity, the model's param_* columns, its metrics,
-    their error bars, measure_*, the evidence, the provenance (the host's, then the guest's)."""
+    their error bars, measure_*, the reference kernels' values, the evidence, the provenance (the host's,
+    then the guest's)."""
     return {**{c: DTYPES[c] for c in IDENTITY_COLUMNS}, **params, **metrics, **bars,
-            **{c: DTYPES[c] for c in (*MEASURE_COLUMNS, *EVIDENCE_COLUMNS, *PROVENANCE_COLUMNS)}}
+            **{c: DTYPES[c] for c in (*MEASURE_COLUMNS, *REFERENCE_COLUMNS, *EVIDENCE_COLUMNS, *PROVENANCE_COLUMNS)}}
 
 
 def lay_out(frame: pl.DataFrame, schema: Mapping[str, pl.DataType], source: Source,

@@ -2,8 +2,9 @@
 the cache); what `make guest` runs. Quick when everything is there already. `python -m workers.guest
 check-counter`: boot a kernel with a loop of known length and print what one guest instruction costs in
 guest time (1.0 ns: the instruction counter counts instructions; workers/guest/counter.py). `python -m
-workers.guest build`: build the seed series' kernel ("series:6.12", workers/guest/build.py) unless this
-node has it; what `make kernels` runs."""
+workers.guest build`: build the seed series' kernel ("series:6.12", workers/guest/build.py) and its base
+("base:6.12": the same source and config without the patches) unless this node has them; what `make
+kernels` runs."""
 
 from __future__ import annotations
 
@@ -26,15 +27,16 @@ def main(argv: list[str] | None = None) -> int:
     c = sub.add_parser("check-counter", help="boot a Debian kernel under TCG with QEMU's instruction counter and "
                                               "time a loop of known length: guest ns per instruction")
     c.add_argument("--series", default=debian.DEFAULT_SERIES, choices=sorted(debian.SERIES))
-    b = sub.add_parser("build", help="build the seed series' kernel (series:6.12) unless it is cached: Debian's "
-                                     "6.12 source, workers/guest/series/*.patch, a small config")
+    b = sub.add_parser("build", help="build the seed series' kernel (series:6.12) and its base (base:6.12: the same "
+                                     "source and config without the patches) unless cached: Debian's 6.12 source, "
+                                     "workers/guest/series/*.patch, a small config")
     b.add_argument("--cache-dir", default=None, help=f"default: {build.builds_dir().parent}")
     b.add_argument("-j", "--jobs", type=int, default=None, help="make's parallel jobs (default: all cores)")
     args = parser.parse_args(argv)
     try:
         if args.command == "build":
-            built = build.build(args.cache_dir, jobs=args.jobs)
-            print(f"{built.release}\t{built.image}")
+            for built in build.build_all(args.cache_dir, jobs=args.jobs):
+                print(f"{built.name}\t{built.release}\t{built.image}")
             return 0
         if args.command == "check-counter":
             print(counter.check(cached_kernel(args.series)).text())

@@ -1,7 +1,10 @@
 """The seed series' kernel, built on this node: Debian's 6.12 source (`linux-source-6.12`, fetched with
 `apt-get download`, never installed), the patches in workers/guest/series/ (the v10 series backported,
 then memsweep's own 0009 that chooses the strategy at boot or run time), a small config with everything
-the guest needs built in, and Debian's toolchain.
+the guest needs built in, and Debian's toolchain. Beside it, its base: the same source, config and
+compiler without the patches (BASE), so that what the patches change and what the config changes are two
+numbers: the series' build against its base is the patches, the base against Debian's own 6.12 kernel
+the config.
 
 One build per node: the result is cached under <cache>/builds/<name>-<digest>/, where the digest covers the
 source package, the patches, the config options and the compiler's version, so a changed patch builds
@@ -32,6 +35,8 @@ from .exceptions import GuestSetupError
 SOURCE_PACKAGE, SOURCE_VERSION = "linux-source-6.12", "6.12.118-1~deb12u1"  # the patches apply to this
 PATCHES = Path(__file__).with_name("series")
 NAME = "series-6.12"
+BASE = "base-6.12"  # the same source and config without the patches: the slow path only
+VARIANTS = (NAME, BASE)
 # memmap_init_strategy's values (0009), in the series' order: slow is the code before 4/8.
 STRATEGIES = STRATEGY_NAMES
 # `make tinyconfig`, then these (shared KERNEL-GUEST.md: what the guest runner needs, all built in, so the
@@ -59,6 +64,7 @@ class Build:
     release: str
     digest: str
     strategies: tuple[str, ...] = STRATEGIES
+    name: str = NAME
 
 
 def builds_dir(cache_dir: Path | str | None = None) -> Path:
@@ -66,12 +72,12 @@ def builds_dir(cache_dir: Path | str | None = None) -> Path:
     return (Path(cache_dir) if cache_dir is not None else debian.default_cache_dir().parent) / "builds"
 
 
-def digest() -> str:
-    """What decides the build: the source package, each patch's bytes, the config options and the
-    compiler. Twelve hex digits name the cached folder."""
+def digest(name: str = NAME) -> str:
+    """What decides the build: the source package, each patch's bytes (none for the base), the config
+    options and the compiler. Twelve hex digits name the cached folder."""
     h = hashlib.sha256()
     h.update(f"{SOURCE_PACKAGE}={SOURCE_VERSION}\n".encode())
-    for p in patches():
+    for p in _patches(name):
         h.update(p.name.encode() + b"\0" + p.read_bytes())
     h.update(" ".join(ENABLE + ("-",) + DISABLE).encode())
     h.update(_compiler().encode())
@@ -82,52 +88,66 @@ def patches() -> list[Path]:
     return sorted(PATCHES.glob("*.patch"))
 
 
-def cached_build(cache_dir: Path | str | None = None) -> Build | None:
+def _patches(name: str) -> list[Path]:
+    """The patches a variant applies: the series', or none for its base."""
+    if name not in VARIANTS:
+        raise ValueError(f"a build is one of {list(VARIANTS)} (got {name!r})")
+    return patches() if name == NAME else []
+
+
+def cached_build(cache_dir: Path | str | None = None, name: str = NAME) -> Build | None:
     """The build of the current patches and config, when this node has it whole (a folder that lost its
     bzImage or marker is no build: the next build replaces it)."""
-    root = builds_dir(cache_dir) / f"{NAME}-{digest()}"
+    root = builds_dir(cache_dir) / f"{name}-{digest(name)}"
     try:
         meta = json.loads((root / MARKER).read_text())
     except (OSError, ValueError):
         return None
     if not (root / "bzImage").is_file() or not isinstance(meta, dict) or "release" not in meta:
         return None
-    return Build(root=root, image=root / "bzImage", release=meta["release"], digest=meta["digest"])
+    return Build(root=root, image=root / "bzImage", release=meta["release"], digest=meta["digest"],
+                 strategies=STRATEGIES if name == NAME else (), name=name)
+
+
+def build_all(cache_dir: Path | str | None = None, *, jobs: int | None = None, say=None,
+              install: bool = True) -> list[Build]:
+    """The series' build and its base (`make kernels`): each built unless cached."""
+    return [build(cache_dir, jobs=jobs, say=say, install=install, name=n) for n in VARIANTS]
 
 
 def build(cache_dir: Path | str | None = None, *, jobs: int | None = None, say=None,
-          install: bool = True) -> Build:
+          install: bool = True, name: str = NAME) -> Build:
     """The series' kernel, built if this node has no build of the current patches (193 s on an idle 2-core
     machine, 432 s on a busy one, 18 s of it fetching and unpacking the source; make -j2 with Debian's gcc
     12.2). `say(line)` reports each step.
     A missing toolchain is installed with apt (`install`, as root) or GuestSetupError names the command."""
     say = say or (lambda line: print(line, file=sys.stderr, flush=True))
-    have = cached_build(cache_dir)
+    have = cached_build(cache_dir, name)
     if have is not None:
-        say(f"memsweep: {NAME} is built: {have.image}")
+        say(f"memsweep: {name} is built: {have.image}")
         return have
     ensure_toolchain(install=install)
-    d = digest()
+    d = digest(name)
     root = builds_dir(cache_dir)
     root.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f".build-{NAME}-", dir=root))
+    work = Path(tempfile.mkdtemp(prefix=f".build-{name}-", dir=root))
     try:
-        return _build_in(work, root, d, jobs, _Steps(say, root / f"{NAME}-{d}.log"))
+        return _build_in(work, root, d, jobs, _Steps(say, root / f"{name}-{d}.log", name), name)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def _build_in(work: Path, root: Path, d: str, jobs: int | None, steps: _Steps) -> Build:
+def _build_in(work: Path, root: Path, d: str, jobs: int | None, steps: _Steps, name: str = NAME) -> Build:
     """The steps of one build in the temp folder `work`; the result renamed into root/<name>-<digest>."""
     log = steps.log
     tree = _source_tree(steps, work, root)
-    for p in patches():
+    for p in _patches(name):
         steps.run(f"patch {p.name}", ["patch", "-p1", "--forward", "--batch", "-i", str(p)], cwd=tree)
     steps.run("make tinyconfig", ["make", "-s", "tinyconfig"], cwd=tree)
     steps.run("scripts/config", ["./scripts/config", *[a for o in ENABLE for a in ("-e", o)],
                                  *[a for o in DISABLE for a in ("-d", o)]], cwd=tree)
     steps.run("make olddefconfig", ["make", "-s", "olddefconfig"], cwd=tree)
-    _check_config(tree / ".config", log)
+    _check_config(tree / ".config", log, name)
     steps.run(f"make bzImage (-j{jobs or os.cpu_count()}; 3-7 minutes on 2 cores)",
               ["make", f"-j{jobs or os.cpu_count()}", "bzImage"], cwd=tree, ticker=True)
     out = work / "out"
@@ -136,15 +156,16 @@ def _build_in(work: Path, root: Path, d: str, jobs: int | None, steps: _Steps) -
                      ("include/config/kernel.release", "kernel.release")):
         shutil.copy2(tree / src, out / dst)
     release = (out / "kernel.release").read_text().strip()
-    meta = {"name": NAME, "digest": d, "release": release, "source": f"{SOURCE_PACKAGE}={SOURCE_VERSION}",
-            "patches": [p.name for p in patches()], "compiler": _compiler(), "strategies": list(STRATEGIES),
+    strategies = STRATEGIES if name == NAME else ()
+    meta = {"name": name, "digest": d, "release": release, "source": f"{SOURCE_PACKAGE}={SOURCE_VERSION}",
+            "patches": [p.name for p in _patches(name)], "compiler": _compiler(), "strategies": list(strategies),
             "seconds": round(steps.elapsed(), 1)}
     (out / MARKER).write_text(json.dumps(meta, indent=1) + "\n")
-    final = root / f"{NAME}-{d}"
+    final = root / f"{name}-{d}"
     shutil.rmtree(final, ignore_errors=True)
     os.replace(out, final)
-    steps.say(f"memsweep: built {NAME} ({release}) in {steps.elapsed():.0f} s: {final / 'bzImage'}")
-    return Build(root=final, image=final / "bzImage", release=release, digest=d)
+    steps.say(f"memsweep: built {name} ({release}) in {steps.elapsed():.0f} s: {final / 'bzImage'}")
+    return Build(root=final, image=final / "bzImage", release=release, digest=d, strategies=strategies, name=name)
 
 
 def ensure_toolchain(apt: debian.Apt | None = None, *, install: bool = True) -> None:
@@ -164,8 +185,8 @@ def ensure_toolchain(apt: debian.Apt | None = None, *, install: bool = True) -> 
 class _Steps:
     """Runs each step with its output appended to one log; a failure names the step and the log."""
 
-    def __init__(self, say, log: Path) -> None:
-        self.say, self.log, self.start = say, log, time.monotonic()
+    def __init__(self, say, log: Path, name: str = NAME) -> None:
+        self.say, self.log, self.start, self.name = say, log, time.monotonic(), name
         log.write_text("")
 
     def elapsed(self) -> float:
@@ -185,7 +206,8 @@ class _Steps:
                     if ticker:
                         self.say(f"memsweep: [{self.elapsed():5.0f} s]   ... {_objects(cwd)} objects compiled")
         if rc != 0:
-            raise GuestSetupError(f"building {NAME} failed at step '{step}' (exit {rc}); its output is in {self.log}")
+            raise GuestSetupError(f"building {self.name} failed at step '{step}' (exit {rc}); its output is in "
+                                  f"{self.log}")
 
 
 def _source_tree(steps: _Steps, work: Path, root: Path) -> Path:
@@ -206,13 +228,13 @@ def _source_tree(steps: _Steps, work: Path, root: Path) -> Path:
     return trees[0]
 
 
-def _check_config(config: Path, log: Path) -> None:
+def _check_config(config: Path, log: Path, name: str = NAME) -> None:
     """Every option asked for is =y after olddefconfig (a dependency it lacks drops it silently)."""
     have = {line.split("=", 1)[0][len("CONFIG_"):] for line in config.read_text().splitlines()
             if line.startswith("CONFIG_") and line.endswith("=y")}
     lost = [o for o in ENABLE if o not in have]
     if lost:
-        raise GuestSetupError(f"building {NAME} failed at step 'make olddefconfig': it dropped "
+        raise GuestSetupError(f"building {name} failed at step 'make olddefconfig': it dropped "
                               f"{', '.join(lost)} (see {config}; log {log})")
 
 

@@ -6,16 +6,19 @@ the kernel under test can hold and as which namespace, boots the kernel once for
 planner rules out is infeasible with its reason and never booted; a bind the kernel refuses is
 infeasible with the kernel's message; a guest that dies or hangs gives error rows with its console's last
 lines. Every row the guest ran carries its release, command line and accelerator (GUEST_COLUMNS); a row
-the planner ruled out has them null.
+the planner ruled out has them null. The series' build's rows are read against its base and Debian's
+kernel of the same source (KernelSettings.references): each booted once more, binding each ok point's
+namespace on the slow path.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
 
 import polars as pl
 
-from workers.dataset import DTYPES, GUEST_COLUMNS, MEASURE_COLUMNS
+from workers.dataset import DTYPES, GUEST_COLUMNS, MEASURE_COLUMNS, REFERENCE_COLUMNS
 from workers.model import STATUS_ERROR, STATUS_INFEASIBLE, STATUS_OK, Model
 from workers.profiles import Profile
 
@@ -28,9 +31,10 @@ BOOTS = "boots"  # a row's values: each boot's value of the sampled metric
 
 
 def kernel_rows(model: Model, points: pl.DataFrame, profile: Profile, settings: KernelSettings) -> pl.DataFrame:
-    """Rows ["status", "reason", *model.metric_dtypes, *MEASURE_COLUMNS, *GUEST_COLUMNS] for `points`, same
-    height and order; the measure_* columns summarize the check's `sampled` metric over the boots
-    (`settings.boots`; a boot's value is the median of its binds, the reader's).
+    """Rows ["status", "reason", *model.metric_dtypes, *MEASURE_COLUMNS, *REFERENCE_COLUMNS, *GUEST_COLUMNS] for
+    `points`, same height and order; the measure_* columns summarize the check's `sampled` metric over the
+    boots (`settings.boots`; a boot's value is the median of its binds, the reader's); kernel_base and
+    kernel_stock hold its value on the kernels a patched build is read against (settings.references).
     `profile` is unused: a kernel row is what the kernel did, whatever the costs."""
     n = points.height
     status, reason = [STATUS_INFEASIBLE] * n, [""] * n
@@ -63,7 +67,27 @@ def kernel_rows(model: Model, points: pl.DataFrame, profile: Profile, settings: 
                 continue
             status[i], guest[i] = STATUS_OK, booted
             values[i] = _boot(model, values[i], model.kernel.read(rows[i], r))
+    ok = [(i, c) for i, c in todo if status[i] == STATUS_OK]
+    for col, ref in settings.reference_settings().items() if ok else ():
+        for i, v in _reference(model, ref, ok, rows).items():
+            values[i][col] = v
     return _frame(model, status, reason, values, guest)
+
+
+def _reference(model: Model, ref: KernelSettings, ok: list[tuple[int, GuestConfig]], rows: list[dict]) -> dict:
+    """Each ok point's sampled metric on a reference kernel (its base, the distribution's kernel), one boot:
+    the point's namespace bound on the slow path (points that differ only in strategy are one namespace).
+    A namespace the reference kernel refuses, or a boot that fails, leaves its points' values null: the
+    kernel row itself stands."""
+    configs = {i: dataclasses.replace(c, strategy=None) for i, c in ok}
+    distinct = list(dict.fromkeys(configs.values()))
+    try:
+        run = run_guest(ref.kernel(), distinct, accel=ref.accel, boot_timeout_s=ref.boot_timeout_s)
+    except (GuestKernelError, GuestSetupError):
+        return {}
+    found = {c: r for c, r in zip(distinct, run.results) if r.status == STATUS_OK}
+    sampled = model.kernel.sampled
+    return {i: model.kernel.read(rows[i], found[c]).get(sampled) for i, c in configs.items() if c in found}
 
 
 def _of(boot: int, boots: int) -> str:
@@ -92,6 +116,8 @@ def _frame(model: Model, status: list, reason: list, values: list[dict], guest: 
     samples = [_samples(v.get(BOOTS) or []) for v in values]
     for c in MEASURE_COLUMNS:
         cols[c] = pl.Series([s.get(c) for s in samples], dtype=DTYPES[c])
+    for c in REFERENCE_COLUMNS:
+        cols[c] = pl.Series([None if v.get(c) is None else float(v[c]) for v in values], dtype=DTYPES[c])
     for c in GUEST_COLUMNS:
         cols[c] = pl.Series([g.get(c) for g in guest], dtype=pl.Utf8)
     return pl.DataFrame(cols)

@@ -21,7 +21,12 @@ from .runner import ACCELS
 
 DEBIAN = "debian:"  # image = "debian:6.1": Debian's kernel of that series, from the node's cache (make guest)
 SERIES = "series:6.12"  # the seed series on Debian's 6.12, built on this node (make kernels; workers/guest/build.py)
-NAMED = tuple(DEBIAN + s for s in debian.SERIES) + (SERIES,)  # the kernels a spec names rather than a path
+BASE = "base:6.12"  # the same source and config without the series (make kernels): the slow path only
+NAMED = tuple(DEBIAN + s for s in debian.SERIES) + (SERIES, BASE)  # the kernels a spec names rather than a path
+BUILT = {SERIES: build.NAME, BASE: build.BASE}  # the named kernels this node builds
+# What a patched build is read against (`references`): its base (the patches' effect) and the distribution's
+# kernel of the same source (the config's effect); the kernel row's column each one's value goes in.
+REFERENCES = {SERIES: (("kernel_base", BASE), ("kernel_stock", DEBIAN + "6.12"))}
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -36,6 +41,9 @@ class KernelSettings:
     "kvm". `strategy` and `struct_page_size`: what the kernel implements. A stock kernel has the slow
     path and 64-byte struct pages; a patched one says which strategy it carries; a kernel that switches
     among strategies at run time (the series' build: GuestKernel.strategies) runs each point's own.
+    `references`: with the series' build, also bind each point's namespace on the slow path of its base
+    (base:6.12, the patches' effect) and of Debian's 6.12 (the config's), one boot each: the kernel rows'
+    kernel_base and kernel_stock columns.
     `binds`: how many times each namespace is bound in one boot; `boots`: how many times the guest boots
     and binds them all again. A kernel row's samples are its boots (each boot's median over its binds):
     binds in one boot share the boot's state and are not independent samples, so compare's sampled rule
@@ -48,9 +56,12 @@ class KernelSettings:
     struct_page_size: int = 64
     binds: int = 3
     boots: int = 1  # 3: LKP's and mmtests' least sample count for a verdict (three times the guest time)
+    references: bool = True
     boot_timeout_s: int = 120  # TCG boots took 6-18 s on a busy 2-core machine
 
     def __post_init__(self) -> None:
+        if not isinstance(self.references, bool):
+            raise GuestKernelError(f"'kernel.references' must be true or false (got {self.references!r}).")
         for f in ("image", "modules", "strategy"):
             if not isinstance(getattr(self, f), str):
                 raise GuestKernelError(f"'kernel.{f}' must be a string (got {getattr(self, f)!r}).")
@@ -85,11 +96,12 @@ class KernelSettings:
         """The kernel to boot, checked (GuestKernelError names what is missing)."""
         if self.image in NAMED and self.modules:
             raise GuestKernelError(f"'kernel.modules' must be left out for {self.image!r} (it brings its own).")
-        if self.image == SERIES:
-            built = build.cached_build()
+        if self.image in BUILT:
+            built = build.cached_build(name=BUILT[self.image])
             if built is None:
-                raise GuestKernelError(f"{SERIES!r} is not built on this node: run `make kernels` or "
-                                       "`python -m workers.guest build` (3-7 minutes on 2 cores, once; `memsweep run` builds it itself)")
+                raise GuestKernelError(f"{self.image!r} is not built on this node: run `make kernels` or "
+                                       "`python -m workers.guest build` (3-7 minutes on 2 cores, once; `memsweep run` "
+                                       "builds it itself)")
             return GuestKernel(image=built.image, modules=None, release=built.release,
                                strategies=built.strategies)
         if self.image.startswith(DEBIAN):
@@ -106,13 +118,30 @@ class KernelSettings:
         kernel that has one, `strategy`."""
         return self.kernel().strategies
 
+    def reference_settings(self) -> dict[str, KernelSettings]:
+        """The kernels a row of this one is read against (REFERENCES), by the column their value goes in: each
+        booted once, binding the slow path; none unless `references` and the image has them."""
+        if not self.references or self.image not in REFERENCES:
+            return {}
+        return {col: KernelSettings(image=image, accel=self.accel, binds=self.binds, references=False,
+                                    struct_page_size=self.struct_page_size, boot_timeout_s=self.boot_timeout_s)
+                for col, image in REFERENCES[self.image]}
+
     def identity(self) -> dict:
-        """What fixes a kernel row besides the point: the settings, the release and the image's digest."""
+        """What fixes a kernel row besides the point: the settings, the release and the image's digest (and
+        those of the kernels it is read against)."""
         k = self.kernel()
-        st = k.image.stat()
-        digest = _image_digest(str(k.image), st.st_size, st.st_mtime_ns)
-        return {**{f.name: getattr(self, f.name) for f in fields(self) if f.name != "boot_timeout_s"},
-                "release": k.release, "image_sha256": digest}
+        out = {**{f.name: getattr(self, f.name) for f in fields(self) if f.name != "boot_timeout_s"},
+               "release": k.release, "image_sha256": _digest(k)}
+        refs = self.reference_settings()
+        if refs:
+            out["reference_sha256"] = {col: _digest(r.kernel()) for col, r in refs.items()}
+        return out
+
+
+def _digest(k: GuestKernel) -> str:
+    st = k.image.stat()
+    return _image_digest(str(k.image), st.st_size, st.st_mtime_ns)
 
 
 @functools.lru_cache(maxsize=8)

@@ -54,7 +54,8 @@ def test_source_takes_a_list_in_the_order_the_sources_run():
     (('accel = "tcg"', 'accel = "fast"'), r"'kernel.accel' must be one of \['auto', 'tcg', 'kvm'\] \(got 'fast'\)"),
     (('accel = "tcg"', 'cores = 2'), r"'kernel.cores' is not a kernel key; allowed keys are \[.*\]"),
     (('accel = "tcg"', 'image = "debian:5.10"'), r"'kernel.image' must be a kernel image path or one of "
-                                                 r"\['debian:6.12', 'debian:6.1', 'series:6.12'\] \(got 'debian:5.10'\)"),
+                                                 r"\['debian:6.12', 'debian:6.1', 'series:6.12', 'base:6.12'\] "
+                                                 r"\(got 'debian:5.10'\)"),
 ])
 def test_a_bad_source_or_kernel_table_names_the_field(edit, message):
     with pytest.raises(SpecError, match=message):
@@ -302,3 +303,21 @@ def test_the_example_kernel_ab_spec_boots_each_kernel_three_times():
     spec = parse_spec((ROOT / "examples" / "kernel-ab.toml").read_text())
     assert spec.settings["kernel"].boots == 3 and spec.settings["kernel"].image == "series:6.12"
     assert spec.points("memmap") == 8
+
+
+@pytest.mark.guest
+def test_the_series_rows_are_read_against_their_base_and_debians_kernel(series_sweep):
+    """With the series' build, each ok kernel row holds the same namespace's instructions on the slow path of
+    its base (base:6.12, built by make kernels: the same source and config without the patches) and of
+    Debian's 6.12: the patches' effect and the config's are two numbers, and the report says both."""
+    rows = pl.read_parquet(series_sweep / "model=memmap" / "*.parquet").filter(
+        (pl.col("source") == "kernel") & (pl.col("status") == "ok"))
+    assert rows.height > 0 and rows["kernel_base"].is_not_null().all() and rows["kernel_stock"].is_not_null().all()
+    patches = rows["kernel_base"] / rows["metric_init_instructions"]
+    devdax = (rows["param_mode"] == "devdax") & (rows["param_align"] == 2 * MiB) & (rows["param_map"] == "dev")
+    assert (patches.filter(devdax) > 1.1).all()  # the template copy: the shipped path does less than unpatched code
+    assert (patches.filter(rows["param_mode"] == "fsdax") < 1.05).all()  # fsdax has no compound pages to template
+    r = memsweep("report", str(series_sweep))
+    assert r.returncode == 0, r.stderr
+    html = (series_sweep / "_report" / "report.html").read_text()
+    assert "what the patches change and what the config changes (patches " in html and ", config " in html

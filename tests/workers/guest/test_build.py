@@ -87,7 +87,8 @@ def test_a_spec_names_the_series_build_and_is_told_to_build_it(tmp_path, monkeyp
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     with pytest.raises(GuestKernelError, match=r"'series:6.12' is not built on this node: run `make kernels`"):
         KernelSettings(image="series:6.12").kernel()
-    with pytest.raises(GuestKernelError, match=r"one of \['debian:6.12', 'debian:6.1', 'series:6.12'\]"):
+    with pytest.raises(GuestKernelError, match=r"one of \['debian:6.12', 'debian:6.1', 'series:6.12', "
+                                               r"'base:6.12'\]"):
         KernelSettings(image="series:6.1")
 
 
@@ -241,3 +242,18 @@ def test_a_modular_build_folder_boots_with_the_modules_it_built(tmp_path):
     run = run_guest(kernel, [GuestConfig(mode="fsdax", map="dev", align_bytes=2 * MiB, namespace_size_bytes=GiB)])
     assert run.results[0].status == "ok", run.results[0].reason
     assert run.release == kernel.release == debian.cached(debian.DEFAULT_SERIES).release
+
+
+def test_the_base_is_the_series_source_and_config_without_the_patches():
+    """base:6.12 builds the same source with the same config options and compiler, no patch: its own digest
+    (so its own cached folder) and no strategies to switch; the series' rows are read against it and Debian's
+    6.12, unless `references = false`."""
+    assert build._patches(build.BASE) == [] and build._patches(build.NAME) == build.patches()
+    assert build.digest(build.BASE) != build.digest(build.NAME)
+    refs = KernelSettings(image="series:6.12", binds=2).reference_settings()
+    assert {c: (r.image, r.binds, r.references) for c, r in refs.items()} == {
+        "kernel_base": ("base:6.12", 2, False), "kernel_stock": ("debian:6.12", 2, False)}
+    assert KernelSettings(image="series:6.12", references=False).reference_settings() == {}
+    assert KernelSettings(image="debian:6.12").reference_settings() == {}
+    with pytest.raises(GuestKernelError, match=r"'kernel.references' must be true or false \(got 'yes'\)"):
+        KernelSettings(references="yes")
