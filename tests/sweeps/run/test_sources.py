@@ -17,7 +17,7 @@ from sweeps.spec.load import SOURCES as SPEC_SOURCES, parse_spec
 from sweeps.run.store import locate
 from sweeps.run.task import TaskConfig, chunk_frame
 from workers import get_model, interval
-from workers.dataset import (GUEST_COLUMNS, HOST_COLUMNS, IDENTITY_COLUMNS, MEASURE_COLUMNS, SOURCE,
+from workers.dataset import (GUEST_COLUMNS, HOST_COLUMNS, IDENTITY_COLUMNS, MEASURE_COLUMNS, REFERENCE_COLUMNS, SOURCE,
                              SOURCES, lay_out, row_schema)
 from workers.measure.settings import MeasureSettings
 from workers.measure.source import CHUNK_POINTS as MEASURED_CHUNK_POINTS
@@ -56,7 +56,7 @@ def test_every_column_a_source_fills_is_in_the_row_layout_and_no_two_sources_dis
     schema = row_schema({"param_i": int}, model.metric_dtypes, interval.dtypes(model))
     for s in SOURCES:
         assert set(s.columns) <= set(schema) and not set(s.columns) & {*IDENTITY_COLUMNS, *HOST_COLUMNS}
-    assert SOURCE["kernel"].columns == (*MEASURE_COLUMNS, *GUEST_COLUMNS)
+    assert SOURCE["kernel"].columns == (*MEASURE_COLUMNS, *REFERENCE_COLUMNS, *GUEST_COLUMNS)
 
 
 def test_a_backend_that_gives_a_column_its_source_does_not_declare_is_refused():
