@@ -10,7 +10,7 @@ from __future__ import annotations
 import polars as pl
 
 from workers import interval
-from workers.dataset import EVIDENCE, IDENTITY, MEASURE, PROVENANCE, REFERENCE, SCHEMA_VERSION, unit_of
+from workers.dataset import BUILD, EVIDENCE, IDENTITY, MEASURE, PROVENANCE, REFERENCE, SCHEMA_VERSION, unit_of
 from workers.registry import shipped_models
 
 
@@ -49,7 +49,7 @@ def rows() -> list[tuple[str, str, str, str, str]]:
                                                         "(workers.interval); null on measured and kernel rows"])[1].append(name)
     for col, (u, ms, doc) in bars.items():
         out.append((col, _dtype(interval.DTYPE), u, ", ".join(ms), doc))
-    out += [(c, _dtype(t), u, "all", d) for c, t, u, d in (*MEASURE, *REFERENCE, *EVIDENCE, *PROVENANCE)]
+    out += [(c, _dtype(t), u, "all", d) for c, t, u, d in (*MEASURE, *REFERENCE, *BUILD, *EVIDENCE, *PROVENANCE)]
     return out
 
 

@@ -40,11 +40,11 @@ def test_schema_table_names_every_column_a_part_holds():
     """Every column the task writes is documented, in the order the parts hold them."""
     from sweeps.schema import rows
     from workers.dataset import EVIDENCE_COLUMNS, IDENTITY_COLUMNS, PROVENANCE_COLUMNS
-    from workers.dataset import MEASURE_COLUMNS, REFERENCE_COLUMNS
+    from workers.dataset import BUILD_COLUMNS, MEASURE_COLUMNS, REFERENCE_COLUMNS
 
     documented = [r[0] for r in rows()]
     assert documented[: len(IDENTITY_COLUMNS)] == list(IDENTITY_COLUMNS)
-    tail = [*MEASURE_COLUMNS, *REFERENCE_COLUMNS, *EVIDENCE_COLUMNS, *PROVENANCE_COLUMNS]
+    tail = [*MEASURE_COLUMNS, *REFERENCE_COLUMNS, *BUILD_COLUMNS, *EVIDENCE_COLUMNS, *PROVENANCE_COLUMNS]
     assert documented[-len(tail):] == tail
 
 

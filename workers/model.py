@@ -241,7 +241,11 @@ class KernelCheck:
     project records checked that metric and agreed (an exact metric equal, a work count within its fit's
     leave-one-out error): there it is `kernel-checked`; elsewhere an exact one is the kernel's arithmetic,
     extrapolated. `fitted`: (metric) -> (the build, an expression true on the points its costs were fit
-    to) for a `work` metric, else None. None: nowhere."""
+    to) for a `work` metric, else None. None: nowhere. `build`: (profile) -> the build whose per-operation
+    costs the profile prices the `work` metrics with (the modeled rows' kernel_build); `fitter`: (a frame of
+    one build's ok kernel rows) -> a fit of that build's costs (`memsweep calibrate --from` on a kernel
+    sweep): an object with `build`, `section` and `entries` (the profile table it writes), `loo_error` and
+    `lines` (what it rests on, in words), and `problem` ("" when its costs are identified)."""
 
     planner: str | Callable[..., list]
     reader: str | Callable[..., dict]
@@ -251,6 +255,8 @@ class KernelCheck:
     work: tuple[str, ...] = ()
     bound: str | Callable[[str], pl.Expr] | None = None
     fitted: str | Callable[[str], tuple[str, pl.Expr] | None] | None = None
+    build: str | Callable[..., str] | None = None
+    fitter: str | Callable[[pl.DataFrame], object] | None = None
 
     def plan(self, points: pl.DataFrame, settings) -> list:
         """The planner's configurations (or reasons) for `points`, one per row."""
@@ -267,6 +273,14 @@ class KernelCheck:
     def fit_points(self, metric: str) -> tuple[str, pl.Expr] | None:
         """The build a work metric's costs were fit to and its points (`fitted`), or None."""
         return None if self.fitted is None else _resolve(self.fitted)(metric)
+
+    def priced_build(self, profile) -> str | None:
+        """The build whose costs the profile prices the work metrics with (`build`), or None."""
+        return None if self.build is None or not self.work else _resolve(self.build)(profile)
+
+    def fit_build(self, rows: pl.DataFrame):
+        """The fitter's fit of one build's costs to its kernel rows (`fitter`); None without one."""
+        return None if self.fitter is None else _resolve(self.fitter)(rows)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -31,7 +31,17 @@ def rows(model: Model, params: pl.DataFrame, profile: Profile, settings: None = 
         bars = interval.bars(model, profile, out, labels["evidence"])
     except Exception as e:  # noqa: BLE001 - a model that fails under a refit fails the chunk's rows, not the chunk
         return pl.concat([params, error_rows(model, params.height, e)], how="horizontal")
-    return pl.concat([out, bars, labels], how="horizontal")
+    return pl.concat([out, bars, _build(model, profile, out), labels], how="horizontal")
+
+
+def _build(model: Model, profile: Profile, out: pl.DataFrame) -> pl.DataFrame:
+    """kernel_build: the build whose instruction costs priced a row's count of the kernel's work (KernelCheck.work),
+    on the rows that have one; null on the others, and on every row of a model that counts none."""
+    build = model.kernel.priced_build(profile) if model.kernel is not None else None
+    if build is None:
+        return pl.DataFrame({"kernel_build": pl.Series([None] * out.height, dtype=pl.Utf8)})
+    counted = pl.any_horizontal(pl.col(m).is_not_null() for m in model.kernel.work)
+    return out.select(pl.when(counted).then(pl.lit(build)).alias("kernel_build"))
 
 
 def statuses(model: Model, points: pl.DataFrame, profile: Profile) -> pl.DataFrame:

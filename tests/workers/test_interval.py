@@ -191,7 +191,7 @@ def test_the_baselines_ratio_to_itself_has_no_bar_and_another_s_has_the_ratios_r
 
 def test_a_model_that_fails_under_a_refit_gives_error_rows_of_the_full_schema(monkeypatch):
     """A refit the model cannot evaluate (a cost out of its domain) fails the chunk's rows, not the chunk:
-    every row is `error` naming the exception, with every metric column, and no bars or evidence to lay out."""
+    every row is `error` naming the exception, with every metric column, and no bars, build or evidence to lay out."""
     points = points_frame(MEMMAP, [BIG, dict(BIG, namespace_size="1TiB")])
     good = model_rows(MEMMAP, points, SEED)
 
@@ -204,7 +204,7 @@ def test_a_model_that_fails_under_a_refit_gives_error_rows_of_the_full_schema(mo
     assert set(rows.columns) < set(good.columns) and all(rows.schema[c] == good.schema[c] for c in rows.columns)
     assert not {"lo_init_ms", "hi_init_ms", "evidence"} & set(rows.columns)
     assert rows["status"].to_list() == ["error", "error"] and "refit out of range" in rows["reason"][0]
-    assert set(good.columns) - set(rows.columns) == {*interval.dtypes(MEMMAP), *evidence.COLUMNS}
+    assert set(good.columns) - set(rows.columns) == {*interval.dtypes(MEMMAP), "kernel_build", *evidence.COLUMNS}
 
 
 def test_an_x86_time_spans_the_assumed_factor_on_the_arm64_servers_costs_and_its_ratios_do_not():

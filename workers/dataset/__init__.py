@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import polars as pl
 import pyarrow as pa
 
-SCHEMA_VERSION = "8"
+SCHEMA_VERSION = "9"
 # Schema history:
 #   1: identity, param_*, metric_*, env_* columns; key-value metadata memsweep.*
 #   2: `source` ("model" | "measured") among the identity columns; measure_* columns after the
@@ -44,6 +44,8 @@ SCHEMA_VERSION = "8"
 #   8: `measure_max` after measure_median: the largest sample (LKP's range is [min, max]); a kernel row's
 #      samples are its boots ([kernel] boots), not the binds of one boot. `kernel_base` and `kernel_stock`
 #      after measure_*: a patched build's row read against its base and the distribution's kernel
+#   9: `kernel_build` after them: the kernel build a row's instruction count is of (kernel rows: the one booted;
+#      modeled rows: the one whose per-operation instruction costs priced it)
 
 # The row sources' names (a row's `source` column): the model's own answer, the user-space analog measured on a
 # worker, the real kernel path in a guest. SOURCES below says what each fills and the order a run computes them.
@@ -157,11 +159,20 @@ MEASURE = (
 # the same point's sampled metric on the slow path of other kernels, each booted once.
 REFERENCE = (
     ("kernel_base", pl.Float64, "as the sampled metric",
-     "kernel rows of the series' build: the same namespace on its base (the same source and config without the "
-     "patches), slow path: the patches' effect is the row's value against it"),
+     "kernel rows of a patched build (the series', or a user's image given with [kernel] base): the same "
+     "namespace on its base (the same source and config without the patches), slow path: the patches' effect is "
+     "the row's value against it"),
     ("kernel_stock", pl.Float64, "as the sampled metric",
      "kernel rows of the series' build: the same namespace on Debian's kernel of the same source, slow path: "
      "the config's effect is kernel_base against it"),
+)
+# Which kernel build a row's count of the kernel's work belongs to (KernelCheck.work: memmap's instructions): a
+# count priced with one build's instruction costs says nothing of another build's (workers.guest.settings.build_name).
+BUILD = (
+    ("kernel_build", pl.Utf8, "", "kernel rows: the build booted (a named kernel by its name, such as "
+     "`debian:6.12`; a user's image as `<release>@<sha256, 16 digits>`); modeled rows of a model that prices a "
+     "count of the kernel's work with a build's per-operation costs (KernelCheck.work): that build (its "
+     "profile's, fit by memsweep calibrate --from, else the model's own); null elsewhere"),
 )
 # What a modeled row rests on (workers.evidence writes them, analysis.evidence reads them). An axis entry:
 EVIDENCE_AXIS = pl.Struct({"axis": pl.Utf8, "value": pl.Utf8, "relation": pl.Utf8, "ratio": pl.Float64, "reference": pl.Utf8})
@@ -204,10 +215,11 @@ GUEST_COLUMNS = ("env_guest_kernel", "env_guest_cmdline", "env_accel")  # filled
 IDENTITY_COLUMNS = tuple(c[0] for c in IDENTITY)
 MEASURE_COLUMNS = tuple(c[0] for c in MEASURE)
 REFERENCE_COLUMNS = tuple(c[0] for c in REFERENCE)
+BUILD_COLUMNS = tuple(c[0] for c in BUILD)
 EVIDENCE_COLUMNS = tuple(c[0] for c in EVIDENCE)
 PROVENANCE_COLUMNS = tuple(c[0] for c in PROVENANCE)
-DTYPES = {c[0]: c[1] for c in (*IDENTITY, *MEASURE, *REFERENCE, *EVIDENCE, *PROVENANCE)}
-_UNITS = {c[0]: c[2] for c in (*IDENTITY, *MEASURE, *REFERENCE, *EVIDENCE, *PROVENANCE)}
+DTYPES = {c[0]: c[1] for c in (*IDENTITY, *MEASURE, *REFERENCE, *BUILD, *EVIDENCE, *PROVENANCE)}
+_UNITS = {c[0]: c[2] for c in (*IDENTITY, *MEASURE, *REFERENCE, *BUILD, *EVIDENCE, *PROVENANCE)}
 
 
 # -- the row sources ----------------------------------------------------------------------------------
@@ -226,9 +238,9 @@ class Source:
 # One entry per row source, in the order a run computes them (adding a source: its package with its Backend,
 # its columns in the registry above, one line here; README "A row source of your own").
 SOURCES = (
-    Source(name=MODELED, columns=EVIDENCE_COLUMNS, bars=True, backend="workers.modeled:BACKEND"),
+    Source(name=MODELED, columns=(*BUILD_COLUMNS, *EVIDENCE_COLUMNS), bars=True, backend="workers.modeled:BACKEND"),
     Source(name=MEASURED, columns=MEASURE_COLUMNS, bars=False, backend="workers.measure.source:BACKEND"),
-    Source(name=KERNEL, columns=(*MEASURE_COLUMNS, *REFERENCE_COLUMNS, *GUEST_COLUMNS), bars=False,
+    Source(name=KERNEL, columns=(*MEASURE_COLUMNS, *REFERENCE_COLUMNS, *BUILD_COLUMNS, *GUEST_COLUMNS), bars=False,
            backend="workers.guest.source:BACKEND"),
 )
 SOURCE = {s.name: s for s in SOURCES}
@@ -241,10 +253,11 @@ HOST_COLUMNS = tuple(c for c in PROVENANCE_COLUMNS if c not in _FILLED)
 def row_schema(params: Mapping[str, pl.DataType], metrics: Mapping[str, pl.DataType],
                bars: Mapping[str, pl.DataType]) -> dict[str, pl.DataType]:
     """A model's one row layout, for rows of every source: identity, the model's param_* columns, its metrics,
-    their error bars, measure_*, the reference kernels' values, the evidence, the provenance (the host's,
-    then the guest's)."""
+    their error bars, measure_*, the reference kernels' values, the build counted, the evidence, the provenance
+    (the host's, then the guest's)."""
     return {**{c: DTYPES[c] for c in IDENTITY_COLUMNS}, **params, **metrics, **bars,
-            **{c: DTYPES[c] for c in (*MEASURE_COLUMNS, *REFERENCE_COLUMNS, *EVIDENCE_COLUMNS, *PROVENANCE_COLUMNS)}}
+            **{c: DTYPES[c] for c in (*MEASURE_COLUMNS, *REFERENCE_COLUMNS, *BUILD_COLUMNS, *EVIDENCE_COLUMNS,
+                                      *PROVENANCE_COLUMNS)}}
 
 
 def lay_out(frame: pl.DataFrame, schema: Mapping[str, pl.DataType], source: Source,

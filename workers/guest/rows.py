@@ -18,7 +18,7 @@ import statistics
 
 import polars as pl
 
-from workers.dataset import DTYPES, GUEST_COLUMNS, MEASURE_COLUMNS, REFERENCE_COLUMNS
+from workers.dataset import BUILD_COLUMNS, DTYPES, GUEST_COLUMNS, MEASURE_COLUMNS, REFERENCE_COLUMNS
 from workers.model import STATUS_ERROR, STATUS_INFEASIBLE, STATUS_OK, Model
 from workers.profiles import Profile
 
@@ -31,10 +31,12 @@ BOOTS = "boots"  # a row's values: each boot's value of the sampled metric
 
 
 def kernel_rows(model: Model, points: pl.DataFrame, profile: Profile, settings: KernelSettings) -> pl.DataFrame:
-    """Rows ["status", "reason", *model.metric_dtypes, *MEASURE_COLUMNS, *REFERENCE_COLUMNS, *GUEST_COLUMNS] for
+    """Rows ["status", "reason", *model.metric_dtypes, *MEASURE_COLUMNS, *REFERENCE_COLUMNS, kernel_build,
+    *GUEST_COLUMNS] for
     `points`, same height and order; the measure_* columns summarize the check's `sampled` metric over the
     boots (`settings.boots`; a boot's value is the median of its binds, the reader's); kernel_base and
-    kernel_stock hold its value on the kernels a patched build is read against (settings.references).
+    kernel_stock hold its value on the kernels a patched build is read against (settings.references);
+    kernel_build names the build booted (settings.build()).
     `profile` is unused: a kernel row is what the kernel did, whatever the costs."""
     n = points.height
     status, reason = [STATUS_INFEASIBLE] * n, [""] * n
@@ -57,7 +59,8 @@ def kernel_rows(model: Model, points: pl.DataFrame, profile: Profile, settings: 
             for i, _ in todo:
                 status[i], reason[i] = STATUS_ERROR, f"{type(e).__name__}: {e}" + _of(boot, settings.boots)
             return _frame(model, status, reason, values, guest)
-        booted = {"env_guest_kernel": run.release, "env_guest_cmdline": run.cmdline, "env_accel": run.accel}
+        booted = {"env_guest_kernel": run.release, "env_guest_cmdline": run.cmdline, "env_accel": run.accel,
+                  "kernel_build": settings.build()}
         for (i, _), r in zip(todo, run.results):
             if boot and status[i] != STATUS_OK:  # a bind the first boot refused: its reason stands
                 continue
@@ -118,7 +121,7 @@ def _frame(model: Model, status: list, reason: list, values: list[dict], guest: 
         cols[c] = pl.Series([s.get(c) for s in samples], dtype=DTYPES[c])
     for c in REFERENCE_COLUMNS:
         cols[c] = pl.Series([None if v.get(c) is None else float(v[c]) for v in values], dtype=DTYPES[c])
-    for c in GUEST_COLUMNS:
+    for c in (*BUILD_COLUMNS, *GUEST_COLUMNS):
         cols[c] = pl.Series([g.get(c) for g in guest], dtype=pl.Utf8)
     return pl.DataFrame(cols)
 

@@ -43,7 +43,9 @@ class KernelSettings:
     among strategies at run time (the series' build: GuestKernel.strategies) runs each point's own.
     `references`: with the series' build, also bind each point's namespace on the slow path of its base
     (base:6.12, the patches' effect) and of Debian's 6.12 (the config's), one boot each: the kernel rows'
-    kernel_base and kernel_stock columns.
+    kernel_base and kernel_stock columns. `base`: for a user's image or build folder, its base (the same
+    source and config without the patches under test, an image or build folder): booted the same way, the
+    rows' kernel_base.
     `binds`: how many times each namespace is bound in one boot; `boots`: how many times the guest boots
     and binds them all again. A kernel row's samples are its boots (each boot's median over its binds):
     binds in one boot share the boot's state and are not independent samples, so compare's sampled rule
@@ -57,12 +59,13 @@ class KernelSettings:
     binds: int = 3
     boots: int = 1  # 3: LKP's and mmtests' least sample count for a verdict (three times the guest time)
     references: bool = True
+    base: str = ""
     boot_timeout_s: int = 120  # TCG boots took 6-18 s on a busy 2-core machine
 
     def __post_init__(self) -> None:
         if not isinstance(self.references, bool):
             raise GuestKernelError(f"'kernel.references' must be true or false (got {self.references!r}).")
-        for f in ("image", "modules", "strategy"):
+        for f in ("image", "modules", "strategy", "base"):
             if not isinstance(getattr(self, f), str):
                 raise GuestKernelError(f"'kernel.{f}' must be a string (got {getattr(self, f)!r}).")
         if self.accel not in ACCELS:
@@ -74,6 +77,10 @@ class KernelSettings:
         if self.image.startswith((DEBIAN, "series:")) and self.image not in NAMED:
             raise GuestKernelError(f"'kernel.image' must be a kernel image path or one of "
                                    f"{list(NAMED)} (got {self.image!r}).")
+        if self.base and (self.image in NAMED or self.base in NAMED):
+            raise GuestKernelError(f"'kernel.base' must be a path, beside an image that is a path (got image "
+                                   f"{self.image!r}, base {self.base!r}): the named kernels bring their own "
+                                   "references.")
 
     @classmethod
     def from_table(cls, table: object, base: Path | None = None) -> KernelSettings:
@@ -90,7 +97,8 @@ class KernelSettings:
         def absolute(p: str) -> str:
             return p if not p or p in NAMED else str((base / Path(p).expanduser()).resolve())
         return KernelSettings(**{**{f.name: getattr(self, f.name) for f in fields(self)},
-                                 "image": absolute(self.image), "modules": absolute(self.modules)})
+                                 "image": absolute(self.image), "modules": absolute(self.modules),
+                                 "base": absolute(self.base)})
 
     def kernel(self) -> GuestKernel:
         """The kernel to boot, checked (GuestKernelError names what is missing)."""
@@ -121,11 +129,19 @@ class KernelSettings:
     def reference_settings(self) -> dict[str, KernelSettings]:
         """The kernels a row of this one is read against (REFERENCES), by the column their value goes in: each
         booted once, binding the slow path; none unless `references` and the image has them."""
-        if not self.references or self.image not in REFERENCES:
+        pairs = REFERENCES.get(self.image, ()) if not self.base else (("kernel_base", self.base),)
+        if not self.references:
             return {}
         return {col: KernelSettings(image=image, accel=self.accel, binds=self.binds, references=False,
                                     struct_page_size=self.struct_page_size, boot_timeout_s=self.boot_timeout_s)
-                for col, image in REFERENCES[self.image]}
+                for col, image in pairs}
+
+    def build(self) -> str:
+        """The build a kernel row's counts are of (the rows' kernel_build): build_name() of the image."""
+        if self.image in NAMED:
+            return self.image
+        k = self.kernel()
+        return build_name(self.image, k.release, _digest(k))
 
     def identity(self) -> dict:
         """What fixes a kernel row besides the point: the settings, the release and the image's digest (and
@@ -137,6 +153,22 @@ class KernelSettings:
         if refs:
             out["reference_sha256"] = {col: _digest(r.kernel()) for col, r in refs.items()}
         return out
+
+
+def build_name(image: str, release: str, digest: str) -> str:
+    """A kernel build's name: a named kernel's own ("series:6.12"), a user's image `<release>@<digest>`
+    (two builds of one release, or one tree rebuilt with another config, read apart)."""
+    return image if image in NAMED else f"{release}@{digest}"
+
+
+def manifest_build(manifest: dict) -> str | None:
+    """The build a sweep's kernel rows booted, from its manifest (the computation's identity of the spec's
+    `[kernel]`: image, release, image_sha256), for rows written before schema 9 named it; None without one."""
+    kernel = (((manifest.get("computation") or {}).get("identity") or {}).get("spec") or {}).get("kernel") or {}
+    image, release, digest = kernel.get("image"), kernel.get("release"), kernel.get("image_sha256")
+    if not image or (image not in NAMED and not (release and digest)):
+        return None
+    return build_name(image, release or "", digest or "")
 
 
 def _digest(k: GuestKernel) -> str:

@@ -54,7 +54,7 @@ def test_parts_carry_schema_version_and_provenance_metadata(ray_local, tmp_path)
     run(parse_spec(PROBE + "[axes.probe]\ni = [1, 2, 3]\n"), str(tmp_path), progress=False)
     part = next((tmp_path / "rt" / "model=probe").glob("part-*.parquet"))
     kv = pq.read_metadata(part).metadata
-    assert kv[b"memsweep.schema_version"].decode() == SCHEMA_VERSION == "8"
+    assert kv[b"memsweep.schema_version"].decode() == SCHEMA_VERSION == "9"
     assert part.name == f"part-{kv[b'memsweep.chunk_id'].decode()}.parquet"
     assert set(json.loads(kv[b"memsweep.provenance"])) == set(PROVENANCE_COLUMNS)
     assert pq.read_schema(part).field("model").type == pa.string()

@@ -56,7 +56,8 @@ def test_every_column_a_source_fills_is_in_the_row_layout_and_no_two_sources_dis
     schema = row_schema({"param_i": int}, model.metric_dtypes, interval.dtypes(model))
     for s in SOURCES:
         assert set(s.columns) <= set(schema) and not set(s.columns) & {*IDENTITY_COLUMNS, *HOST_COLUMNS}
-    assert SOURCE["kernel"].columns == (*MEASURE_COLUMNS, *REFERENCE_COLUMNS, *GUEST_COLUMNS)
+    assert SOURCE["kernel"].columns == (*MEASURE_COLUMNS, *REFERENCE_COLUMNS, "kernel_build", *GUEST_COLUMNS)
+    assert SOURCE["model"].columns[0] == "kernel_build"  # the build whose instruction costs priced a count
 
 
 def test_a_backend_that_gives_a_column_its_source_does_not_declare_is_refused():

@@ -75,7 +75,7 @@ def test_run_into_a_schema_2_folder_exits_2_and_touches_nothing(old_sweep, tmp_p
     assert r.returncode == 2, r.stdout + r.stderr
     assert r.stderr.strip().splitlines() == [
         f"memsweep run: error: {old_sweep} holds a sweep written with dataset schema 2; this memsweep writes "
-        "schema 8 and does not mix the two in one folder: rerun with --fresh to replace it, or give another --out."]
+        "schema 9 and does not mix the two in one folder: rerun with --fresh to replace it, or give another --out."]
     assert tree_state(old_sweep) == before
     run(parse_spec(OLD), str(old_sweep.parent), fresh=True, progress=False)
     assert sorted(p.name for p in old_sweep.iterdir()) == [MANIFEST, SPEC_FILE, "model=probe"]
@@ -84,13 +84,13 @@ def test_run_into_a_schema_2_folder_exits_2_and_touches_nothing(old_sweep, tmp_p
 
 def test_check_schema_refuses_older_and_newer_folders(tmp_path):
     """A folder with only schema 1-2's spec, or a manifest of another version, is refused; a new or a
-    schema-8 folder passes."""
+    schema-9 folder passes."""
     folder = tmp_path / "s"
     check_schema(locate(str(folder)))
     folder.mkdir()
-    (folder / MANIFEST).write_text(json.dumps(manifest_of("s", schema_version="8")))
+    (folder / MANIFEST).write_text(json.dumps(manifest_of("s", schema_version="9")))
     check_schema(locate(str(folder)))
-    for other in ("7", "9"):
+    for other in ("8", "10"):
         (folder / MANIFEST).write_text(json.dumps(manifest_of("s", schema_version=other)))
         with pytest.raises(DatasetError, match=rf"holds a sweep written with dataset schema {other}; .*--fresh"):
             check_schema(locate(str(folder)))
@@ -170,7 +170,7 @@ def test_a_schema_5_folder_is_still_read_and_never_added_to(ray_local, tmp_path)
     r = memsweep_here("run", str(spec), "--out", str(tmp_path / "out"), "--quiet", "--no-report")
     assert r.returncode == 2, r.stdout + r.stderr
     assert r.stderr.strip() == (f"memsweep run: error: {folder} holds a sweep written with dataset schema 5; this "
-                                "memsweep writes schema 8 and does not mix the two in one folder: rerun with --fresh "
+                                "memsweep writes schema 9 and does not mix the two in one folder: rerun with --fresh "
                                 "to replace it, or give another --out.")
     assert tree_state(folder) == before
 

@@ -69,8 +69,9 @@ def test_the_registry_has_one_source():
     from workers.measure import measure
 
     assert schema.IDENTITY is dataset.IDENTITY and schema.PROVENANCE is dataset.PROVENANCE
-    assert schema.MEASURE is dataset.MEASURE and schema.SCHEMA_VERSION == dataset.SCHEMA_VERSION == "8"
-    assert schema.EVIDENCE is dataset.EVIDENCE and dataset.SOURCE["model"].columns is dataset.EVIDENCE_COLUMNS
+    assert schema.MEASURE is dataset.MEASURE and schema.SCHEMA_VERSION == dataset.SCHEMA_VERSION == "9"
+    assert schema.EVIDENCE is dataset.EVIDENCE
+    assert dataset.SOURCE["model"].columns == (*dataset.BUILD_COLUMNS, *dataset.EVIDENCE_COLUMNS)
     rows = schema.rows()
     assert [r[0] for r in rows[:len(dataset.IDENTITY)]] == list(dataset.IDENTITY_COLUMNS)
     assert [(r[0], r[2], r[4]) for r in rows[-len(dataset.PROVENANCE):]] == [

@@ -473,11 +473,11 @@ def published_figures(model: str) -> tuple[Figure, ...]:
     )
 
 
-def _instructions(a: dict, n: dict) -> pl.Series:
-    """The modeled instructions of memmap_init_zone_device() in work.PRICED's build, from the operation counts
-    `n` (null where it copies with a strategy the build's costs lack, or for a struct page size other than the
-    build's)."""
-    costs = work.recorded_costs(work.PRICED)
+def _instructions(a: dict, n: dict, profile: Profile) -> pl.Series:
+    """The modeled instructions of memmap_init_zone_device() in the profile's build (work.profile_costs: a
+    build fit by calibrate --from, else work.PRICED), from the operation counts `n` (null where it copies with
+    a strategy the build's costs lack, or for a struct page size other than the build's)."""
+    costs = work.profile_costs(profile)
     v = costs.instructions(a["strategy"], n)
     ok = ~np.isnan(v) & (a["psize"] == work.BUILD_STRUCT_PAGE)
     return pl.Series(np.where(ok, np.round(np.nan_to_num(v)), 0).astype(np.int64)).set(pl.Series(~ok), None)
@@ -605,6 +605,7 @@ class MemmapModel(Model):
                "metric_end_trunc_bytes", "metric_data_pfns"),
         sampled="metric_init_instructions", work=("metric_init_instructions",),
         bound="workers.models.memmap.kernel:bound", fitted="workers.models.memmap.kernel:fitted",
+        build="workers.models.memmap.work:build_of", fitter="workers.models.memmap.kernel:fit_build",
     )
 
     def evaluate(self, points: pl.DataFrame, profile: Profile) -> dict:
@@ -641,7 +642,7 @@ class MemmapModel(Model):
                 "metric_cond_resched": w["cond_resched"], "metric_serial_misses": t["serial"],
                 "metric_compute_ms": t["compute"] / 1e6, "metric_stall_ms": t["stall"] / 1e6,
                 "metric_bound_ms": t["bound"] / 1e6, "metric_init_ms": t["init"] / 1e6,
-                "metric_init_instructions": _instructions(a, n[0]),
+                "metric_init_instructions": _instructions(a, n[0], profile),
                 "metric_speedup_vs_slow": t["slow_init"] / t["init"],
                 "metric_dominant": pl.Series(dominant).replace_strict(
                     {0: "compute", 1: "memory", 2: "latency"}, return_dtype=pl.Utf8),

@@ -24,7 +24,10 @@ A build's `InstructionCosts` give each operation's instructions; heads and tails
 strategy (memcpy, out-of-line __memcpy_flushcache(), inline MOVNTI). The costs of memsweep's own
 `series:6.12` build (instructions.toml) are fit to its kernel rows by benchmarks/instructions.py, which
 prints the leave-one-out error per configuration (benchmarks/RESULTS.md). They price 64-byte struct
-pages, what the build has; other sizes get no modeled count.
+pages, what the build has; other sizes get no modeled count. Another build's costs (a user's tree) are fit
+by `memsweep calibrate --from` to that build's kernel rows (fit_build()) and live in a profile's SECTION;
+modeled rows price with the profile's where it has them (profile_costs()) and name the build they priced
+in their kernel_build column, so a count is never read against a kernel its costs were not fit to.
 """
 
 from __future__ import annotations
@@ -39,8 +42,10 @@ import numpy as np
 OPS = ("call", "head_slow", "head_copy", "tail_slow", "tail_copy", "compound", "pageblock")
 PAGEBLOCK_PFNS = 512  # pageblock_nr_pages: 1 << pageblock_order (HPAGE_PMD_ORDER, 9) on x86_64
 BUILD_STRUCT_PAGE = 64  # sizeof(struct page) of the builds priced (no KMSAN, no LAST_CPUPID_NOT_IN_PAGE_FLAGS)
-PRICED = "series:6.12"  # the build modeled rows price: memsweep's own, the one that runs every strategy
+PRICED = "series:6.12"  # the build modeled rows price by default: memsweep's own, the one that runs every strategy
+SECTION = "memmap_instructions"  # a profile's table of one build's instruction costs (memsweep calibrate --from)
 SLOW = 0  # strategy index, as memmap.STRATEGIES
+STRATEGY_NAMES = ("template", "template_nt", "template_nt_inline")  # the copy strategies, indices 1-3
 
 
 def counts(strategy: np.ndarray, w: dict, order: np.ndarray) -> dict[str, np.ndarray]:
@@ -106,10 +111,48 @@ def recorded_costs(build: str) -> InstructionCosts:
     return InstructionCosts(**{k: tuple(v) if isinstance(v, list) else v for k, v in tables[build].items()})
 
 
+def profile_costs(profile) -> InstructionCosts:
+    """The instruction costs a profile prices with: its SECTION (a build's costs fit by memsweep calibrate
+    --from) where it has one, else the recorded costs of PRICED."""
+    table = profile.sections.get(SECTION)
+    if not table:
+        return recorded_costs(PRICED)
+    def cost(key: str) -> float:
+        entry = table.get(key)
+        return float(getattr(entry, "value", float("nan")))
+    copies = {op: tuple(cost(f"{op}_{s}") for s in STRATEGY_NAMES) for op in ("head_copy", "tail_copy")}
+    return InstructionCosts(build=str(table.get("build", "")), fit=str(table.get("fit", "")),
+                            **{op: cost(op) for op in OPS if op not in copies}, **copies, loo_error=cost("loo_error"))
+
+
+def build_of(profile) -> str:
+    """KernelCheck.build: the build whose instruction costs the profile prices with."""
+    return profile_costs(profile).build
+
+
+def costs_section(costs: InstructionCosts) -> dict:
+    """`costs` as a profile's SECTION (workers.profiles entries): the build and the fit in words, each identified
+    cost an entry (a copy strategy the build's rows never ran is left out: its counts get no modeled value)."""
+    from workers.profiles import Quantity
+
+    note = f"instructions per operation of build {costs.build} (workers/models/memmap/work.py), fit as `fit` says"
+    out: dict = {"build": costs.build, "fit": costs.fit}
+    values = {**{op: getattr(costs, op) for op in OPS if op not in ("head_copy", "tail_copy")},
+              **{f"{op}_{s}": v for op in ("head_copy", "tail_copy")
+                 for s, v in zip(STRATEGY_NAMES, getattr(costs, op))}}
+    for key, v in values.items():
+        if not np.isnan(v):
+            out[key] = Quantity(value=round(float(v), 3), unit="instructions", source="calibrated", note=note)
+    if not np.isnan(costs.loo_error):
+        out["loo_error"] = Quantity(value=round(costs.loo_error, 4), unit="fraction", source="calibrated",
+                                    note="the fit's largest |leave-one-out error| over its configurations")
+    return out
+
+
 # ---------------------------------------------------------------- fitting a build's costs to its kernel rows
 
 COLUMNS = ("call", "head_slow", "tail_slow", "compound", "pageblock",
-           *(f"{op}_copy[{s}]" for op in ("head", "tail") for s in ("template", "template_nt", "template_nt_inline")))
+           *(f"{op}_copy[{s}]" for op in ("head", "tail") for s in STRATEGY_NAMES))
 
 
 def design(strategy: np.ndarray, n: dict[str, np.ndarray]) -> np.ndarray:
@@ -128,6 +171,8 @@ def fit(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     used = np.any(x > 0, axis=0)
     scale = 1.0 / y
     coef = np.full(x.shape[1], np.nan)
+    if not len(y):  # no rows (a leave-one-out of the only configuration): nothing identified; scipy's nnls
+        return coef  # frees twice on an empty problem (free(): double free detected, the process aborts)
     coef[used] = nnls(x[:, used] * scale[:, None], y * scale, maxiter=50 * x.shape[1])[0]
     return coef
 
