@@ -4,6 +4,10 @@ Against the published figures (default), or with `--from OUT/SWEEP` against a
 sweep's measured rows (the measure backend) of every model that declares a
 measurement (workers.model.Measurement) and costs to fit, optionally holding
 some namespace sizes out of the fit to see how well the profile predicts them.
+A sweep's kernel rows with a count of the kernel's work (memmap's instructions
+under TCG) fit that build's instructions per operation (KernelCheck.fitter),
+which `--save` writes into the profile: modeled rows run with it price that
+build and name it (kernel_build).
 """
 
 from __future__ import annotations
@@ -23,11 +27,12 @@ from workers.calibrate import (
     DEFAULT_STARTS, LOO_STARTS, Calibration, FigureResult, calibrate, loo_text, predict, validation_figures,
     work_comparison,
 )
-from workers.dataset import MEASURED
+from workers.dataset import KERNEL, MEASURED
 from workers.dataset.folder import Location, at, read_manifest, scan_parts
 from workers.dataset.parts import checked_parts
 from workers.exceptions import SweepFolderError
 from workers.fitcheck import cost_orders, impossible
+from workers.guest.settings import manifest_build
 from workers.dataset import unit_of
 from workers.interval import RATIOS, coverage, stated
 from workers.profiles import RANGE, Profile, dump_profile, load_profile
@@ -44,10 +49,11 @@ def run_calibration(profile_name: str, *, models: list[str] | None, as_json: boo
     ("section.key") kept at the profile's values. Costs the figures do not identify, or that no machine can
     have, are warned about; with `save` they are refused (FitError) and nothing is written."""
     start = load_profile(profile_name)
-    measured = None
+    measured, builds = None, []
     if source:
-        measured = measured_jobs(source, start, models, holdout or [], statistic or "min")
-        jobs, held, profile = measured.jobs, measured.held, measured.profile
+        builds = build_fits(source, models)
+        measured = measured_jobs(source, start, models, holdout or [], statistic or "min", required=not builds)
+        jobs, held, profile = (measured.jobs, measured.held, measured.profile) if measured else ([], {}, start)
     else:
         for flag, given in (("--holdout", holdout), ("--statistic", statistic)):
             if given:
@@ -55,19 +61,61 @@ def run_calibration(profile_name: str, *, models: list[str] | None, as_json: boo
         jobs = [(model, figures, model.calibration.free_params) for model, figures in published_jobs(models)]
         held, profile = {}, start
     results, predictions = _fit_all(_unfixed(jobs, fix or [], source), profile, held, (starts, loo_starts), source)
-    profile = results[-1].profile  # later models keep earlier fits (they own other sections)
-    _print(results, predictions, as_json)
-    problems = fit_problems(results)
+    profile = results[-1].profile if results else profile  # later models keep earlier fits (own sections)
+    _print(results, predictions, as_json, builds)
+    problems = "\n".join(filter(None, [fit_problems(results) if results else "",
+                                        *(f"{b.build}'s instructions: {b.problem}" for b in builds if b.problem)]))
     if problems and save:
         raise FitError(f"'--save' must get a fit whose costs are identified and possible; not writing {save}:\n"
                        + problems)
     if problems:
         print(f"memsweep calibrate: warning: {problems}", file=sys.stderr)
     if save:
-        Path(save).write_text(dump_profile(saved_profile(profile, start, results, save, measured)))
+        fitted = saved_profile(profile, start, results, save, measured) if results else start
+        Path(save).write_text(dump_profile(with_builds(fitted, builds, source, save if not results else "")))
         if not as_json:
             print(f"fitted profile written to {save}")
     return 0
+
+
+def build_fits(sweep_dir: str, models: list[str] | None) -> list:
+    """Each kernel build's instruction costs fit to a sweep's kernel rows (KernelCheck.fitter: memmap's
+    work.py costs, for a model whose `work` metrics a guest counted), one per model and build."""
+    loc, parts = _checked(sweep_dir)
+    out = []
+    for name in models or sorted(MODELS):
+        model = MODELS.get(name)
+        check = getattr(model, "kernel", None)
+        if check is None or check.fitter is None or not parts.get(name):
+            continue
+        lf = scan_parts(loc.fs, parts[name])
+        schema = lf.collect_schema()
+        if "source" not in schema or not all(m in schema for m in check.work):
+            continue
+        rows = lf.filter((pl.col("source") == KERNEL) & (pl.col("status") == "ok")
+                         & pl.all_horizontal(pl.col(m).is_not_null() for m in check.work)).collect()
+        if "kernel_build" not in schema:  # before schema 9: the build the manifest's spec booted
+            rows = rows.with_columns(pl.lit(manifest_build(read_manifest(loc)) or None, dtype=pl.Utf8)
+                                     .fill_null(pl.col("env_guest_kernel")).alias("kernel_build"))
+        for _, group in sorted(rows.group_by("kernel_build"), key=lambda kv: str(kv[0])):
+            out.append(check.fit_build(group))
+    return out
+
+
+def with_builds(profile: Profile, builds: list, source: str | None, save: str) -> Profile:
+    """`profile` with each build fit's table (its section: the build's instructions per operation), and a
+    description that says so; `save`: the file's name names the profile when nothing else was fit."""
+    if not builds:
+        return profile
+    sections = {**profile.sections, **{b.section: b.entries for b in builds}}
+    today = datetime.now(timezone.utc).date().isoformat()
+    what = "; ".join(f"the instructions per operation of build {b.build} fit by memsweep calibrate on {today} UTC "
+                     f"to {source}'s kernel rows (worst leave-one-out error {b.loo_error:.2%})" for b in builds)
+    if save:  # the other costs, their figures and refits are the starting profile's, unchanged
+        return replace(profile, name=Path(save).stem, sections=sections,
+                       description=f"{what}. Every other entry is {profile.name}'s "
+                                   f"({profile.description or 'no description'})")
+    return replace(profile, sections=sections, description=f"{profile.description} And {what}.")
 
 
 def _fit_all(jobs, profile: Profile, held: dict, starts: tuple[int, int], source: str | None):
@@ -86,12 +134,17 @@ def _fit_all(jobs, profile: Profile, held: dict, starts: tuple[int, int], source
     return results, predictions
 
 
-def _print(results: list[Calibration], predictions: list[FigureResult], as_json: bool) -> None:
+def _print(results: list[Calibration], predictions: list[FigureResult], as_json: bool, builds: list) -> None:
     if as_json:  # each figure row carries its model's count of the costs that move the figures
         print(json.dumps([{**r.to_dict(), "held_out": False, "count": cal.count.to_dict() if cal.count else None}
                           for cal in results for r in (*cal.results, *cal.validation)]
-                         + [{**r.to_dict(), "held_out": True} for r in predictions], indent=1))
+                         + [{**r.to_dict(), "held_out": True} for r in predictions]
+                         + [{"build": b.build, "section": b.section, "loo_error": b.loo_error, "problem": b.problem,
+                             "costs": {k: getattr(v, "value", v) for k, v in b.entries.items()}} for b in builds],
+                         indent=1))
         return
+    for b in builds:
+        print(format_build(b))
     for cal in results:
         print(format_calibration(cal))
         print(format_coverage(cal))
@@ -213,7 +266,7 @@ class Measured:
 
 
 def measured_jobs(sweep_dir: str, profile: Profile, models: list[str] | None, holdout: list[str],
-                  statistic: str = "min") -> Measured:
+                  statistic: str = "min", required: bool = True) -> Measured | None:
     """The models to fit from a sweep's measured rows (`statistic` of each point's repeats), with the
     profile to fit (the fit starts from neutral points, never from its values) and the rows' provenance."""
     from workers.measure.fit import STATISTICS, figures_from_measured, host_profile
@@ -238,9 +291,11 @@ def measured_jobs(sweep_dir: str, profile: Profile, models: list[str] | None, ho
         free = model.calibration.free_for_measured
         jobs.append((model, fit_on, free))
         hosts |= _hosts(frame)
+    if not jobs and not required:
+        return None
     if not jobs:
-        raise DatasetError(f"'--from' must be a sweep with measured rows of a model that declares a measurement "
-                           f"(got {sweep_dir!r}: none).")
+        raise DatasetError(f"'--from' must be a sweep with measured rows of a model that declares a measurement, "
+                           f"or kernel rows with a count of the kernel's work (got {sweep_dir!r}: none).")
     return Measured(jobs=jobs, held=held, profile=profile, hosts=tuple(sorted(hosts)), sweep=sweep_dir,
                     statistic=STATISTICS[statistic], holdout=tuple(holdout))
 
@@ -304,6 +359,15 @@ def _predict(model, figures, profile: Profile) -> list[FigureResult]:
     values = predict(model, figures, profile)
     return [FigureResult(figure=f.id, published=f.published, model=float(v), error=float(f.error(v)),
                          loo_error=float(f.error(v)), unit=f.unit) for f, v in zip(figures, values)]
+
+
+def format_build(b) -> str:
+    """Plain text: a build's instructions per operation fit to its kernel rows, each configuration's
+    leave-one-out error (predicted by the fit to the others) and the worst of them."""
+    return "\n".join([f"instructions of build {b.build}: {b.costs.fit}",
+                      *(f"  {line}" for line in b.lines),
+                      f"  worst leave-one-out error {b.loo_error:.2%}: a count of this build at a configuration no fit "
+                      "saw has been this far off"])
 
 
 def format_holdout(rows: list[FigureResult]) -> str:

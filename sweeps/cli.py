@@ -233,7 +233,9 @@ def _add_calibrate(sub) -> None:
                      help="write the fitted profile to FILE (TOML); refused (exit 2) when a fitted cost is not "
                           "identified by the figures or no machine can have it")
     cal.add_argument("--from", dest="source", metavar="OUT/SWEEP",
-                     help="fit to this sweep's measured rows (source = measured) instead of the published figures")
+                     help="fit to this sweep's measured rows (source = measured) instead of the published figures; "
+                          "its kernel rows' instruction counts (a guest under TCG) fit that kernel build's "
+                          "instructions per operation")
     cal.add_argument("--holdout", action="append", metavar="SIZE",
                      help="with --from: keep this namespace size out of the fit and report its prediction")
     cal.add_argument("--statistic", choices=("min", "median"), default=None,

@@ -41,13 +41,16 @@ from __future__ import annotations
 import functools
 import io
 import statistics
+from dataclasses import dataclass
 from importlib import resources
 
+import numpy as np
 import polars as pl
 
 from workers.units import PAGE_SIZE, GiB, KiB, MiB, format_size
 
 from . import layout as ml
+from . import work
 from .work import PRICED, recorded_costs
 
 INSTRUCTIONS = "metric_init_instructions"
@@ -170,3 +173,75 @@ def _at(r: pl.DataFrame) -> pl.Expr:
 
 def _key(columns) -> pl.Expr:
     return pl.concat_str([c.cast(pl.Utf8) for c in columns], separator="/")
+
+
+# ---------------------------------------------------------------- a user's build: its own instruction costs
+
+CELL = ("param_strategy", "param_mode", "param_align", "param_map")  # a configuration: every size of it
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class BuildFit:
+    """KernelCheck.fitter's answer: one build's instructions per operation (work.InstructionCosts) fit to its
+    kernel rows, the profile table that holds them, and what the fit rests on."""
+
+    build: str
+    costs: work.InstructionCosts
+    section: str  # the profile table (work.SECTION)
+    entries: dict  # its entries (work.costs_section)
+    loo_error: float  # the largest |leave-one-out error| over the configurations (NaN: one is not identified)
+    lines: tuple[str, ...]  # per configuration, its rows and leave-one-out error; then the costs
+    problem: str  # why the costs cannot be trusted; "" when the rows identify them
+
+
+def fit_build(rows: pl.DataFrame) -> BuildFit:
+    """`memsweep calibrate --from` on a kernel sweep: the instructions per operation of the build its kernel rows
+    ran (`rows`: one build's ok memmap kernel rows; those with an instruction count and 64-byte struct pages
+    are fit), by work.fit() over every row, and each configuration's leave-one-out error: predicted by the
+    fit to the other configurations, as benchmarks/instructions.py does for memsweep's own build."""
+    from . import work_counts
+
+    rows = rows.filter((pl.col(INSTRUCTIONS) > 0) & (pl.col("param_struct_page_size") == work.BUILD_STRUCT_PAGE))
+    builds = sorted(set(rows["kernel_build"].drop_nulls().to_list())) if "kernel_build" in rows.columns else []
+    build = builds[0] if len(builds) == 1 else str(rows["env_guest_kernel"][0]) if rows.height else ""
+    if rows.height == 0:
+        return BuildFit(build=build, costs=recorded_costs(PRICED), section=work.SECTION, entries={},
+                        loo_error=float("nan"), lines=(), problem="no kernel row with an instruction count "
+                        "(a guest under TCG counts them) and 64-byte struct pages")
+    strategy, n = work_counts(rows.select(pl.col("^param_.*$")))
+    x, y = work.design(strategy, n), rows[INSTRUCTIONS].to_numpy().astype(float)
+    cells = [tuple(r) for r in rows.select(CELL).iter_rows()]
+    coef = work.fit(x, y)
+    loo = work.leave_one_out(x, y, cells) / y - 1
+    used = np.any(x > 0, axis=0)
+    rank = int(np.linalg.matrix_rank(x[:, used] / y[:, None]))
+    worst = float(np.nanmax(np.abs(loo))) if np.isfinite(loo).any() else float("nan")
+    names = sorted(set(cells), key=str)
+    lines = [f"{' '.join(_cell_text(c))}: {sum(1 for k in cells if k == c)} rows, leave-one-out error "
+             + _worst(loo[[k == c for k in cells]]) for c in names]
+    strategies = sorted(rows["param_strategy"].unique().to_list())
+    fit_text = (f"nnls over {rows.height} kernel rows of {build} ({len(names)} configurations; strategies "
+                f"{strategies}), memsweep calibrate --from")
+    costs = work.costs_of(coef, build=build, fit_text=fit_text, loo_error=worst)
+    lines.append("instructions per operation: " + ", ".join(f"{c} {v:.1f}" for c, v in zip(work.COLUMNS, coef)
+                                                            if not np.isnan(v)))
+    problem = ""
+    if rank < int(used.sum()):
+        problem = (f"the kernel rows identify {rank} of the {int(used.sum())} operation costs their counts use: "
+                   "add namespace sizes, modes, aligns or maps to the kernel sweep")
+    elif len(names) < 2 or np.isnan(loo).any():
+        problem = ("a configuration's leave-one-out error cannot be measured (no other configuration identifies "
+                   "the costs it uses): add configurations to the kernel sweep")
+    return BuildFit(build=build, costs=costs, section=work.SECTION, entries=work.costs_section(costs),
+                    loo_error=worst, lines=tuple(lines), problem=problem)
+
+
+def _cell_text(cell: tuple) -> list[str]:
+    strategy, mode, align, map_ = cell
+    return [str(strategy), str(mode), format_size(int(align)), f"map={map_}"]
+
+
+def _worst(errors: np.ndarray) -> str:
+    if np.isnan(errors).any():
+        return "not identified by the other configurations"
+    return f"{errors[np.argmax(np.abs(errors))]:+.2%}"
