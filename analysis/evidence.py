@@ -19,7 +19,7 @@ import polars as pl
 
 from workers.dataset import EVIDENCE_AXIS, PART_EVIDENCE_AXES
 from workers import interval
-from workers.evidence import (ASSUMED, EXTRAPOLATED, FIT, LABELS, VALIDATED, arithmetic,
+from workers.evidence import (ASSUMED, EXTRAPOLATED, FIT, LABELS, VALIDATED, WORK, arithmetic,
                               counted_label, describe, value_text, what_if)
 from workers.model import validation_figures
 from workers.units import parse_size
@@ -54,7 +54,12 @@ def label_expr(rows: ModelRows, metric: str) -> pl.Expr | None:
     if "evidence" not in rows.schema():
         return None
     if rows.model is not None and arithmetic(rows.model, metric):  # the kernel's arithmetic (workers.evidence)
-        return pl.when(pl.col("evidence").is_not_null()).then(counted_label(rows.model, metric))
+        label = counted_label(rows.model, metric)
+        fit = rows.model.kernel.fit_points(metric) if arithmetic(rows.model, metric) == WORK else None
+        if fit is not None and "kernel_build" in rows.schema():  # the recorded checks are of that build's costs
+            other = pl.col("kernel_build").ne_missing(pl.lit(fit[0]))
+            label = pl.when(other).then(pl.lit(EXTRAPOLATED)).otherwise(label)
+        return pl.when(pl.col("evidence").is_not_null()).then(label)
     off = _off(rows, metric)
     stored = pl.col("evidence")
     if off and _structured(rows):

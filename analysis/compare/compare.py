@@ -36,10 +36,11 @@ from analysis.report.overview import Table, describe_point
 from analysis.tables import metric_unit, render
 from workers import interval
 from workers.dataset import SOURCE, SOURCES as DECLARED, unit_of
+from workers.guest.settings import manifest_build
 
 from . import changes, ratios
 from .axes import Selection, View, cells, collapsible, merged, parse_by, parse_pair, select, where_text
-from .ratios import BAR_RULE, BETTER, EQUAL, FEW, MAX_POINTS, NOISE, RULE, TOP, WORSE, verdict  # noqa: F401  (re-exported)
+from .ratios import BAR_RULE, BETTER, EQUAL, FEW, MAX_POINTS, NOISE, RULE, TOP, UNFIT, WORSE, verdict  # noqa: F401  (re-exported)
 
 SOURCES = tuple(s.name for s in DECLARED)
 EXAMPLES = 5  # points of one side only listed
@@ -74,6 +75,7 @@ class Block:
     listed: pl.DataFrame = field(default_factory=pl.DataFrame)  # the mail's rows (_listed)
     references: tuple[str, ...] = ()  # a patched build's side read against its base and Debian's kernel
     more: int = 0  # significant changes the mail leaves out
+    unfit: str = ""  # why points got no verdict: the model's work costs are another build's (UNFIT)
 
     @property
     def varies(self) -> bool:
@@ -202,7 +204,8 @@ def _metrics(a: ModelRows, b: ModelRows, metric: str | None, common: list[str],
     `metric` is none of theirs)."""
     both = [c for c in a.metrics() if c in b.metrics()]
     if metric is None:
-        found = _guest_metric(a, b, both) if sources == (KERNEL, KERNEL) else None
+        guests = [r for r, src in zip((a, b), sources) if src == KERNEL]
+        found = _guest_metric(guests, both) if guests else None
         found = found or headline_metric(a.model, both)
         return [found] if found else []
     col = metric if metric.startswith("metric_") else f"metric_{metric}"
@@ -228,15 +231,15 @@ def _source_pairs(a: ModelRows, b: ModelRows, pair: tuple[str, str] | None) -> l
     return [(s, s) for s in a.sources() if s in b.sources()]
 
 
-def _guest_metric(a: ModelRows, b: ModelRows, both: list[str]) -> str | None:
-    """What the guests of two kernel sweeps measured: the headline (a time) where both sides' kernel rows
-    have it (KVM), else the kernel check's sampled count (TCG: a guest's time is the emulator's, its
+def _guest_metric(guests: list[ModelRows], both: list[str]) -> str | None:
+    """What the guests of the kernel rows compared measured: the headline (a time) where every kernel side
+    has it (KVM), else the kernel check's sampled count (TCG: a guest's time is the emulator's, its
     instruction counter exact)."""
-    model = a.model
+    model = guests[0].model
     check = getattr(model, "kernel", None)
     headline = headline_metric(model, both)
     if headline is not None and all(
-            ok(r.scan(KERNEL)).select(pl.col(headline).is_not_null().any()).collect().item() for r in (a, b)):
+            ok(r.scan(KERNEL)).select(pl.col(headline).is_not_null().any()).collect().item() for r in guests):
         return headline
     return check.sampled if check is not None and check.sampled in both else None
 
@@ -299,7 +302,30 @@ def _side(rows: ModelRows, source: str, metric: str, tag: str, params: list[str]
         high = pl.when(bar).then(pl.max_horizontal(pl.col(hi_col).cast(pl.Float64), v)).otherwise(v)
     return lf.select("point_id", *params, v.alias(tag), low.alias(f"{tag}_lo"), high.alias(f"{tag}_hi"),
                      spread.alias(f"{tag}_spread"), bar.alias(f"{tag}_bar"), n.alias(f"{tag}_n"),
-                     evidence.row_label(rows, source, metric).alias(f"{tag}_evidence"))
+                     evidence.row_label(rows, source, metric).alias(f"{tag}_evidence"),
+                     _build(rows, source).alias(f"{tag}_build"))
+
+
+def _build(rows: ModelRows, source: str) -> pl.Expr:
+    """The kernel build a row's count of the kernel's work is of (kernel_build): for a sweep before schema 9,
+    its kernel rows' from the manifest and its modeled rows' from its profile (KernelCheck.priced_build)."""
+    if "kernel_build" in rows.schema():
+        return pl.col("kernel_build")
+    check, profile = getattr(rows.model, "kernel", None), rows.sweep.profile_object()
+    if source == KERNEL:
+        known = manifest_build(rows.sweep.manifest)
+    else:
+        known = check.priced_build(profile) if check is not None and profile is not None else None
+    return pl.lit(known, dtype=pl.Utf8)
+
+
+def _unfit(a: ModelRows, metric: str, sources: tuple[str, str]) -> pl.Expr:
+    """True where a modeled count of a build's work (KernelCheck.work) meets kernel rows of another build:
+    the model's instruction costs were fit to the one, so its count says nothing of the other."""
+    check = getattr(a.model, "kernel", None)
+    if set(sources) != {MODELED, KERNEL} or check is None or metric not in check.work:
+        return pl.lit(False)
+    return pl.col("a_build").ne_missing(pl.col("b_build"))
 
 
 def _joined(a: ModelRows, b: ModelRows, metric: str, sources: tuple[str, str], params: list[str],
@@ -319,7 +345,8 @@ def _joined(a: ModelRows, b: ModelRows, metric: str, sources: tuple[str, str], p
     same = pl.col("a") == pl.col("b")  # 0 and 0 too: a metric that is zero on both sides has not changed
     ratio = pl.when(same).then(1.0).when(pl.col("a") != 0).then(pl.col("b") / pl.col("a"))
     lr = pl.when(same).then(0.0).when((pl.col("a") > 0) & (pl.col("b") > 0)).then((pl.col("b") / pl.col("a")).log())
-    return sa, sb, j.with_columns(ratio.alias("ratio"), lr.alias("lr"), verdict(higher).alias("verdict"))
+    judged = pl.when(_unfit(a, metric, sources)).then(pl.lit(UNFIT)).otherwise(verdict(higher))
+    return sa, sb, j.with_columns(ratio.alias("ratio"), lr.alias("lr"), judged.alias("verdict"))
 
 
 def _paired(pick: Selection, side: str) -> pl.Expr:
@@ -356,6 +383,8 @@ def _block(a: ModelRows, b: ModelRows, metric: str, src_a: str, src_b: str, pick
     if summary["n"] == 0:
         return Block(**base, heading="no shared points", tables=(), groups=pl.DataFrame(), group_axes=(),
                      hist=ratios.no_hist() if cat else ratios.hist(j, 0.0))
+    if not cat and summary[UNFIT]:
+        base["unfit"] = _unfit_text(j, (src_a, src_b))
     unchanged = summary[changes.CHANGED] == 0 if cat else summary[EQUAL] == summary["n"]
     view = View(shown=tuple(counts)) if unchanged else collapsible(j, list(counts), counts, cat)  # no rows listed
     if cat:
@@ -374,6 +403,20 @@ def _block(a: ModelRows, b: ModelRows, metric: str, src_a: str, src_b: str, pick
                                     (higher, unit, marks))
     return Block(**base, heading=heading, tables=tables, hist=ratios.hist(j, var), group_axes=group_axes, view=view,
                  groups=groups.head(ratios.limit(pick.by)), listed=listed, more=more)
+
+
+def _unfit_text(j: pl.LazyFrame, sources: tuple[str, str]) -> str:
+    """`the model's instructions are build X's costs, the kernel rows' build Y: ...` (the builds of the
+    points with no verdict)."""
+    pairs = j.filter(pl.col("verdict") == UNFIT).select("a_build", "b_build").unique().collect()
+    side = {"a": "A", "b": "B"}
+    model, kernel = ("a", "b") if sources[0] == MODELED else ("b", "a")
+    costs = ", ".join(sorted(str(v) for v in pairs[f"{model}_build"].unique().to_list()))
+    built = ", ".join(sorted(str(v) for v in pairs[f"{kernel}_build"].unique().to_list()))
+    return (f"the model was not fit to that kernel: {side[model]}'s modeled counts price build {costs}'s "
+            f"instructions per operation, {side[kernel]}'s kernel rows ran build {built}; no better or worse "
+            f"(memsweep calibrate --from {side[kernel]} --save FILE fits that build's costs, a sweep with "
+            "profile FILE prices them)")
 
 
 def _references(rows: ModelRows, source: str, metric: str, where: pl.Expr, side: str) -> list[str]:
@@ -414,9 +457,14 @@ def summary_line(block: Block) -> str:
     if block.categorical:
         return changes.summary_line(s)
     r = ratios.ratio
-    line = (f"{block.compared:,} points compared: B/A median {r(s['median'])} (min {r(s['min'])}, "
-            f"max {r(s['max'])}); {s[BETTER]:,} {faster}, {s[WORSE]:,} {slower}, "
+    head = (f"{block.compared:,} points compared: B/A median {r(s['median'])} (min {r(s['min'])}, "
+            f"max {r(s['max'])})")
+    if s.get(UNFIT) == block.compared:
+        return f"{head}; all {block.compared:,} not fit: {block.unfit}"
+    line = (f"{head}; {s[BETTER]:,} {faster}, {s[WORSE]:,} {slower}, "
             f"{s[NOISE]:,} not a change (~), {s[EQUAL]:,} equal (=)")
+    if s.get(UNFIT):
+        line += f", {s[UNFIT]:,} {UNFIT}: {block.unfit}"
     if s["sampled"] and s.get("barred") == s["sampled"]:  # modeled: two computations, not a test
         line += f"; {s['significant']:,} outside both error bars"
     elif s["sampled"]:

@@ -38,6 +38,10 @@ MAX_BY_GROUPS = 60  # ... and at most this many when --by chose its axes
 PAIR_GAIN = 0.05  # a second grouping axis must explain this much more of the variance of log B/A
 TOP = 10  # largest changes listed for a big comparison
 BETTER, WORSE, NOISE, EQUAL, FEW = "better", "worse", "~", "=", "n<3"
+# a modeled count of a build's work (memmap's instructions) against a kernel its costs were not fit to: no
+# verdict, the model's costs are another build's (compare.py, _unfit)
+UNFIT = "not fit"
+VERDICTS = (BETTER, WORSE, NOISE, EQUAL, FEW, UNFIT)
 MIN_SAMPLES = 3  # LKP and mmtests: no verdict on fewer samples a side
 MIN_CHANGE = 0.01  # LKP: changes of 1% or less of a known performance metric are dropped
 RULE = (f"a sampled point changes when each side has at least {MIN_SAMPLES} samples (runs; a kernel row's "
@@ -72,7 +76,7 @@ def significant() -> pl.Expr:
 def stats() -> list[pl.Expr]:
     return [pl.len().alias("n"), pl.col("ratio").median().alias("median"), pl.col("ratio").min().alias("min"),
             pl.col("ratio").max().alias("max"), pl.col("lr").var(ddof=0).alias("var"),
-            *((pl.col("verdict") == v).sum().alias(v) for v in (BETTER, WORSE, NOISE, EQUAL, FEW)),
+            *((pl.col("verdict") == v).sum().alias(v) for v in VERDICTS),
             significant().sum().alias("significant"),
             (pl.col("a_spread") | pl.col("b_spread")).sum().alias("sampled"),
             pl.col("a_n").max().alias("a_samples"), pl.col("b_n").max().alias("b_samples"),
@@ -122,7 +126,7 @@ def groups(rows: ModelRows, j: pl.LazyFrame, axes: tuple[str, ...]) -> pl.DataFr
     df = (j.group_by(keys).agg(
         pl.len().alias("n"), r.median().alias("median"), r.quantile(0.1).alias("q10"),
         r.quantile(0.9).alias("q90"), r.min().alias("min"), r.max().alias("max"),
-        *((pl.col("verdict") == v).sum().alias(v) for v in (BETTER, WORSE, NOISE, EQUAL, FEW)))
+        *((pl.col("verdict") == v).sum().alias(v) for v in VERDICTS))
         .sort(list(axes) or "_all", nulls_last=True).collect())
     labels = {c: [rows.label(c, v) for v in df[c].to_list()] for c in axes}
     names = [", ".join(row) for row in zip(*labels.values())] if axes else ["all points"] * df.height
@@ -233,8 +237,9 @@ def _group_table(groups: pl.DataFrame, axes: tuple[str, ...], style: tuple[bool,
              "Improvement": [improvement(1.0, v, higher) for v in groups["median"].to_list()],
              better: [f"{v:,}" for v in groups[BETTER].to_list()], worse: [f"{v:,}" for v in groups[WORSE].to_list()],
              NOISE: [f"{v:,}" for v in groups[NOISE].to_list()], EQUAL: [f"{v:,}" for v in groups[EQUAL].to_list()]}
-    if groups[FEW].sum():
-        data[FEW] = [f"{v:,}" for v in groups[FEW].to_list()]
+    for rare in (FEW, UNFIT):
+        if groups[rare].sum():
+            data[rare] = [f"{v:,}" for v in groups[rare].to_list()]
     return Table(title=title, caption="", frame=pl.DataFrame(data, schema={k: pl.Utf8 for k in data}))
 
 

@@ -321,3 +321,71 @@ def test_the_series_rows_are_read_against_their_base_and_debians_kernel(series_s
     assert r.returncode == 0, r.stderr
     html = (series_sweep / "_report" / "report.html").read_text()
     assert "what the patches change and what the config changes (patches " in html and ", config " in html
+
+
+@pytest.mark.guest
+def test_a_count_against_a_kernel_its_costs_were_not_fit_to_gets_no_verdict_until_calibrate_fits_them(
+        kernel_sweep, tmp_path):
+    """The model prices instructions with memsweep's series:6.12 build's costs; against Debian's 6.12 rows,
+    `compare --sources model:kernel` says the model was not fit to that kernel (no better or worse).
+    `calibrate --from` fits Debian's build to its kernel rows and `--save` writes a profile; a sweep run with
+    it prices that build, names it in kernel_build, and is compared point by point again."""
+    deb, _ = kernel_sweep
+    kernel = pl.read_parquet(deb / "model=memmap" / "*.parquet").filter(
+        (pl.col("source") == "kernel") & (pl.col("status") == "ok"))
+    assert set(kernel["kernel_build"]) == {"debian:6.12"}
+    r = memsweep_here("compare", str(deb), str(deb), "--sources", "model:kernel")
+    assert r.returncode == 0, r.stderr
+    assert re.search(r"points compared: B/A median \S+ \(min \S+, max \S+\); all \d+ not fit: the model was not "
+                     r"fit to that kernel: A's modeled counts price build series:6\.12's instructions per "
+                     r"operation, B's kernel rows ran build debian:6\.12", r.stdout), r.stdout
+    assert " better, " not in r.stdout
+
+    saved = tmp_path / "deb612.toml"
+    r = memsweep_here("calibrate", "--from", str(deb), "--save", str(saved))
+    assert r.returncode == 0, r.stderr
+    assert "instructions of build debian:6.12: nnls over" in r.stdout and "worst leave-one-out error" in r.stdout
+    (tmp_path / "priced.toml").write_text(SPEC.replace('name = "kern"', 'name = "priced"\nprofile = "deb612.toml"')
+                                          .replace('source = ["model", "kernel"]', 'source = ["model"]'))
+    r = memsweep("run", "priced.toml", "--out", "out", "--quiet", "--no-report", cwd=tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    priced = tmp_path / "out" / "priced"
+    model = pl.read_parquet(priced / "model=memmap" / "*.parquet").filter(pl.col("status") == "ok")
+    counted = model.filter(pl.col("param_strategy") == "slow")  # Debian's build has no template copy to price
+    assert set(counted["kernel_build"]) == {"debian:6.12"} and counted["metric_init_instructions"].is_not_null().all()
+    assert model.filter(pl.col("param_strategy") != "slow")["metric_init_instructions"].is_null().all()
+    r = memsweep_here("compare", str(priced), str(deb), "--sources", "model:kernel")
+    assert r.returncode == 0, r.stderr
+    assert "not fit" not in r.stdout and "init_instructions, model (A) vs kernel (B)" in r.stdout
+
+
+@pytest.mark.guest
+def test_a_users_build_folder_given_with_its_base_is_read_against_it(tmp_path):
+    """A user's patched tree and its base tree (here the series' build and its base, laid out as make leaves
+    them): each kernel row holds the same namespace's instructions on the base, slow path (kernel_base), no
+    distribution kernel's (kernel_stock), and names its build by release and image digest; the report gives
+    the patches' effect alone."""
+    from tests.workers.guest.test_build import build_folder
+    from workers.guest import build
+
+    series, base = build.cached_build(), build.cached_build(name=build.BASE)
+    assert series is not None and base is not None, "run `make kernels` first"
+    build_folder(tmp_path / "linux", series)
+    build_folder(tmp_path / "linux-base", base)
+    (tmp_path / "mine.toml").write_text(SPEC.replace('name = "kern"', 'name = "mine"').replace(
+        '[kernel]\n', '[kernel]\nimage = "linux"\nbase = "linux-base"\n').replace(
+        'align = ["2MiB", "1GiB"]', 'align = ["2MiB"]').replace('namespace_size = ["1GiB", "2GiB"]',
+                                                                   'namespace_size = ["1GiB"]'))
+    r = memsweep("run", "mine.toml", "--out", "out", "--quiet", cwd=tmp_path, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    folder = tmp_path / "out" / "mine"
+    rows = pl.read_parquet(folder / "model=memmap" / "*.parquet").filter(
+        (pl.col("source") == "kernel") & (pl.col("status") == "ok"))
+    assert rows.height == 8 and rows["kernel_base"].is_not_null().all() and rows["kernel_stock"].is_null().all()
+    assert rows["kernel_build"].str.contains(rf"^{re.escape(series.release)}@[0-9a-f]{{16}}$").all()
+    shipped = rows.filter((pl.col("param_mode") == "devdax") & (pl.col("param_strategy") == "template_nt_inline"))
+    assert ((shipped["kernel_base"] / shipped["metric_init_instructions"]) > 1.1).all()  # the template copy
+    html = (folder / "_report" / "report.html").read_text()
+    assert "what the patches change (patches " in html and "what the config changes" not in html
+    r = memsweep_here("compare", str(folder), str(folder))
+    assert r.returncode == 0 and re.search(r"^A's patches: its base .* median \d\.\d{3}x", r.stdout, re.M), r.stdout
