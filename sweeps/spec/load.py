@@ -183,7 +183,13 @@ def with_kernel(spec: SweepSpec, image: str | None = None, modules: str | None =
             for k in (kernel, *kernel.reference_settings().values()):
                 if build and k.image in BUILT and cached_build(name=BUILT[k.image]) is None:
                     build_series(install=False, name=BUILT[k.image])  # the toolchain: the user's own install
-                k.kernel()
+                try:
+                    k.kernel()
+                except GuestKernelError as e:
+                    if k is kernel or not kernel.base:
+                        raise
+                    raise SpecError(f"'kernel.base' must be a kernel image or build folder, as 'image' is ({e})") \
+                        from None
     except (GuestKernelError, GuestSetupError) as e:
         raise SpecError(str(e)) from None
     return dataclasses.replace(spec, settings={**spec.settings, KERNEL: kernel})

@@ -56,6 +56,8 @@ def test_source_takes_a_list_in_the_order_the_sources_run():
     (('accel = "tcg"', 'image = "debian:5.10"'), r"'kernel.image' must be a kernel image path or one of "
                                                  r"\['debian:6.12', 'debian:6.1', 'series:6.12', 'base:6.12'\] "
                                                  r"\(got 'debian:5.10'\)"),
+    (('accel = "tcg"', 'base = "linux-base"'), r"'kernel.base' must be a path, beside an image that is a path "
+                                              r"\(got image 'debian:6.12', base '.*linux-base'\)"),
 ])
 def test_a_bad_source_or_kernel_table_names_the_field(edit, message):
     with pytest.raises(SpecError, match=message):
@@ -69,6 +71,21 @@ def test_a_missing_kernel_image_exits_2_naming_it_and_writes_nothing(tmp_path, s
     assert r.returncode == 2 and r.stdout == "", r.stderr
     assert r.stderr.startswith("memsweep run: error: 'image' must be an existing kernel image file (got ")
     assert str(tmp_path / "no/such/bzImage") in r.stderr and tree_state(tmp_path) == before
+
+
+def test_a_base_that_is_no_kernel_is_named_as_the_base(tmp_path, spec_file):
+    """[kernel] base beside a user's image: a base that is no kernel is refused as the base, nothing written."""
+    from tests.workers.guest.test_guest import bzimage, modules_dir
+
+    image, modules = bzimage(tmp_path / "bzImage"), modules_dir(tmp_path)
+    spec = spec_file(SPEC.replace('accel = "tcg"', f'accel = "tcg"\nimage = "{image}"\nmodules = "{modules}"\n'
+                                                   'base = "no/such/base"'))
+    before = tree_state(tmp_path)
+    r = memsweep("run", str(spec), "--out", str(tmp_path / "out"), cwd=tmp_path)
+    assert r.returncode == 2 and r.stdout == "", r.stderr
+    assert r.stderr.startswith("memsweep run: error: 'kernel.base' must be a kernel image or build folder, as "
+                               "'image' is ('image' must be an existing kernel image file (got "), r.stderr
+    assert tree_state(tmp_path) == before
 
 
 def test_kernel_options_need_a_spec_with_kernel_rows(spec_file):
