@@ -8,10 +8,9 @@ on every other axis (a path against a path: the series' shipped strategy against
 one; two specs that differ in one value). `--by AXIS[,AXIS]` groups the summary by those axes. A model
 that lacks one of the named axes is left out. An axis along which neither A's nor B's value changes
 anywhere (pfnmap's `arch` for the time of a load) would repeat every listed row once per value: it is
-collapsed. One that
-changes no value at some values of the other axes only (`medium` under map=mem: that memmap is in
-DRAM whatever the medium) is merged where so: a listed row's points share A and B and differ in it
-(`*`), and the row says how many points it stands for.
+collapsed. One that changes no value at some values of the other axes only (`medium` under map=mem:
+that memmap is in DRAM whatever the medium) is merged where so: a listed row's points share A and B and
+differ in it (`*`), and the row says how many points it stands for.
 """
 
 from __future__ import annotations
