@@ -465,11 +465,12 @@ def reference_tables(sweep: Sweep) -> list[Table]:
                    f"{p.min():.3f}-{p.max():.3f}x, config {c.min():.3f}-{c.max():.3f}x)" if len(c) else
                    f"{rows.name}: what the patches change (patches {p.min():.3f}-{p.max():.3f}x)"),
             caption=(f"The build against the kernels it was booted beside, on {metric}: its base (the same "
-                     "source, config and compiler without the patches) and, for the series' build, Debian's own "
-                     "6.12 kernel, each binding the same namespace on the slow path, one boot. Patches: base / "
-                     "this row (above 1x the patched path does less work than the code before the patches, under "
-                     "the same config); config: Debian 6.12 / base (above 1x the build's small config does less "
-                     "than Debian's). Their product is this row against Debian's kernel."),
+                     "source, config and compiler without the patches)"
+                     + (" and Debian's own 6.12 kernel" if len(c) else "")
+                     + ", binding the same namespace on the slow path, one boot. Patches: base / this row (above 1x "
+                     "the patched path does less work than the code before the patches, under the same config)"
+                     + ("; config: Debian 6.12 / base (above 1x the build's small config does less than Debian's). "
+                        "Their product is this row against Debian's kernel." if len(c) else ".")),
             frame=pl.DataFrame(table)))
     return out
 
