@@ -37,9 +37,12 @@ slurm:
 	@sh tests/support/install_slurm.sh
 
 # The guest tests boot Debian's kernels in QEMU: QEMU and busybox-static installed if missing, the 6.12 and
-# 6.1 kernel packages fetched (apt-get download, never installed) into ~/.cache/memsweep/kernels.
+# 6.1 kernel packages fetched (apt-get download, never installed) into ~/.cache/memsweep/kernels; for the arm64
+# guest, qemu-system-arm, xfsprogs and the aarch64 cross compiler, and Debian's arm64 6.12 and 7.3 kernels and
+# busybox, fetched with an apt state of their own into ~/.cache/memsweep/kernels/arm64.
 guest: $(STAMP)
 	$(BIN)/python -m workers.guest fetch
+	$(BIN)/python -m workers.guest fetch-arm64
 
 # The seed series' kernel ("series:6.12"): Debian's 6.12 source with workers/guest/series/*.patch, built once
 # per node into ~/.cache/memsweep/builds (432 s cold on 2 cores; nothing when it is there).

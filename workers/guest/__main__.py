@@ -4,13 +4,15 @@ check-counter`: boot a kernel with a loop of known length and print what one gue
 guest time (1.0 ns: the instruction counter counts instructions; workers/guest/counter.py). `python -m
 workers.guest build`: build the seed series' kernel ("series:6.12", workers/guest/build.py) and its base
 ("base:6.12": the same source and config without the patches) unless this node has them; what `make
-kernels` runs."""
+kernels` runs. `python -m workers.guest fetch-arm64`: the arm64 guest's tools and Debian's arm64 6.12 and 7.3
+kernels (workers/guest/arm64.py; `make guest` runs it too). `python -m workers.guest reclaim`: boot one and
+print what a reclaim of a mapped XFS file did to young bits."""
 
 from __future__ import annotations
 
 import argparse
 
-from . import build, counter, debian
+from . import arm64, build, counter, debian
 from .exceptions import GuestKernelError, GuestSetupError
 from .kernels import cached_kernel, fetch
 
@@ -32,8 +34,27 @@ def main(argv: list[str] | None = None) -> int:
                                      "workers/guest/series/*.patch, a small config")
     b.add_argument("--cache-dir", default=None, help=f"default: {build.builds_dir().parent}")
     b.add_argument("-j", "--jobs", type=int, default=None, help="make's parallel jobs (default: all cores)")
+    a = sub.add_parser("fetch-arm64", help="install qemu-system-arm, xfsprogs and the aarch64 cross compiler if "
+                                           "missing; fetch Debian's arm64 6.12 and 7.3 kernels if missing")
+    a.add_argument("--cache-dir", default=None, help=f"default: {debian.default_cache_dir()}")
+    r = sub.add_parser("reclaim", help="boot an arm64 kernel under TCG, map a 64 MiB XFS file, reclaim 48 MiB of it "
+                                       "and print the young-bit calls the scan made")
+    r.add_argument("--series", default="6.12", choices=sorted(arm64.KERNELS))
+    r.add_argument("--lru", default="mglru", choices=arm64.LRUS)
+    r.add_argument("--readahead-kb", type=int, default=128, help="the file's folio size (default 128: 32 pages)")
     args = parser.parse_args(argv)
     try:
+        if args.command == "fetch-arm64":
+            arm64.ensure_host_tools()
+            for s in sorted(arm64.KERNELS):
+                k = arm64.fetch(s, args.cache_dir)
+                print(f"{k.release}\t{k.image}")
+            print(f"busybox\t{arm64.busybox(args.cache_dir)}")
+            return 0
+        if args.command == "reclaim":
+            run = arm64.reclaim(arm64.fetch(args.series), lru=args.lru, readahead_kb=args.readahead_kb)
+            print(arm64.text(run))
+            return 0
         if args.command == "build":
             for built in build.build_all(args.cache_dir, jobs=args.jobs):
                 print(f"{built.name}\t{built.release}\t{built.image}")

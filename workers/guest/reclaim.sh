@@ -1,0 +1,53 @@
+#!/bin/busybox sh
+# /init of memsweep's arm64 reclaim probe (workers/guest/arm64.py). Reads "LRU RECLAIM READAHEAD_KB" from
+# /probe.conf, mounts the XFS disk, counts the young-bit calls of the reclaim scan with kprobe events and hist
+# triggers (Documentation/trace/histogram.rst), runs /reclaim in a memory cgroup, prints every result as a
+# "memsweep-reclaim KEY VALUE" line on the console and powers off. Before the seed series (6.12) arm64 clears
+# one PTE's young bit per call, contpte_ptep_test_and_clear_young() for a PTE of a contpte block; with it
+# (7.3.4) folio_referenced_one() asks for a folio's PTEs at once, contpte_test_and_clear_young_ptes(..., nr).
+/bin/busybox --install -s /bin
+mount -t proc proc /proc
+mount -t sysfs sys /sys
+mount -t devtmpfs dev /dev
+mount -t tracefs tracefs /sys/kernel/tracing
+say() { echo "memsweep-reclaim $*"; }
+fail() { echo "memsweep-error $*"; poweroff -f; }
+read LRU RECLAIM READAHEAD < /probe.conf
+for m in /modules/*.ko; do [ -e "$m" ] && { insmod "$m" $(cat "$m.args" 2>/dev/null) || fail "insmod $m"; }; done
+# the XFS disk on a RAM disk (drivers/block/brd.c): its reads complete in the submitting context, so where the
+# guest's instructions go does not depend on when the host finishes an I/O, and a rerun repeats the counts
+zcat /disk.img.gz > /dev/ram0 || fail "the XFS disk onto /dev/ram0"
+sync  # the writes sit in /dev/ram0's page cache; XFS reads the RAM disk itself
+mount -t xfs -o ro /dev/ram0 /mnt || fail "mount the XFS disk"
+echo "$READAHEAD" > /sys/block/ram0/queue/read_ahead_kb || fail "read_ahead_kb"
+if [ "$LRU" = classic ]; then echo n > /sys/kernel/mm/lru_gen/enabled || fail "lru_gen"; fi
+mount -t cgroup2 none /sys/fs/cgroup
+echo +memory > /sys/fs/cgroup/cgroup.subtree_control
+mkdir /sys/fs/cgroup/probe
+T=/sys/kernel/tracing
+if grep -q " contpte_test_and_clear_young_ptes$" /proc/kallsyms; then
+	YOUNG=contpte_test_and_clear_young_ptes
+	echo "p:pages $YOUNG nr=\$arg4:u32" >> $T/kprobe_events || fail "kprobe $YOUNG"
+	echo 'hist:keys=nr:vals=hitcount' > $T/events/kprobes/pages/trigger
+else
+	YOUNG=contpte_ptep_test_and_clear_young
+fi
+echo "r:young $YOUNG ret=\$retval" >> $T/kprobe_events || fail "kretprobe $YOUNG"
+echo 'hist:keys=ret:vals=hitcount' > $T/events/kprobes/young/trigger
+echo "r:visits folio_referenced_one ret=\$retval" >> $T/kprobe_events || fail "kretprobe folio_referenced_one"
+echo 'hist:keys=ret:vals=hitcount' > $T/events/kprobes/visits/trigger
+say release "$(uname -r)"
+say function "$YOUNG"
+say lru "$(cat /sys/kernel/mm/lru_gen/enabled)"
+grep -E "^(pgscan_file|pgsteal_file) " /proc/vmstat | sed 's/^/memsweep-reclaim before_/'
+echo $$ > /sys/fs/cgroup/probe/cgroup.procs
+/reclaim /mnt/data /sys/fs/cgroup/probe/memory.reclaim "$RECLAIM" || fail "reclaim"
+grep -E "^(pgscan_file|pgsteal_file) " /proc/vmstat | sed 's/^/memsweep-reclaim after_/'
+for e in young pages visits; do
+	[ -e $T/events/kprobes/$e/hist ] || continue
+	grep -o '{ [a-z]*: *[0-9]* } hitcount: *[0-9]*' $T/events/kprobes/$e/hist | tr -d '{}:' | \
+		while read key value _ count; do say "$e" "$value" "$count"; done
+	grep -o 'Dropped: *[0-9]*' $T/events/kprobes/$e/hist | sed "s/Dropped: */memsweep-reclaim dropped_$e /"
+done
+say done
+poweroff -f
