@@ -40,7 +40,8 @@ from workers.guest.settings import manifest_build
 
 from . import changes, ratios
 from .axes import Selection, View, cells, collapsible, merged, parse_by, parse_pair, select, where_text
-from .ratios import BAR_RULE, BETTER, EQUAL, FEW, MAX_POINTS, NOISE, RULE, TOP, UNFIT, WORSE, verdict  # noqa: F401  (re-exported)
+from .ratios import (BAR_RULE, BETTER, EQUAL, FEW, MAX_POINTS, NOISE, RULE, TOP, UNFIT, WORSE,  # noqa: F401
+                     verdict)  # (re-exported)
 
 SOURCES = tuple(s.name for s in DECLARED)
 EXAMPLES = 5  # points of one side only listed
@@ -339,7 +340,8 @@ def _joined(a: ModelRows, b: ModelRows, metric: str, sources: tuple[str, str], p
     if pick.pair is None:
         j = sa.join(sb.drop(params), on="point_id", how="inner")
     else:  # each point of A with B's point that differs from it in the paired axes only
-        j = sa.join(sb.drop("point_id", *pick.pair.axes), on=_keys(pick, params), how="inner", nulls_equal=True)
+        j = sa.join(sb.rename({"point_id": "b_point_id"}).drop(*pick.pair.axes), on=_keys(pick, params), how="inner",
+                    nulls_equal=True)
     if cat:
         return sa, sb, j.with_columns(changes.verdict().alias("verdict"))
     same = pl.col("a") == pl.col("b")  # 0 and 0 too: a metric that is zero on both sides has not changed
@@ -373,13 +375,14 @@ def _block(a: ModelRows, b: ModelRows, metric: str, src_a: str, src_b: str, pick
     counts = {c: distinct[c][0] for c in params if distinct[c][0] > 1} if params else {}
     keys = _keys(pick, params)
     only = (_only(a, sa, sb, keys), _only(b, sb, sa, keys))
+    b_ids = "point_id" if pick.pair is None else "b_point_id"  # B's own point of each compared pair
     ev = tuple(evidence.summarize(r, ok(r.scan(src)).filter(pick.where & _paired(pick, t)), metric)
                for r, src, t in ((a, src_a, "a"), (b, src_b, "b")))
     base = dict(model=a.name, metric=metric, source_a=src_a, source_b=src_b, higher=higher, unit=unit,
                 points_a=n_a.item(), points_b=n_b.item(), compared=summary["n"], summary=summary,
                 only=only, categorical=cat, evidence=ev,
-                references=tuple(line for r, src, t in ((a, src_a, "A"), (b, src_b, "B"))
-                                 for line in _references(r, src, metric, pick.where & _paired(pick, t.lower()), t)))
+                references=tuple(line for r, src, t, ids in ((a, src_a, "A", "point_id"), (b, src_b, "B", b_ids))
+                                 for line in _references(r, src, metric, j.select(pl.col(ids).alias("point_id")), t)))
     if summary["n"] == 0:
         return Block(**base, heading="no shared points", tables=(), groups=pl.DataFrame(), group_axes=(),
                      hist=ratios.no_hist() if cat else ratios.hist(j, 0.0))
@@ -419,14 +422,16 @@ def _unfit_text(j: pl.LazyFrame, sources: tuple[str, str]) -> str:
             "profile FILE prices them)")
 
 
-def _references(rows: ModelRows, source: str, metric: str, where: pl.Expr, side: str) -> list[str]:
+def _references(rows: ModelRows, source: str, metric: str, compared: pl.LazyFrame, side: str) -> list[str]:
     """What a side's kernel rows say of their build beside the kernels they were booted with (the series'
-    build: its base and Debian's 6.12, slow path): the patches' and the config's effect, median and range
-    over the compared points; nothing for other rows."""
+    build: its base and Debian's 6.12, slow path; a user's build: its base): the patches' and the config's
+    effect, median and range over the compared points (`compared`: their point_id on this side); nothing for
+    other rows."""
     if source != KERNEL or "kernel_base" not in rows.schema():
         return []
     v = pl.col(metric).cast(pl.Float64)
-    df = ok(rows.scan(KERNEL)).filter(where & pl.col("kernel_base").is_not_null() & v.is_not_null()).select(
+    df = ok(rows.scan(KERNEL)).join(compared.unique(), on="point_id", how="semi").filter(
+        pl.col("kernel_base").is_not_null() & v.is_not_null()).select(
         (pl.col("kernel_base") / v).alias("patches"),
         (pl.col("kernel_stock") / pl.col("kernel_base")).alias("config")).collect()
     out = []
