@@ -54,6 +54,9 @@ def run_calibration(profile_name: str, *, models: list[str] | None, as_json: boo
         builds = build_fits(source, models)
         measured = measured_jobs(source, start, models, holdout or [], statistic or "min", required=not builds)
         jobs, held, profile = (measured.jobs, measured.held, measured.profile) if measured else ([], {}, start)
+        if measured is None and (holdout or statistic):
+            raise UsageError(f"'{'--holdout' if holdout else '--statistic'}' chooses how measured rows are fit, "
+                             f"and {source} has kernel rows only.")
     else:
         for flag, given in (("--holdout", holdout), ("--statistic", statistic)):
             if given:

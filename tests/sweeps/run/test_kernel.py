@@ -359,6 +359,8 @@ def test_a_count_against_a_kernel_its_costs_were_not_fit_to_gets_no_verdict_unti
     assert " better, " not in r.stdout
 
     saved = tmp_path / "deb612.toml"
+    r = memsweep_here("calibrate", "--from", str(deb), "--holdout", "1GiB", "--save", str(saved))
+    assert r.returncode == 2 and "'--holdout' chooses how measured rows are fit" in r.stderr and not saved.exists()
     r = memsweep_here("calibrate", "--from", str(deb), "--save", str(saved))
     assert r.returncode == 0, r.stderr
     assert "instructions of build debian:6.12: nnls over" in r.stdout and "worst leave-one-out error" in r.stdout
