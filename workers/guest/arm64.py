@@ -353,9 +353,9 @@ def parse(console: str, *, lru: str, readahead_kb: int, reclaim_bytes: int) -> R
         if kind == "error":
             raise GuestSetupError(f"the arm64 reclaim probe failed: {rest}\n" + _tail(console))
         key, _, value = rest.partition(" ")
-        if key in ("young", "pages", "visits"):
+        if key in ("calls", "pages", "visits"):
             k, n = (int(x) for x in value.split())
-            if key == "young":
+            if key == "calls":
                 young[k] = young.get(k, 0) + n
             elif key == "pages":
                 pages[k] = pages.get(k, 0) + n
@@ -396,6 +396,7 @@ def text(run: ReclaimRun) -> str:
         f"{run.release}, {run.lru}, readahead {run.readahead_kb} KiB: reclaimed {run.reclaimed:,} of "
         f"{run.mapped_bytes // 4096:,} mapped file pages (asked {run.reclaim_bytes // 4096:,}; "
         f"scanned {run.scanned:,})",
-        f"{run.function}: {run.calls:,} calls, {run.young.get(1, 0):,} found a young PTE; calls by pages: {pages}",
+        f"{run.function}: {run.calls:,} calls, {run.young.get(1, 0):,} found an accessed PTE; calls by pages: "
+        f"{pages}",
         f"folio_referenced_one: {run.visits:,} calls",
         f"the reclaim: {run.instructions:,} instructions (guest ns under QEMU's instruction counter)"])

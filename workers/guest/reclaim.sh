@@ -32,8 +32,8 @@ if grep -q " contpte_test_and_clear_young_ptes$" /proc/kallsyms; then
 else
 	YOUNG=contpte_ptep_test_and_clear_young
 fi
-echo "r:young $YOUNG ret=\$retval" >> $T/kprobe_events || fail "kretprobe $YOUNG"
-echo 'hist:keys=ret:vals=hitcount' > $T/events/kprobes/young/trigger
+echo "r:calls $YOUNG ret=\$retval" >> $T/kprobe_events || fail "kretprobe $YOUNG"
+echo 'hist:keys=ret:vals=hitcount' > $T/events/kprobes/calls/trigger
 echo "r:visits folio_referenced_one ret=\$retval" >> $T/kprobe_events || fail "kretprobe folio_referenced_one"
 echo 'hist:keys=ret:vals=hitcount' > $T/events/kprobes/visits/trigger
 say release "$(uname -r)"
@@ -43,7 +43,7 @@ grep -E "^(pgscan_file|pgsteal_file) " /proc/vmstat | sed 's/^/memsweep-reclaim 
 echo $$ > /sys/fs/cgroup/probe/cgroup.procs
 /reclaim /mnt/data /sys/fs/cgroup/probe/memory.reclaim "$RECLAIM" || fail "reclaim"
 grep -E "^(pgscan_file|pgsteal_file) " /proc/vmstat | sed 's/^/memsweep-reclaim after_/'
-for e in young pages visits; do
+for e in calls pages visits; do
 	[ -e $T/events/kprobes/$e/hist ] || continue
 	grep -o '{ [a-z]*: *[0-9]* } hitcount: *[0-9]*' $T/events/kprobes/$e/hist | tr -d '{}:' | \
 		while read key value _ count; do say "$e" "$value" "$count"; done

@@ -23,9 +23,9 @@ memsweep-reclaim instructions 14758064
 memsweep-reclaim checksum 0
 memsweep-reclaim after_pgscan_file 28682
 memsweep-reclaim after_pgsteal_file 12292
-memsweep-reclaim young 0 391
-memsweep-reclaim young 1 519
-memsweep-reclaim dropped_young 0
+memsweep-reclaim calls 0 391
+memsweep-reclaim calls 1 519
+memsweep-reclaim dropped_calls 0
 memsweep-reclaim pages 32 890
 memsweep-reclaim pages 4 16
 memsweep-reclaim pages 16 4
@@ -43,7 +43,7 @@ def test_the_console_reads_back_as_a_run():
                                                        "contpte_test_and_clear_young_ptes", 974)
     assert run.young == {0: 391, 1: 519} and run.calls == 910 and run.pages == {32: 890, 4: 16, 16: 4}
     assert (run.scanned, run.reclaimed, run.instructions, run.mapped_bytes) == (28672, 12288, 14758064, 64 * MIB)
-    assert ("910 calls, 519 found a young PTE; calls by pages: 4 pages: 16, 16 pages: 4, 32 pages: 890"
+    assert ("910 calls, 519 found an accessed PTE; calls by pages: 4 pages: 16, 16 pages: 4, 32 pages: 890"
             in arm64.text(run))
 
 
