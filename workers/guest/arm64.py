@@ -34,7 +34,7 @@ from pathlib import Path
 from workers.units import MiB
 
 from . import cpio, qemu
-from .debian import APT_TIMEOUT_S, MARKER, default_cache_dir
+from .debian import APT_TIMEOUT_S, MARKER, Apt, default_cache_dir, ensure_packages
 from .exceptions import GuestSetupError
 
 QEMU = "qemu-system-aarch64"
@@ -102,16 +102,9 @@ class ReclaimRun:
 def ensure_host_tools(*, install: bool = True) -> None:
     """QEMU for arm64, xfsprogs and the aarch64 cross compiler, installed with apt when missing (as root);
     GuestSetupError naming the install otherwise."""
-    missing = sorted({pkg for tool, pkg in HOST_TOOLS.items() if shutil.which(tool) is None}
-                     | {pkg for path, pkg in HOST_FILES.items() if not Path(path).is_file()})
-    if not missing:
-        return
-    if not install or os.geteuid() != 0:
-        raise GuestSetupError(f"the arm64 guest needs {', '.join(missing)}: run "
-                              f"`sudo apt-get install {' '.join(missing)}` (or `make guest` as root)")
-    from .debian import Apt
-
-    Apt().install(missing)
+    missing = {pkg for tool, pkg in HOST_TOOLS.items() if shutil.which(tool) is None} \
+        | {pkg for path, pkg in HOST_FILES.items() if not Path(path).is_file()}
+    ensure_packages(missing, "the arm64 guest", "`make guest` as root", install=install)
 
 
 def cache_root(cache_dir: Path | str | None = None) -> Path:
@@ -177,7 +170,7 @@ def busybox(cache_dir: Path | str | None = None) -> Path:
     if path.is_file():
         return path
     apt = PrivateApt(cache_root(cache_dir) / "apt")
-    name, version = apt.newest(re.compile(rf"^{BUSYBOX}$"))
+    name, version = apt.newest(re.compile(rf"^{BUSYBOX}$"), BUSYBOX)
     root.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=root) as tmp:
         deb = apt.download(name, version, Path(tmp))
@@ -190,18 +183,16 @@ def busybox(cache_dir: Path | str | None = None) -> Path:
     return path
 
 
-class PrivateApt:
-    """apt-get for arm64 packages with a state of its own (lists, cache, sources), so the node's apt and
-    dpkg never learn of a foreign architecture (no `dpkg --add-architecture`)."""
+class PrivateApt(Apt):
+    """apt-get for arm64 packages with a state of its own (lists, cache, sources) under `root`, so the node's
+    apt and dpkg never learn of a foreign architecture (no `dpkg --add-architecture`)."""
 
     def __init__(self, root: Path) -> None:
+        super().__init__(("-o", "APT::Architecture=arm64", "-o", "APT::Architectures::=arm64",
+                          "-o", f"Dir::State={root / 'state'}", "-o", f"Dir::Cache={root / 'cache'}",
+                          "-o", f"Dir::Etc::SourceList={root / 'sources.list'}",
+                          "-o", "Dir::Etc::SourceParts=/dev/null"))
         self.root = root
-        self.updated = False
-
-    def options(self) -> list[str]:
-        return ["-o", "APT::Architecture=arm64", "-o", "APT::Architectures::=arm64",
-                "-o", f"Dir::State={self.root / 'state'}", "-o", f"Dir::Cache={self.root / 'cache'}",
-                "-o", f"Dir::Etc::SourceList={self.root / 'sources.list'}", "-o", "Dir::Etc::SourceParts=/dev/null"]
 
     def update(self) -> None:
         if self.updated:
@@ -211,35 +202,14 @@ class PrivateApt:
         lines = [f"deb [arch=arm64 signed-by={KEYRING}] http://deb.debian.org/debian {s}" for s in SOURCES]
         lines += [f"deb [arch=arm64 signed-by={KEYRING}] http://deb.debian.org/debian-security {s}" for s in SECURITY]
         (self.root / "sources.list").write_text("\n".join(lines) + "\n")
-        _run(["apt-get", *self.options(), "update", "-qq"], "apt-get update (arm64, private state)")
-        self.updated = True
+        super().update()
 
-    def newest(self, pattern: re.Pattern) -> tuple[str, str]:
-        """(name, version) of the newest package whose name matches."""
-        self.update()
-        names = [n for n in _run(["apt-cache", *self.options(), "pkgnames"], "apt-cache pkgnames").split()
-                 if pattern.match(n)]
-        found = []
-        for n in names:
-            out = _run(["apt-cache", *self.options(), "policy", n], f"apt-cache policy {n}")
-            m = re.search(r"^\s*Candidate:\s*(\S+)", out, re.M)
-            if m and m.group(1) != "(none)":
-                found.append((n, m.group(1)))
-        if not found:
-            raise GuestSetupError(f"no arm64 package matches {pattern.pattern} in Debian's archive")
-        best = found[0]
-        for nv in found[1:]:
-            if subprocess.run(["dpkg", "--compare-versions", nv[1], "gt", best[1]]).returncode == 0:
-                best = nv
-        return best
+    def can_update(self) -> bool:
+        return True  # its own lists: anyone who can write the cache
 
-    def download(self, name: str, version: str, into: Path) -> Path:
-        self.update()
-        _run(["apt-get", *self.options(), "download", f"{name}={version}"], f"apt-get download {name}", cwd=into)
-        debs = list(into.glob(f"{name}_*.deb"))
-        if not debs:
-            raise GuestSetupError(f"apt-get download {name}={version} left no .deb")
-        return debs[0]
+    def newest(self, pattern: re.Pattern, prefix: str = "") -> tuple[str, str]:
+        self.update()  # a fresh state has no lists to look in
+        return super().newest(pattern, prefix)
 
 
 def program(cc: str = CC) -> bytes:

@@ -171,15 +171,10 @@ def _build_in(work: Path, root: Path, d: str, jobs: int | None, steps: _Steps, n
 def ensure_toolchain(apt: debian.Apt | None = None, *, install: bool = True) -> None:
     """Install what the build needs with apt when missing (`install`, as root); GuestSetupError with the
     command otherwise."""
-    missing = sorted({pkg for cmd, pkg in TOOLCHAIN.items() if shutil.which(cmd) is None}
-                     | {pkg for path, pkg in HEADERS.items() if not Path(path).exists()})
-    if not missing:
-        return
-    if not install or os.geteuid() != 0:
-        raise GuestSetupError(f"building the series' kernel needs {', '.join(missing)}: run "
-                              f"`sudo apt-get install {' '.join(missing)}` (or `make kernels`, which "
-                              "installs them as root and builds)")
-    (apt or debian.Apt()).install(missing)
+    missing = {pkg for cmd, pkg in TOOLCHAIN.items() if shutil.which(cmd) is None} \
+        | {pkg for path, pkg in HEADERS.items() if not Path(path).exists()}
+    debian.ensure_packages(missing, "building the series' kernel", "`make kernels`, which installs them as root "
+                           "and builds", apt=apt, install=install)
 
 
 class _Steps:

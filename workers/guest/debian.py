@@ -90,37 +90,50 @@ def fetch_series(series: str, cache_dir: Path | str | None = None, *, refresh: b
 
 def ensure_host_tools(apt: Apt | None = None) -> None:
     """Install QEMU and busybox-static with apt when missing (as root); GuestSetupError otherwise."""
-    missing = sorted({pkg for tool, pkg in HOST_TOOLS.items() if shutil.which(tool) is None}
-                     | ({"busybox-static"} if not _is_static(BUSYBOX_STATIC) else set()))
+    missing = {pkg for tool, pkg in HOST_TOOLS.items() if shutil.which(tool) is None} \
+        | ({"busybox-static"} if not _is_static(BUSYBOX_STATIC) else set())
+    ensure_packages(missing, "the guest runner", "`make guest` as root", apt=apt)
+
+
+def ensure_packages(missing: set[str], who: str, make: str, *, apt: Apt | None = None, install: bool = True) -> None:
+    """Install the Debian packages `missing` with apt (`install`, as root); else GuestSetupError saying what
+    `who` needs and the command that adds it (or `make`, the target that installs it)."""
     if not missing:
         return
-    if os.geteuid() != 0:
-        raise GuestSetupError(f"the guest runner needs {', '.join(missing)}: run "
-                              f"`sudo apt-get install {' '.join(missing)}` (or `make guest` as root)")
-    (apt or Apt()).install(missing)
+    names = sorted(missing)
+    if not install or os.geteuid() != 0:
+        raise GuestSetupError(f"{who} needs {', '.join(names)}: run `sudo apt-get install {' '.join(names)}` "
+                              f"(or {make})")
+    (apt or Apt()).install(names)
 
 
 class Apt:
-    """apt-get and apt-cache, with the package lists updated at most once per instance."""
+    """apt-get and apt-cache, with the package lists updated at most once per instance. `options`: apt's
+    `-o` settings of every call (PrivateApt: a state of its own)."""
 
-    def __init__(self) -> None:
+    def __init__(self, options: tuple[str, ...] = ()) -> None:
         self.updated = False
+        self.options = list(options)
 
     def update(self) -> None:
         if not self.updated:
-            _run(["apt-get", "update", "-qq"], "apt-get update")
+            _run(["apt-get", *self.options, "update", "-qq"], "apt-get update")
             self.updated = True
+
+    def can_update(self) -> bool:
+        """Whether a stale list may be updated here (the system's lists: as root only)."""
+        return os.geteuid() == 0
 
     def install(self, packages: list[str]) -> None:
         self.update()
-        _run(["apt-get", "install", "-y", "-qq", "--no-install-recommends", *packages],
+        _run(["apt-get", *self.options, "install", "-y", "-qq", "--no-install-recommends", *packages],
              f"apt-get install {' '.join(packages)}", env={"DEBIAN_FRONTEND": "noninteractive"})
 
-    def newest(self, pattern: re.Pattern) -> tuple[str, str]:
-        """(name, candidate version) of the newest package whose name matches, updating the lists once
-        if none does."""
+    def newest(self, pattern: re.Pattern, prefix: str = "linux-image-") -> tuple[str, str]:
+        """(name, candidate version) of the newest package whose name starts with `prefix` and matches,
+        updating the lists once if none does."""
         for attempt in range(2):
-            names = [n for n in _run(["apt-cache", "pkgnames", "linux-image-"], "apt-cache pkgnames").split()
+            names = [n for n in _run(["apt-cache", *self.options, "pkgnames", prefix], "apt-cache pkgnames").split()
                      if pattern.match(n)]
             found = [(n, v) for n in names if (v := self.candidate(n))]
             if found:
@@ -129,26 +142,25 @@ class Apt:
                     if _version_gt(nv[1], best[1]):
                         best = nv
                 return best
-            if attempt == 0 and os.geteuid() == 0:
+            if attempt == 0 and self.can_update():
                 self.update()
         raise GuestSetupError(f"no Debian package matches {pattern.pattern}: is this Debian 12 with "
                               "bookworm-security in its apt sources?")
 
-    @staticmethod
-    def candidate(name: str) -> str | None:
-        out = _run(["apt-cache", "policy", name], f"apt-cache policy {name}")
+    def candidate(self, name: str) -> str | None:
+        out = _run(["apt-cache", *self.options, "policy", name], f"apt-cache policy {name}")
         m = re.search(r"^\s*Candidate:\s*(\S+)", out, re.M)
         return m.group(1) if m and m.group(1) != "(none)" else None
 
     def download(self, name: str, version: str, into: Path) -> Path:
         """The .deb of name=version in `into` (a stale list gets one update and a retry)."""
         for attempt in range(2):
-            proc = subprocess.run(["apt-get", "download", f"{name}={version}"], cwd=into, capture_output=True,
-                                  text=True, timeout=APT_TIMEOUT_S)
+            proc = subprocess.run(["apt-get", *self.options, "download", f"{name}={version}"], cwd=into,
+                                  capture_output=True, text=True, timeout=APT_TIMEOUT_S)
             debs = list(into.glob(f"{name}_*.deb"))
             if proc.returncode == 0 and debs:
                 return debs[0]
-            if attempt == 0 and os.geteuid() == 0:
+            if attempt == 0 and self.can_update():
                 self.update()
         raise GuestSetupError(f"apt-get download {name}={version} failed: {proc.stderr.strip()[-500:]}")
 

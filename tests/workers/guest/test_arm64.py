@@ -61,7 +61,7 @@ def test_the_kernels_are_debians_arm64_packages_fetched_with_apt_of_its_own(tmp_
     assert arm64.KERNELS["6.12"][0].match("linux-image-6.12.118+deb12-arm64-unsigned")
     assert [p.match(n) is not None for p, n in zip(arm64.KERNELS["7.3"], (
         "linux-binary-7.3.4+deb13-cloud-arm64", "linux-modules-7.3.4+deb13-cloud-arm64"))] == [True, True]
-    options = " ".join(arm64.PrivateApt(tmp_path).options())
+    options = " ".join(arm64.PrivateApt(tmp_path).options)
     assert "APT::Architecture=arm64" in options and f"Dir::State={tmp_path / 'state'}" in options
     with pytest.raises(GuestSetupError, match=r"'series' must be one of \['6.12', '7.3'\]"):
         arm64.fetch("5.10", tmp_path)
