@@ -21,6 +21,7 @@ under-predicts". page.py draws and writes the page.
 
 from __future__ import annotations
 
+import functools
 import re
 from pathlib import Path
 from dataclasses import dataclass, field
@@ -272,12 +273,13 @@ def _no_sources(a: Sweep, b: Sweep, common: list[str], pair: tuple[str, str] | N
                         f"({have}).")
 
 
-def _side(rows: ModelRows, source: str, metric: str, tag: str, params: list[str]) -> pl.LazyFrame:
+def _side(rows: ModelRows, source: str, metric: str, tag: str, params: list[str],
+          build: bool = False) -> pl.LazyFrame:
     """point_id, the params, the value, its interval [lo, hi], whether it has one (`spread`), whether that is
     a model's error bar (`bar`) and its sample count n: measured and kernel rows whose metric is the one
     the measure_* columns summarize (the median of measure_repeats samples: runs, or a kernel row's boots)
     span [measure_min, measure_max]; modeled rows with a bar (workers.interval) span it; others are a
-    point with no interval."""
+    point with no interval. `build`: and the kernel build its count is of (`<tag>_build`)."""
     v = pl.col(metric).cast(pl.Float64)
     schema = rows.schema()
     lf = ok(rows.scan(source)).filter(v.is_not_null() & v.is_finite())
@@ -304,7 +306,7 @@ def _side(rows: ModelRows, source: str, metric: str, tag: str, params: list[str]
     return lf.select("point_id", *params, v.alias(tag), low.alias(f"{tag}_lo"), high.alias(f"{tag}_hi"),
                      spread.alias(f"{tag}_spread"), bar.alias(f"{tag}_bar"), n.alias(f"{tag}_n"),
                      evidence.row_label(rows, source, metric).alias(f"{tag}_evidence"),
-                     _build(rows, source).alias(f"{tag}_build"))
+                     *([_build(rows, source).alias(f"{tag}_build")] if build else []))
 
 
 def _build(rows: ModelRows, source: str) -> pl.Expr:
@@ -320,13 +322,11 @@ def _build(rows: ModelRows, source: str) -> pl.Expr:
     return pl.lit(known, dtype=pl.Utf8)
 
 
-def _unfit(a: ModelRows, metric: str, sources: tuple[str, str]) -> pl.Expr:
-    """True where a modeled count of a build's work (KernelCheck.work) meets kernel rows of another build:
-    the model's instruction costs were fit to the one, so its count says nothing of the other."""
+def _builds_matter(a: ModelRows, metric: str, sources: tuple[str, str]) -> bool:
+    """Whether a modeled count of a build's work (KernelCheck.work) meets kernel rows: then each point's two
+    builds are compared, as the model's instruction costs were fit to one build and say nothing of another."""
     check = getattr(a.model, "kernel", None)
-    if set(sources) != {MODELED, KERNEL} or check is None or metric not in check.work:
-        return pl.lit(False)
-    return pl.col("a_build").ne_missing(pl.col("b_build"))
+    return set(sources) == {MODELED, KERNEL} and check is not None and metric in check.work
 
 
 def _joined(a: ModelRows, b: ModelRows, metric: str, sources: tuple[str, str], params: list[str],
@@ -334,7 +334,8 @@ def _joined(a: ModelRows, b: ModelRows, metric: str, sources: tuple[str, str], p
     """A's and B's rows (those --where keeps, at the values --pair reads each side at) and their join on
     point_id (with --pair, on every other axis: the point_id is A's), with the verdict (and for numbers
     B/A and log B/A)."""
-    side = changes.side if cat else _side
+    builds = not cat and _builds_matter(a, metric, sources)
+    side = changes.side if cat else functools.partial(_side, build=builds)
     sa = side(a, sources[0], metric, "a", params).filter(pick.where & _paired(pick, "a"))
     sb = side(b, sources[1], metric, "b", params).filter(pick.where & _paired(pick, "b"))
     if pick.pair is None:
@@ -347,7 +348,8 @@ def _joined(a: ModelRows, b: ModelRows, metric: str, sources: tuple[str, str], p
     same = pl.col("a") == pl.col("b")  # 0 and 0 too: a metric that is zero on both sides has not changed
     ratio = pl.when(same).then(1.0).when(pl.col("a") != 0).then(pl.col("b") / pl.col("a"))
     lr = pl.when(same).then(0.0).when((pl.col("a") > 0) & (pl.col("b") > 0)).then((pl.col("b") / pl.col("a")).log())
-    judged = pl.when(_unfit(a, metric, sources)).then(pl.lit(UNFIT)).otherwise(verdict(higher))
+    unfit = pl.col("a_build").ne_missing(pl.col("b_build")) if builds else pl.lit(False)
+    judged = pl.when(unfit).then(pl.lit(UNFIT)).otherwise(verdict(higher))
     return sa, sb, j.with_columns(ratio.alias("ratio"), lr.alias("lr"), judged.alias("verdict"))
 
 
@@ -409,8 +411,8 @@ def _block(a: ModelRows, b: ModelRows, metric: str, src_a: str, src_b: str, pick
 
 
 def _unfit_text(j: pl.LazyFrame, sources: tuple[str, str]) -> str:
-    """`the model's instructions are build X's costs, the kernel rows' build Y: ...` (the builds of the
-    points with no verdict)."""
+    """Why points got no verdict (UNFIT), naming the modeled side's build and the kernel side's, and the
+    command that fits the other build's costs."""
     pairs = j.filter(pl.col("verdict") == UNFIT).select("a_build", "b_build").unique().collect()
     side = {"a": "A", "b": "B"}
     model, kernel = ("a", "b") if sources[0] == MODELED else ("b", "a")
