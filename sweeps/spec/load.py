@@ -170,8 +170,9 @@ def with_kernel(spec: SweepSpec, image: str | None = None, modules: str | None =
     folder) in place of its [kernel] table's, and the kernel checked where kernel rows are asked for:
     SpecError names what is missing (no such image, no pmem drivers, Debian's kernel not fetched).
     With `build` (memsweep run), a named kernel this node builds (series:6.12, base:6.12, and the base a
-    series' row is read against) is built first when it is not cached, its progress on stderr; a missing toolchain (named with the command that installs it) or a
-    failed step is the SpecError, before the run writes anything."""
+    series' row is read against) is built first when it is not cached, its progress on stderr; a missing
+    toolchain (named with the command that installs it) or a failed step is the SpecError, before the run
+    writes anything. A `base` that is no kernel is named as the base."""
     given = {k: v for k, v in (("image", image), ("modules", modules), ("accel", accel)) if v is not None}
     if given and KERNEL not in spec.sources:
         raise SpecError(f"'--{next(iter(given)).replace('image', 'kernel')}' needs a spec whose 'source' has "

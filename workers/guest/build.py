@@ -95,6 +95,11 @@ def _patches(name: str) -> list[Path]:
     return patches() if name == NAME else []
 
 
+def _strategies(name: str) -> tuple[str, ...]:
+    """The strategies a variant switches among: the series' four (0009), none for its base (the slow path)."""
+    return STRATEGIES if name == NAME else ()
+
+
 def cached_build(cache_dir: Path | str | None = None, name: str = NAME) -> Build | None:
     """The build of the current patches and config, when this node has it whole (a folder that lost its
     bzImage or marker is no build: the next build replaces it)."""
@@ -106,7 +111,7 @@ def cached_build(cache_dir: Path | str | None = None, name: str = NAME) -> Build
     if not (root / "bzImage").is_file() or not isinstance(meta, dict) or "release" not in meta:
         return None
     return Build(root=root, image=root / "bzImage", release=meta["release"], digest=meta["digest"],
-                 strategies=STRATEGIES if name == NAME else (), name=name)
+                 strategies=_strategies(name), name=name)
 
 
 def build_all(cache_dir: Path | str | None = None, *, jobs: int | None = None, say=None,
@@ -156,7 +161,7 @@ def _build_in(work: Path, root: Path, d: str, jobs: int | None, steps: _Steps, n
                      ("include/config/kernel.release", "kernel.release")):
         shutil.copy2(tree / src, out / dst)
     release = (out / "kernel.release").read_text().strip()
-    strategies = STRATEGIES if name == NAME else ()
+    strategies = _strategies(name)
     meta = {"name": name, "digest": d, "release": release, "source": f"{SOURCE_PACKAGE}={SOURCE_VERSION}",
             "patches": [p.name for p in _patches(name)], "compiler": _compiler(), "strategies": list(strategies),
             "seconds": round(steps.elapsed(), 1)}

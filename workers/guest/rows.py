@@ -32,12 +32,11 @@ BOOTS = "boots"  # a row's values: each boot's value of the sampled metric
 
 def kernel_rows(model: Model, points: pl.DataFrame, profile: Profile, settings: KernelSettings) -> pl.DataFrame:
     """Rows ["status", "reason", *model.metric_dtypes, *MEASURE_COLUMNS, *REFERENCE_COLUMNS, kernel_build,
-    *GUEST_COLUMNS] for
-    `points`, same height and order; the measure_* columns summarize the check's `sampled` metric over the
-    boots (`settings.boots`; a boot's value is the median of its binds, the reader's); kernel_base and
-    kernel_stock hold its value on the kernels a patched build is read against (settings.references);
-    kernel_build names the build booted (settings.build()).
-    `profile` is unused: a kernel row is what the kernel did, whatever the costs."""
+    *GUEST_COLUMNS] for `points`, same height and order; the measure_* columns summarize the check's
+    `sampled` metric over the boots (`settings.boots`; a boot's value is the median of its binds, the
+    reader's); kernel_base and kernel_stock hold its value on the kernels a patched build is read against
+    (settings.references); kernel_build names the build booted (settings.build()). `profile` is unused: a
+    kernel row is what the kernel did, whatever the costs."""
     n = points.height
     status, reason = [STATUS_INFEASIBLE] * n, [""] * n
     values: list[dict] = [{} for _ in range(n)]
@@ -51,6 +50,7 @@ def kernel_rows(model: Model, points: pl.DataFrame, profile: Profile, settings: 
         if not isinstance(c, GuestConfig):
             reason[i] = c
     rows = points.to_dicts()
+    build = settings.build() if todo else None
     for boot in range(settings.boots if todo else 0):
         try:
             run = run_guest(settings.kernel(), [c for _, c in todo], accel=settings.accel,
@@ -60,7 +60,7 @@ def kernel_rows(model: Model, points: pl.DataFrame, profile: Profile, settings: 
                 status[i], reason[i] = STATUS_ERROR, f"{type(e).__name__}: {e}" + _of(boot, settings.boots)
             return _frame(model, status, reason, values, guest)
         booted = {"env_guest_kernel": run.release, "env_guest_cmdline": run.cmdline, "env_accel": run.accel,
-                  "kernel_build": settings.build()}
+                  "kernel_build": build}
         for (i, _), r in zip(todo, run.results):
             if boot and status[i] != STATUS_OK:  # a bind the first boot refused: its reason stands
                 continue

@@ -127,8 +127,8 @@ class KernelSettings:
         return self.kernel().strategies
 
     def reference_settings(self) -> dict[str, KernelSettings]:
-        """The kernels a row of this one is read against (REFERENCES), by the column their value goes in: each
-        booted once, binding the slow path; none unless `references` and the image has them."""
+        """The kernels a row of this one is read against (REFERENCES for a named kernel, `base` for a user's), by
+        the column their value goes in: each booted once, binding the slow path; none unless `references`."""
         pairs = REFERENCES.get(self.image, ()) if not self.base else (("kernel_base", self.base),)
         if not self.references:
             return {}
