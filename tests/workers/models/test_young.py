@@ -252,7 +252,8 @@ def _reference_counts(params: dict) -> dict:
             "metric_walks": run.walks, "metric_kept_folios": run.kept, "metric_young_folios": run.young_folios,
             "metric_calls": run.helpers.calls, "metric_ptes_visited": run.helpers.ptes_visited,
             "metric_blocks_touched": run.helpers.blocks_touched, "metric_tlb_flushes": run.helpers.tlb_flushes,
-            "metric_pte_atomics": run.helpers.atomics, "metric_unmap_steps": run.unmap.steps,
+            "metric_pte_atomics": run.helpers.atomics, "metric_young_calls": run.helpers.young_calls,
+            "metric_ptes_asked": run.helpers.ptes_asked, "metric_unmap_steps": run.unmap.steps,
             "metric_unfolds": run.unmap.unfolds, "metric_unmap_tlb_flushes": run.unmap.tlb_flushes,
             "metric_unmap_atomics": run.unmap.atomics}
 

@@ -140,7 +140,8 @@ def test_per_pte_on_a_cont_block_visits_sixteen_times_sixteen():
     young, cont = table([True], young_idx=(5,))
     got, counts = ref.per_pte_range(young, cont, 0, C, flush=True)
     assert got is True
-    assert counts == ref.Counts(calls=16, ptes_visited=256, blocks_touched=16, tlb_flushes=1, atomics=256)
+    assert counts == ref.Counts(calls=16, ptes_visited=256, blocks_touched=16, tlb_flushes=1, atomics=256,
+                                young_calls=1, ptes_asked=16)
 
 
 def test_batched_on_a_cont_block_visits_sixteen_once():
@@ -148,14 +149,16 @@ def test_batched_on_a_cont_block_visits_sixteen_once():
     young, cont = table([True], young_idx=(5,))
     got, counts = ref.clear_flush_young_ptes(young, cont, 0, C)
     assert got is True
-    assert counts == ref.Counts(calls=1, ptes_visited=16, blocks_touched=1, tlb_flushes=1, atomics=16)
+    assert counts == ref.Counts(calls=1, ptes_visited=16, blocks_touched=1, tlb_flushes=1, atomics=16,
+                                young_calls=1, ptes_asked=16)
 
 
 def test_per_pte_non_cont_flushes_each_young_pte():
     """Without cont bits the per-PTE flush variant flushes once per young PTE."""
     young, cont = table([False], young_idx=(1, 2, 9))
     _, counts = ref.per_pte_range(young, cont, 0, C, flush=True)
-    assert counts == ref.Counts(calls=16, ptes_visited=16, blocks_touched=0, tlb_flushes=3, atomics=16)
+    assert counts == ref.Counts(calls=16, ptes_visited=16, blocks_touched=0, tlb_flushes=3, atomics=16,
+                                young_calls=3, ptes_asked=16)
 
 
 def test_single_pte_fast_path_and_cont_single_pte():
@@ -171,7 +174,8 @@ def test_x86_atomics_only_on_young_and_never_flushes():
     young, cont = table([False, False], young_idx=(0, 31))
     got, counts = ref.clear_flush_young_ptes(young, cont, 0, 32, arch="x86_64")
     assert got is True
-    assert counts == ref.Counts(calls=1, ptes_visited=32, blocks_touched=0, tlb_flushes=0, atomics=2)
+    assert counts == ref.Counts(calls=1, ptes_visited=32, blocks_touched=0, tlb_flushes=0, atomics=2, young_calls=1,
+                                ptes_asked=32)
 
 
 def test_build_table_layout_head_block_unfolded():

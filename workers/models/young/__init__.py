@@ -223,9 +223,10 @@ def published_figures(model: str) -> tuple[Figure, ...]:
 
 class YoungModel(Model):
     name = "young"
+    # 6: the calls that found young and the PTEs they name (what a kernel's probe counts)
     # 5: x86 times scale by x86_scale, the '50%+' figure a bound; 4: the unmap's per-step work and an unfold's
     # synchronous TLBI + DSB priced apart
-    version = "5"
+    version = "6"
     description = ("arm64 contpte young-bit batching (test_and_clear_young_ptes(), clear_flush_young_ptes()) and "
                    "batched unmap of file large folios, priced as the sys time of reclaiming them under MGLRU "
                    "or the classic LRU")
@@ -250,6 +251,11 @@ class YoungModel(Model):
         Metric(column="metric_pte_atomics", dtype=INT,
                doc="atomic PTE updates by the young helpers (arm64: every visited PTE; x86: young ones)"),
         Metric(column="metric_young_folios", dtype=INT, doc="walks that found the folio young"),
+        Metric(column="metric_young_calls", dtype=INT,
+               doc="young-helper calls that found a young PTE (per PTE: one per cont block and per young PTE outside "
+                   "one; batched: one per young folio run)"),
+        Metric(column="metric_ptes_asked", dtype=INT,
+               doc="PTEs the young-helper calls name: one a per-PTE call, a folio run's a batched one"),
         Metric(column="metric_unmap_steps", dtype=INT,
                doc="try_to_unmap_one() loop steps (one per PTE, or one per folio run when unmap = batched)"),
         Metric(column="metric_unfolds", dtype=INT,
@@ -301,7 +307,8 @@ class YoungModel(Model):
         total = rest_ns + young_ns + unmap_ns
         total_pp = rest_ns + young["pp"] + unmap_ns
         total_pp_unmap = rest_ns + young_ns + gone["pp"]
-        pick = {k: np.where(b, c[f"{k}_b"], c[f"{k}_pp"]) for k in ("calls", "visits", "blocks", "atomics", "flushes")}
+        pick = {k: np.where(b, c[f"{k}_b"], c[f"{k}_pp"])
+                for k in ("calls", "visits", "blocks", "atomics", "flushes", "found", "asked")}
         unmapped = {k: np.where(bu, c[f"unmap_{k}_b"], c[f"unmap_{k}_pp"])
                     for k in ("steps", "unfolds", "flushes", "atomics")}
         with np.errstate(divide="ignore", invalid="ignore"):  # infeasible rows (nulled below) may be 0/0
@@ -314,6 +321,7 @@ class YoungModel(Model):
             "metric_calls": pick["calls"], "metric_ptes_visited": pick["visits"],
             "metric_blocks_touched": pick["blocks"], "metric_tlb_flushes": pick["flushes"],
             "metric_pte_atomics": pick["atomics"], "metric_young_folios": c["young_folios"],
+            "metric_young_calls": pick["found"], "metric_ptes_asked": pick["asked"],
             "metric_unmap_steps": unmapped["steps"], "metric_unfolds": unmapped["unfolds"],
             "metric_unmap_tlb_flushes": unmapped["flushes"], "metric_unmap_atomics": unmapped["atomics"],
             "metric_young_clear_ms": young_ns / 1e6, "metric_unmap_ms": unmap_ns / 1e6,

@@ -54,21 +54,25 @@ def walk(folios: np.ndarray, splits: np.ndarray, young: np.ndarray, flush: np.nd
 
     per_pte calls the per-PTE helper for each PTE, and on a cont PTE it walks the whole block
     (contpte_ptep_clear_flush_young()); batched calls it once per folio run. arm64 CASes every PTE it
-    visits, x86 only the young ones. On arm64 a flush helper flushes once per call that finds young:
-    the first PTE of a cont block clears the block, so its 15 others find old.
+    visits, x86 only the young ones. A call finds young once per young folio run when batched; per PTE,
+    once per young PTE outside cont blocks and once per cont block (its first PTE clears the block, so
+    its 15 others find old). On arm64 a flush helper flushes once per call that finds young. The calls
+    name one PTE each per PTE, a run's PTEs when batched: every PTE of the walked folios either way.
     """
     pages = folios * n
     cont_ptes = folios * cont_per_folio * CONT_PTES
     visits_pp = pages - cont_ptes + cont_ptes * CONT_PTES
     young_pages = np.where(young, pages, 0)
-    flushing = flush & arm64 & young
+    found_pp = np.where(young, folios * (cont_per_folio + n - cont_per_folio * CONT_PTES), 0)
+    found_b = np.where(young, folios + splits, 0)
+    flushing = flush & arm64
     return {
         "calls_pp": pages, "calls_b": folios + splits,
         "visits_pp": visits_pp, "visits_b": pages,
         "blocks_pp": cont_ptes, "blocks_b": folios * cont_per_folio,
         "atomics_pp": np.where(arm64, visits_pp, young_pages), "atomics_b": np.where(arm64, pages, young_pages),
-        "flushes_pp": np.where(flushing, folios * (cont_per_folio + n - cont_per_folio * CONT_PTES), 0),
-        "flushes_b": np.where(flushing, folios + splits, 0),
+        "flushes_pp": np.where(flushing, found_pp, 0), "flushes_b": np.where(flushing, found_b, 0),
+        "found_pp": found_pp, "found_b": found_b, "asked_pp": pages, "asked_b": pages,
     }
 
 

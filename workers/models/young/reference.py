@@ -70,13 +70,16 @@ PTE_ATOMICS = 2  # ... and per PTE: the get-and-clear and the page's _mapcount
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Counts:
-    """What one or more helper calls did: calls, PTEs visited, cont blocks walked, flushes, atomics."""
+    """What one or more helper calls did: calls, PTEs visited, cont blocks walked, flushes, atomics; the calls
+    that returned young and the PTEs the calls named (one a per-PTE call, nr a batched one)."""
 
     calls: int = 0
     ptes_visited: int = 0
     blocks_touched: int = 0  # per call: cont blocks with at least one PTE visited
     tlb_flushes: int = 0
     atomics: int = 0  # atomic read-modify-writes of a PTE (arm64: every visit; x86: young ones)
+    young_calls: int = 0
+    ptes_asked: int = 0
 
     def __add__(self, other: Counts) -> Counts:
         return Counts(
@@ -85,6 +88,8 @@ class Counts:
             blocks_touched=self.blocks_touched + other.blocks_touched,
             tlb_flushes=self.tlb_flushes + other.tlb_flushes,
             atomics=self.atomics + other.atomics,
+            young_calls=self.young_calls + other.young_calls,
+            ptes_asked=self.ptes_asked + other.ptes_asked,
         )
 
 
@@ -133,7 +138,8 @@ def ptep_test_and_clear_young(young: np.ndarray, cont: np.ndarray, i: int,
     _check_range(cont, i, 1)
     idx = _block(i) if cont[i] else range(i, i + 1)
     result, atomics = _visit(young, idx, arch)
-    return result, Counts(calls=1, ptes_visited=len(idx), blocks_touched=int(cont[i]), atomics=atomics)
+    return result, Counts(calls=1, ptes_visited=len(idx), blocks_touched=int(cont[i]), atomics=atomics,
+                          young_calls=int(result), ptes_asked=1)
 
 
 def ptep_clear_flush_young(young: np.ndarray, cont: np.ndarray, i: int,
@@ -142,7 +148,7 @@ def ptep_clear_flush_young(young: np.ndarray, cont: np.ndarray, i: int,
     result, c = ptep_test_and_clear_young(young, cont, i, arch)
     flushes = int(result and arch == "arm64")  # __flush_tlb_page_nosync / one block range
     return result, Counts(calls=1, ptes_visited=c.ptes_visited, blocks_touched=c.blocks_touched,
-                          tlb_flushes=flushes, atomics=c.atomics)
+                          tlb_flushes=flushes, atomics=c.atomics, young_calls=c.young_calls, ptes_asked=c.ptes_asked)
 
 
 def widened_range(cont: np.ndarray, i: int, nr: int) -> range:
@@ -162,13 +168,14 @@ def test_and_clear_young_ptes(young: np.ndarray, cont: np.ndarray, i: int, nr: i
     _check_range(cont, i, nr)
     if arch == "x86_64":  # generic loop over ptep_test_and_clear_young(), inside one call
         result, atomics = _visit(young, range(i, i + nr), arch)
-        return result, Counts(calls=1, ptes_visited=nr, atomics=atomics)
+        return result, Counts(calls=1, ptes_visited=nr, atomics=atomics, young_calls=int(result), ptes_asked=nr)
     if nr == 1 and not cont[i]:  # the likely() fast path: __ptep_test_and_clear_young()
         idx = range(i, i + 1)
     else:
         idx = widened_range(cont, i, nr)
     result, atomics = _visit(young, idx, arch)
-    return result, Counts(calls=1, ptes_visited=len(idx), blocks_touched=_cont_blocks(cont, idx), atomics=atomics)
+    return result, Counts(calls=1, ptes_visited=len(idx), blocks_touched=_cont_blocks(cont, idx), atomics=atomics,
+                          young_calls=int(result), ptes_asked=nr)
 
 
 def clear_flush_young_ptes(young: np.ndarray, cont: np.ndarray, i: int, nr: int,
@@ -177,7 +184,7 @@ def clear_flush_young_ptes(young: np.ndarray, cont: np.ndarray, i: int, nr: int,
     result, c = test_and_clear_young_ptes(young, cont, i, nr, arch)
     flushes = int(result and arch == "arm64")
     return result, Counts(calls=1, ptes_visited=c.ptes_visited, blocks_touched=c.blocks_touched,
-                          tlb_flushes=flushes, atomics=c.atomics)
+                          tlb_flushes=flushes, atomics=c.atomics, young_calls=c.young_calls, ptes_asked=c.ptes_asked)
 
 
 def per_pte_range(young: np.ndarray, cont: np.ndarray, i: int, nr: int, arch: str = "arm64",
