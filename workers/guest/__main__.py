@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import argparse
 
+from workers.units import MiB
+
 from . import arm64, build, counter, debian
 from .exceptions import GuestKernelError, GuestSetupError
 from .kernels import cached_kernel, fetch
@@ -37,11 +39,15 @@ def main(argv: list[str] | None = None) -> int:
     a = sub.add_parser("fetch-arm64", help="install qemu-system-arm, xfsprogs and the aarch64 cross compiler if "
                                            "missing; fetch Debian's arm64 6.12 and 7.3 kernels if missing")
     a.add_argument("--cache-dir", default=None, help=f"default: {debian.default_cache_dir()}")
-    r = sub.add_parser("reclaim", help="boot an arm64 kernel under TCG, map a 64 MiB XFS file, reclaim 48 MiB of it "
-                                       "and print the young-bit calls the scan made")
+    r = sub.add_parser("reclaim", help="boot an arm64 kernel under TCG, map an XFS file, reclaim part of it and "
+                                       "print the young-bit calls the scan made")
     r.add_argument("--series", default="6.12", choices=sorted(arm64.KERNELS))
     r.add_argument("--lru", default="mglru", choices=arm64.LRUS)
     r.add_argument("--readahead-kb", type=int, default=128, help="the file's folio size (default 128: 32 pages)")
+    r.add_argument("--mapped-mib", type=int, default=64, help="MiB of the file mapped (default 64)")
+    r.add_argument("--reclaim-mib", type=int, default=48, help="MiB reclaimed (default 48)")
+    r.add_argument("--accessed-mib", type=int, default=0, help="MiB at the mapping's start touched again after its "
+                                                            "young bits are cleared (default 0: every folio old)")
     args = parser.parse_args(argv)
     try:
         if args.command == "fetch-arm64":
@@ -52,7 +58,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"busybox\t{arm64.busybox(args.cache_dir)}")
             return 0
         if args.command == "reclaim":
-            run = arm64.reclaim(arm64.fetch(args.series), lru=args.lru, readahead_kb=args.readahead_kb)
+            run = arm64.reclaim(arm64.fetch(args.series), lru=args.lru, readahead_kb=args.readahead_kb,
+                                mapped_bytes=args.mapped_mib * MiB, reclaim_bytes=args.reclaim_mib * MiB,
+                                young_bytes=args.accessed_mib * MiB)
             print(arm64.text(run))
             return 0
         if args.command == "build":

@@ -260,18 +260,30 @@ def disk(file_mib: int, cache_dir: Path | str | None = None) -> Path:
     return path
 
 
-def reclaim(kernel: Arm64Kernel, *, lru: str = "mglru", file_mib: int = 64, reclaim_mib: int = 48,
-            readahead_kb: int = 128, cache_dir: Path | str | None = None,
-            timeout_s: float = TIMEOUT_S) -> ReclaimRun:
-    """Boot `kernel` once: map the disk's file, reclaim `reclaim_mib` of it from the mapping's memory cgroup
-    under `lru` (MGLRU or the classic LRU), and read back what the reclaim scan did."""
+HEAD = 2 * MiB  # the file's first bytes, dropped before the mapping: readahead's first, smaller folios are there
+
+
+def reclaim(kernel: Arm64Kernel, *, lru: str = "mglru", mapped_bytes: int = 64 * MiB, reclaim_bytes: int = 48 * MiB,
+            readahead_kb: int = 128, align_bytes: int = 2 * MiB, young_bytes: int = 0,
+            cache_dir: Path | str | None = None, timeout_s: float = TIMEOUT_S) -> ReclaimRun:
+    """Boot `kernel` once: lay out a file's folios (reclaim.c: `readahead_kb` each, `mapped_bytes` of them
+    mapped `align_bytes` past a 2 MiB boundary, the first `young_bytes` of the mapping young, the rest old),
+    reclaim `reclaim_bytes` from the mapping's memory cgroup under `lru` (MGLRU or the classic LRU), and read
+    back what the reclaim did."""
     if lru not in LRUS:
         raise ValueError(f"'lru' must be one of {list(LRUS)} (got {lru!r}).")
+    if mapped_bytes % MiB:
+        raise ValueError(f"'mapped_bytes' must be a whole number of MiB (got {mapped_bytes}).")
     if shutil.which(QEMU) is None:
         raise GuestSetupError(f"{QEMU} is not installed: run `make guest` (or apt-get install qemu-system-arm)")
+    file_mib = (HEAD + mapped_bytes) // MiB
+    # fixed width: the initramfs is the same size whatever the values, so the guest's memory is laid out alike
+    # (7.3's classic-LRU counts were seen to move with the initramfs's length)
+    conf = " ".join(f"{v:>12}" for v in (lru, readahead_kb, HEAD, mapped_bytes, align_bytes, young_bytes,
+                                          reclaim_bytes))
     with tempfile.TemporaryDirectory(prefix="memsweep-arm64-") as tmp:
         initrd, console = Path(tmp) / "initrd", Path(tmp) / "console"
-        initrd.write_bytes(initramfs(kernel, f"{lru} {reclaim_mib}M {readahead_kb}", file_mib, cache_dir))
+        initrd.write_bytes(initramfs(kernel, conf, file_mib, cache_dir))
         cmd = [QEMU, "-machine", "virt", "-accel", "tcg", "-cpu", "max,pauth-impdef=on", "-smp", "1",
                "-m", str(RAM_MIB + disk_mib(file_mib)), "-icount", qemu.ICOUNT, *qemu.DETERMINISTIC,
                "-kernel", str(kernel.image), "-initrd", str(initrd), "-append", CMDLINE, "-nodefaults",
@@ -282,7 +294,7 @@ def reclaim(kernel: Arm64Kernel, *, lru: str = "mglru", file_mib: int = 64, recl
             time.sleep(0.2)
         qemu.stop(proc)
         text = console.read_text(errors="replace") if console.exists() else ""
-    return parse(text, lru=lru, readahead_kb=readahead_kb, reclaim_bytes=reclaim_mib * MiB)
+    return parse(text, lru=lru, readahead_kb=readahead_kb, reclaim_bytes=reclaim_bytes)
 
 
 def initramfs(kernel: Arm64Kernel, conf: str, file_mib: int, cache_dir: Path | str | None = None) -> bytes:

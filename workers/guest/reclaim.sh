@@ -1,10 +1,12 @@
 #!/bin/busybox sh
-# /init of memsweep's arm64 reclaim probe (workers/guest/arm64.py). Reads "LRU RECLAIM READAHEAD_KB" from
-# /probe.conf, mounts the XFS disk, counts the young-bit calls of the reclaim scan with kprobe events and hist
-# triggers (Documentation/trace/histogram.rst), runs /reclaim in a memory cgroup, prints every result as a
-# "memsweep-reclaim KEY VALUE" line on the console and powers off. Before the seed series (6.12) arm64 clears
-# one PTE's young bit per call, contpte_ptep_test_and_clear_young() for a PTE of a contpte block; with it
-# (7.3.4) folio_referenced_one() asks for a folio's PTEs at once, contpte_test_and_clear_young_ptes(..., nr).
+# /init of memsweep's arm64 reclaim probe (workers/guest/arm64.py). Reads "LRU READAHEAD_KB HEAD MAPPED ALIGN
+# YOUNG_BYTES RECLAIM" from /probe.conf (reclaim.c says what each does), mounts the XFS disk, counts the
+# young-bit calls of the reclaim scan with kprobe events and hist triggers (Documentation/trace/histogram.rst;
+# created paused, /reclaim lets them count during its memory.reclaim write only), runs /reclaim in a memory
+# cgroup, prints every result as a "memsweep-reclaim KEY VALUE" line on the console and powers off. Before
+# the seed series (6.12) arm64 clears one PTE's young bit per call, contpte_ptep_test_and_clear_young() for a
+# PTE of a contpte block; with it (7.3.4) folio_referenced_one() asks for a folio's PTEs at once,
+# contpte_test_and_clear_young_ptes(..., nr).
 /bin/busybox --install -s /bin
 mount -t proc proc /proc
 mount -t sysfs sys /sys
@@ -12,7 +14,7 @@ mount -t devtmpfs dev /dev
 mount -t tracefs tracefs /sys/kernel/tracing
 say() { echo "memsweep-reclaim $*"; }
 fail() { echo "memsweep-error $*"; poweroff -f; }
-read LRU RECLAIM READAHEAD < /probe.conf
+read LRU READAHEAD HEAD MAPPED ALIGN YOUNG_BYTES RECLAIM < /probe.conf
 for m in /modules/*.ko; do [ -e "$m" ] && { insmod "$m" $(cat "$m.args" 2>/dev/null) || fail "insmod $m"; }; done
 # the XFS disk on a RAM disk (drivers/block/brd.c): its reads complete in the submitting context, so where the
 # guest's instructions go does not depend on when the host finishes an I/O, and a rerun repeats the counts
@@ -25,24 +27,31 @@ mount -t cgroup2 none /sys/fs/cgroup
 echo +memory > /sys/fs/cgroup/cgroup.subtree_control
 mkdir /sys/fs/cgroup/probe
 T=/sys/kernel/tracing
+# a hist trigger on kprobe event $1, paused; /triggers lists it for /reclaim to start and stop
+trigger() {
+	echo "$2:pause" > $T/events/kprobes/$1/trigger || fail "hist trigger $1"
+	echo "$T/events/kprobes/$1/trigger $2" >> /triggers
+}
 if grep -q " contpte_test_and_clear_young_ptes$" /proc/kallsyms; then
 	YOUNG=contpte_test_and_clear_young_ptes
 	echo "p:pages $YOUNG nr=\$arg4:u32" >> $T/kprobe_events || fail "kprobe $YOUNG"
-	echo 'hist:keys=nr:vals=hitcount' > $T/events/kprobes/pages/trigger
+	trigger pages 'hist:keys=nr:vals=hitcount'
 else
 	YOUNG=contpte_ptep_test_and_clear_young
 fi
 echo "r:calls $YOUNG ret=\$retval" >> $T/kprobe_events || fail "kretprobe $YOUNG"
-echo 'hist:keys=ret:vals=hitcount' > $T/events/kprobes/calls/trigger
+trigger calls 'hist:keys=ret:vals=hitcount'
 echo "r:visits folio_referenced_one ret=\$retval" >> $T/kprobe_events || fail "kretprobe folio_referenced_one"
-echo 'hist:keys=ret:vals=hitcount' > $T/events/kprobes/visits/trigger
+trigger visits 'hist:keys=ret:vals=hitcount'
 say release "$(uname -r)"
 say function "$YOUNG"
 say lru "$(cat /sys/kernel/mm/lru_gen/enabled)"
-grep -E "^(pgscan_file|pgsteal_file) " /proc/vmstat | sed 's/^/memsweep-reclaim before_/'
+VMSTAT="pgscan_file|pgsteal_file|pgactivate|pgdeactivate|pgrefill"  # the reclaim's pages scanned, freed, moved
+grep -E "^($VMSTAT) " /proc/vmstat | sed 's/^/memsweep-reclaim before_/'
 echo $$ > /sys/fs/cgroup/probe/cgroup.procs
-/reclaim /mnt/data /sys/fs/cgroup/probe/memory.reclaim "$RECLAIM" || fail "reclaim"
-grep -E "^(pgscan_file|pgsteal_file) " /proc/vmstat | sed 's/^/memsweep-reclaim after_/'
+/reclaim /mnt/data "$HEAD" "$MAPPED" "$ALIGN" "$YOUNG_BYTES" /sys/fs/cgroup/probe/memory.reclaim "$RECLAIM" /triggers ||
+	fail "reclaim"
+grep -E "^($VMSTAT) " /proc/vmstat | sed 's/^/memsweep-reclaim after_/'
 for e in calls pages visits; do
 	[ -e $T/events/kprobes/$e/hist ] || continue
 	grep -o '{ [a-z]*: *[0-9]* } hitcount: *[0-9]*' $T/events/kprobes/$e/hist | tr -d '{}:' | \
