@@ -245,7 +245,9 @@ class KernelCheck:
     costs the profile prices the `work` metrics with (the modeled rows' kernel_build); `fitter`: (a frame of
     one build's ok kernel rows) -> a fit of that build's costs (`memsweep calibrate --from` on a kernel
     sweep): an object with `build`, `section` and `entries` (the profile table it writes), `loo_error` and
-    `lines` (what it rests on, in words), and `problem` ("" when its costs are identified)."""
+    `lines` (what it rests on, in words), and `problem` ("" when its costs are identified). `inputs`: () ->
+    what fixes the model's kernel rows besides the point and the [kernel] settings (a guest of its own: its
+    kernels' packages, its probe's source), hashed into its kernel chunks' ids; None: nothing more."""
 
     planner: str | Callable[..., list]
     reader: str | Callable[..., dict]
@@ -257,6 +259,7 @@ class KernelCheck:
     fitted: str | Callable[[str], tuple[str, pl.Expr] | None] | None = None
     build: str | Callable[..., str] | None = None
     fitter: str | Callable[[pl.DataFrame], object] | None = None
+    inputs: str | Callable[[], dict] | None = None
 
     def plan(self, points: pl.DataFrame, settings) -> list:
         """The planner's configurations (or reasons) for `points`, one per row."""
@@ -277,6 +280,10 @@ class KernelCheck:
     def priced_build(self, profile) -> str | None:
         """The build whose costs the profile prices the work metrics with (`build`), or None."""
         return None if self.build is None or not self.work else _resolve(self.build)(profile)
+
+    def guest_inputs(self) -> dict:
+        """What else fixes the model's kernel rows (`inputs`); {} without."""
+        return {} if self.inputs is None else _resolve(self.inputs)()
 
     def fit_build(self, rows: pl.DataFrame):
         """The fitter's fit of one build's costs to its kernel rows (`fitter`); None without one."""

@@ -72,17 +72,20 @@ class Backend:
     # and time depend on the node; kernel rows: a guest's). Its chunks are sized by their cost where it is
     # computed here (sweeps.run.cost).
     statuses: Callable[[Model, pl.DataFrame, Profile], pl.DataFrame] | None = None
+    # What else fixes a model's rows of this source (the kernel source: a model's own guest), hashed with the rest
+    model_inputs: Callable[[Model], dict] = lambda model: {}
 
     @property
     def planned_here(self) -> bool:
         return self.statuses is not None
 
-    def chunk_inputs(self, settings: Any) -> dict:
-        """What fixes its rows besides model, profile and grid: hashed into its chunks' ids (none for a source
-        without settings, as modeled chunks have always been)."""
+    def chunk_inputs(self, settings: Any, model: Model) -> dict:
+        """What fixes its rows of `model` besides model, profile and grid: hashed into its chunks' ids (none for a
+        source without settings, as modeled chunks have always been)."""
         if self.settings is None:
             return {}
-        return {"source": self.name, self.settings.table: self.settings.identity(settings)}
+        return {"source": self.name, self.settings.table: self.settings.identity(settings),
+                **({"guest": extra} if (extra := self.model_inputs(model)) else {})}
 
 
 @functools.cache

@@ -53,7 +53,7 @@ def grid_digest(spec: SweepSpec, grid: Grid, source: str = MODELED) -> str:
     m = get_model(grid.model)
     blob = json.dumps(
         {
-            **backends()[source].chunk_inputs(spec.settings.get(source)), "model": m.name, "version": m.version,
+            **backends()[source].chunk_inputs(spec.settings.get(source), m), "model": m.name, "version": m.version,
             "profile": spec.profile.digest(),
             "blocks": [[[a.name, [a.label(v) for v in vals]] for a, vals in zip(grid.axes, block)]
                        for block in grid.blocks],

@@ -49,9 +49,14 @@ def _plan_text(k: dict, secs) -> str:
             "under test cannot hold are infeasible rows at once.")
 
 
+def _model_inputs(model: Model) -> dict:
+    """What else fixes a model's kernel rows: its KernelCheck's `inputs` (a guest of its own)."""
+    return model.kernel.guest_inputs() if model.kernel is not None else {}
+
+
 # A guest is one QEMU process on one CPU (TCG), so kernel chunks share a node like model chunks.
 BACKEND = Backend(
-    name=KERNEL, rows=rows, chunk_points=lambda model: CHUNK_POINTS, placement=SHARED,
+    name=KERNEL, rows=rows, chunk_points=lambda model: CHUNK_POINTS, placement=SHARED, model_inputs=_model_inputs,
     settings=Settings(table="kernel", load=_load, identity=KernelSettings.identity, plan=_plan,
                       plan_text=_plan_text),
 )

@@ -101,8 +101,9 @@ def test_the_specs_chunk_points_override_every_backend():
 def test_only_measured_chunk_ids_hash_the_measure_settings():
     """Other [measure] settings give new measured chunk ids and keep the modeled ones (their inputs are {})."""
     spec = parse_spec(BOTH)
-    assert BACKENDS["model"].chunk_inputs(None) == {}
-    assert BACKENDS["measured"].chunk_inputs(spec.settings["measured"]) == {
+    probe = get_model("probe")
+    assert BACKENDS["model"].chunk_inputs(None, probe) == {}
+    assert BACKENDS["measured"].chunk_inputs(spec.settings["measured"], probe) == {
         "source": "measured", "measure": {"repeats": 5, "warmup": 1, "cpu": 0, "span_ms": 2000}}
     a, b = plan(spec), plan(parse_spec(BOTH + "[measure]\nrepeats = 3\n"))
     ids = {s: ([c.chunk_id for c in a if c.source == s], [c.chunk_id for c in b if c.source == s])
