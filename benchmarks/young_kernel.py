@@ -1,64 +1,84 @@
-"""The young model's counts beside a real arm64 reclaim's: the four runs of workers/guest/arm64.py (Debian's
-6.12 and 7.3 kernels, MGLRU and the classic LRU) and the model at the same point.
+"""The young model's counts beside a real arm64 reclaim's, at every point of the shipped `kernel-young` spec.
 
-    .venv/bin/python benchmarks/young_kernel.py [--readahead-kb 128]
+    .venv/bin/python benchmarks/young_kernel.py [--write]
 
-The point: arm64, every folio of the mapped file young (the probe touches every page), folio order from the
-readahead size, `mapped_size` the file, `namespace_size` the amount reclaimed, per-PTE clearing for 6.12 and
-batched for 7.3 (the seed series). Printed as a markdown table for benchmarks/RESULTS.md: per run, the young-bit
-function's calls, the PTEs they ask about (one a call before the series, `nr` a call after), folio visits
-(folio_referenced_one()), the reclaim's instructions; and the model's calls, PTEs asked (calls x folio pages
-when batched) and walks.
+Each point the spec's kernel rows can be (workers/models/young/kernel.py: Debian's arm64 6.12 for per-PTE
+clearing and unmapping, 7.3 for batched; MGLRU or the classic LRU; every folio old or every folio young)
+is one boot of workers/guest/arm64.py's probe, exactly as `memsweep run kernel-young` boots it. Printed as a
+markdown table for benchmarks/RESULTS.md: per point the kernel's counts (young-bit calls, those that found
+young, PTEs asked, folio_referenced_one() visits, folios reclaimed) and the reclaim's instructions, each with
+the model's beside it where they differ. `--write` records them in workers/models/young/kernel_results.csv,
+which the model's KernelCheck.bound reads: a count is `kernel-checked` at the points where they are equal.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+import polars as pl  # noqa: E402
+
+from sweeps.spec.grid import decode, grid_for  # noqa: E402
+from sweeps.spec.load import load_spec  # noqa: E402
 from workers import get_model  # noqa: E402
+from workers.evaluate import evaluate  # noqa: E402
 from workers.guest import arm64  # noqa: E402
-from workers.model import points_frame  # noqa: E402
+from workers.models.young import KERNEL_METRICS  # noqa: E402
+from workers.models.young import kernel as yk  # noqa: E402
 from workers.profiles import load_profile  # noqa: E402
 
-FILE_MIB, RECLAIM_MIB = 64, 48
-BATCHING = {"6.12": "per_pte", "7.3": "batched"}  # before and after the seed series
-
-
-def model_counts(lru: str, batching: str, order: int) -> dict:
-    """The young model's calls, PTEs asked and walks at the probe's point."""
-    model = get_model("young")
-    point = dict(arch="arm64", lru=lru, batching=batching, compound_order=order, young_fraction=1.0,
-                 namespace_size=RECLAIM_MIB << 20, mapped_size=FILE_MIB << 20)
-    out = model.evaluate(points_frame(model, [point]), load_profile("seed"))
-    calls, walks = int(out["metric_calls"][0]), int(out["metric_walks"][0])
-    return {"calls": calls, "ptes": calls * (1 << order if batching == "batched" else 1), "walks": walks}
+SPEC = "kernel-young"
+OUT = ROOT / "workers" / "models" / "young" / yk.RESULTS
+SHORT = {"metric_calls": "calls", "metric_young_calls": "found young", "metric_ptes_asked": "PTEs asked",
+         "metric_walks": "visits", "metric_ptes": "pages", "metric_folios": "folios"}
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--readahead-kb", type=int, default=128, help="the file's folio size (default 128 KiB)")
+    p.add_argument("--write", action="store_true", help=f"record the results in {OUT.relative_to(ROOT)}")
     args = p.parse_args()
-    order = (args.readahead_kb // 4).bit_length() - 1
-    print(f"{FILE_MIB} MiB mapped, {RECLAIM_MIB} MiB reclaimed, readahead {args.readahead_kb} KiB "
-          f"(folio order {order})")
-    print()
-    print("| kernel | LRU | calls | PTEs asked | visits | reclaimed pages | instructions | model calls | model PTEs "
-          "asked | model walks |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
-    for series in sorted(arm64.KERNELS):
-        kernel = arm64.fetch(series)
-        for lru in arm64.LRUS:
-            run = arm64.reclaim(kernel, lru=lru, file_mib=FILE_MIB, reclaim_mib=RECLAIM_MIB,
-                                readahead_kb=args.readahead_kb)
-            asked = sum(n * c for n, c in run.pages.items()) if run.pages else run.calls
-            m = model_counts(lru, BATCHING[series], order)
-            print(f"| {run.release} | {lru} | {run.calls:,} | {asked:,} | {run.visits:,} | {run.reclaimed:,} | "
-                  f"{run.instructions:,} | {m['calls']:,} | {m['ptes']:,} | {m['walks']:,} |")
+    spec = load_spec(SPEC)
+    model = get_model("young")
+    grid = grid_for(spec, model.name)
+    points = decode(grid, 0, grid.size)
+    plans = model.kernel.plan(points, spec.settings.get("kernel"))
+    keep = [i for i, c in enumerate(plans) if isinstance(c, arm64.ReclaimConfig)]
+    points = points[keep]
+    configs = [plans[i] for i in keep]
+    modeled = evaluate(model, points, load_profile(spec.profile_name))
+    start = time.monotonic()
+    runs = arm64.run_reclaims(configs)
+    wall = time.monotonic() - start
+    rows = []
+    for point, m, run in zip(points.to_dicts(), modeled.to_dicts(), runs):
+        if isinstance(run, str):
+            raise SystemExit(f"the probe failed: {run}")
+        k = yk.read(point, run)
+        rows.append({**{key: point[f"param_{key}"] for key in yk.KEY}, "release": run.release,
+                     "instructions": run.instructions,
+                     **{f"kernel_{c.removeprefix('metric_')}": k[c] for c in KERNEL_METRICS},
+                     **{f"model_{c.removeprefix('metric_')}": m[c] for c in KERNEL_METRICS}})
+    df = pl.DataFrame(rows)
+    print(f"{len(rows)} boots in {wall:.0f} s ({wall / len(rows):.1f} s a boot)\n")
+    head = " | ".join(SHORT[c] for c in KERNEL_METRICS)
+    print(f"| kernel | LRU | young | {head} | instructions | per folio |")
+    print("|---|---|---|" + "---|" * len(KERNEL_METRICS) + "---|---|")
+    for r in rows:
+        cells = []
+        for c in KERNEL_METRICS:
+            name = c.removeprefix("metric_")
+            kv, mv = r[f"kernel_{name}"], r[f"model_{name}"]
+            cells.append(f"{kv:,}" if kv == mv else f"**{kv:,}** (model {mv:,})")
+        print(f"| {r['release']} | {r['lru']} | {r['young_fraction']:g} | {' | '.join(cells)} | "
+              f"{r['instructions']:,} | {r['instructions'] / r['kernel_folios']:,.0f} |")
+    if args.write:
+        df.write_csv(OUT)
+        print(f"\nwrote {OUT.relative_to(ROOT)}")
 
 
 if __name__ == "__main__":

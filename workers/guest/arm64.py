@@ -54,6 +54,7 @@ KERNELS = {
 }
 BUSYBOX = "busybox-static"
 # The modules the probe loads, in this order: those the kernel builds in are not in its tree.
+PROBE_FILES = ("reclaim.sh", "reclaim.c")  # the guest's /init and the probe program, from this package
 MODULES = ("brd", "crc32c_generic", "libcrc32c", "xfs")
 LRUS = ("mglru", "classic")
 XFS_MIN_MIB = 300  # mkfs.xfs refuses a file system under 300 MB without --unsupported
@@ -258,6 +259,40 @@ def disk(file_mib: int, cache_dir: Path | str | None = None) -> Path:
             shutil.copyfileobj(src, dst, 1 << 20)
         os.replace(Path(tmp) / "disk.img.gz", path)
     return path
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ReclaimConfig:
+    """One reclaim in its own boot of the arm64 kernel of `series` (KERNELS): `reclaim()`'s arguments."""
+
+    series: str
+    lru: str
+    readahead_kb: int
+    mapped_bytes: int
+    reclaim_bytes: int
+    align_bytes: int
+    young_bytes: int
+
+
+def run_reclaims(configs: list[ReclaimConfig], cache_dir: Path | str | None = None,
+                 timeout_s: float = TIMEOUT_S) -> list[ReclaimRun | str]:
+    """Each configuration's reclaim, one boot each (the same configuration twice: one boot), in order; a
+    configuration whose kernel cannot be fetched or whose probe fails gets the reason instead."""
+    done: dict[ReclaimConfig, ReclaimRun | str] = {}
+    for c in dict.fromkeys(configs):
+        try:
+            done[c] = reclaim(fetch(c.series, cache_dir), lru=c.lru, mapped_bytes=c.mapped_bytes,
+                              reclaim_bytes=c.reclaim_bytes, readahead_kb=c.readahead_kb, align_bytes=c.align_bytes,
+                              young_bytes=c.young_bytes, cache_dir=cache_dir, timeout_s=timeout_s)
+        except GuestSetupError as e:
+            done[c] = f"{type(e).__name__}: {e}"
+    return [done[c] for c in configs]
+
+
+def identity(cache_dir: Path | str | None = None) -> dict:
+    """What fixes a reclaim's counts besides its configuration: each series' kernel packages, where cached
+    (a node fetches the newest when it has none)."""
+    return {s: list(k.packages) for s in sorted(KERNELS) if (k := cached(s, cache_dir)) is not None}
 
 
 HEAD = 2 * MiB  # the file's first bytes, dropped before the mapping: readahead's first, smaller folios are there

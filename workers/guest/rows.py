@@ -22,6 +22,7 @@ from workers.dataset import BUILD_COLUMNS, DTYPES, GUEST_COLUMNS, MEASURE_COLUMN
 from workers.model import STATUS_ERROR, STATUS_INFEASIBLE, STATUS_OK, Model
 from workers.profiles import Profile
 
+from . import arm64
 from .exceptions import GuestKernelError, GuestSetupError
 from .records import GuestConfig
 from .runner import run_guest
@@ -45,6 +46,8 @@ def kernel_rows(model: Model, points: pl.DataFrame, profile: Profile, settings: 
         reason = [f"model {model.name!r} declares no kernel check (workers.model.KernelCheck)"] * n
         return _frame(model, status, reason, values, guest)
     plans = model.kernel.plan(points, settings)
+    if any(isinstance(c, arm64.ReclaimConfig) for c in plans):
+        return _reclaim_rows(model, points, plans, settings)
     todo = [(i, c) for i, c in enumerate(plans) if isinstance(c, GuestConfig)]
     for i, c in enumerate(plans):
         if not isinstance(c, GuestConfig):
@@ -74,6 +77,26 @@ def kernel_rows(model: Model, points: pl.DataFrame, profile: Profile, settings: 
     for col, ref in settings.reference_settings().items() if ok else ():
         for i, v in _reference(model, ref, ok, rows).items():
             values[i][col] = v
+    return _frame(model, status, reason, values, guest)
+
+
+def _reclaim_rows(model: Model, points: pl.DataFrame, plans: list, settings: KernelSettings) -> pl.DataFrame:
+    """Kernel rows of points the arm64 guest reclaims (workers.guest.arm64): each configuration in a boot of
+    its own kernel (the point says which), every count exact, so one boot a point whatever `settings.boots`;
+    [kernel]'s image, base and references are the x86 guest's and play no part."""
+    n = points.height
+    status, reason = [STATUS_INFEASIBLE] * n, [c if isinstance(c, str) else "" for c in plans]
+    values: list[dict] = [{} for _ in range(n)]
+    guest: list[dict] = [{} for _ in range(n)]
+    todo = [(i, c) for i, c in enumerate(plans) if isinstance(c, arm64.ReclaimConfig)]
+    rows = points.to_dicts()
+    for (i, _), run in zip(todo, arm64.run_reclaims([c for _, c in todo])):
+        if isinstance(run, str):
+            status[i], reason[i] = STATUS_ERROR, run
+            continue
+        status[i], values[i] = STATUS_OK, model.kernel.read(rows[i], run)
+        guest[i] = {"env_guest_kernel": run.release, "env_guest_cmdline": arm64.CMDLINE, "env_accel": "tcg",
+                    "kernel_build": run.release}
     return _frame(model, status, reason, values, guest)
 
 

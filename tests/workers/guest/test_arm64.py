@@ -1,15 +1,22 @@
-"""The arm64 reclaim probe (workers/guest/arm64.py): its console read back, refused when it failed; and, marked
-`guest`, Debian's arm64 6.12 (one young-bit call per PTE) and 7.3 (the seed series' batched call) under TCG,
-each mapping a 64 MiB XFS file in 128 KiB folios and reclaiming 48 MiB of it from its memory cgroup."""
+"""The arm64 reclaim probe (workers/guest/arm64.py): its console read back, refused when it failed; the young
+model's planner (workers/models/young/kernel.py); and, marked `guest`, the shipped kernel-young spec: Debian's
+arm64 6.12 (one young-bit call per PTE) and 7.3 (the seed series' batched call) under TCG, each boot mapping
+64 MiB of an XFS file in 128 KiB folios and reclaiming 48 MiB of it from its memory cgroup, beside the model."""
 
 from __future__ import annotations
 
 import dataclasses
 
+import polars as pl
 import pytest
 
+from tests.conftest import memsweep
+from workers import get_model
 from workers.guest import arm64
 from workers.guest.exceptions import GuestSetupError
+from workers.model import points_frame
+from workers.models.young import KERNEL_METRICS
+from workers.models.young import kernel as yk
 
 CONSOLE = """[    1.0] booting
 memsweep-reclaim release 7.3.4+deb13-cloud-arm64
@@ -71,31 +78,104 @@ def test_the_kernels_are_debians_arm64_packages_fetched_with_apt_of_its_own(tmp_
 
 
 @pytest.fixture(scope="module")
-def runs():
-    """The four (kernel, LRU) runs (about 10 s each under TCG on 2 cores)."""
-    kernels = {s: arm64.cached(s) for s in arm64.KERNELS}
-    assert all(kernels.values()), "run `make guest` first (python -m workers.guest fetch-arm64)"
-    return {(s, lru): arm64.reclaim(k, lru=lru) for s, k in kernels.items() for lru in arm64.LRUS}
+def sweep(tmp_path_factory):
+    """The shipped kernel-young spec run as a user runs it: 16 points, 8 of them one boot each of Debian's arm64
+    6.12 or 7.3 under TCG (about 12 s a boot on 2 cores), the other 8 no kernel's; and the model's rows."""
+    assert all(arm64.cached(s) for s in arm64.KERNELS), "run `make guest` first (python -m workers.guest fetch-arm64)"
+    out = tmp_path_factory.mktemp("young")
+    r = memsweep("run", "kernel-young", "--out", "out", "--quiet", "--no-report", cwd=out, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    df = pl.read_parquet(out / "out" / "kernel-young" / "model=young" / "*.parquet")
+    kernel, model = df.filter(pl.col("source") == "kernel"), df.filter(pl.col("source") == "model")
+    return kernel.join(model, on="point_id", suffix="_model").filter(pl.col("status") == "ok")
+
+
+def _at(rows: pl.DataFrame, batching: str, lru: str, young: float) -> dict:
+    (row,) = rows.filter((pl.col("param_batching") == batching) & (pl.col("param_lru") == lru)
+                         & (pl.col("param_young_fraction") == young)).to_dicts()
+    return row
+
+
+PAGES = 128 // 4  # a 128 KiB folio's PTEs
+BLOCKS = PAGES // 16  # its contpte blocks
 
 
 @pytest.mark.guest
-def test_before_the_series_one_call_per_pte_after_it_one_per_folio_run_over_the_same_ptes(runs):
-    """Classic LRU, the same file and reclaim: 6.12 calls contpte_ptep_test_and_clear_young() once per PTE it
-    asks about; 7.3 calls contpte_test_and_clear_young_ptes() once per folio run, most of them over a whole
-    128 KiB folio (32 PTEs), and its calls cover exactly as many PTEs as 6.12's calls. Both reclaim the 48 MiB
-    asked, and under either LRU."""
-    before, after = runs[("6.12", "classic")], runs[("7.3", "classic")]
-    assert before.function == "contpte_ptep_test_and_clear_young" and before.pages == {}
-    assert after.function == "contpte_test_and_clear_young_ptes"
-    assert max(after.pages, key=after.pages.get) == 128 // 4
-    assert sum(n * c for n, c in after.pages.items()) == before.calls
-    assert after.calls * 20 < before.calls
-    assert all(r.reclaimed == 48 * MIB // 4096 for r in runs.values()), {k: r.reclaimed for k, r in runs.items()}
+def test_before_the_series_one_call_per_pte_after_it_one_per_folio(sweep):
+    """Per folio visit (folio_referenced_one()): 6.12 calls contpte_ptep_test_and_clear_young() once per PTE of
+    the 32-page folio, and where every folio is young under the classic LRU its young results are the contpte
+    blocks of the folios' first visits; 7.3 calls contpte_test_and_clear_young_ptes() once per visited folio
+    with nr = its 32 pages. Every run reclaims the 48 MiB asked."""
+    assert sweep.height == 8 and set(sweep["env_guest_kernel"].str.slice(0, 4)) == {"6.12", "7.3."}
+    for lru in ("mglru", "classic"):
+        for young in (0.0, 1.0):
+            before, after = _at(sweep, "per_pte", lru, young), _at(sweep, "batched", lru, young)
+            if (lru, young) != ("mglru", 1.0):  # MGLRU's look-around asks about neighbours of a young PTE
+                assert before["metric_calls"] == before["metric_walks"] * PAGES
+            assert after["metric_ptes_asked"] == after["metric_calls"] * PAGES
+    classic = _at(sweep, "per_pte", "classic", 1.0)
+    first_visits = classic["metric_walks"] - classic["metric_folios"]  # the folios kept for a second trip
+    assert classic["metric_young_calls"] == first_visits * BLOCKS
+    assert (sweep["metric_ptes"] == 48 * MIB // 4096).all()
 
 
 @pytest.mark.guest
-def test_a_rerun_repeats_every_count_and_the_instructions(runs):
+def test_the_models_counts_are_the_kernels_where_recorded_and_only_there(sweep):
+    """Every count a kernel row has equals the model's at the points the recorded runs
+    (workers/models/young/kernel_results.csv) found equal, and differs where they found it differs: the record
+    is this sweep's, count for count (a guest's counts repeat exactly)."""
+    recorded = yk.results()
+    for row in recorded.iter_rows(named=True):
+        got = _at(sweep, row["batching"], row["lru"], row["young_fraction"])
+        for m in KERNEL_METRICS:
+            name = m.removeprefix("metric_")
+            assert got[m] == row[f"kernel_{name}"], (row, m)
+            assert got[f"{m}_model"] == row[f"model_{name}"], (row, m)
+    agree = sweep.filter(yk.bound("metric_calls"))
+    assert (agree["metric_calls"] == agree["metric_calls_model"]).all() and agree.height == 5
+    assert (sweep["metric_folios"] == sweep["metric_folios_model"]).all()
+
+
+@pytest.mark.guest
+def test_a_rerun_repeats_every_count_and_the_instructions():
     """The XFS disk is a RAM disk and the guest runs under QEMU's instruction counter: a second boot of the
     same probe counts the same calls, visits and pages, and the same instructions, exactly."""
-    again = arm64.reclaim(arm64.cached("6.12"), lru="mglru")
-    assert dataclasses.replace(again, console="") == dataclasses.replace(runs[("6.12", "mglru")], console="")
+    config = arm64.ReclaimConfig(series="6.12", lru="classic", readahead_kb=128, mapped_bytes=64 * MIB,
+                                 reclaim_bytes=48 * MIB, align_bytes=0, young_bytes=64 * MIB)
+    (first,), (again,) = arm64.run_reclaims([config]), arm64.run_reclaims([config])  # two boots
+    assert not isinstance(first, str), first
+    assert dataclasses.replace(again, console="") == dataclasses.replace(first, console="")
+
+
+def _points(**axes) -> pl.DataFrame:
+    base = dict(arch="arm64", namespace_size=48 * MIB, mapped_size=64 * MIB, align=2 * MIB, compound_order=5,
+                batching="per_pte", unmap="per_pte", lru="classic", young_fraction=0.5, first_pte_cont=True)
+    return points_frame(get_model("young"), [{**base, **axes}])
+
+
+@pytest.mark.parametrize("axes, reason", [
+    ({"arch": "x86_64"}, "the guest is arm64"),
+    ({"batching": "batched"}, "no kernel of the two has one batching without the other"),
+    ({"first_pte_cont": False}, "every head block is cont"),
+    ({"compound_order": 3}, "folio orders 4 to 6"),
+    ({"compound_order": 7, "namespace_size": 64 * MIB}, "folio orders 4 to 6"),
+    ({"align": 16 * 1024}, "align below 64KiB"),
+    ({"mapped_size": 512 * MIB}, "up to 256 MiB"),
+])
+def test_points_the_probe_cannot_be_say_why(axes, reason):
+    (got,) = yk.plan(_points(**axes), None)
+    assert isinstance(got, str) and reason in got, got
+
+
+def test_a_point_becomes_its_kernels_reclaim_and_its_counts_are_read_back():
+    """6.12 for per-PTE clearing and unmapping, 7.3 for batched; readahead the folio size, the young part the
+    first floor(young_fraction x folios) folios, align past the 2 MiB boundary."""
+    (before,) = yk.plan(_points(align=128 * 1024), None)
+    (after,) = yk.plan(_points(batching="batched", unmap="batched", lru="mglru", compound_order=4), None)
+    assert before == arm64.ReclaimConfig(series="6.12", lru="classic", readahead_kb=128, mapped_bytes=64 * MIB,
+                                         reclaim_bytes=48 * MIB, align_bytes=128 * 1024, young_bytes=32 * MIB)
+    assert (after.series, after.lru, after.readahead_kb) == ("7.3", "mglru", 64)
+    run = arm64.parse(CONSOLE, lru="classic", readahead_kb=128, reclaim_bytes=48 * MIB)
+    assert yk.read({"param_compound_order": 5}, run) == {
+        "metric_calls": 910, "metric_young_calls": 519, "metric_ptes_asked": 32 * 890 + 4 * 16 + 16 * 4,
+        "metric_walks": 974, "metric_ptes": 12288, "metric_folios": 384}

@@ -47,14 +47,17 @@ import polars as pl
 
 from workers.axes import ALIGN, COMPOUND_ORDER, NAMESPACE_SIZE, Axis, choice
 from workers.findings import FIRST, LAST, MAX, MIN, Clause, Medians
-from workers.model import (Assumption, Calibration, Comparison, Figure, FreeParam, LastPoints, Measurement, Metric,
-                           Model, Report)
+from workers.model import (Assumption, Calibration, Comparison, Figure, FreeParam, KernelCheck, LastPoints,
+                           Measurement, Metric, Model, Report)
 from workers.plots import Cond, Either, Lines, Panels, Series, X, Y
 from workers.profiles import Profile
 
 from .counts import CONT_PTES, PAGE, PMD_SIZE, counts
 
 AUTO_ORDER = 4  # 64 KiB folio = one contpte block
+# What a reclaim in an arm64 guest counts (workers/models/young/kernel.py), each equal to the model's where it agrees
+KERNEL_METRICS = ("metric_calls", "metric_young_calls", "metric_ptes_asked", "metric_walks", "metric_ptes",
+                  "metric_folios")
 MAX_PAGECACHE_ORDER = 9  # include/linux/pagemap.h: min(MAX_XAS_ORDER, HPAGE_PMD_ORDER) with THP, 4 KiB pages
 HPAGE_PMD_ORDER = 9
 SOURCE = "linux-mm, Baolin Wang, [PATCH v3 6/6] arm64: mm: implement the architecture-specific " \
@@ -292,6 +295,10 @@ class YoungModel(Model):
     measurement = Measurement(
         reason="young has no user-space analog: test_and_clear_young_ptes() clears access bits in the kernel's "
                "arm64 page tables during reclaim, which no user process can run")
+    # Debian's arm64 6.12 and 7.3 in a TCG guest, reclaiming a mapped XFS file (workers/models/young/kernel.py)
+    kernel = KernelCheck(planner="workers.models.young.kernel:plan", reader="workers.models.young.kernel:read",
+                         metrics=KERNEL_METRICS, exact=KERNEL_METRICS, bound="workers.models.young.kernel:bound",
+                         inputs="workers.models.young.kernel:inputs")
 
     def evaluate(self, points: pl.DataFrame, profile: Profile) -> dict:
         """Counts and modeled times for every point (see the module doc for the cost formula)."""
