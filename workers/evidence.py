@@ -261,8 +261,11 @@ def counted_note(model: Model, metric: str) -> pl.Expr:
                                                        "count at this point")) \
             .otherwise(pl.lit(f"{what}; no guest counted this point"))
     unchecked = "no guest bound this point" if kind == EXACT else "no guest gives it"
+    differs = model.kernel.differing_points(metric) if kind == EXACT else pl.lit(False)
     return pl.when(label == KERNEL_CHECKED).then(pl.lit(f"{name}: the kernel's own arithmetic, equal to a guest's at "
                                                         "this point")) \
+        .when(differs).then(pl.lit(f"{name}: the model's arithmetic, which a guest counted otherwise at this point "
+                                   "(the kernel results the project records)")) \
         .otherwise(pl.lit(f"{name}: the kernel's own arithmetic; {unchecked}"))
 
 

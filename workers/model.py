@@ -247,7 +247,9 @@ class KernelCheck:
     sweep): an object with `build`, `section` and `entries` (the profile table it writes), `loo_error` and
     `lines` (what it rests on, in words), and `problem` ("" when its costs are identified). `inputs`: () ->
     what fixes the model's kernel rows besides the point and the [kernel] settings (a guest of its own: its
-    kernels' packages, its probe's source), hashed into its kernel chunks' ids; None: nothing more."""
+    kernels' packages, its probe's source), hashed into its kernel chunks' ids; None: nothing more.
+    `differs`: the same kind of reference as `bound`, true where the recorded kernel results counted that
+    metric otherwise than the model (an exact metric's evidence says so there); None: nowhere."""
 
     planner: str | Callable[..., list]
     reader: str | Callable[..., dict]
@@ -260,6 +262,7 @@ class KernelCheck:
     build: str | Callable[..., str] | None = None
     fitter: str | Callable[[pl.DataFrame], object] | None = None
     inputs: str | Callable[[], dict] | None = None
+    differs: str | Callable[[str], pl.Expr] | None = None
 
     def plan(self, points: pl.DataFrame, settings) -> list:
         """The planner's configurations (or reasons) for `points`, one per row."""
@@ -272,6 +275,10 @@ class KernelCheck:
     def bound_points(self, metric: str) -> pl.Expr:
         """True on the points a guest bound and agreed on `metric` (`bound`); false everywhere without one."""
         return pl.lit(False) if self.bound is None else _resolve(self.bound)(metric)
+
+    def differing_points(self, metric: str) -> pl.Expr:
+        """True on the points a guest counted `metric` otherwise than the model (`differs`); false without one."""
+        return pl.lit(False) if self.differs is None else _resolve(self.differs)(metric)
 
     def fit_points(self, metric: str) -> tuple[str, pl.Expr] | None:
         """The build a work metric's costs were fit to and its points (`fitted`), or None."""

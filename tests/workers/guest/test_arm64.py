@@ -11,12 +11,13 @@ import polars as pl
 import pytest
 
 from tests.conftest import memsweep
-from workers import get_model
+from workers import evidence, get_model
 from workers.guest import arm64
 from workers.guest.exceptions import GuestSetupError
 from workers.model import points_frame
 from workers.models.young import KERNEL_METRICS
 from workers.models.young import kernel as yk
+from workers.profiles import load_profile
 
 CONSOLE = """[    1.0] booting
 memsweep-reclaim release 7.3.4+deb13-cloud-arm64
@@ -179,3 +180,17 @@ def test_a_point_becomes_its_kernels_reclaim_and_its_counts_are_read_back():
     assert yk.read({"param_compound_order": 5}, run) == {
         "metric_calls": 910, "metric_young_calls": 519, "metric_ptes_asked": 32 * 890 + 4 * 16 + 16 * 4,
         "metric_walks": 974, "metric_ptes": 12288, "metric_folios": 384}
+
+
+def test_a_count_is_kernel_checked_where_a_recorded_run_equals_it_and_says_where_one_differs():
+    """The evidence of an exact count at the recorded points: `kernel-checked` where the guest's count equals the
+    model's (6.12, classic LRU, every folio young), a note saying the guest counted otherwise where it does not
+    (6.12's MGLRU), and no guest at all at a point none ran (order 6)."""
+    model = get_model("young")
+    rows = pl.concat([_points(young_fraction=1.0), _points(young_fraction=1.0, lru="mglru"),
+                      _points(compound_order=6)])
+    got = evidence.label(model, load_profile("seed"), rows, "metric_calls")
+    assert got["evidence"].to_list() == ["kernel-checked", "extrapolated", "extrapolated"]
+    notes = got["evidence_note"].to_list()
+    assert "equal to a guest's" in notes[0] and "a guest counted otherwise" in notes[1]
+    assert "no guest bound this point" in notes[2]

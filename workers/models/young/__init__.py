@@ -298,7 +298,7 @@ class YoungModel(Model):
     # Debian's arm64 6.12 and 7.3 in a TCG guest, reclaiming a mapped XFS file (workers/models/young/kernel.py)
     kernel = KernelCheck(planner="workers.models.young.kernel:plan", reader="workers.models.young.kernel:read",
                          metrics=KERNEL_METRICS, exact=KERNEL_METRICS, bound="workers.models.young.kernel:bound",
-                         inputs="workers.models.young.kernel:inputs")
+                         inputs="workers.models.young.kernel:inputs", differs="workers.models.young.kernel:differs")
 
     def evaluate(self, points: pl.DataFrame, profile: Profile) -> dict:
         """Counts and modeled times for every point (see the module doc for the cost formula)."""

@@ -38,6 +38,7 @@ from workers.guest import arm64
 from workers.guest.arm64 import ReclaimConfig, ReclaimRun
 from workers.units import KiB, MiB
 
+from . import AUTO_ORDER
 from .counts import PAGE, PMD_SIZE
 
 SERIES = {("per_pte", "per_pte"): "6.12", ("batched", "batched"): "7.3"}  # (batching, unmap) -> kernel
@@ -53,7 +54,7 @@ def plan(points: pl.DataFrame, settings) -> list:
 
 
 def _order(p: dict) -> int:
-    return 4 if p["param_compound_order"] is None else p["param_compound_order"]
+    return AUTO_ORDER if p["param_compound_order"] is None else p["param_compound_order"]
 
 
 def _mapped(p: dict) -> int:
@@ -116,19 +117,26 @@ def results() -> pl.DataFrame:
 
 def bound(metric: str) -> pl.Expr:
     """KernelCheck.bound: true on the points where a recorded run's `metric` equals the model's."""
+    return _where(metric, equal=True)
+
+
+def differs(metric: str) -> pl.Expr:
+    """KernelCheck.differs: true on the points where a recorded run's `metric` is not the model's."""
+    return _where(metric, equal=False)
+
+
+def _where(metric: str, *, equal: bool) -> pl.Expr:
     name = metric.removeprefix("metric_")
     if f"kernel_{name}" not in results().columns:
         return pl.lit(False)
-    r = results().filter(pl.col(f"kernel_{name}") == pl.col(f"model_{name}"))
-    if r.is_empty():
-        return pl.lit(False)
+    same = pl.col(f"kernel_{name}") == pl.col(f"model_{name}")
     at = pl.lit(False)
-    for row in r.select(KEY).iter_rows(named=True):
+    for row in results().filter(same if equal else ~same).select(KEY).iter_rows(named=True):
         here = (pl.col("param_arch") == "arm64") & pl.col("param_first_pte_cont").fill_null(True)
         for k, v in row.items():
             col = pl.col(f"param_{k}")
             if k == "compound_order":
-                col = col.fill_null(4)
+                col = col.fill_null(AUTO_ORDER)
             elif k == "mapped_size":
                 col = col.fill_null(pl.col("param_namespace_size"))
             here = here & (col == v)
