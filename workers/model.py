@@ -232,7 +232,8 @@ class KernelCheck:
     (points frame, workers.guest.KernelSettings) -> per row, a workers.guest.GuestConfig to bind, or the
     reason string why the kernel under test cannot hold that point (its row is infeasible with it).
     `reader`: the same kind of reference: (point row as a dict, workers.guest.ConfigResult) -> {metric
-    column: value} of an ok result (one boot's); `sampled`: the metric whose value in each boot fills the
+    column: value} of an ok result (one boot's), or, for a guest of the model's own, the reason the kernel was not
+    that point; `sampled`: the metric whose value in each boot fills the
     row's measure_* columns (the samples compare's rule reads: [kernel] boots). `metrics`: the metric
     columns a kernel row fills (the others stay null); `exact`: those of them the model must equal (counts, bytes), as against a guest's times.
     `work`: the metrics of `metrics` the model prices from a build's per-operation costs fit to kernel rows

@@ -79,7 +79,8 @@ class ReclaimRun:
     """What one reclaim in the guest did. `young`: calls of the young-bit function by its result (1: the
     range had a young PTE); `pages`: calls by the pages they cover (the batched function only; one page a
     call before it); `visits`: folio_referenced_one() calls; scanned and reclaimed file pages; the
-    instructions of the reclaim (its memory.reclaim write, guest ns under the instruction counter)."""
+    instructions of the reclaim (its memory.reclaim write, guest ns under the instruction counter); `folios`:
+    the mapped folios by order before the reclaim (31: a run of pages no power of two long)."""
 
     release: str
     function: str
@@ -93,6 +94,7 @@ class ReclaimRun:
     scanned: int = 0
     reclaimed: int = 0
     instructions: int = 0
+    folios: dict[int, int] = field(default_factory=dict)
     console: str = ""
 
     @property
@@ -365,17 +367,20 @@ def parse(console: str, *, lru: str, readahead_kb: int, reclaim_bytes: int) -> R
     values: dict[str, str] = {}
     young: dict[int, int] = {}
     pages: dict[int, int] = {}
+    folios: dict[int, int] = {}
     visits = 0
     for kind, rest in LINE.findall(console):
         if kind == "error":
             raise GuestSetupError(f"the arm64 reclaim probe failed: {rest}\n" + _tail(console))
         key, _, value = rest.partition(" ")
-        if key in ("calls", "pages", "visits"):
+        if key in ("calls", "pages", "visits", "folio"):
             k, n = (int(x) for x in value.split())
             if key == "calls":
                 young[k] = young.get(k, 0) + n
             elif key == "pages":
                 pages[k] = pages.get(k, 0) + n
+            elif key == "folio":
+                folios[k] = folios.get(k, 0) + n
             else:
                 visits += n
         else:
@@ -389,7 +394,7 @@ def parse(console: str, *, lru: str, readahead_kb: int, reclaim_bytes: int) -> R
                       mapped_bytes=int(values["mapped"]), reclaim_bytes=reclaim_bytes, young=young, pages=pages,
                       visits=visits, scanned=int(values["after_pgscan_file"]) - int(values["before_pgscan_file"]),
                       reclaimed=int(values["after_pgsteal_file"]) - int(values["before_pgsteal_file"]),
-                      instructions=int(values["instructions"]), console=console)
+                      instructions=int(values["instructions"]), folios=folios, console=console)
 
 
 def _tail(console: str, lines: int = 20) -> str:
@@ -409,7 +414,9 @@ def _run(args: list[str], what: str, cwd: Path | None = None) -> str:
 def text(run: ReclaimRun) -> str:
     """A run in words, one line per count."""
     pages = ", ".join(f"{n} pages: {c:,}" for n, c in sorted(run.pages.items())) or "one page a call"
+    folios = ", ".join(f"order {o}: {c:,}" for o, c in sorted(run.folios.items()))
     return "\n".join([
+        f"mapped folios: {folios}",
         f"{run.release}, {run.lru}, readahead {run.readahead_kb} KiB: reclaimed {run.reclaimed:,} of "
         f"{run.mapped_bytes // 4096:,} mapped file pages (asked {run.reclaim_bytes // 4096:,}; "
         f"scanned {run.scanned:,})",

@@ -10,6 +10,8 @@
  * 3. map the rest MAP_FIXED at ALIGN bytes past a 2 MiB boundary (set_pte_range() -> set_ptes(): arm64 folds
  *    a folio's 16-PTE blocks into contpte blocks where virtual and physical addresses agree modulo 64 KiB)
  *    and read one byte of every page, so every folio is mapped by PTEs;
+ *    Then count the mapped folios by order (/proc/self/pagemap gives each page's frame, /proc/kpageflags its
+ *    compound head and tail bits: fs/proc/page.c), so the host can check readahead made the order asked;
  * 4. write "1" to /proc/self/clear_refs (fs/proc/task_mmu.c clear_refs_pte_range(): every PTE old, every
  *    folio's PG_referenced clear); then zap the first YOUNG bytes' PTEs (MADV_DONTNEED: old PTEs leave the
  *    folios' flags alone, mm/memory.c zap_present_folio_ptes()) and read them again: mapped anew, their PTEs
@@ -42,6 +44,11 @@ static long long guest_ns(void)
 	clock_gettime(CLOCK_MONOTONIC, &t);
 	return t.tv_sec * 1000000000LL + t.tv_nsec;
 }
+
+#define KPF_COMPOUND_HEAD 15  /* include/uapi/linux/kernel-page-flags.h */
+#define KPF_COMPOUND_TAIL 16
+#define PM_PFN_MASK ((1ULL << 55) - 1)  /* Documentation/admin-guide/mm/pagemap.rst */
+#define PM_PRESENT (1ULL << 63)
 
 static int fail(const char *what)
 {
@@ -83,6 +90,41 @@ static int triggers(const char *list, const char *verb)
 	return bad;
 }
 
+/* Print "memsweep-reclaim folio ORDER COUNT" for the folios mapping [p, p + len); -1 on a read failure. */
+static int folio_orders(const volatile unsigned char *p, unsigned long len)
+{
+	unsigned long counts[32] = { 0 }, run = 0, at, order;
+	unsigned long long entry, flags;
+	int pm = open("/proc/self/pagemap", O_RDONLY), kf = open("/proc/kpageflags", O_RDONLY);
+
+	if (pm < 0 || kf < 0)
+		return -1;
+	for (at = 0; at <= len; at += PAGE) {
+		int head = 1;
+
+		if (at < len) {
+			if (pread(pm, &entry, 8, ((unsigned long)p + at) / PAGE * 8) != 8 || !(entry & PM_PRESENT))
+				return -1;
+			if (pread(kf, &flags, 8, (entry & PM_PFN_MASK) * 8) != 8)
+				return -1;
+			head = !(flags & (1ULL << KPF_COMPOUND_TAIL));
+		}
+		if (head && run) {  /* the folio before this page ends: run pages */
+			for (order = 0; (1UL << order) < run; order++)
+				;
+			counts[(1UL << order) == run ? order : 31]++;  /* 31: not a power of two */
+			run = 0;
+		}
+		run++;
+	}
+	close(pm);
+	close(kf);
+	for (order = 0; order < 32; order++)
+		if (counts[order])
+			printf("memsweep-reclaim folio %lu %lu\n", order, counts[order]);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	unsigned long head, mapped, align, young, at, sum = 0;
@@ -118,6 +160,8 @@ int main(int argc, char **argv)
 		return fail("map the file");
 	for (at = 0; at < mapped; at += PAGE)
 		sum += p[at];
+	if (folio_orders(p, mapped))
+		return fail("read the folios' orders");
 	if (write_text("/proc/self/clear_refs", "1"))
 		return fail("clear_refs");
 	if (young && madvise((void *)p, young, MADV_DONTNEED))

@@ -23,6 +23,9 @@ sync  # the writes sit in /dev/ram0's page cache; XFS reads the RAM disk itself
 mount -t xfs -o ro /dev/ram0 /mnt || fail "mount the XFS disk"
 echo "$READAHEAD" > /sys/block/ram0/queue/read_ahead_kb || fail "read_ahead_kb"
 if [ "$LRU" = classic ]; then echo n > /sys/kernel/mm/lru_gen/enabled || fail "lru_gen"; fi
+# no khugepaged: it collapses the mapped file's folios into 2 MiB ones in the background (8 PMDs a pass,
+# pages_to_scan 4096: 7.3 did, mm/khugepaged.c), a layout no point asks for
+echo never > /sys/kernel/mm/transparent_hugepage/enabled || fail "transparent_hugepage"
 mount -t cgroup2 none /sys/fs/cgroup
 echo +memory > /sys/fs/cgroup/cgroup.subtree_control
 mkdir /sys/fs/cgroup/probe

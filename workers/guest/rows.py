@@ -94,7 +94,11 @@ def _reclaim_rows(model: Model, points: pl.DataFrame, plans: list, settings: Ker
         if isinstance(run, str):
             status[i], reason[i] = STATUS_ERROR, run
             continue
-        status[i], values[i] = STATUS_OK, model.kernel.read(rows[i], run)
+        got = model.kernel.read(rows[i], run)
+        if isinstance(got, str):  # the kernel made another layout than the point's
+            status[i], reason[i] = STATUS_INFEASIBLE, got
+        else:
+            status[i], values[i] = STATUS_OK, got
         guest[i] = {"env_guest_kernel": run.release, "env_guest_cmdline": arm64.CMDLINE, "env_accel": "tcg",
                     "kernel_build": run.release}
     return _frame(model, status, reason, values, guest)

@@ -1,7 +1,7 @@
 """The arm64 reclaim probe (workers/guest/arm64.py): its console read back, refused when it failed; the young
 model's planner (workers/models/young/kernel.py); and, marked `guest`, the shipped kernel-young spec: Debian's
 arm64 6.12 (one young-bit call per PTE) and 7.3 (the seed series' batched call) under TCG, each boot mapping
-64 MiB of an XFS file in 128 KiB folios and reclaiming 48 MiB of it from its memory cgroup, beside the model."""
+64 MiB of an XFS file in 64 or 128 KiB folios and reclaiming 48 MiB of it from its memory cgroup, beside the model."""
 
 from __future__ import annotations
 
@@ -25,6 +25,7 @@ memsweep-reclaim function contpte_test_and_clear_young_ptes
 memsweep-reclaim lru 0x0000
 memsweep-reclaim before_pgscan_file 10
 memsweep-reclaim before_pgsteal_file 4
+memsweep-reclaim folio 5 512
 memsweep-reclaim mapped 67108864
 memsweep-reclaim written 3
 memsweep-reclaim instructions 14758064
@@ -80,8 +81,8 @@ def test_the_kernels_are_debians_arm64_packages_fetched_with_apt_of_its_own(tmp_
 
 @pytest.fixture(scope="module")
 def sweep(tmp_path_factory):
-    """The shipped kernel-young spec run as a user runs it: 16 points, 8 of them one boot each of Debian's arm64
-    6.12 or 7.3 under TCG (about 12 s a boot on 2 cores), the other 8 no kernel's; and the model's rows."""
+    """The shipped kernel-young spec run as a user runs it: 32 points, 16 of them one boot each of Debian's arm64
+    6.12 or 7.3 under TCG (about 12 s a boot on 2 cores), the other 16 no kernel's; and the model's rows."""
     assert all(arm64.cached(s) for s in arm64.KERNELS), "run `make guest` first (python -m workers.guest fetch-arm64)"
     out = tmp_path_factory.mktemp("young")
     r = memsweep("run", "kernel-young", "--out", "out", "--quiet", "--no-report", cwd=out, timeout=600)
@@ -91,32 +92,31 @@ def sweep(tmp_path_factory):
     return kernel.join(model, on="point_id", suffix="_model").filter(pl.col("status") == "ok")
 
 
-def _at(rows: pl.DataFrame, batching: str, lru: str, young: float) -> dict:
+def _at(rows: pl.DataFrame, batching: str, lru: str, young: float, order: int) -> dict:
     (row,) = rows.filter((pl.col("param_batching") == batching) & (pl.col("param_lru") == lru)
-                         & (pl.col("param_young_fraction") == young)).to_dicts()
+                         & (pl.col("param_young_fraction") == young)
+                         & (pl.col("param_compound_order") == order)).to_dicts()
     return row
-
-
-PAGES = 128 // 4  # a 128 KiB folio's PTEs
-BLOCKS = PAGES // 16  # its contpte blocks
 
 
 @pytest.mark.guest
 def test_before_the_series_one_call_per_pte_after_it_one_per_folio(sweep):
     """Per folio visit (folio_referenced_one()): 6.12 calls contpte_ptep_test_and_clear_young() once per PTE of
-    the 32-page folio, and where every folio is young under the classic LRU its young results are the contpte
-    blocks of the folios' first visits; 7.3 calls contpte_test_and_clear_young_ptes() once per visited folio
-    with nr = its 32 pages. Every run reclaims the 48 MiB asked."""
-    assert sweep.height == 8 and set(sweep["env_guest_kernel"].str.slice(0, 4)) == {"6.12", "7.3."}
-    for lru in ("mglru", "classic"):
-        for young in (0.0, 1.0):
-            before, after = _at(sweep, "per_pte", lru, young), _at(sweep, "batched", lru, young)
-            if (lru, young) != ("mglru", 1.0):  # MGLRU's look-around asks about neighbours of a young PTE
-                assert before["metric_calls"] == before["metric_walks"] * PAGES
-            assert after["metric_ptes_asked"] == after["metric_calls"] * PAGES
-    classic = _at(sweep, "per_pte", "classic", 1.0)
-    first_visits = classic["metric_walks"] - classic["metric_folios"]  # the folios kept for a second trip
-    assert classic["metric_young_calls"] == first_visits * BLOCKS
+    the folio (32 or 64 pages), and where every folio is young under the classic LRU its young results are the
+    contpte blocks of the folios' first visits; 7.3 calls contpte_test_and_clear_young_ptes() with nr = the
+    folio's pages. Every run reclaims the 48 MiB asked."""
+    assert sweep.height == 16 and set(sweep["env_guest_kernel"].str.slice(0, 4)) == {"6.12", "7.3."}
+    for order in (5, 6):
+        pages = 1 << order
+        for lru in ("mglru", "classic"):
+            for young in (0.0, 1.0):
+                before, after = _at(sweep, "per_pte", lru, young, order), _at(sweep, "batched", lru, young, order)
+                if (lru, young) != ("mglru", 1.0):  # MGLRU's look-around asks about neighbours of a young PTE
+                    assert before["metric_calls"] == before["metric_walks"] * pages
+                assert after["metric_ptes_asked"] == after["metric_calls"] * pages
+        classic = _at(sweep, "per_pte", "classic", 1.0, order)
+        first_visits = classic["metric_walks"] - classic["metric_folios"]  # the folios kept for a second trip
+        assert classic["metric_young_calls"] == first_visits * (pages // 16)
     assert (sweep["metric_ptes"] == 48 * MIB // 4096).all()
 
 
@@ -126,14 +126,17 @@ def test_the_models_counts_are_the_kernels_where_recorded_and_only_there(sweep):
     (workers/models/young/kernel_results.csv) found equal, and differs where they found it differs: the record
     is this sweep's, count for count (a guest's counts repeat exactly)."""
     recorded = yk.results()
+    assert recorded.height == sweep.height
     for row in recorded.iter_rows(named=True):
-        got = _at(sweep, row["batching"], row["lru"], row["young_fraction"])
+        got = _at(sweep, row["batching"], row["lru"], row["young_fraction"], row["compound_order"])
         for m in KERNEL_METRICS:
             name = m.removeprefix("metric_")
             assert got[m] == row[f"kernel_{name}"], (row, m)
             assert got[f"{m}_model"] == row[f"model_{name}"], (row, m)
-    agree = sweep.filter(yk.bound("metric_calls"))
-    assert (agree["metric_calls"] == agree["metric_calls_model"]).all() and agree.height == 5
+    for m in KERNEL_METRICS:
+        agree = sweep.filter(yk.bound(m))
+        assert (agree[m] == agree[f"{m}_model"]).all()
+        assert agree.height + sweep.filter(yk.differs(m)).height == sweep.height, m
     assert (sweep["metric_folios"] == sweep["metric_folios_model"]).all()
 
 
@@ -158,8 +161,8 @@ def _points(**axes) -> pl.DataFrame:
     ({"arch": "x86_64"}, "the guest is arm64"),
     ({"batching": "batched"}, "no kernel of the two has one batching without the other"),
     ({"first_pte_cont": False}, "every head block is cont"),
-    ({"compound_order": 3}, "folio orders 4 to 6"),
-    ({"compound_order": 7, "namespace_size": 64 * MIB}, "folio orders 4 to 6"),
+    ({"compound_order": 4}, "orders 5 and 6 only"),
+    ({"compound_order": 7, "namespace_size": 64 * MIB}, "orders 5 and 6 only"),
     ({"align": 16 * 1024}, "align below 64KiB"),
     ({"mapped_size": 512 * MIB}, "up to 256 MiB"),
 ])
@@ -172,14 +175,19 @@ def test_a_point_becomes_its_kernels_reclaim_and_its_counts_are_read_back():
     """6.12 for per-PTE clearing and unmapping, 7.3 for batched; readahead the folio size, the young part the
     first floor(young_fraction x folios) folios, align past the 2 MiB boundary."""
     (before,) = yk.plan(_points(align=128 * 1024), None)
-    (after,) = yk.plan(_points(batching="batched", unmap="batched", lru="mglru", compound_order=4), None)
+    (after,) = yk.plan(_points(batching="batched", unmap="batched", lru="mglru", compound_order=6), None)
     assert before == arm64.ReclaimConfig(series="6.12", lru="classic", readahead_kb=128, mapped_bytes=64 * MIB,
                                          reclaim_bytes=48 * MIB, align_bytes=128 * 1024, young_bytes=32 * MIB)
-    assert (after.series, after.lru, after.readahead_kb) == ("7.3", "mglru", 64)
+    assert (after.series, after.lru, after.readahead_kb) == ("7.3", "mglru", 256)
     run = arm64.parse(CONSOLE, lru="classic", readahead_kb=128, reclaim_bytes=48 * MIB)
-    assert yk.read({"param_compound_order": 5}, run) == {
+    point = {"param_compound_order": 5, "param_mapped_size": 64 * MIB, "param_namespace_size": 48 * MIB}
+    assert run.folios == {5: 512}
+    assert yk.read(point, run) == {
         "metric_calls": 910, "metric_young_calls": 519, "metric_ptes_asked": 32 * 890 + 4 * 16 + 16 * 4,
         "metric_walks": 974, "metric_ptes": 12288, "metric_folios": 384}
+    mixed = dataclasses.replace(run, folios={5: 384, 9: 8})  # khugepaged collapsed some (7.3, before it was off)
+    assert yk.read(point, mixed) == ("readahead of 128 KiB made the mapped folios 384 of order 5, 8 of order 9, "
+                                     "not 512 of order 5")
 
 
 def test_a_count_is_kernel_checked_where_a_recorded_run_equals_it_and_says_where_one_differs():

@@ -13,17 +13,20 @@ readahead's: mm/readahead.c page_cache_ra_order()), `align` where the mapping st
 boundary, `young_fraction` the folios touched again after clear_refs, `lru` MGLRU on or off, `mapped_size`
 the mapping. A point the probe cannot be is infeasible, with the reason, and never booted: x86_64 (the
 guest is arm64), batched young with per-PTE unmap or the reverse (no kernel of the two has one without the
-other), a folio with no contpte block (order below 4, or align below 64 KiB: 6.12 then clears young bits
-with the inline __ptep_test_and_clear_young(), which no probe sees), orders above MAX_ORDER (readahead's
-growing first windows must fit the file's head, which the probe drops), heads unfolded (first_pte_cont =
-false: the probe maps whole folios), a mapping that is no whole number of MiB or larger than MAX_MAPPED.
+other), orders other than 5 and 6 (readahead of 64 KiB made folios of orders 0 to 4; below order 4 a folio
+has no contpte block and 6.12 clears its young bits in the inline __ptep_test_and_clear_young(), which no
+probe sees; above 6, readahead's growing first windows outgrow the file's head, which the probe drops),
+align below 64 KiB (no contpte block), heads unfolded (first_pte_cont = false: the probe maps whole
+folios), a mapping that is no whole number of MiB or larger than MAX_MAPPED.
 
 What a kernel row fills (`read`), from the probe's kprobe events and hist triggers, counted during the
 memory.reclaim write only: metric_calls (the young-bit function's calls), metric_young_calls (those that
 returned young), metric_ptes_asked (one a call on 6.12, the calls' nr on 7.3), metric_walks
 (folio_referenced_one() calls: one mapping, so one per folio_referenced() walk), metric_ptes and
 metric_folios (the file pages reclaimed, /proc/vmstat pgsteal_file, and those in folios). All exact: the
-model's closed form must give the same numbers, and `bound` says where the recorded runs found it does.
+model's closed form must give the same numbers, and `bound` says where the recorded runs found it does. A
+run whose mapped folios are not all of the point's order (the probe counts them before the reclaim) is
+infeasible with what readahead made.
 """
 
 from __future__ import annotations
@@ -42,7 +45,7 @@ from . import AUTO_ORDER
 from .counts import PAGE, PMD_SIZE
 
 SERIES = {("per_pte", "per_pte"): "6.12", ("batched", "batched"): "7.3"}  # (batching, unmap) -> kernel
-MIN_ORDER = 4  # a 64 KiB folio: one contpte block
+MIN_ORDER = 5  # readahead of 64 KiB made folios of orders 0 to 4 on both kernels; 128 KiB makes order 5 only
 MAX_ORDER = 6  # readahead's first windows (orders 2, 4, 6 at 256 KiB) fit the 2 MiB head the probe drops
 MIN_ALIGN = 64 * KiB  # virtual and physical addresses agree modulo 64 KiB: contpte blocks
 MAX_MAPPED = 256 * MiB  # a TCG guest's reclaim grows with the mapping
@@ -71,9 +74,10 @@ def _cannot(p: dict) -> str | None:
     if not p["param_first_pte_cont"]:
         return "the probe maps whole folios: every head block is cont (first_pte_cont = true)"
     if not MIN_ORDER <= order <= MAX_ORDER:
-        return (f"the probe counts the contpte functions at folio orders {MIN_ORDER} to {MAX_ORDER}: below, a folio "
-                "has no contpte block and 6.12 clears it inline; above, readahead's first windows outgrow the "
-                "file's head the probe drops")
+        return (f"the probe's readahead makes folios of one order at orders {MIN_ORDER} and {MAX_ORDER} only: at 64 "
+                "KiB it made orders 0 to 4 (and below order 4 a folio has no contpte block, which 6.12 clears "
+                "inline, where no probe counts); above, readahead's first windows outgrow the file's head the "
+                "probe drops")
     if p["param_align"] < MIN_ALIGN:
         return "align below 64KiB makes no contpte block, and 6.12 clears such PTEs inline, where no probe counts"
     if mapped % MiB or mapped > MAX_MAPPED:
@@ -96,9 +100,16 @@ def inputs() -> dict:
     return {"arm64": arm64.identity(), "probe_sha256": hashlib.sha256(probe).hexdigest()}
 
 
-def read(point: dict, run: ReclaimRun) -> dict:
-    """The metric columns of one reclaim (see the module doc)."""
+def read(point: dict, run: ReclaimRun) -> dict | str:
+    """The metric columns of one reclaim (see the module doc), or why the guest was not the point: readahead
+    made folios of other orders than the point's (the probe counts them before the reclaim)."""
     pages = 1 << _order(point)
+    want = {_order(point): _mapped(point) // (PAGE * pages)}
+    if run.folios != want:
+        made = ", ".join(f"{c:,} of order {o}" if o < 31 else f"{c:,} of no power of two"
+                         for o, c in sorted(run.folios.items()))
+        return (f"readahead of {run.readahead_kb} KiB made the mapped folios {made or 'none'}, not "
+                f"{want[_order(point)]:,} of order {_order(point)}")
     asked = sum(n * c for n, c in run.pages.items()) if run.pages else run.calls
     return {"metric_calls": run.calls, "metric_young_calls": run.young.get(1, 0), "metric_ptes_asked": asked,
             "metric_walks": run.visits, "metric_ptes": run.reclaimed, "metric_folios": run.reclaimed // pages}
