@@ -110,14 +110,16 @@ CLASSIC = {"namespace_size": "8GiB", "mapped_size": "10GiB", "align": "2MiB", "c
            "young_fraction": 1.0, "lru": "classic"}
 
 
-def test_classic_lru_walks_a_once_referenced_folio_twice():
-    """Classic LRU: a young folio is walked young and kept, then walked old and freed; MGLRU walks it once."""
+def test_either_lru_walks_a_once_referenced_folio_twice():
+    """A young folio is walked young and kept, then walked old and freed, under the classic LRU and under
+    MGLRU (lru_gen_set_refs() keeps it on its first young walk: Debian's arm64 7.3 walks so); only the classic
+    LRU's young walk flushes the TLB."""
     one = {"namespace_size": "64KiB", "compound_order": 4, "young_fraction": 1.0}
     out = run({**one, "lru": "classic"}, {**one, "lru": "mglru"}, {**one, "lru": "classic", "young_fraction": 0.0})
-    assert out["metric_walks"].to_list() == [2, 1, 1]
-    assert out["metric_kept_folios"].to_list() == [1, 0, 0]
-    assert out["metric_calls"].to_list() == [2, 1, 1]  # batched: one helper call per walk
-    assert out["metric_tlb_flushes"].to_list() == [1, 0, 0]  # only the young walk flushes
+    assert out["metric_walks"].to_list() == [2, 2, 1]
+    assert out["metric_kept_folios"].to_list() == [1, 1, 0]
+    assert out["metric_calls"].to_list() == [2, 2, 1]  # batched: one helper call per walk
+    assert out["metric_tlb_flushes"].to_list() == [1, 0, 0]  # only the classic LRU's young walk flushes
 
 
 def test_classic_validation_layout_walks_every_mapped_folio_first():

@@ -4,8 +4,8 @@ Counts, in closed form (counts.py), what reclaim of `namespace_size` bytes out o
 of clean file folios of order `compound_order` does to their PTEs: the folio_referenced() walks
 (mm/rmap.c folio_referenced_one()), per PTE as before the batching series or batched with
 test_and_clear_young_ptes() / clear_flush_young_ptes(), on arm64 (contpte blocks of 16 PTEs) or x86_64
-(no cont bit); how often each folio is walked (lru: under the classic LRU folio_check_references(),
-mm/vmscan.c, keeps a young folio for a second trip round the inactive list); and the unmaps of the
+(no cont bit); how often each folio is walked (folio_check_references(), mm/vmscan.c, keeps a folio
+found young for a second trip, under either LRU); and the unmaps of the
 folios it frees (mm/rmap.c try_to_unmap_one(), one PTE per step before v7.0, one folio run per step
 from v7.0: axis `unmap`). Then prices the counts with per-operation costs from the profile's [young]
 section. The counts are those of the executable reference, workers/models/young/reference.py, on the
@@ -36,8 +36,9 @@ flushing) + unmap steps x (call_ns + unmap_step_ns: the rmap, statistics and cou
 try_to_unmap_one() step) + unmap atomics x pte_atomic_ns (PTE get-and-clears, the page and folio
 mapcounts, the refcount) + deferred unmap TLB flushes x tlb_flush_ns + unfolds x tlb_sync_ns
 (contpte_convert()'s TLBI + DSB, which waits) + plain PTE writes of unfolds x pte_read_ns. Not modeled:
-the look-around scan MGLRU does around a young folio, that MGLRU keeps a young folio rather than freeing
-it (it is charged as freed), and a kept folio's isolation and putback (only its walk is priced).
+the per-PTE look-around MGLRU does around a young PTE before the series (6.12's lru_gen_look_around():
+its neighbours' young bits cleared and their folios promoted; a guest counts it, benchmarks/RESULTS.md),
+and a kept folio's isolation and putback (only its walk is priced).
 """
 
 from __future__ import annotations
@@ -69,8 +70,8 @@ BATCHING = choice("batching", ("per_pte", "batched"), "batched",
                   "test_and_clear_young_ptes() under MGLRU)")
 ARCH = choice("arch", ("arm64", "x86_64"), "arm64", "arm64 has 16-PTE contpte blocks; x86_64 has no cont bit")
 LRU = choice("lru", ("mglru", "classic"), "mglru",
-             "mglru: lru_gen_look_around() -> test_and_clear_young_ptes_notify(), no TLB flush, each folio "
-             "walked once; classic: clear_flush_young_ptes_notify(), arm64 flushes the TLB when young, and "
+             "mglru: lru_gen_look_around() -> test_and_clear_young_ptes_notify(), no TLB flush; classic: "
+             "clear_flush_young_ptes_notify(), arm64 flushes the TLB when young; under both "
              "folio_check_references() keeps a young folio for a second trip (walked twice before it is freed)")
 UNMAP = choice("unmap", ("per_pte", "batched"), "batched",
                "per_pte: try_to_unmap_one() clears a file folio one PTE per step, and on arm64 unfolds each "
@@ -79,7 +80,7 @@ UNMAP = choice("unmap", ("per_pte", "batched"), "batched",
 MAPPED_SIZE = Axis(
     name="mapped_size", kind="extent", unit="bytes", default="all",
     doc="bytes of clean file folios mapped and on the LRU when reclaim starts, namespace_size of them "
-        "freed; under lru = classic every young one is walked before any second trip; 'all' (null): "
+        "freed; every young one is walked before any second trip; 'all' (null): "
         "namespace_size",
     rule="a multiple of 4KiB", check=lambda v: v % PAGE == 0,
 )
@@ -226,10 +227,11 @@ def published_figures(model: str) -> tuple[Figure, ...]:
 
 class YoungModel(Model):
     name = "young"
+    # 7: MGLRU keeps a young folio for a second trip as the classic LRU does (Debian's arm64 7.3 in a guest)
     # 6: the calls that found young and the PTEs they name (what a kernel's probe counts)
     # 5: x86 times scale by x86_scale, the '50%+' figure a bound; 4: the unmap's per-step work and an unfold's
     # synchronous TLBI + DSB priced apart
-    version = "6"
+    version = "7"
     description = ("arm64 contpte young-bit batching (test_and_clear_young_ptes(), clear_flush_young_ptes()) and "
                    "batched unmap of file large folios, priced as the sys time of reclaiming them under MGLRU "
                    "or the classic LRU")
@@ -244,7 +246,7 @@ class YoungModel(Model):
         Metric(column="metric_walks", dtype=INT,
                doc="folio_referenced() walks: one per trip of a folio through shrink_folio_list()"),
         Metric(column="metric_kept_folios", dtype=INT,
-               doc="folios found young and kept for a second trip round the inactive list (lru = classic)"),
+               doc="folios found young and kept for a second trip (the inactive list; MGLRU: its generations)"),
         Metric(column="metric_calls", dtype=INT, doc="young-helper calls (per PTE, or one per folio run when batched)"),
         Metric(column="metric_ptes_visited", dtype=INT,
                doc="PTEs read by the helpers (a per-PTE call on a cont PTE walks its 16)"),

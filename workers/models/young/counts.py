@@ -6,16 +6,18 @@ unmaps the ones it frees with try_to_unmap() (mm/rmap.c try_to_unmap_one()). The
 both, per point, for both batchings of the young helpers (keys ending in _pp and _b); the executable
 reference (reference.py) simulates the same on a page-table array and the tests compare the two.
 
-Which folios are walked, and how often (folio_check_references(), mm/vmscan.c):
-- lru = mglru: each of the first R folios once (a young one is charged as reclaimed: MGLRU's
-  promotion of a young folio is not modeled).
-- lru = classic: the inactive list is scanned in mapping order. A folio found young with
-  PG_referenced clear (all of them at the start: the folios were faulted in through the mapping) gets
-  PG_referenced set and FOLIOREF_KEEP: it goes back on the inactive list for a second trip, its young
-  bits now clear. A folio found old is reclaimed (FOLIOREF_RECLAIM, or FOLIOREF_RECLAIM_CLEAN when
-  PG_referenced was set by its first trip). The first floor(young_fraction * M) folios are young, so
-  all Y of them are walked once before any is reclaimed, then R old walks reclaim the R folios that
-  follow: the old ones first, then the young ones on their second trip. Walks: Y + R.
+Which folios are walked, and how often (folio_check_references(), mm/vmscan.c, v6.12 and v7.3): the
+list is scanned in mapping order. A folio found young with PG_referenced clear (all of them at the
+start: the folios were mapped and touched, not read through a file descriptor) gets PG_referenced set
+and FOLIOREF_KEEP: its young bits now clear, it comes round again. Under the classic LRU it goes back
+on the inactive list; under MGLRU lru_gen_set_refs() sets the reference and keeps it the same way
+(only a second young walk would activate it). A folio found old is reclaimed (FOLIOREF_RECLAIM, or
+FOLIOREF_RECLAIM_CLEAN when PG_referenced was set by its first trip). The first
+floor(young_fraction * M) folios are young, so all Y of them are walked once before any is reclaimed,
+then R old walks reclaim the R folios that follow: the old ones first, then the young ones on their
+second trip. Walks: Y + R, under either LRU. Debian's arm64 7.3 walks exactly so under both LRUs
+(benchmarks/RESULTS.md, kernel-young); 6.12's MGLRU does not: its per-PTE lru_gen_look_around() clears
+the young neighbours of a young PTE and promotes their folios, which the model does not follow.
 """
 
 from __future__ import annotations
@@ -126,11 +128,10 @@ def counts(size: np.ndarray, mapped: np.ndarray, align: np.ndarray, order: np.nd
     split = (off % n) != 0  # PMD boundaries fall inside folios
     young = np.floor(young_fraction * folios).astype(np.int64)
     zero = np.zeros_like(folios)
-    # classic: Y young first trips [0, Y), then R old walks over [Y, Y + r1) and (second trips) [0, r2)
-    r1 = np.where(classic, np.minimum(reclaimed, folios - young), reclaimed - np.minimum(young, reclaimed))
-    r2 = reclaimed - np.where(classic, r1, reclaimed)
-    y_hi = np.where(classic, young, np.minimum(young, reclaimed))
-    segs = ((zero, y_hi, True), (y_hi, y_hi + r1, False), (zero, np.where(classic, r2, 0), False))
+    # Y young first trips [0, Y), then R old walks over [Y, Y + r1) and (second trips) [0, r2)
+    r1 = np.minimum(reclaimed, folios - young)
+    r2 = reclaimed - r1
+    segs = ((zero, young, True), (young, young + r1, False), (zero, r2, False))
 
     def args(lo, hi):
         return hi - lo, splits_in(lo, hi, off, n, split)
@@ -139,17 +140,13 @@ def counts(size: np.ndarray, mapped: np.ndarray, align: np.ndarray, order: np.nd
     for lo, hi, is_young in segs:
         w = walk(*args(lo, hi), np.full(folios.shape, is_young), classic, n, cont_per_folio, arm64)
         helpers = w if helpers is None else _add(helpers, w)
-    # the reclaimed folios: [y_hi, y_hi + r1) and [0, r2) under classic, [0, R) under MGLRU
-    mg_f, mg_s = args(zero, reclaimed)
-    c1_f, c1_s = args(y_hi, y_hi + r1)
+    # the reclaimed folios: [Y, Y + r1) and [0, r2)
+    c1_f, c1_s = args(young, young + r1)
     c2_f, c2_s = args(zero, r2)
-    rec_f = np.where(classic, c1_f + c2_f, mg_f)
-    rec_s = np.where(classic, c1_s + c2_s, mg_s)
-    gone = unmap(rec_f, rec_s, n, cont_per_folio, arm64)
+    gone = unmap(c1_f + c2_f, c1_s + c2_s, n, cont_per_folio, arm64)
     return {
         "folios": reclaimed, "mapped_folios": folios, "pages": reclaimed * n,
         "cont_blocks": reclaimed * cont_per_folio,
-        "walks": np.where(classic, young + reclaimed, reclaimed),
-        "kept": np.where(classic, young, 0), "young_folios": y_hi,
+        "walks": young + reclaimed, "kept": young, "young_folios": young,
         **helpers, **{f"unmap_{k}": v for k, v in gone.items()},
     }

@@ -354,8 +354,9 @@ KEEP, ACTIVATE, RECLAIM, RECLAIM_CLEAN = "keep", "activate", "reclaim", "reclaim
 
 
 def check_references(referenced: bool, pg_referenced: bool) -> tuple[str, bool]:
-    """folio_check_references() under the classic LRU for a file folio mapped once, not VM_EXEC, not
-    mlocked: (decision, PG_referenced afterwards). folio_test_clear_referenced() reads and clears the flag;
+    """folio_check_references() for a file folio mapped once, not VM_EXEC, not mlocked, under the classic LRU
+    or MGLRU (lru_gen_set_refs(): the first young walk sets the reference and keeps, a second activates):
+    (decision, PG_referenced afterwards). folio_test_clear_referenced() reads and clears the flag;
     a young folio gets it set again and is kept once, activated the second time."""
     if referenced:
         return (ACTIVATE if pg_referenced else KEEP), True
@@ -365,9 +366,9 @@ def check_references(referenced: bool, pg_referenced: bool) -> tuple[str, bool]:
 def reclaim(table: Table, *, lru: str, batching: str, unmap: str, arch: str = "arm64") -> Reclaim:
     """shrink_folio_list() until table.reclaim folios are freed, folio by folio in mapping order.
 
-    classic: check_references() with PG_referenced clear at the start; a kept folio goes to the back of
-    the inactive list, an activated one leaves it. mglru: each of the first table.reclaim folios is walked
-    once and freed (the model does not follow MGLRU's promotion of a young folio). Mutates the table.
+    check_references() with PG_referenced clear at the start, under either LRU (MGLRU's lru_gen_set_refs()
+    keeps a folio found young for the first time as the classic LRU does); a kept folio goes to the back of
+    the list, an activated one leaves it. Mutates the table.
     """
     check_table(table.young, table.cont, arch)
     inactive, pg_referenced = deque(range(table.folios)), [False] * table.folios
@@ -377,15 +378,14 @@ def reclaim(table: Table, *, lru: str, batching: str, unmap: str, arch: str = "a
         f = inactive.popleft()
         referenced, c = walk_folio(table, f, batching=batching, arch=arch, flush=lru == "classic")
         walks, helpers, young_folios = walks + 1, helpers + c, young_folios + referenced
-        if lru == "classic":
-            decision, pg_referenced[f] = check_references(referenced, pg_referenced[f])
-            if decision == KEEP:  # back on the inactive list for another trip
-                kept += 1
-                inactive.append(f)
-                continue
-            if decision == ACTIVATE:  # onto the active list, out of this scan
-                activated += 1
-                continue
+        decision, pg_referenced[f] = check_references(referenced, pg_referenced[f])
+        if decision == KEEP:  # back on the list for another trip
+            kept += 1
+            inactive.append(f)
+            continue
+        if decision == ACTIVATE:  # onto the active list (MGLRU: the youngest generation), out of this scan
+            activated += 1
+            continue
         gone += unmap_folio(table, f, unmap=unmap, arch=arch)
         freed.append(f)
     return Reclaim(walks=walks, kept=kept, activated=activated, young_folios=young_folios, helpers=helpers,
