@@ -533,19 +533,22 @@ def what(sw: Sweep, short: bool = False) -> str:
     parts = [f"profile {Path(profile).name if short else profile}"]
     if seen.get("env_guest_kernel"):
         accels = "/".join(sorted(seen.get("env_accel") or ())) or "?"
-        parts.append(f"kernel {_image(sw)}{', '.join(sorted(seen['env_guest_kernel']))} ({accels})")
+        parts.append(f"kernel {_image(sw, seen['env_guest_kernel'])}{', '.join(sorted(seen['env_guest_kernel']))} "
+                     f"({accels})")
     if seen.get("env_host"):
         hosts = sorted(seen["env_host"])
         parts.append(("host " if len(hosts) == 1 else "hosts ") + ", ".join(hosts))
     return "; ".join(parts)
 
 
-def _image(sw: Sweep) -> str:
+def _image(sw: Sweep, releases) -> str:
     """The kernel image a sweep's run booted, as its manifest records it ("series:6.12, image 173b5704, "): two
-    builds of one release (the series and its base, both 6.12.118) read apart by name and digest."""
+    builds of one release (the series and its base, both 6.12.118) read apart by name and digest. Nothing when
+    none of the kernel rows ran its release (`releases`): a model with a guest of its own (the arm64 reclaim
+    probe) boots its own kernels, not the [kernel] image."""
     kernel = (((sw.manifest.get("computation") or {}).get("identity") or {}).get("spec") or {}).get("kernel") or {}
     image, digest = kernel.get("image"), kernel.get("image_sha256")
-    if not image:
+    if not image or (kernel.get("release") and kernel["release"] not in releases):
         return ""
     name = image if ":" in image and "/" not in image else Path(image).parent.name if Path(image).name in (
         "bzImage", "vmlinux") else Path(image).name

@@ -697,3 +697,24 @@ def test_sweeps_that_share_no_point_are_refused_with_the_pair_that_compares_them
                         "ok points): their model rows share no value of strategy; give '--pair strategy=slow:template' "
                         "to read A at one value and B at another\n")
     assert memsweep_here("compare", sa, sb, "--pair", "strategy=slow:template").returncode == 0
+
+
+def test_a_side_names_the_kernel_image_only_where_its_rows_ran_that_kernel():
+    """The header names the [kernel] image beside the releases the kernel rows ran, unless none of them is
+    its release (rows of a model whose guest boots kernels of its own)."""
+    from analysis.compare.compare import what
+
+    class Side:
+        manifest = {"profile": "seed", "computation": {"identity": {"spec": {"kernel": {
+            "image": "debian:6.12", "image_sha256": "a3a6fa50" * 8, "release": "6.12.118+deb12-amd64"}}}}}
+
+        def __init__(self, releases):
+            self.releases = releases
+
+        def provenance(self):
+            return {"env_guest_kernel": set(self.releases), "env_accel": {"tcg"}}
+
+    x86 = what(Side(["6.12.118+deb12-amd64"]))
+    arm = what(Side(["6.12.118+deb12-arm64", "7.3.4+deb13-cloud-arm64"]))
+    assert x86 == "profile seed; kernel debian:6.12, image a3a6fa50, 6.12.118+deb12-amd64 (tcg)"
+    assert arm == "profile seed; kernel 6.12.118+deb12-arm64, 7.3.4+deb13-cloud-arm64 (tcg)"
