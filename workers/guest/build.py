@@ -4,7 +4,9 @@ then memsweep's own 0009 that chooses the strategy at boot or run time), a small
 the guest needs built in, and Debian's toolchain. Beside it, its base: the same source, config and
 compiler without the patches (BASE), so that what the patches change and what the config changes are two
 numbers: the series' build against its base is the patches, the base against Debian's own 6.12 kernel
-the config.
+the config. A third build carries the huge-pfnmap RFC instead (HUGEPFN: workers/guest/hugepfn/, written
+from the RFC's cover letter, with a switch that turns it off), and what the /dev/mem probe needs
+(workers/guest/devmem.py): the memmap series' rows never boot it.
 
 One build per node: the result is cached under <cache>/builds/<name>-<digest>/, where the digest covers the
 source package, the patches, the config options and the compiler's version, so a changed patch builds
@@ -36,7 +38,9 @@ SOURCE_PACKAGE, SOURCE_VERSION = "linux-source-6.12", "6.12.118-1~deb12u1"  # th
 PATCHES = Path(__file__).with_name("series")
 NAME = "series-6.12"
 BASE = "base-6.12"  # the same source and config without the patches: the slow path only
-VARIANTS = (NAME, BASE)
+HUGEPFN = "hugepfn-6.12"  # remap_pfn_range() with PMD leaves, switched at boot or run time (remap_pfn_pmd)
+VARIANTS = (NAME, BASE, HUGEPFN)
+PATCH_DIRS = {NAME: PATCHES, HUGEPFN: Path(__file__).with_name("hugepfn")}
 # memmap_init_strategy's values (0009), in the series' order: slow is the code before 4/8.
 STRATEGIES = STRATEGY_NAMES
 # `make tinyconfig`, then these (shared KERNEL-GUEST.md: what the guest runner needs, all built in, so the
@@ -48,6 +52,10 @@ ENABLE = tuple(("64BIT PRINTK TTY SERIAL_8250 SERIAL_8250_CONSOLE BLK_DEV_INITRD
           "DEV_DAX DEV_DAX_PMEM FS_DAX ACPI_NFIT X86_PMEM_LEGACY FTRACE FUNCTION_TRACER FUNCTION_GRAPH_TRACER "
           "DYNAMIC_FTRACE DEBUG_FS TRACING CC_OPTIMIZE_FOR_PERFORMANCE").split())
 DISABLE = ("CC_OPTIMIZE_FOR_SIZE",)
+# A variant's options beyond those (enabled, disabled): the /dev/mem probe maps any physical range
+# (STRICT_DEVMEM off) and reads its page tables from /sys/kernel/debug/page_tables (PTDUMP_DEBUGFS, which
+# needs DEBUG_KERNEL).
+EXTRA = {HUGEPFN: (("DEVMEM", "DEBUG_KERNEL", "PTDUMP_DEBUGFS"), ("STRICT_DEVMEM",))}
 # Commands and headers the build needs, and the Debian package of each.
 TOOLCHAIN = {"gcc": "gcc", "make": "make", "flex": "flex", "bison": "bison", "bc": "bc", "cpio": "cpio",
              "xz": "xz-utils", "perl": "perl"}
@@ -79,7 +87,7 @@ def digest(name: str = NAME) -> str:
     h.update(f"{SOURCE_PACKAGE}={SOURCE_VERSION}\n".encode())
     for p in _patches(name):
         h.update(p.name.encode() + b"\0" + p.read_bytes())
-    h.update(" ".join(ENABLE + ("-",) + DISABLE).encode())
+    h.update(" ".join(_enable(name) + ("-",) + _disable(name)).encode())
     h.update(_compiler().encode())
     return h.hexdigest()[:12]
 
@@ -89,10 +97,18 @@ def patches() -> list[Path]:
 
 
 def _patches(name: str) -> list[Path]:
-    """The patches a variant applies: the series', or none for its base."""
+    """The patches a variant applies: the series', the huge-pfnmap RFC's, or none for the series' base."""
     if name not in VARIANTS:
         raise ValueError(f"a build is one of {list(VARIANTS)} (got {name!r})")
-    return patches() if name == NAME else []
+    return patches() if name == NAME else sorted(PATCH_DIRS[name].glob("*.patch")) if name in PATCH_DIRS else []
+
+
+def _enable(name: str) -> tuple[str, ...]:
+    return ENABLE + EXTRA.get(name, ((), ()))[0]
+
+
+def _disable(name: str) -> tuple[str, ...]:
+    return DISABLE + EXTRA.get(name, ((), ()))[1]
 
 
 def _strategies(name: str) -> tuple[str, ...]:
@@ -116,7 +132,7 @@ def cached_build(cache_dir: Path | str | None = None, name: str = NAME) -> Build
 
 def build_all(cache_dir: Path | str | None = None, *, jobs: int | None = None, say=None,
               install: bool = True) -> list[Build]:
-    """The series' build and its base (`make kernels`): each built unless cached."""
+    """The series' build, its base and the huge-pfnmap build (`make kernels`): each built unless cached."""
     return [build(cache_dir, jobs=jobs, say=say, install=install, name=n) for n in VARIANTS]
 
 
@@ -149,8 +165,8 @@ def _build_in(work: Path, root: Path, d: str, jobs: int | None, steps: _Steps, n
     for p in _patches(name):
         steps.run(f"patch {p.name}", ["patch", "-p1", "--forward", "--batch", "-i", str(p)], cwd=tree)
     steps.run("make tinyconfig", ["make", "-s", "tinyconfig"], cwd=tree)
-    steps.run("scripts/config", ["./scripts/config", *[a for o in ENABLE for a in ("-e", o)],
-                                 *[a for o in DISABLE for a in ("-d", o)]], cwd=tree)
+    steps.run("scripts/config", ["./scripts/config", *[a for o in _enable(name) for a in ("-e", o)],
+                                 *[a for o in _disable(name) for a in ("-d", o)]], cwd=tree)
     steps.run("make olddefconfig", ["make", "-s", "olddefconfig"], cwd=tree)
     _check_config(tree / ".config", log, name)
     steps.run(f"make bzImage (-j{jobs or os.cpu_count()}; 3-7 minutes on 2 cores)",
@@ -229,13 +245,18 @@ def _source_tree(steps: _Steps, work: Path, root: Path) -> Path:
 
 
 def _check_config(config: Path, log: Path, name: str = NAME) -> None:
-    """Every option asked for is =y after olddefconfig (a dependency it lacks drops it silently)."""
+    """Every option asked for is =y after olddefconfig (a dependency it lacks drops it silently), and every
+    option turned off is not (a default that selects it would bring it back)."""
     have = {line.split("=", 1)[0][len("CONFIG_"):] for line in config.read_text().splitlines()
             if line.startswith("CONFIG_") and line.endswith("=y")}
-    lost = [o for o in ENABLE if o not in have]
+    lost = [o for o in _enable(name) if o not in have]
     if lost:
         raise GuestSetupError(f"building {name} failed at step 'make olddefconfig': it dropped "
                               f"{', '.join(lost)} (see {config}; log {log})")
+    back = [o for o in _disable(name) if o in have]
+    if back:
+        raise GuestSetupError(f"building {name} failed at step 'make olddefconfig': it turned "
+                              f"{', '.join(back)} back on (see {config}; log {log})")
 
 
 def _objects(tree: Path) -> int:
