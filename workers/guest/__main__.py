@@ -6,7 +6,9 @@ workers.guest build`: build the seed series' kernel ("series:6.12", workers/gues
 ("base:6.12": the same source and config without the patches) unless this node has them; what `make
 kernels` runs. `python -m workers.guest fetch-arm64`: the arm64 guest's tools and Debian's arm64 6.12 and 7.3
 kernels (workers/guest/arm64.py; `make guest` runs it too). `python -m workers.guest reclaim`: boot one and
-print what a reclaim of a mapped XFS file did to young bits."""
+print what a reclaim of a mapped XFS file did to young bits. `python -m workers.guest devmem`: boot the
+huge-pfnmap build (built first when missing) and map /dev/mem with the RFC off and on: leaves, page tables
+and instructions (workers/guest/devmem.py)."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ import argparse
 
 from workers.units import MiB
 
-from . import arm64, build, counter, debian
+from . import arm64, build, counter, debian, devmem
 from .exceptions import GuestKernelError, GuestSetupError
 from .kernels import cached_kernel, fetch
 
@@ -48,6 +50,15 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--reclaim-mib", type=int, default=48, help="MiB reclaimed (default 48)")
     r.add_argument("--accessed-mib", type=int, default=0, help="MiB at the mapping's start touched again after its "
                                                             "young bits are cleared (default 0: every folio old)")
+    d = sub.add_parser("devmem", help="boot the huge-pfnmap build under TCG, map /dev/mem with the RFC off and on, "
+                                      "and print the leaves, page tables and instructions of each mapping")
+    d.add_argument("--mib", type=int, default=64, help="MiB mapped (default 64)")
+    d.add_argument("--pa-kib", type=int, default=0, help="KiB past the reserved range's 1 GiB-aligned start "
+                                                         "(default 0)")
+    d.add_argument("--skew-kib", type=int, default=0, help="(va - pa) modulo 1 GiB in KiB (default 0: whole "
+                                                           "aligned blocks become PMDs)")
+    d.add_argument("--hole-kib", type=int, default=-1, help="unmap the page at this offset afterwards (default: none)")
+    d.add_argument("--fork", action="store_true", help="fork with the mapping live; the child counts its leaves")
     args = parser.parse_args(argv)
     try:
         if args.command == "fetch-arm64":
@@ -62,6 +73,16 @@ def main(argv: list[str] | None = None) -> int:
                                 mapped_bytes=args.mapped_mib * MiB, reclaim_bytes=args.reclaim_mib * MiB,
                                 young_bytes=args.accessed_mib * MiB)
             print(arm64.text(run))
+            return 0
+        if args.command == "devmem":
+            configs = [devmem.MapConfig(huge=huge, size=args.mib * MiB, pa_offset=args.pa_kib * 1024,
+                                        va_offset=args.skew_kib * 1024,
+                                        hole=args.hole_kib * 1024 if args.hole_kib >= 0 else -1, fork=args.fork)
+                       for huge in (False, True)]
+            run = devmem.run(configs)
+            print(f"{run.release}, remap_pfn_pmd as booted: {run.switch}")
+            for r in run.results:
+                print(r if isinstance(r, str) else devmem.text(r))
             return 0
         if args.command == "build":
             for built in build.build_all(args.cache_dir, jobs=args.jobs):
