@@ -101,6 +101,11 @@ class ReclaimRun:
     def calls(self) -> int:
         return sum(self.young.values())
 
+    @property
+    def build(self) -> str:
+        """The kernel a row of this run names (kernel_build): Debian's package, by its release."""
+        return self.release
+
 
 def ensure_host_tools(*, install: bool = True) -> None:
     """QEMU for arm64, xfsprogs and the aarch64 cross compiler, installed with apt when missing (as root);

@@ -22,7 +22,7 @@ from workers.dataset import BUILD_COLUMNS, DTYPES, GUEST_COLUMNS, MEASURE_COLUMN
 from workers.model import STATUS_ERROR, STATUS_INFEASIBLE, STATUS_OK, Model
 from workers.profiles import Profile
 
-from . import arm64
+from . import arm64, devmem
 from .exceptions import GuestKernelError, GuestSetupError
 from .records import GuestConfig
 from .runner import run_guest
@@ -46,8 +46,9 @@ def kernel_rows(model: Model, points: pl.DataFrame, profile: Profile, settings: 
         reason = [f"model {model.name!r} declares no kernel check (workers.model.KernelCheck)"] * n
         return _frame(model, status, reason, values, guest)
     plans = model.kernel.plan(points, settings)
-    if any(isinstance(c, arm64.ReclaimConfig) for c in plans):
-        return _reclaim_rows(model, points, plans, settings)
+    own = next((OWN_GUESTS[type(c)] for c in plans if type(c) in OWN_GUESTS), None)
+    if own is not None:
+        return _own_rows(model, points, plans, *own)
     todo = [(i, c) for i, c in enumerate(plans) if isinstance(c, GuestConfig)]
     for i, c in enumerate(plans):
         if not isinstance(c, GuestConfig):
@@ -80,27 +81,34 @@ def kernel_rows(model: Model, points: pl.DataFrame, profile: Profile, settings: 
     return _frame(model, status, reason, values, guest)
 
 
-def _reclaim_rows(model: Model, points: pl.DataFrame, plans: list, settings: KernelSettings) -> pl.DataFrame:
-    """Kernel rows of points the arm64 guest reclaims (workers.guest.arm64): each configuration in a boot of
-    its own kernel (the point says which), every count exact, so one boot a point whatever `settings.boots`;
-    [kernel]'s image, base and references are the x86 guest's and play no part."""
+# Guests of a model's own, by the configuration type its planner returns: the runner (configurations -> per
+# configuration a result with its `release` and `build`, or why it failed) and the guest's command line.
+OWN_GUESTS = {arm64.ReclaimConfig: (arm64.run_reclaims, arm64.CMDLINE),
+              devmem.MapConfig: (devmem.run_maps, devmem.CMDLINE)}
+
+
+def _own_rows(model: Model, points: pl.DataFrame, plans: list, runner, cmdline: str) -> pl.DataFrame:
+    """Kernel rows of points a model's own guest runs (the arm64 reclaim probe, the x86 /dev/mem probe): every
+    count exact, so one run a point whatever `settings.boots`; [kernel]'s image, base and references are the
+    pmem guest's and play no part. A result the reader turns down (a string: the kernel made another layout
+    than the point's) makes the row infeasible with it."""
     n = points.height
     status, reason = [STATUS_INFEASIBLE] * n, [c if isinstance(c, str) else "" for c in plans]
     values: list[dict] = [{} for _ in range(n)]
     guest: list[dict] = [{} for _ in range(n)]
-    todo = [(i, c) for i, c in enumerate(plans) if isinstance(c, arm64.ReclaimConfig)]
+    todo = [i for i, c in enumerate(plans) if not isinstance(c, str)]
     rows = points.to_dicts()
-    for (i, _), run in zip(todo, arm64.run_reclaims([c for _, c in todo])):
+    for i, run in zip(todo, runner([plans[i] for i in todo])):
         if isinstance(run, str):
             status[i], reason[i] = STATUS_ERROR, run
             continue
         got = model.kernel.read(rows[i], run)
-        if isinstance(got, str):  # the kernel made another layout than the point's
+        if isinstance(got, str):
             status[i], reason[i] = STATUS_INFEASIBLE, got
         else:
             status[i], values[i] = STATUS_OK, got
-        guest[i] = {"env_guest_kernel": run.release, "env_guest_cmdline": arm64.CMDLINE, "env_accel": "tcg",
-                    "kernel_build": run.release}
+        guest[i] = {"env_guest_kernel": run.release, "env_guest_cmdline": cmdline, "env_accel": "tcg",
+                    "kernel_build": run.build}
     return _frame(model, status, reason, values, guest)
 
 

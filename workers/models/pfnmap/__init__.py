@@ -60,6 +60,7 @@ from workers.model import (
     CostOrder,
     Figure,
     FreeParam,
+    KernelCheck,
     LastPoints,
     Measurement,
     Metric,
@@ -73,6 +74,9 @@ from .geometry import LEAF_ORDERS, PAGE, PMD_ORDER, PUD, PUD_ORDER, kind_bytes, 
 from .tlb import Machine, entries, random_access, random_counts, reach, sequential_copy, sequential_counts
 
 AUTO_ORDER = PMD_ORDER  # the RFC's behaviour: PMD leaves where the rules allow
+# What a kernel row counts (workers/models/pfnmap/kernel.py: the x86 /dev/mem guest), each exact.
+KERNEL_METRICS = ("metric_pte_leaves", "metric_cont_blocks", "metric_pmd_leaves", "metric_pud_leaves",
+                  "metric_pt_pages", "metric_pt_bytes", "metric_huge_fraction")
 NOT_GIVEN = -1
 SOURCE = ("linux-mm, Yin Tirui, [PATCH RFC v2 0/2] mm: add huge pfnmap support for remap_pfn_range(), "
           "2025-10-16 (seeds/huge-pfnmap-remap-pfn-range.rfc-v2.txt)")
@@ -283,6 +287,10 @@ class PfnmapModel(Model):
         host_caches={("pfnmap", "llc_bytes"): LAST_LEVEL, ("pfnmap", "l2_bytes"): L2_BYTES,
                      ("pfnmap", "cluster_l3_bytes"): L2_BYTES, ("pfnmap", "l1_bytes"): L1D_BYTES},
     )
+
+    # The x86 guest maps /dev/mem in the huge-pfnmap build (RFC on and off) and counts its leaves and tables.
+    kernel = KernelCheck(planner="workers.models.pfnmap.kernel:plan", reader="workers.models.pfnmap.kernel:read",
+                         metrics=KERNEL_METRICS, exact=KERNEL_METRICS, inputs="workers.models.pfnmap.kernel:inputs")
 
     def evaluate(self, points: pl.DataFrame, profile: Profile) -> pl.DataFrame:
         """Geometry, setup and access cost for every point (see the module doc)."""
