@@ -2,8 +2,8 @@
 (workers/guest/build.py HUGEPFN: Debian's 6.12 source with workers/guest/hugepfn/*.patch).
 
 No driver is needed: /dev/mem's mmap_mem() (drivers/char/mem.c) calls remap_pfn_range() over the physical
-range it is asked for. The guest keeps RESERVED bytes of RAM at PA_BASE from the kernel (`memmap=` on its
-command line: an e820 hole, so the mapping is of memory no allocator hands out) and the probe (devmem.c) maps
+range it is asked for. The guest's RAM goes past PA_BASE, where `mem=` on its command line ends the kernel's
+(e820 stops there: the mapping is of memory no allocator hands out), and the probe (devmem.c) maps
 part of it at each configuration's physical and virtual offsets, with the build's switch (remap_pfn_pmd)
 on or off, and reads back the leaves per level inside the mapping (the kernel's own dump of the process's
 page tables), the page-table pages the mmap() added (VmPTE) and the instructions of mmap() and munmap()
@@ -33,11 +33,11 @@ from . import build, cpio, qemu
 from .debian import BUSYBOX_STATIC
 from .exceptions import GuestSetupError
 
-PA_BASE = 0x40000000  # devmem.c's PA_BASE: the reserved range's start (1 GiB)
+PA_BASE = 0x40000000  # devmem.c's PA_BASE: where the kernel's RAM ends (mem=), the mapped range's start (1 GiB)
 RESERVED = 128 * MiB
-RAM_MIB = 1280  # RAM past the reserved range, so that memmap= cuts a hole out of RAM
-CMDLINE = (f"console=ttyS0 panic=-1 oops=panic panic_on_warn=1 nokaslr norandmaps "
-           f"memmap={RESERVED // MiB}M${PA_BASE:#x} rdinit=/init quiet")
+RAM_MIB = PA_BASE // MiB + 256  # the guest's RAM: the kernel's 1 GiB and 256 MiB past it that it never uses
+CMDLINE = (f"console=ttyS0 panic=-1 oops=panic panic_on_warn=1 nokaslr norandmaps mem={PA_BASE // MiB}M "
+           "rdinit=/init quiet")
 PROBE_FILES = ("devmem.sh", "devmem.c")  # the guest's /init and the probe program, from this package
 PAGE = 4096
 GiB = 1 << 30

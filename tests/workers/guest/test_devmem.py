@@ -14,16 +14,19 @@ import polars as pl
 import pytest
 
 from tests.conftest import memsweep
-from workers import get_model
+from workers import evidence, get_model
 from workers.guest import build, devmem
 from workers.guest.devmem import MapConfig
 from workers.guest.exceptions import GuestSetupError
 from workers.model import points_frame
+from workers.profiles import load_profile
 from workers.models.pfnmap import KERNEL_METRICS
+from workers.models.pfnmap import instructions as pi
 from workers.models.pfnmap import kernel as pk
 from workers.models.pfnmap.geometry import leaves
 
 MIB = 1 << 20
+TICK = 10_000  # more than a timer interrupt's instructions in the guest (4,587 seen)
 CONSOLE = """[    0.9] Run /init as init process
 memsweep-devmem-release 6.12.118
 memsweep-devmem-switch Y
@@ -96,7 +99,8 @@ def test_a_point_becomes_a_mapping_at_the_models_offsets_and_its_counts_are_read
     (result, _) = devmem.parse(CONSOLE, CONFIGS).results
     assert pk.read({"param_namespace_size": 6 * MIB}, result) == {
         "metric_pte_leaves": 0, "metric_cont_blocks": 0, "metric_pmd_leaves": 3, "metric_pud_leaves": 0,
-        "metric_pt_pages": 4, "metric_pt_bytes": 16384, "metric_huge_fraction": 1.0}
+        "metric_pt_pages": 4, "metric_pt_bytes": 16384, "metric_huge_fraction": 1.0,
+        "metric_setup_instructions": 20000.0}
 
 
 # What the guest maps: aligned 2, 6 and 64 MiB with the RFC on, and 64 MiB off; skewed by 4 KiB and by 1 MiB;
@@ -183,3 +187,35 @@ def test_the_shipped_spec_puts_the_kernels_leaves_beside_the_models(tmp_path):
         assert (both[m] == both[f"{m}_model"]).all(), m
     assert both["metric_tlb_miss_rate"].is_null().all() and both["metric_ns_per_load"].is_null().all()
     assert set(both["kernel_build"]) == {build.HUGEPFN}
+    # the recorded mappings are this sweep's (one boot, the same order)
+    recorded = pi.recorded().rename({k: f"param_{k}" for k in pk.KEY})
+    got = both.join(recorded, on=[f"param_{k}" for k in pk.KEY])
+    assert got.height == 36
+    # the same mappings in one boot repeat their instructions, but for a timer interrupt that lands inside
+    # another mmap() (a 750,000-instruction call catches at most one: ~4,600 instructions here)
+    assert ((got["metric_setup_instructions"] - got["mmap_instructions"]).abs() < TICK).all()
+    # and the model's price of each is within 1% (the recorded fit's held-out error, 0.64%, and one tick)
+    assert (got["metric_setup_instructions_model"] / got["metric_setup_instructions"] - 1).abs().max() < 0.01
+
+
+def test_a_leaf_count_is_kernel_checked_where_a_recorded_mapping_equals_it():
+    """The evidence of an exact count: `kernel-checked` at a point the recorded mappings
+    (workers/models/pfnmap/kernel_results.csv) counted equal, `extrapolated` at one no guest mapped (an arm64
+    point, a 1 GiB mapping)."""
+    rows = pl.concat([_points(), _points(arch="arm64"), _points(namespace_size=1 << 30)])
+    got = evidence.label(get_model("pfnmap"), load_profile("seed"), rows, "metric_pmd_leaves")
+    assert got["evidence"].to_list() == ["kernel-checked", "extrapolated", "extrapolated"]
+
+
+def test_the_instruction_costs_are_ones_the_kernels_code_can_have_and_predict_the_points_held_out():
+    """mmap()'s instructions per operation, fit to the recorded 2 MiB-aligned mappings, are none negative; a
+    page-table page costs at least the 4,096 counted iterations of clearing it (clear_page_erms()'s rep stosb
+    under TCG) and a PTE tens of instructions (remap_pte_range()'s loop); the points held out (a 4 KiB
+    physical start) fall within 1% of their price, and so does every point left out of its own fit."""
+    f = pi.setup_fit()
+    assert min(f.costs.values()) >= 0 and 4096 <= f.costs["pt_pages"] < 8192 and 10 < f.costs["pte_leaves"] < 100
+    assert (f.train, f.held_out) == (18, 18) and f.held_out_error < 0.01 and f.loo_error < 0.01
+    df = pi.recorded()
+    modeled = pi.setup_instructions(df["kernel_pte_leaves"].to_numpy(), df["kernel_pmd_leaves"].to_numpy(),
+                                    df["kernel_pt_pages"].to_numpy())
+    assert np.abs(modeled / df["mmap_instructions"].to_numpy() - 1).max() < 0.01

@@ -71,12 +71,14 @@ from workers.plots import Cond, Either, Lines, Overlay, Panels, Series, X, Y
 from workers.profiles import Profile
 
 from .geometry import LEAF_ORDERS, PAGE, PMD_ORDER, PUD, PUD_ORDER, kind_bytes, leaves, starts
+from .instructions import setup_instructions
 from .tlb import Machine, entries, random_access, random_counts, reach, sequential_copy, sequential_counts
 
 AUTO_ORDER = PMD_ORDER  # the RFC's behaviour: PMD leaves where the rules allow
 # What a kernel row counts (workers/models/pfnmap/kernel.py: the x86 /dev/mem guest), each exact.
 KERNEL_METRICS = ("metric_pte_leaves", "metric_cont_blocks", "metric_pmd_leaves", "metric_pud_leaves",
                   "metric_pt_pages", "metric_pt_bytes", "metric_huge_fraction")
+INSTRUCTIONS = "metric_setup_instructions"  # a kernel row's count, the model's price of its operations
 NOT_GIVEN = -1
 SOURCE = ("linux-mm, Yin Tirui, [PATCH RFC v2 0/2] mm: add huge pfnmap support for remap_pfn_range(), "
           "2025-10-16 (seeds/huge-pfnmap-remap-pfn-range.rfc-v2.txt)")
@@ -229,7 +231,8 @@ class PfnmapModel(Model):
     name = "pfnmap"
     _points = LastPoints()  # a fit's figures: status and inputs derived once (a third of an evaluation)
     _counted: dict[tuple, LastPoints] = {}  # Machine.structure, contpte_special -> the last points' geometry
-    version = "3"  # 2: no PUD leaves on arm64; 3: the L3 in two parts, datasheet cache sizes, five new costs
+    version = "4"  # 2: no PUD leaves on arm64; 3: the L3 in two parts, datasheet cache sizes, five new costs;
+    # 4: setup instructions, priced from the huge-pfnmap build's kernel rows
     description = ("remap_pfn_range() with PMD (RFC) or PUD (what-if) leaves: leaves, page tables, setup, "
                    "TLB misses, page walks, ns per random load and ms per streaming copy")
     axes = (NAMESPACE_SIZE, ALIGN, COMPOUND_ORDER, PA_OFFSET, VA_OFFSET, ARCH, ACCESS, WORKING_SET)
@@ -247,6 +250,11 @@ class PfnmapModel(Model):
                doc="share of the mapping's bytes under PMD or PUD leaves"),
         Metric(column="metric_setup_us", dtype=FLOAT, better="lower",
                doc="remap_pfn_range() time: call + leaves + page-table page allocations"),
+        Metric(column="metric_setup_instructions", dtype=FLOAT, better="lower",
+               doc="instructions of the mmap() that runs remap_pfn_range() in the huge-pfnmap x86 build: kernel "
+                   "rows under QEMU's instruction counter; modeled: a call, PTEs, PMD leaves and page-table pages "
+                   "at instructions per operation fit to the recorded kernel rows (pfnmap/instructions.py); null "
+                   "for arm64"),
         Metric(column="metric_tlb_entries", dtype=INT,
                doc="TLB entries needed to cover the mapping at TLB granularity"),
         Metric(column="metric_tlb_reach_l1_bytes", dtype=INT, doc="bytes of the mapping the L1 data TLB can cover"),
@@ -290,7 +298,9 @@ class PfnmapModel(Model):
 
     # The x86 guest maps /dev/mem in the huge-pfnmap build (RFC on and off) and counts its leaves and tables.
     kernel = KernelCheck(planner="workers.models.pfnmap.kernel:plan", reader="workers.models.pfnmap.kernel:read",
-                         metrics=KERNEL_METRICS, exact=KERNEL_METRICS, inputs="workers.models.pfnmap.kernel:inputs")
+                         metrics=(*KERNEL_METRICS, INSTRUCTIONS), exact=KERNEL_METRICS,
+                         inputs="workers.models.pfnmap.kernel:inputs", bound="workers.models.pfnmap.kernel:bound",
+                         differs="workers.models.pfnmap.kernel:differs")
 
     def evaluate(self, points: pl.DataFrame, profile: Profile) -> pl.DataFrame:
         """Geometry, setup and access cost for every point (see the module doc)."""
@@ -312,6 +322,8 @@ class PfnmapModel(Model):
             "metric_pud_leaves": g["pud"], "metric_pt_pages": g["pt_pages"],
             "metric_pt_deposited_pages": g["deposited"], "metric_pt_bytes": g["pt_pages"] * PAGE,
             "metric_huge_fraction": g["huge_bytes"] / a["length"], "metric_setup_us": setup_ns / 1e3,
+            "metric_setup_instructions": np.where(a["arm64"], np.nan, setup_instructions(g["pte"], g["pmd"],
+                                                                                        g["pt_pages"])),
             "metric_tlb_entries": sum(per_kind.values()),
             "metric_tlb_reach_l1_bytes": reach(m, per_size, m.tlb_l1),
             "metric_tlb_reach_l2_bytes": reach(m, per_size, m.tlb_l2),
@@ -322,7 +334,8 @@ class PfnmapModel(Model):
         }, schema=self.metric_dtypes)
         # each access pattern fills its own metric; the host nulls the metrics of rows not ok
         seq = pl.Series(a["seq"])
-        only = {"metric_ns_per_load": ~seq, "metric_copy_ms": seq}
+        only = {"metric_ns_per_load": ~seq, "metric_copy_ms": seq,
+                "metric_setup_instructions": ~pl.Series(a["arm64"])}
         return metrics.with_columns(pl.when(keep).then(pl.col(c)).otherwise(None).alias(c) for c, keep in only.items())
 
     @staticmethod

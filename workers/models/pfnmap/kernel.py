@@ -16,7 +16,9 @@ of a kernel row is null: those are the model's alone.
 What a kernel row fills (`read`), all exact, read from the kernel's own page-table dump and VmPTE after the
 mmap(): metric_pte_leaves, metric_pmd_leaves, metric_pud_leaves, metric_cont_blocks (0: x86 has no cont
 bit), metric_pt_pages and metric_pt_bytes (the PTE and PMD tables mmap() added, deposited ones included),
-metric_huge_fraction (PMD leaves' bytes over the mapping).
+metric_huge_fraction (PMD leaves' bytes over the mapping); and metric_setup_instructions, the instructions
+of the mmap() (guest ns under QEMU's instruction counter: one boot repeats them exactly), which the model
+prices from per-operation costs fit to the recorded rows (workers/models/pfnmap/instructions.py).
 """
 
 from __future__ import annotations
@@ -30,7 +32,9 @@ from workers.guest import devmem
 from workers.guest.devmem import MapConfig, MapResult
 from workers.units import GiB, MiB
 
+from ..recorded import recorded_points
 from .geometry import PMD, PMD_ORDER, PUD_ORDER
+from .instructions import RESULTS, recorded
 
 NOT_GIVEN = -1
 
@@ -44,11 +48,15 @@ def _order(p: dict) -> int:
     return PMD_ORDER if p["param_compound_order"] is None else p["param_compound_order"]
 
 
-def _pa(p: dict) -> int:
+def pa_of(align: int, pa_offset: int) -> int:
     """The physical start modulo 1 GiB (geometry.starts())."""
-    if p["param_pa_offset"] != NOT_GIVEN:
-        return p["param_pa_offset"]
-    return 0 if p["param_align"] >= GiB else p["param_align"]
+    if pa_offset != NOT_GIVEN:
+        return pa_offset
+    return 0 if align >= GiB else align
+
+
+def _pa(p: dict) -> int:
+    return pa_of(p["param_align"], p["param_pa_offset"])
 
 
 def _cannot(p: dict) -> str | None:
@@ -81,4 +89,24 @@ def read(point: dict, result: MapResult) -> dict:
     return {"metric_pte_leaves": result.pte, "metric_cont_blocks": 0, "metric_pmd_leaves": result.pmd,
             "metric_pud_leaves": result.pud, "metric_pt_pages": result.pt_bytes // devmem.PAGE,
             "metric_pt_bytes": result.pt_bytes,
-            "metric_huge_fraction": result.pmd * PMD / point["param_namespace_size"]}
+            "metric_huge_fraction": result.pmd * PMD / point["param_namespace_size"],
+            "metric_setup_instructions": float(result.mmap_instructions)}
+
+
+KEY = ("namespace_size", "align", "pa_offset", "va_offset", "compound_order")  # a recorded row's point
+
+
+def _key() -> dict[str, pl.Expr]:
+    key = {k: pl.col(f"param_{k}") for k in KEY}
+    key["compound_order"] = key["compound_order"].fill_null(PMD_ORDER)
+    return key
+
+
+def bound(metric: str) -> pl.Expr:
+    """KernelCheck.bound: true on the points where a recorded run's `metric` equals the model's."""
+    return recorded_points(recorded(), metric, _key(), where=pl.col("param_arch") == "x86_64", equal=True)
+
+
+def differs(metric: str) -> pl.Expr:
+    """KernelCheck.differs: true on the points where a recorded run's `metric` is not the model's."""
+    return recorded_points(recorded(), metric, _key(), where=pl.col("param_arch") == "x86_64", equal=False)
