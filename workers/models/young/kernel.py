@@ -41,6 +41,7 @@ from workers.guest import arm64
 from workers.guest.arm64 import ReclaimConfig, ReclaimRun
 from workers.units import KiB, MiB
 
+from ..recorded import recorded_points
 from . import AUTO_ORDER
 from .counts import PAGE, PMD_SIZE
 
@@ -137,19 +138,8 @@ def differs(metric: str) -> pl.Expr:
 
 
 def _where(metric: str, *, equal: bool) -> pl.Expr:
-    name = metric.removeprefix("metric_")
-    if f"kernel_{name}" not in results().columns:
-        return pl.lit(False)
-    same = pl.col(f"kernel_{name}") == pl.col(f"model_{name}")
-    at = pl.lit(False)
-    for row in results().filter(same if equal else ~same).select(KEY).iter_rows(named=True):
-        here = (pl.col("param_arch") == "arm64") & pl.col("param_first_pte_cont").fill_null(True)
-        for k, v in row.items():
-            col = pl.col(f"param_{k}")
-            if k == "compound_order":
-                col = col.fill_null(AUTO_ORDER)
-            elif k == "mapped_size":
-                col = col.fill_null(pl.col("param_namespace_size"))
-            here = here & (col == v)
-        at = at | here
-    return at
+    key = {k: pl.col(f"param_{k}") for k in KEY}
+    key["compound_order"] = key["compound_order"].fill_null(AUTO_ORDER)
+    key["mapped_size"] = key["mapped_size"].fill_null(pl.col("param_namespace_size"))
+    here = (pl.col("param_arch") == "arm64") & pl.col("param_first_pte_cont").fill_null(True)
+    return recorded_points(results(), metric, key, where=here, equal=equal)
