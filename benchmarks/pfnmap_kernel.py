@@ -33,11 +33,11 @@ from workers.evaluate import evaluate  # noqa: E402
 from workers.guest import devmem  # noqa: E402
 from workers.models.pfnmap import KERNEL_METRICS  # noqa: E402
 from workers.models.pfnmap import kernel as pk  # noqa: E402
-from workers.models.pfnmap.instructions import TRAIN_ALIGN, fit  # noqa: E402
+from workers.models.pfnmap.instructions import RESULTS, TRAIN_ALIGN, fit  # noqa: E402
 from workers.profiles import load_profile  # noqa: E402
 
 SPEC = "kernel-pfnmap"
-OUT = ROOT / "workers" / "models" / "pfnmap" / pk.RESULTS
+OUT = ROOT / "workers" / "models" / "pfnmap" / RESULTS
 SHORT = {"metric_pte_leaves": "PTEs", "metric_pmd_leaves": "PMDs", "metric_pud_leaves": "PUDs",
          "metric_pt_pages": "tables"}
 

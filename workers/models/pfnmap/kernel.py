@@ -34,7 +34,7 @@ from workers.units import GiB, MiB
 
 from ..recorded import recorded_points
 from .geometry import PMD, PMD_ORDER, PUD_ORDER
-from .instructions import RESULTS, recorded
+from .instructions import recorded
 
 NOT_GIVEN = -1
 
