@@ -37,6 +37,10 @@ def model_vs_kernel(sweep: Sweep, outdir: Path) -> Rendered | Skipped:
                                                    "makes them)")
     rows, df, a = found
     exact = [c.removesuffix("_model") for c in df.columns if c.endswith("_model") and c != "status_model"]
+    # a count at 0 on both sides of every configuration (a leaf size a machine lacks) gets no panel, only a
+    # line in the caption
+    zeros = [m for m in exact if _all_zero(df, m)]
+    exact = [m for m in exact if m not in zeros]
     cols = 3
     n = len(exact) + 1
     fig, axes = plt.subplots(-(-n // cols), cols, figsize=(4.6 * cols, 4.3 * -(-n // cols)), squeeze=False)
@@ -56,7 +60,15 @@ def model_vs_kernel(sweep: Sweep, outdir: Path) -> Rendered | Skipped:
                "kernel's up; on the line they are equal; a red cross differs; equal zeros are counted in a corner. "
                "Last panel: what the kernel did with each configuration against what the model says. Times are "
                "not compared: a guest's time under TCG is proportional to the work, not a machine's.")
+    if zeros:
+        names = ", ".join(m.removeprefix("metric_").replace("_", " ") for m in zeros)
+        caption += f" No panel for {names}: 0 on both sides of all {a.ok} configurations both bound."
     return save(fig, outdir, fid, title, caption)
+
+
+def _all_zero(df: pl.DataFrame, metric: str) -> bool:
+    both = df.filter((pl.col("status") == "ok") & (pl.col("status_model") == "ok"))
+    return both.height > 0 and bool(((both[metric] == 0) & (both[f"{metric}_model"] == 0)).all())
 
 
 def _panel(ax, df: pl.DataFrame, metric: str, hue: str | None, labels: dict) -> None:
@@ -144,7 +156,8 @@ def kernel_gains(sweep: Sweep, outdir: Path) -> Rendered | Skipped:
         ax.set_ylabel(f"kernel gain ({metric} of {cmp.baseline} / variant's)")
         ax.legend(fontsize=8, loc="upper left", title=cmp.label, title_fontsize=8)
     axes[0].set_title("the same work: on the line, the model counts what the kernel does", fontsize=10)
-    axes[1].set_title("time: what the profile adds to the count (stores to memory)", fontsize=10)
+    axes[1].set_title(f"{cmp.metric.removeprefix('metric_').replace('_', ' ')}: what the profile makes of it",
+                      fontsize=10)
     kernels = ", ".join(sorted(set(df["env_guest_kernel"])))
     fig.suptitle(f"{title}: {rows.name} ({kernels})")
     fig.tight_layout()
@@ -152,6 +165,8 @@ def kernel_gains(sweep: Sweep, outdir: Path) -> Rendered | Skipped:
                f"{metric} of {cmp.label} {cmp.baseline} over this {cmp.label}'s (above 1: fewer instructions "
                "than the baseline). Left, across: the model's gain on the same count, its operation counts "
                "priced with the instructions per operation it records for the build. Right, across: the "
-               "model's gain in time under the sweep's profile, which a count of instructions does not give "
-               "(a non-temporal store costs the same instruction and far less memory traffic).")
+               f"model's gain in what the report compares ({cmp.metric.removeprefix('metric_').replace('_', ' ')}) "
+               "under the sweep's profile, which a count of instructions does not give (a non-temporal store "
+               "costs the same instruction and far less memory traffic; a huge leaf saves TLB misses long after "
+               "the instructions that made it).")
     return save(fig, outdir, fid, title, caption)

@@ -86,6 +86,13 @@ def test_the_figure_is_drawn_for_kernel_rows_and_skipped_without(tmp_path):
     assert isinstance(skipped, Skipped) and "no model in this sweep has kernel rows a guest ran" in skipped.reason
 
 
+def test_a_count_at_zero_on_both_sides_everywhere_gets_a_line_not_an_empty_panel(tmp_path):
+    sw = sweep(tmp_path, rows("model", [0, 0, 0]), rows("kernel", [0, 0, 0]))
+    fig = model_vs_kernel(sw, tmp_path / "figs")
+    assert isinstance(fig, Rendered)
+    assert "No panel for memmap pages: 0 on both sides of all 3 configurations both bound." in fig.caption
+
+
 def test_compare_refuses_a_tcg_time_against_the_model_but_not_counts_or_two_guests(tmp_path):
     both = write_sweep(tmp_path, "ab", {"memmap": pl.concat([rows("model", [1, 2, 3]), rows("kernel", [1, 2, 3])],
                                                             how="diagonal_relaxed")})

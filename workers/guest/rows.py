@@ -48,7 +48,7 @@ def kernel_rows(model: Model, points: pl.DataFrame, profile: Profile, settings: 
     plans = model.kernel.plan(points, settings)
     own = next((OWN_GUESTS[type(c)] for c in plans if type(c) in OWN_GUESTS), None)
     if own is not None:
-        return _own_rows(model, points, plans, *own)
+        return _own_rows(model, points, plans, *own, settings.boots)
     todo = [(i, c) for i, c in enumerate(plans) if isinstance(c, GuestConfig)]
     for i, c in enumerate(plans):
         if not isinstance(c, GuestConfig):
@@ -87,28 +87,32 @@ OWN_GUESTS = {arm64.ReclaimConfig: (arm64.run_reclaims, arm64.CMDLINE),
               devmem.MapConfig: (devmem.run_maps, devmem.CMDLINE)}
 
 
-def _own_rows(model: Model, points: pl.DataFrame, plans: list, runner, cmdline: str) -> pl.DataFrame:
-    """Kernel rows of points a model's own guest runs (the arm64 reclaim probe, the x86 /dev/mem probe): every
-    count exact, so one run a point whatever `settings.boots`; [kernel]'s image, base and references are the
-    pmem guest's and play no part. A result the reader turns down (a string: the kernel made another layout
-    than the point's) makes the row infeasible with it."""
+def _own_rows(model: Model, points: pl.DataFrame, plans: list, runner, cmdline: str, boots: int) -> pl.DataFrame:
+    """Kernel rows of points a model's own guest runs (the arm64 reclaim probe, the x86 /dev/mem probe);
+    [kernel]'s image, base and references are the pmem guest's and play no part. A model whose check samples a
+    metric (instructions) runs `boots` times, each run a sample of it (the first run's counts stand: they
+    repeat); one whose rows are all exact counts runs once. A result the reader turns down (a string: the
+    kernel made another layout than the point's) makes the row infeasible with it."""
     n = points.height
     status, reason = [STATUS_INFEASIBLE] * n, [c if isinstance(c, str) else "" for c in plans]
     values: list[dict] = [{} for _ in range(n)]
     guest: list[dict] = [{} for _ in range(n)]
     todo = [i for i, c in enumerate(plans) if not isinstance(c, str)]
     rows = points.to_dicts()
-    for i, run in zip(todo, runner([plans[i] for i in todo])):
-        if isinstance(run, str):
-            status[i], reason[i] = STATUS_ERROR, run
-            continue
-        got = model.kernel.read(rows[i], run)
-        if isinstance(got, str):
-            status[i], reason[i] = STATUS_INFEASIBLE, got
-        else:
-            status[i], values[i] = STATUS_OK, got
-        guest[i] = {"env_guest_kernel": run.release, "env_guest_cmdline": cmdline, "env_accel": "tcg",
-                    "kernel_build": run.build}
+    for boot in range(boots if model.kernel.sampled else 1):
+        for i, run in zip(todo, runner([plans[i] for i in todo])):
+            if boot and status[i] != STATUS_OK:  # what the first run said of this point stands
+                continue
+            if isinstance(run, str):
+                status[i], reason[i], values[i] = STATUS_ERROR, run + _of(boot, boots), {}
+                continue
+            got = model.kernel.read(rows[i], run)
+            if isinstance(got, str):
+                status[i], reason[i] = STATUS_INFEASIBLE, got
+            else:
+                status[i], values[i] = STATUS_OK, _boot(model, values[i], got)
+            guest[i] = {"env_guest_kernel": run.release, "env_guest_cmdline": cmdline, "env_accel": "tcg",
+                        "kernel_build": run.build}
     return _frame(model, status, reason, values, guest)
 
 

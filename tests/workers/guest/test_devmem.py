@@ -175,8 +175,9 @@ def test_a_rerun_repeats_every_count_and_instruction(probe):
 
 @pytest.mark.guest
 def test_the_shipped_spec_puts_the_kernels_leaves_beside_the_models(tmp_path):
-    """The shipped kernel-pfnmap spec run as a user runs it: 36 points in one boot, each kernel row's leaves and
-    page tables equal to the model's row, its TLB columns null (the model's alone)."""
+    """The shipped kernel-pfnmap spec run as a user runs it: 36 points, three boots, each kernel row's leaves and
+    page tables equal to the model's row, its TLB columns null (the model's alone), its instructions three
+    samples."""
     r = memsweep("run", "kernel-pfnmap", "--out", "out", "--quiet", "--no-report", cwd=tmp_path, timeout=600)
     assert r.returncode == 0, r.stdout + r.stderr
     df = pl.read_parquet(tmp_path / "out" / "kernel-pfnmap" / "model=pfnmap" / "*.parquet")
@@ -187,6 +188,9 @@ def test_the_shipped_spec_puts_the_kernels_leaves_beside_the_models(tmp_path):
         assert (both[m] == both[f"{m}_model"]).all(), m
     assert both["metric_tlb_miss_rate"].is_null().all() and both["metric_ns_per_load"].is_null().all()
     assert set(both["kernel_build"]) == {build.HUGEPFN}
+    assert (both["measure_repeats"] == 3).all()  # [kernel] boots = 3: each boot a sample of the instructions
+    assert ((both["measure_min"] <= both["metric_setup_instructions"])
+            & (both["metric_setup_instructions"] <= both["measure_max"])).all()
     # the recorded mappings are this sweep's (one boot, the same order)
     recorded = pi.recorded().rename({k: f"param_{k}" for k in pk.KEY})
     got = both.join(recorded, on=[f"param_{k}" for k in pk.KEY])

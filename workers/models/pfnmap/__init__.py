@@ -298,7 +298,7 @@ class PfnmapModel(Model):
 
     # The x86 guest maps /dev/mem in the huge-pfnmap build (RFC on and off) and counts its leaves and tables.
     kernel = KernelCheck(planner="workers.models.pfnmap.kernel:plan", reader="workers.models.pfnmap.kernel:read",
-                         metrics=(*KERNEL_METRICS, INSTRUCTIONS), exact=KERNEL_METRICS,
+                         metrics=(*KERNEL_METRICS, INSTRUCTIONS), exact=KERNEL_METRICS, sampled=INSTRUCTIONS,
                          inputs="workers.models.pfnmap.kernel:inputs", bound="workers.models.pfnmap.kernel:bound",
                          differs="workers.models.pfnmap.kernel:differs")
 
