@@ -44,8 +44,9 @@ guest: $(STAMP)
 	$(BIN)/python -m workers.guest fetch
 	$(BIN)/python -m workers.guest fetch-arm64
 
-# The seed series' kernel ("series:6.12"): Debian's 6.12 source with workers/guest/series/*.patch, built once
-# per node into ~/.cache/memsweep/builds (432 s cold on 2 cores; nothing when it is there).
+# The seed series' kernel ("series:6.12"): Debian's 6.12 source with workers/guest/series/*.patch, its base
+# (no patches) and the huge-pfnmap build (workers/guest/hugepfn/*.patch), each built once per node into
+# ~/.cache/memsweep/builds (432-461 s each cold on a busy 2-core machine; nothing when they are there).
 kernels: $(STAMP)
 	$(BIN)/python -m workers.guest build
 
