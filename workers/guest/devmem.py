@@ -166,12 +166,18 @@ def run(configs: list[MapConfig], *, image: Path | None = None, cache_dir: Path 
         cmd = [qemu.QEMU, "-accel", "tcg", "-cpu", "max", "-icount", qemu.ICOUNT, *qemu.DETERMINISTIC,
                "-smp", "1", "-m", f"{RAM_MIB}M", "-kernel", str(image), "-initrd", str(initrd), "-append", CMDLINE,
                "-nodefaults", "-nographic", "-no-reboot", "-serial", f"file:{console}"]
-        proc = qemu.spawn(cmd, Path(tmp) / "qemu.log")
+        log = Path(tmp) / "qemu.log"
+        proc = qemu.spawn(cmd, log)
         deadline = time.monotonic() + timeout_s
         while proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.2)
+        timed_out = proc.poll() is None
         qemu.stop(proc)
         text = console.read_text(errors="replace") if console.exists() else ""
+        said = log.read_text(errors="replace").strip() if log.exists() else ""
+    if "memsweep-devmem-release" not in text:  # no /init line: QEMU, the image or the boot failed
+        why = f"no answer in {timeout_s:.0f} s" if timed_out else f"QEMU said: {said[-400:]}" if said else "no output"
+        raise GuestSetupError(f"the /dev/mem probe's guest never reached /init ({image}; {why})\n" + _tail(text))
     return parse(text, configs)
 
 
@@ -242,7 +248,7 @@ def parse(console: str, configs: list[MapConfig]) -> DevmemRun:
 
 
 def _tail(console: str, lines: int = 20) -> str:
-    return "\n".join(console.splitlines()[-lines:])
+    return "\n".join(ESCAPES.sub("", console).splitlines()[-lines:])
 
 
 def text(result: MapResult) -> str:

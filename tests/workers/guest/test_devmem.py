@@ -62,6 +62,16 @@ def test_a_guest_that_failed_or_complained_is_refused_with_what_it_printed(conso
         devmem.parse(console, CONFIGS)
 
 
+@pytest.mark.guest
+def test_an_image_that_never_reaches_init_is_refused_with_what_qemu_and_the_console_said(tmp_path):
+    """A damaged kernel image (cut short): the guest never prints its first line, and the run says so, naming
+    the image, rather than reading an empty console as no mappings."""
+    image = tmp_path / "bzImage"
+    image.write_bytes(build.cached_build(name=build.HUGEPFN).image.read_bytes()[:100_000])
+    with pytest.raises(GuestSetupError, match=r"never reached /init \(.*bzImage; (no output|QEMU said)"):
+        devmem.run([MapConfig(huge=True, size=2 * MIB)], image=image, timeout_s=60)
+
+
 @pytest.mark.parametrize("config, problem", [
     (MapConfig(huge=True, size=3000), "whole pages"),
     (MapConfig(huge=True, size=64 * MIB, pa_offset=65 * MIB), "pa_offset + size must be at most 128 MiB"),
