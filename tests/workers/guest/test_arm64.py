@@ -184,7 +184,8 @@ def test_a_point_becomes_its_kernels_reclaim_and_its_counts_are_read_back():
     assert run.folios == {5: 512}
     assert yk.read(point, run) == {
         "metric_calls": 910, "metric_young_calls": 519, "metric_ptes_asked": 32 * 890 + 4 * 16 + 16 * 4,
-        "metric_walks": 974, "metric_ptes": 12288, "metric_folios": 384}
+        "metric_walks": 974, "metric_ptes": 12288, "metric_folios": 384,
+        "metric_instructions_per_folio": 14758064 / 384}
     mixed = dataclasses.replace(run, folios={5: 384, 9: 8})  # khugepaged collapsed some (7.3, before it was off)
     assert yk.read(point, mixed) == ("readahead of 128 KiB made the mapped folios 384 of order 5, 8 of order 9, "
                                      "not 512 of order 5")

@@ -24,7 +24,10 @@ memory.reclaim write only: metric_calls (the young-bit function's calls), metric
 returned young), metric_ptes_asked (one a call on 6.12, the calls' nr on 7.3), metric_walks
 (folio_referenced_one() calls: one mapping, so one per folio_referenced() walk), metric_ptes and
 metric_folios (the file pages reclaimed, /proc/vmstat pgsteal_file, and those in folios). All exact: the
-model's closed form must give the same numbers, and `bound` says where the recorded runs found it does. A
+model's closed form must give the same numbers, and `bound` says where the recorded runs found it does.
+Beside them metric_instructions_per_folio, the instructions of the memory.reclaim write (guest ns under the
+instruction counter) per folio reclaimed: the kernel's alone (the model prices time), the sample compare reads
+when it sets 6.12 against 7.3 (`--pair batching=per_pte:batched --pair unmap=per_pte:batched`). A
 run whose mapped folios are not all of the point's order (the probe counts them before the reclaim) is
 infeasible with what readahead made.
 """
@@ -112,8 +115,10 @@ def read(point: dict, run: ReclaimRun) -> dict | str:
         return (f"readahead of {run.readahead_kb} KiB made the mapped folios {made or 'none'}, not "
                 f"{want[_order(point)]:,} of order {_order(point)}")
     asked = sum(n * c for n, c in run.pages.items()) if run.pages else run.calls
+    folios = run.reclaimed // pages
     return {"metric_calls": run.calls, "metric_young_calls": run.young.get(1, 0), "metric_ptes_asked": asked,
-            "metric_walks": run.visits, "metric_ptes": run.reclaimed, "metric_folios": run.reclaimed // pages}
+            "metric_walks": run.visits, "metric_ptes": run.reclaimed, "metric_folios": folios,
+            "metric_instructions_per_folio": run.instructions / folios if folios else None}
 
 
 RESULTS = "kernel_results.csv"  # benchmarks/young_kernel.py --write: the recorded kernel rows and the model's
