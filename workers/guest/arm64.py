@@ -34,6 +34,7 @@ from pathlib import Path
 from workers.units import MiB
 
 from . import cpio, qemu
+from .cc import static_program
 from .debian import APT_TIMEOUT_S, MARKER, Apt, default_cache_dir, ensure_packages
 from .exceptions import GuestSetupError
 
@@ -222,17 +223,8 @@ class PrivateApt(Apt):
 
 def program(cc: str = CC) -> bytes:
     """reclaim.c built by the aarch64 cross compiler, static (the guest has no libc)."""
-    if shutil.which(cc) is None:
-        raise GuestSetupError(f"the arm64 guest needs {cc}: run `make guest` (apt-get install gcc-aarch64-linux-gnu "
-                              "libc6-dev-arm64-cross)")
-    source = resources.files(__package__).joinpath("reclaim.c").read_text()
-    with tempfile.TemporaryDirectory(prefix="memsweep-reclaim-") as tmp:
-        src, out = Path(tmp) / "reclaim.c", Path(tmp) / "reclaim"
-        src.write_text(source)
-        done = subprocess.run([cc, "-O2", "-static", "-o", str(out), str(src)], capture_output=True, text=True)
-        if done.returncode != 0:
-            raise GuestSetupError(f"building the reclaim probe failed: {done.stderr.strip()[-400:]}")
-        return out.read_bytes()
+    return static_program("reclaim.c", "the reclaim probe", cc, ("-O2", "-static"),
+                          "run `make guest`: apt-get install gcc-aarch64-linux-gnu libc6-dev-arm64-cross")
 
 
 def disk_mib(file_mib: int) -> int:

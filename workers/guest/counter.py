@@ -11,13 +11,9 @@ wakes) only adds to its time, so the quietest run's guest ns per loop instructio
 
 from __future__ import annotations
 
-import shutil
-import subprocess
-import tempfile
 from dataclasses import dataclass
-from importlib import resources
-from pathlib import Path
 
+from .cc import static_program
 from .exceptions import GuestSetupError
 
 LOOP_INSTRUCTIONS = 2  # counter.c spin(): `dec` and `jnz` per iteration
@@ -44,17 +40,7 @@ class CounterCheck:
 
 def loop_program(cc: str = "cc") -> bytes:
     """counter.c built by `cc` as a static x86-64 executable; GuestSetupError when it cannot be."""
-    if shutil.which(cc) is None:
-        raise GuestSetupError(f"the counter check needs a C compiler: {cc!r} is not on PATH (install gcc)")
-    source = resources.files(__package__).joinpath("counter.c").read_text()
-    with tempfile.TemporaryDirectory(prefix="memsweep-counter-") as tmp:
-        src, out = Path(tmp) / "counter.c", Path(tmp) / "loop"
-        src.write_text(source)
-        done = subprocess.run([cc, *CFLAGS, "-o", str(out), str(src)], capture_output=True, text=True)
-        if done.returncode != 0:
-            raise GuestSetupError(f"building the counter loop failed ({cc} {' '.join(CFLAGS)}): "
-                                  f"{done.stderr.strip()[-400:]}")
-        return out.read_bytes()
+    return static_program("counter.c", "the counter check's loop", cc, CFLAGS, "install gcc")
 
 
 def check(kernel, *, accel: str = "tcg", boot_timeout_s: float = 120.0) -> CounterCheck:

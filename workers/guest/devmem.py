@@ -20,7 +20,6 @@ from __future__ import annotations
 import platform
 import re
 import shutil
-import subprocess
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -30,6 +29,7 @@ from pathlib import Path
 from workers.units import MiB
 
 from . import build, cpio, qemu
+from .cc import static_program
 from .debian import BUSYBOX_STATIC
 from .exceptions import GuestSetupError
 
@@ -116,17 +116,7 @@ def program(cc: str = "cc") -> bytes:
     if platform.machine() not in ("x86_64", "AMD64"):
         raise GuestSetupError(f"the /dev/mem probe is an x86-64 program, built by the node's compiler; this node "
                               f"is {platform.machine()}")
-    if shutil.which(cc) is None:
-        raise GuestSetupError(f"the /dev/mem probe needs a C compiler: {cc!r} is not on PATH (install gcc)")
-    source = resources.files(__package__).joinpath("devmem.c").read_text()
-    with tempfile.TemporaryDirectory(prefix="memsweep-devmem-") as tmp:
-        src, out = Path(tmp) / "devmem.c", Path(tmp) / "devmem"
-        src.write_text(source)
-        done = subprocess.run([cc, *CFLAGS, "-o", str(out), str(src)], capture_output=True, text=True)
-        if done.returncode != 0:
-            raise GuestSetupError(f"building the /dev/mem probe failed ({cc} {' '.join(CFLAGS)}; a static "
-                                  f"build needs libc6-dev): {done.stderr.strip()[-400:]}")
-        return out.read_bytes()
+    return static_program("devmem.c", "the /dev/mem probe", cc, CFLAGS, "install gcc and libc6-dev")
 
 
 def conf_lines(configs: list[MapConfig]) -> str:
