@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -26,15 +25,11 @@ sys.path.insert(0, str(ROOT))
 
 import polars as pl  # noqa: E402
 
-from sweeps.spec.grid import decode, grid_for  # noqa: E402
-from sweeps.spec.load import load_spec  # noqa: E402
-from workers import get_model  # noqa: E402
-from workers.evaluate import evaluate  # noqa: E402
 from workers.guest import devmem  # noqa: E402
 from workers.models.pfnmap import KERNEL_METRICS  # noqa: E402
 from workers.models.pfnmap import kernel as pk  # noqa: E402
 from workers.models.pfnmap.instructions import RESULTS, TRAIN_ALIGN, fit  # noqa: E402
-from workers.profiles import load_profile  # noqa: E402
+from own_guest import cells, recorded_rows, write  # noqa: E402  (beside this file)
 
 SPEC = "kernel-pfnmap"
 OUT = ROOT / "workers" / "models" / "pfnmap" / RESULTS
@@ -46,42 +41,18 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--write", action="store_true", help=f"record the results in {OUT.relative_to(ROOT)}")
     args = p.parse_args()
-    spec = load_spec(SPEC)
-    model = get_model("pfnmap")
-    grid = grid_for(spec, model.name)
-    points = decode(grid, 0, grid.size)
-    plans = model.kernel.plan(points, spec.settings.get("kernel"))
-    keep = [i for i, c in enumerate(plans) if isinstance(c, devmem.MapConfig)]
-    points = points[keep]
-    configs = [plans[i] for i in keep]
-    modeled = evaluate(model, points, load_profile(spec.profile_name))
-    start = time.monotonic()
-    runs = devmem.run_maps(configs)
-    wall = time.monotonic() - start
-    rows = []
-    for point, m, run in zip(points.to_dicts(), modeled.to_dicts(), runs):
-        if isinstance(run, str):
-            raise SystemExit(f"the probe failed: {run}")
-        k = pk.read(point, run)
-        rows.append({**{key: point[f"param_{key}"] for key in pk.KEY}, "release": run.release,
-                     "mmap_instructions": run.mmap_instructions, "munmap_instructions": run.munmap_instructions,
-                     **{f"kernel_{c.removeprefix('metric_')}": k[c] for c in KERNEL_METRICS},
-                     **{f"model_{c.removeprefix('metric_')}": m[c] for c in KERNEL_METRICS}})
+    rows, wall = recorded_rows(SPEC, "pfnmap", devmem.run_maps, pk.KEY, KERNEL_METRICS, lambda run: {
+        "mmap_instructions": run.mmap_instructions, "munmap_instructions": run.munmap_instructions})
     df = pl.DataFrame(rows)
     print(f"{len(rows)} mappings in one boot, {wall:.0f} s\n")
     head = " | ".join(SHORT.values())
     print(f"| size | pa | va - pa | RFC | {head} | mmap | munmap |")
     print("|---|---|---|---|" + "---|" * len(SHORT) + "---|---|")
     for r in rows:
-        cells = []
-        for c in SHORT:
-            name = c.removeprefix("metric_")
-            kv, mv = r[f"kernel_{name}"], r[f"model_{name}"]
-            cells.append(f"{kv:,}" if kv == mv else f"**{kv:,}** (model {mv:,})")
         pa = pk.pa_of(r["align"], r["pa_offset"])
         print(f"| {r['namespace_size'] >> 20} MiB | {pa >> 10} KiB | {r['va_offset'] >> 10} KiB | "
-              f"{'on' if r['compound_order'] == 9 else 'off'} | {' | '.join(cells)} | {r['mmap_instructions']:,} | "
-              f"{r['munmap_instructions']:,} |")
+              f"{'on' if r['compound_order'] == 9 else 'off'} | {' | '.join(cells(r, SHORT))} | "
+              f"{r['mmap_instructions']:,} | {r['munmap_instructions']:,} |")
     print("\n| call | fit on | call | per PTE | per PMD | per table | held-out worst | leave-one-out worst |")
     print("|---|---|---|---|---|---|---|---|")
     for call in ("mmap", "munmap"):
@@ -90,7 +61,7 @@ def main() -> None:
         print(f"| {call} | {f.train} aligned | {c['call']:,.0f} | {c['pte_leaves']:.1f} | {c['pmd_leaves']:.1f} | "
               f"{c['pt_pages']:.1f} | {f.held_out_error:.2%} ({f.held_out} points) | {f.loo_error:.2%} |")
     if args.write:
-        df.write_csv(OUT)
+        write(rows, OUT)
         print(f"\nwrote {OUT.relative_to(ROOT)}")
 
 

@@ -15,22 +15,15 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-import polars as pl  # noqa: E402
-
-from sweeps.spec.grid import decode, grid_for  # noqa: E402
-from sweeps.spec.load import load_spec  # noqa: E402
-from workers import get_model  # noqa: E402
-from workers.evaluate import evaluate  # noqa: E402
 from workers.guest import arm64  # noqa: E402
 from workers.models.young import KERNEL_METRICS  # noqa: E402
 from workers.models.young import kernel as yk  # noqa: E402
-from workers.profiles import load_profile  # noqa: E402
+from own_guest import cells, recorded_rows, write  # noqa: E402  (beside this file)
 
 SPEC = "kernel-young"
 OUT = ROOT / "workers" / "models" / "young" / yk.RESULTS
@@ -42,42 +35,17 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--write", action="store_true", help=f"record the results in {OUT.relative_to(ROOT)}")
     args = p.parse_args()
-    spec = load_spec(SPEC)
-    model = get_model("young")
-    grid = grid_for(spec, model.name)
-    points = decode(grid, 0, grid.size)
-    plans = model.kernel.plan(points, spec.settings.get("kernel"))
-    keep = [i for i, c in enumerate(plans) if isinstance(c, arm64.ReclaimConfig)]
-    points = points[keep]
-    configs = [plans[i] for i in keep]
-    modeled = evaluate(model, points, load_profile(spec.profile_name))
-    start = time.monotonic()
-    runs = arm64.run_reclaims(configs)
-    wall = time.monotonic() - start
-    rows = []
-    for point, m, run in zip(points.to_dicts(), modeled.to_dicts(), runs):
-        if isinstance(run, str):
-            raise SystemExit(f"the probe failed: {run}")
-        k = yk.read(point, run)
-        rows.append({**{key: point[f"param_{key}"] for key in yk.KEY}, "release": run.release,
-                     "instructions": run.instructions,
-                     **{f"kernel_{c.removeprefix('metric_')}": k[c] for c in KERNEL_METRICS},
-                     **{f"model_{c.removeprefix('metric_')}": m[c] for c in KERNEL_METRICS}})
-    df = pl.DataFrame(rows)
+    rows, wall = recorded_rows(SPEC, "young", arm64.run_reclaims, yk.KEY, KERNEL_METRICS,
+                               lambda run: {"instructions": run.instructions})
     print(f"{len(rows)} boots in {wall:.0f} s ({wall / len(rows):.1f} s a boot)\n")
     head = " | ".join(SHORT[c] for c in KERNEL_METRICS)
     print(f"| kernel | LRU | young | {head} | instructions | per folio |")
     print("|---|---|---|" + "---|" * len(KERNEL_METRICS) + "---|---|")
     for r in rows:
-        cells = []
-        for c in KERNEL_METRICS:
-            name = c.removeprefix("metric_")
-            kv, mv = r[f"kernel_{name}"], r[f"model_{name}"]
-            cells.append(f"{kv:,}" if kv == mv else f"**{kv:,}** (model {mv:,})")
-        print(f"| {r['release']} | {r['lru']} | {r['young_fraction']:g} | {' | '.join(cells)} | "
+        print(f"| {r['release']} | {r['lru']} | {r['young_fraction']:g} | {' | '.join(cells(r, KERNEL_METRICS))} | "
               f"{r['instructions']:,} | {r['instructions'] / r['kernel_folios']:,.0f} |")
     if args.write:
-        df.write_csv(OUT)
+        write(rows, OUT)
         print(f"\nwrote {OUT.relative_to(ROOT)}")
 
 
