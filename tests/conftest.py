@@ -34,10 +34,12 @@ SLOW_FIXTURES = ("seed_calibration", "default_sweep", "seed_sweep", "small_repor
 LONGEST_FIRST = (
     "sweeps/cluster/test_slurm.py",  # the cancel-and-resubmit test alone 132-170 s: two two-node Slurm jobs, a
     # worker's raylet aborted and started again; then a job whose worker's step ends at once
+    "workers/guest/test_arm64.py",  # 160-190 s: the kernel-young spec, 16 boots of arm64 kernels, and a rerun
     "sweeps/cluster/test_jobs.py",  # 118 s: a two-node Ray cluster and two Jobs API submissions
     "sweeps/run/test_lease.py",  # 105 s: drivers signalled and killed, each with its Ray
     "sweeps/run/test_reaper.py",  # 86-98 s: a SIGKILLed driver's Ray reaped (29-31 s); a raylet abort (56-67 s);
     # since then, drivers SIGKILLed at five moments of Ray's start (the module 102 s alone on a busy 2-core host)
+    "workers/guest/test_devmem.py",  # 60-90 s: two boots of the huge-pfnmap build and kernel-pfnmap's three
     "sweeps/run/test_kernel.py",  # 70 s: a guest sweep binding 16 namespaces in Debian's 6.12
     "sweeps/run/test_faults.py",  # 68 s: a full disk, an object store that fails, its retries
     "sweeps/run/test_failures.py",  # 53 s: a killed driver and its Ray
