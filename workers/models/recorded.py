@@ -19,7 +19,12 @@ def recorded_points(results: pl.DataFrame, metric: str, key: dict[str, pl.Expr],
     if f"kernel_{name}" not in results.columns:
         return pl.lit(False)
     same = pl.col(f"kernel_{name}") == pl.col(f"model_{name}")
+    return at_rows(results.filter(same if equal else ~same), key, where=where)
+
+
+def at_rows(rows: pl.DataFrame, key: dict[str, pl.Expr], *, where: pl.Expr) -> pl.Expr:
+    """True on the points (`where`) whose `key` expressions equal one of `rows`' key columns."""
     at = pl.lit(False)
-    for row in results.filter(same if equal else ~same).select(list(key)).iter_rows(named=True):
+    for row in rows.select(list(key)).iter_rows(named=True):
         at = at | pl.all_horizontal([key[k] == v for k, v in row.items()])
     return where & at

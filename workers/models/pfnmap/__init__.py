@@ -299,7 +299,8 @@ class PfnmapModel(Model):
     # The x86 guest maps /dev/mem in the huge-pfnmap build (RFC on and off) and counts its leaves and tables.
     kernel = KernelCheck(planner="workers.models.pfnmap.kernel:plan", reader="workers.models.pfnmap.kernel:read",
                          metrics=(*KERNEL_METRICS, INSTRUCTIONS), exact=KERNEL_METRICS, sampled=INSTRUCTIONS,
-                         inputs="workers.models.pfnmap.kernel:inputs", bound="workers.models.pfnmap.kernel:bound",
+                         work=(INSTRUCTIONS,), inputs="workers.models.pfnmap.kernel:inputs",
+                         bound="workers.models.pfnmap.kernel:bound", fitted="workers.models.pfnmap.kernel:fitted",
                          differs="workers.models.pfnmap.kernel:differs")
 
     def evaluate(self, points: pl.DataFrame, profile: Profile) -> pl.DataFrame:

@@ -32,9 +32,10 @@ from workers.guest import devmem
 from workers.guest.devmem import MapConfig, MapResult
 from workers.units import GiB, MiB
 
-from ..recorded import recorded_points
+from ..recorded import at_rows, recorded_points
+from . import INSTRUCTIONS
 from .geometry import PMD, PMD_ORDER, PUD_ORDER
-from .instructions import recorded
+from .instructions import TRAIN_ALIGN, recorded, setup_fit, setup_instructions
 
 NOT_GIVEN = -1
 
@@ -94,6 +95,7 @@ def read(point: dict, result: MapResult) -> dict:
 
 
 KEY = ("namespace_size", "align", "pa_offset", "va_offset", "compound_order")  # a recorded row's point
+X86 = pl.col("param_arch") == "x86_64"  # where a recorded row can be
 
 
 def _key() -> dict[str, pl.Expr]:
@@ -103,10 +105,27 @@ def _key() -> dict[str, pl.Expr]:
 
 
 def bound(metric: str) -> pl.Expr:
-    """KernelCheck.bound: true on the points where a recorded run's `metric` equals the model's."""
-    return recorded_points(recorded(), metric, _key(), where=pl.col("param_arch") == "x86_64", equal=True)
+    """KernelCheck.bound: true on the points where a recorded run's `metric` equals the model's; for the
+    setup instructions, the recorded points held out of their costs' fit whose count the model's price is
+    within the fit's leave-one-out error of."""
+    if metric == INSTRUCTIONS:
+        df, f = recorded(), setup_fit()
+        price = setup_instructions(df["kernel_pte_leaves"], df["kernel_pmd_leaves"], df["kernel_pt_pages"])
+        near = (price / df["mmap_instructions"] - 1).abs() <= f.loo_error
+        return at_rows(df.filter(near & (df["align"] != TRAIN_ALIGN)), _key(), where=X86)
+    return recorded_points(recorded(), metric, _key(), where=X86, equal=True)
+
+
+def fitted(metric: str) -> tuple[str, pl.Expr] | None:
+    """KernelCheck.fitted: the setup instructions' costs were fit to the huge-pfnmap build's recorded points
+    with a 2 MiB-aligned physical start."""
+    if metric != INSTRUCTIONS:
+        return None
+    from workers.guest import build
+
+    return build.HUGEPFN, at_rows(recorded().filter(pl.col("align") == TRAIN_ALIGN), _key(), where=X86)
 
 
 def differs(metric: str) -> pl.Expr:
     """KernelCheck.differs: true on the points where a recorded run's `metric` is not the model's."""
-    return recorded_points(recorded(), metric, _key(), where=pl.col("param_arch") == "x86_64", equal=False)
+    return recorded_points(recorded(), metric, _key(), where=X86, equal=False)
