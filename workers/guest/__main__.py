@@ -2,9 +2,9 @@
 the cache); what `make guest` runs. Quick when everything is there already. `python -m workers.guest
 check-counter`: boot a kernel with a loop of known length and print what one guest instruction costs in
 guest time (1.0 ns: the instruction counter counts instructions; workers/guest/counter.py). `python -m
-workers.guest build`: build the seed series' kernel ("series:6.12", workers/guest/build.py) and its base
-("base:6.12": the same source and config without the patches) unless this node has them; what `make
-kernels` runs. `python -m workers.guest fetch-arm64`: the arm64 guest's tools and Debian's arm64 6.12 and 7.3
+workers.guest build`: build the seed series' kernel ("series:6.12", workers/guest/build.py), its base
+("base:6.12": the same source and config without the patches) and the huge-pfnmap build (hugepfn-6.12)
+unless this node has them; what `make kernels` runs. `python -m workers.guest fetch-arm64`: the arm64 guest's tools and Debian's arm64 6.12 and 7.3
 kernels (workers/guest/arm64.py; `make guest` runs it too). `python -m workers.guest reclaim`: boot one and
 print what a reclaim of a mapped XFS file did to young bits. `python -m workers.guest devmem`: boot the
 huge-pfnmap build (built first when missing) and map /dev/mem with the RFC off and on: leaves, page tables
@@ -33,9 +33,10 @@ def main(argv: list[str] | None = None) -> int:
     c = sub.add_parser("check-counter", help="boot a Debian kernel under TCG with QEMU's instruction counter and "
                                               "time a loop of known length: guest ns per instruction")
     c.add_argument("--series", default=debian.DEFAULT_SERIES, choices=sorted(debian.SERIES))
-    b = sub.add_parser("build", help="build the seed series' kernel (series:6.12) and its base (base:6.12: the same "
-                                     "source and config without the patches) unless cached: Debian's 6.12 source, "
-                                     "workers/guest/series/*.patch, a small config")
+    b = sub.add_parser("build", help="build the seed series' kernel (series:6.12), its base (base:6.12: the same "
+                                     "source and config without the patches) and the huge-pfnmap build (the RFC's "
+                                     "patches, workers/guest/hugepfn/) unless cached: Debian's 6.12 source, a small "
+                                     "config")
     b.add_argument("--cache-dir", default=None, help=f"default: {build.builds_dir().parent}")
     b.add_argument("-j", "--jobs", type=int, default=None, help="make's parallel jobs (default: all cores)")
     a = sub.add_parser("fetch-arm64", help="install qemu-system-arm, xfsprogs and the aarch64 cross compiler if "
