@@ -36,8 +36,11 @@ walk_ns_per_access, and speedup_vs_pte (the same point with PTEs only, over
 this one, for the selected access pattern).
 
 Costs: setup = remap_call_ns + PTEs x pte_set_ns + huge leaves x
-huge_leaf_set_ns + page-table pages x pt_page_alloc_ns. Loads and copies: see
-tlb. Five costs are fit to the RFC's twenty figures (free_params): the DRAM
+huge_leaf_set_ns + page-table pages x pt_page_alloc_ns. setup_instructions
+(x86_64 only) is the same counts at the huge-pfnmap build's instructions per
+operation, fit to a real kernel's mmap() counts (instructions.py); kernel.py
+maps the x86_64 points in that build (workers/guest/devmem.py), where every
+leaf and table count must equal the model's. Loads and copies: see tlb. Five costs are fit to the RFC's twenty figures (free_params): the DRAM
 latency, the latencies of the two parts of the L3 a walk reads, and the copy's
 bandwidth and stall per TLB miss. The cache sizes are the named part's
 (datasheet); the rest of [pfnmap] is assumed (kernel facts: published), each
