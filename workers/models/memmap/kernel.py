@@ -47,7 +47,7 @@ from importlib import resources
 import numpy as np
 import polars as pl
 
-from workers.units import PAGE_SIZE, GiB, KiB, MiB, format_size
+from workers.units import PAGE_SIZE, GiB, format_size
 
 from . import layout as ml
 from . import work
