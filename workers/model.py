@@ -250,7 +250,9 @@ class KernelCheck:
     what fixes the model's kernel rows besides the point and the [kernel] settings (a guest of its own: its
     kernels' packages, its probe's source), hashed into its kernel chunks' ids; None: nothing more.
     `differs`: the same kind of reference as `bound`, true where the recorded kernel results counted that
-    metric otherwise than the model (an exact metric's evidence says so there); None: nowhere."""
+    metric otherwise than the model (an exact metric's evidence says so there); None: nowhere. `prepare`: () ->
+    None, run by `memsweep run` before it writes anything, that readies this node for a guest of the model's
+    own (builds or fetches its kernels, progress on stderr; GuestSetupError when it cannot); None: nothing."""
 
     planner: str | Callable[..., list]
     reader: str | Callable[..., dict]
@@ -263,6 +265,7 @@ class KernelCheck:
     build: str | Callable[..., str] | None = None
     fitter: str | Callable[[pl.DataFrame], object] | None = None
     inputs: str | Callable[[], dict] | None = None
+    prepare: str | Callable[[], None] | None = None
     differs: str | Callable[[str], pl.Expr] | None = None
 
     def plan(self, points: pl.DataFrame, settings) -> list:
@@ -292,6 +295,11 @@ class KernelCheck:
     def guest_inputs(self) -> dict:
         """What else fixes the model's kernel rows (`inputs`); {} without."""
         return {} if self.inputs is None else _resolve(self.inputs)()
+
+    def prepare_guest(self) -> None:
+        """Ready this node for the model's own guest (`prepare`), before a run writes anything; nothing without."""
+        if self.prepare is not None:
+            _resolve(self.prepare)()
 
     def fit_build(self, rows: pl.DataFrame):
         """The fitter's fit of one build's costs to its kernel rows (`fitter`); None without one."""

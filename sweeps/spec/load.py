@@ -172,7 +172,8 @@ def with_kernel(spec: SweepSpec, image: str | None = None, modules: str | None =
     With `build` (memsweep run), a named kernel this node builds (series:6.12, base:6.12, and the base a
     series' row is read against) is built first when it is not cached, its progress on stderr; a missing
     toolchain (named with the command that installs it) or a failed step is the SpecError, before the run
-    writes anything. A `base` that is no kernel is named as the base."""
+    writes anything. A model with a guest of its own readies it the same way (KernelCheck.prepare: a build or
+    Debian's arm64 kernels). A `base` that is no kernel is named as the base."""
     given = {k: v for k, v in (("image", image), ("modules", modules), ("accel", accel)) if v is not None}
     if given and KERNEL not in spec.sources:
         raise SpecError(f"'--{next(iter(given)).replace('image', 'kernel')}' needs a spec whose 'source' has "
@@ -181,6 +182,9 @@ def with_kernel(spec: SweepSpec, image: str | None = None, modules: str | None =
         kernel = spec.settings[KERNEL]
         kernel = KernelSettings.from_table({**_fields(kernel), **given}, Path.cwd()) if given else kernel
         if KERNEL in spec.sources:
+            for m in spec.models if build else ():  # a model's own guest: its kernels, before anything is written
+                if MODELS[m].kernel is not None:
+                    MODELS[m].kernel.prepare_guest()
             for k in (kernel, *kernel.reference_settings().values()):
                 if build and k.image in BUILT and cached_build(name=BUILT[k.image]) is None:
                     build_series(install=False, name=BUILT[k.image])  # the toolchain: the user's own install

@@ -249,3 +249,17 @@ def test_the_setup_instructions_are_fit_where_their_costs_were_and_kernel_checke
     held = [g for g, a in zip(got, aligned) if not a]
     assert held.count("kernel-checked") == 16 and held.count("extrapolated") == 2
     assert got[-1] == "extrapolated"
+
+
+def test_a_run_readies_the_build_before_it_writes_anything_and_a_plan_does_not(monkeypatch):
+    """`memsweep run` (with_kernel(..., build=True)) has the model's check build the huge-pfnmap kernel in the
+    driver, once, before any chunk (rather than each chunk building it); `plan` (build=False) builds nothing."""
+    from sweeps.spec.load import load_spec, with_kernel
+
+    calls = []
+    monkeypatch.setattr(devmem, "kernel", lambda *a, **k: calls.append(a))
+    spec = load_spec("kernel-pfnmap")
+    with_kernel(spec, build=False)
+    assert calls == []
+    with_kernel(spec, build=True)
+    assert len(calls) == 1

@@ -303,6 +303,7 @@ class PfnmapModel(Model):
     kernel = KernelCheck(planner="workers.models.pfnmap.kernel:plan", reader="workers.models.pfnmap.kernel:read",
                          metrics=(*KERNEL_METRICS, INSTRUCTIONS), exact=KERNEL_METRICS, sampled=INSTRUCTIONS,
                          work=(INSTRUCTIONS,), inputs="workers.models.pfnmap.kernel:inputs",
+                         prepare="workers.models.pfnmap.kernel:prepare",
                          bound="workers.models.pfnmap.kernel:bound", fitted="workers.models.pfnmap.kernel:fitted",
                          differs="workers.models.pfnmap.kernel:differs")
 

@@ -77,6 +77,12 @@ def _config(p: dict) -> MapConfig:
                      va_offset=p["param_va_offset"])
 
 
+def prepare() -> None:
+    """KernelCheck.prepare: the huge-pfnmap build, built here first when this node has none (minutes, progress on
+    stderr), so that the run's chunks find it rather than each building it."""
+    devmem.kernel()
+
+
 def inputs() -> dict:
     """KernelCheck.inputs: the build's patches and config (its digest) and the probe's source."""
     from workers.guest import build

@@ -306,7 +306,7 @@ class YoungModel(Model):
     # Debian's arm64 6.12 and 7.3 in a TCG guest, reclaiming a mapped XFS file (workers/models/young/kernel.py)
     kernel = KernelCheck(planner="workers.models.young.kernel:plan", reader="workers.models.young.kernel:read",
                          metrics=(*KERNEL_METRICS, INSTRUCTIONS), exact=KERNEL_METRICS, sampled=INSTRUCTIONS,
-                         bound="workers.models.young.kernel:bound",
+                         bound="workers.models.young.kernel:bound", prepare="workers.models.young.kernel:prepare",
                          inputs="workers.models.young.kernel:inputs", differs="workers.models.young.kernel:differs")
 
     def evaluate(self, points: pl.DataFrame, profile: Profile) -> dict:

@@ -98,6 +98,15 @@ def _config(p: dict) -> ReclaimConfig:
                          align_bytes=p["param_align"] % PMD_SIZE, young_bytes=young)
 
 
+def prepare() -> None:
+    """KernelCheck.prepare: Debian's arm64 kernels and busybox in this node's cache (fetched once), and the host
+    tools the guest needs, so that the run's chunks find them."""
+    arm64.ensure_host_tools(install=False)
+    for series in arm64.KERNELS:
+        arm64.fetch(series)
+    arm64.busybox()
+
+
 def inputs() -> dict:
     """KernelCheck.inputs: the arm64 kernels' packages and the probe's source (what else fixes a kernel row)."""
     probe = b"".join(resources.files(arm64.__package__).joinpath(f).read_bytes() for f in arm64.PROBE_FILES)
