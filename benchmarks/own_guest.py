@@ -4,7 +4,9 @@ model's kernel-checked labels read (the key axes, then kernel_<name> and model_<
 
 from __future__ import annotations
 
+import argparse
 import time
+from pathlib import Path
 
 import polars as pl
 
@@ -53,5 +55,14 @@ def cells(row: dict, metrics) -> list[str]:
     return out
 
 
-def write(rows: list[dict], path) -> None:
-    pl.DataFrame(rows).write_csv(path)
+def arguments(doc: str, out: Path, root: Path) -> argparse.Namespace:
+    """A recorder's command line: `--write` records its rows in `out`."""
+    p = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--write", action="store_true", help=f"record the results in {out.relative_to(root)}")
+    return p.parse_args()
+
+
+def write(rows: list[dict], out: Path, root: Path) -> None:
+    """The rows as the CSV the model's labels read, and where they went."""
+    pl.DataFrame(rows).write_csv(out)
+    print(f"\nwrote {out.relative_to(root)}")

@@ -16,7 +16,6 @@ workers/models/pfnmap/kernel_results.csv, which the model's KernelCheck.bound re
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -29,7 +28,7 @@ from workers.guest import devmem  # noqa: E402
 from workers.models.pfnmap import KERNEL_METRICS  # noqa: E402
 from workers.models.pfnmap import kernel as pk  # noqa: E402
 from workers.models.pfnmap.instructions import RESULTS, TRAIN_ALIGN, fit  # noqa: E402
-from own_guest import cells, recorded_rows, write  # noqa: E402  (beside this file)
+from own_guest import arguments, cells, recorded_rows, write  # noqa: E402  (beside this file)
 
 SPEC = "kernel-pfnmap"
 OUT = ROOT / "workers" / "models" / "pfnmap" / RESULTS
@@ -38,9 +37,7 @@ SHORT = {"metric_pte_leaves": "PTEs", "metric_pmd_leaves": "PMDs", "metric_pud_l
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--write", action="store_true", help=f"record the results in {OUT.relative_to(ROOT)}")
-    args = p.parse_args()
+    args = arguments(__doc__, OUT, ROOT)
     rows, wall = recorded_rows(SPEC, "pfnmap", devmem.run_maps, pk.KEY, KERNEL_METRICS, lambda run: {
         "mmap_instructions": run.mmap_instructions, "munmap_instructions": run.munmap_instructions})
     df = pl.DataFrame(rows)
@@ -61,8 +58,7 @@ def main() -> None:
         print(f"| {call} | {f.train} aligned | {c['call']:,.0f} | {c['pte_leaves']:.1f} | {c['pmd_leaves']:.1f} | "
               f"{c['pt_pages']:.1f} | {f.held_out_error:.2%} ({f.held_out} points) | {f.loo_error:.2%} |")
     if args.write:
-        write(rows, OUT)
-        print(f"\nwrote {OUT.relative_to(ROOT)}")
+        write(rows, OUT, ROOT)
 
 
 if __name__ == "__main__":

@@ -13,7 +13,6 @@ which the model's KernelCheck.bound reads: a count is `kernel-checked` at the po
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -23,7 +22,7 @@ sys.path.insert(0, str(ROOT))
 from workers.guest import arm64  # noqa: E402
 from workers.models.young import KERNEL_METRICS  # noqa: E402
 from workers.models.young import kernel as yk  # noqa: E402
-from own_guest import cells, recorded_rows, write  # noqa: E402  (beside this file)
+from own_guest import arguments, cells, recorded_rows, write  # noqa: E402  (beside this file)
 
 SPEC = "kernel-young"
 OUT = ROOT / "workers" / "models" / "young" / yk.RESULTS
@@ -32,9 +31,7 @@ SHORT = {"metric_calls": "calls", "metric_young_calls": "found young", "metric_p
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--write", action="store_true", help=f"record the results in {OUT.relative_to(ROOT)}")
-    args = p.parse_args()
+    args = arguments(__doc__, OUT, ROOT)
     rows, wall = recorded_rows(SPEC, "young", arm64.run_reclaims, yk.KEY, KERNEL_METRICS,
                                lambda run: {"instructions": run.instructions})
     print(f"{len(rows)} boots in {wall:.0f} s ({wall / len(rows):.1f} s a boot)\n")
@@ -45,8 +42,7 @@ def main() -> None:
         print(f"| {r['release']} | {r['lru']} | {r['young_fraction']:g} | {' | '.join(cells(r, KERNEL_METRICS))} | "
               f"{r['instructions']:,} | {r['instructions'] / r['kernel_folios']:,.0f} |")
     if args.write:
-        write(rows, OUT)
-        print(f"\nwrote {OUT.relative_to(ROOT)}")
+        write(rows, OUT, ROOT)
 
 
 if __name__ == "__main__":

@@ -26,19 +26,17 @@ from __future__ import annotations
 import hashlib
 from importlib import resources
 
+import numpy as np
 import polars as pl
 
 from workers.guest import devmem
 from workers.guest.devmem import MapConfig, MapResult
-from workers.units import GiB, MiB
+from workers.units import MiB
 
 from ..recorded import at_rows, recorded_points
 from . import INSTRUCTIONS
-from .geometry import PMD, PMD_ORDER, PUD_ORDER
+from .geometry import PMD, PMD_ORDER, PUD_ORDER, starts
 from .instructions import TRAIN_ALIGN, recorded, setup_fit, setup_instructions
-
-NOT_GIVEN = -1
-
 
 def plan(points: pl.DataFrame, settings) -> list:
     """Per point a devmem.MapConfig, or why the guest cannot be that point."""
@@ -50,10 +48,9 @@ def _order(p: dict) -> int:
 
 
 def pa_of(align: int, pa_offset: int) -> int:
-    """The physical start modulo 1 GiB (geometry.starts())."""
-    if pa_offset != NOT_GIVEN:
-        return pa_offset
-    return 0 if align >= GiB else align
+    """The physical start modulo 1 GiB: the model's own (geometry.starts()), for one point."""
+    pa, _ = starts(np.array([align]), np.array([pa_offset]), np.array([0]))
+    return int(pa[0])
 
 
 def _pa(p: dict) -> int:
