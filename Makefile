@@ -46,7 +46,8 @@ guest: $(STAMP)
 
 # The seed series' kernel ("series:6.12"): Debian's 6.12 source with workers/guest/series/*.patch, its base
 # (no patches) and the huge-pfnmap build (workers/guest/hugepfn/*.patch), each built once per node into
-# ~/.cache/memsweep/builds (432-461 s each cold on a busy 2-core machine; nothing when they are there).
+# ~/.cache/memsweep/builds (on a fresh 2-core machine: 263 s, then 490 s and 461 s for two built side by
+# side; nothing when they are there).
 kernels: $(STAMP)
 	$(BIN)/python -m workers.guest build
 
