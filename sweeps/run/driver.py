@@ -156,13 +156,34 @@ def _signals_held():
         return
     came: list[int] = []
     before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+
+    def held(signum, frame):
+        came.append(signum)
+
     for s in before:
-        signal.signal(s, lambda signum, frame: came.append(signum))
+        signal.signal(s, held)
+    # ray.init installs its SIGTERM handler (sys.exit) part-way through its start, through this function of
+    # ray/_private/utils.py: set aside until the start is over, the SIGTERM held again in its place (its core
+    # worker's start resets the process's own disposition just before), so that a SIGTERM in a fork hook is
+    # kept rather than raised where Python drops it (the run then went on and exited 0)
+    utils = getattr(getattr(ray, "_private", None), "utils", None)
+    install = getattr(utils, "set_sigterm_handler", None)
+    rays: list = []
+    if install is not None:
+        def aside(handler) -> None:
+            rays.append(handler)
+            signal.signal(signal.SIGTERM, held)
+
+        utils.set_sigterm_handler = aside
     try:
         yield came
     finally:
+        if install is not None:
+            utils.set_sigterm_handler = install
         for s, handler in before.items():
-            if callable(handler) or s != signal.SIGTERM:
+            if s == signal.SIGTERM and not callable(handler) and rays:
+                install(rays[-1])  # the caller had none of its own: Ray's, as ray.init would have left it
+            else:
                 signal.signal(s, handler if handler is not None else signal.default_int_handler)
 
 
@@ -190,16 +211,20 @@ def init_ray(address: str | None, cpus: int | None = None, verbose: bool = False
             else:
                 embedded = start_embedded(cpus, runtime_env=runtime_env, verbose=verbose)  # reaps what it began
         except SystemExit as e:
-            # ray.init installs its own SIGTERM handler part-way through its start (sys.exit(SIGTERM),
-            # ray/_private/worker.py): a SIGTERM then is the run's interruption, not an exit without a word
+            # a Ray whose start installs its SIGTERM handler (sys.exit(SIGTERM), ray/_private/worker.py) by other
+            # means than _signals_held() takes aside: a SIGTERM then is the run's interruption, not an exit
             if e.code != signal.SIGTERM:
                 raise
             ray.shutdown()
             raise KeyboardInterrupt from None
     if came:
         embedded.shutdown()
-        if callable(signal.getsignal(came[0])):
-            signal.raise_signal(came[0])  # the caller's own handler says what it means (the CLI: 129 on SIGHUP)
+        handler = signal.getsignal(came[0])
+        if callable(handler):
+            # Ray's shutdown leaves the process's own SIGTERM disposition at the default (Python still names the
+            # handler): installed again, the caller's own handler says what it means (the CLI: 129 on SIGHUP)
+            signal.signal(came[0], handler)
+            signal.raise_signal(came[0])
         raise KeyboardInterrupt
     return embedded
 
