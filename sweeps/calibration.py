@@ -34,7 +34,7 @@ from workers.exceptions import SweepFolderError
 from workers.fitcheck import cost_orders, impossible
 from workers.guest.settings import manifest_build
 from workers.dataset import unit_of
-from workers.interval import RATIOS, coverage, stated
+from workers.interval import RATIOS, coverage, stated, stored
 from workers.profiles import RANGE, Profile, dump_profile, load_profile
 from workers.units import parse_size
 
@@ -443,15 +443,17 @@ def format_coverage(cal: Calibration) -> str:
     figures = MODELS[cal.model].calibration.figures
     own = dict.fromkeys([*(f.metric for f in figures if f.bound == "="),  # the kinds with figures, then ratios
                          *(m for m in state.n if unit_of(m) in RATIOS and m not in {f.metric for f in figures})])
-    kinds = {m.removeprefix("metric_"): (state.rate(m), state.n[m], state.q[m]) for m in own
-             if state.rate(m) is not None}
-    claim = "; ".join(f"{m} {rate:.0%} ({n} held out, |error| up to {q:.1%})" for m, (rate, n, q) in kinds.items())
-    lines = [f"  error bars claim that a figure no fit saw falls inside at n / (n + 1) of the held-out figures of "
-             f"its kind or more (jackknife+, workers/interval.py): {claim}; any other answer as its model's "
-             "largest; checked:"] if kinds else \
+    kinds = {m.removeprefix("metric_"): (state.rate(m), state.n[m]) for m in own if state.rate(m) is not None}
+    claim = "; ".join((f"{m} {rate:.0%}" if n > 1 else f"{m} no rate") +
+                      f" ({n} held out, {_sides(state.sides[f'metric_{m}'])})" for m, (rate, n) in kinds.items())
+    lines = [f"  error bars claim that a figure no fit saw falls inside at (n - 1) / (n + 1) of the held-out figures "
+             f"of its kind or more (between the least and the largest of n signed residuals, workers/interval.py): "
+             f"{claim}; any other answer as its model's; checked:"] if kinds else \
         ["  error bars (the validation figures' largest error; no refits recorded): checked:"]
+    held += stored(MODELS[cal.model], profile)
     for use, what in (("fit", "fit figures, each left out of its own bar"),
-                      ("validation", "validation figures, never fit, against the bar at their point")):
+                      ("validation", "validation figures, never fit, against the bar at their point"),
+                      ("stored", "fit figures against the bar stored at their point (the fit saw them)")):
         some = [h for h in held if h.use == use]
         if some:
             inside = sum(h.inside for h in some)
@@ -459,6 +461,12 @@ def format_coverage(cal: Calibration) -> str:
             lines += [f"      outside: {h.figure} {h.bound if h.bound != '=' else ''}{h.published:.4g} against "
                       f"[{h.low:.4g}, {h.high:.4g}]" for h in some if not h.inside]
     return "\n".join(lines)
+
+
+def _sides(factors: tuple[float, float]) -> str:
+    """A bar's two factors as the errors they stand for: "answer -12.7%/+14.2%"."""
+    low, high = factors
+    return f"answer {low - 1:+.1%}/{high - 1:+.1%}"
 
 
 def format_work(cal: Calibration) -> str:

@@ -6,30 +6,34 @@ Every metric a model prices with the profile's costs (Model.priced) gets `lo_<na
 
 1. **The refits' answers.** `memsweep calibrate` refits the costs once per figure with that figure left
    out, and the profile records each refit's costs (`[refits]`; a valley's two ends where the other figures
-   leave a cost free). The model is evaluated under each; with the profile's own answer they give the least
-   and the largest answer at the row's point.
-2. **The held-out residuals of the answer's kind.** `q`, the largest |leave-one-out error| of the model's
-   figures of that metric (a bound's only on its wrong side; Figure.error); for a ratio of two of the
-   model's answers with no figure of its own (a speedup), the largest error of the ratios the figures' pairs
-   give, each predicted by the refits that left one of the pair out (ratio_residuals()); for any other
-   metric (or one whose figures are all bounds), the model's largest over all its figures. The bar runs
-   from the least to the largest of the profile's own answer and each refit's answer x (1 -+ its residual):
-   the residual of the figure that refit left out where it is of the metric's kind, else q (`Stated.paired`;
-   the jackknife+ of Barber, Candès, Ramdas, Tibshirani 2021 at its finite-sample end, the extremes of n),
-   so at a fit figure's point it is never narrower than that figure's leave-one-out error, and a figure the
-   fit did not see falls inside it at rate n / (n + 1) or more where the n figures of its kind are
-   exchangeable with it (`Stated.rate`). `coverage()` counts how many do: each fit
-   figure against the bar the fit that left it out would give it (its answer x (1 -+ the largest residual of
-   the others), with the other refits' answers), each validation figure against the bar stored at its point.
+   leave a cost free). The model is evaluated under each: the bar spans their answers at the row's point,
+   what the fit's costs leave open.
+2. **The held-out residuals of the answer's kind, on both sides.** The leave-one-out errors of the model's
+   figures of that metric, signed (Figure.error, model over published; a bound's are left out: one that holds
+   says nothing of how far off an answer is); for a ratio of two of the model's answers with no figure of its
+   own (a speedup), the errors of the ratios the figures' pairs give, each predicted by the refits that left
+   one of the pair out (ratio_residuals()); for any other metric (or one whose figures are all bounds), all
+   of the model's. The answer is moved by the most negative and by the most positive of them to where the
+   figure would lie (answer / (1 + error)), and by neither past itself: the bar reaches from
+   answer / (1 + the largest over-prediction) to answer / (1 + the largest under-prediction) (`Stated.sides`).
+   A new figure's residual, exchangeable with the n held out, lies between their least and their largest at
+   rate (n - 1) / (n + 1) (`Stated.rate`; conformal prediction with signed residuals, cf. the jackknife+ of
+   Barber, Candes, Ramdas, Tibshirani 2021, whose coverage is at least 1 - 2a). The signs matter: a model
+   that over-predicts one mode and under-predicts another has a bar on both sides; one that errs on one side
+   only is not widened on the other, so the bar is no wider than the two worst misses (at a fit figure, at
+   most about twice its model's largest leave-one-out error) and no narrower than any one of them.
+   `coverage()` counts how many figures fall inside: each fit figure against the bar the fit that left it
+   out would give it (that refit's answer moved by the others' residuals, with the other refits' answers),
+   each validation figure against the bar stored at its point.
 3. **Widened by distance.** A row whose answer no figure checks (evidence `extrapolated` or `assumed`) is
-   widened by half of q more on each side (FAR_WIDENING): a point past the figures can be off by more than
-   one among them, by how much no figure says.
+   widened by half of q, the kind's largest |residual|, more on each side (FAR_WIDENING): a point past the
+   figures can be off by more than one among them, by how much no figure says.
 4. **Spanning the assumptions.** Each assumed cost with a `range` in the profile (the values its source
    allows) moves the answers to each end of it, with the fitted costs refit there (`[refits]` "range:"
-   entries; a cost the figures do not see is moved alone): the bar takes in those answers x (1 -+ q) too.
+   entries; a cost the figures do not see is moved alone): the bar takes in those answers too.
 
-A model with no refits but validation figures states their largest |error| as q around its answer; one with
-neither has no bar (null), and `Stated.basis` says why. Bars are Float32: they carry two or three digits, and
+A model with no refits but validation figures states their largest |error| as q either side of its answer;
+one with neither has no bar (null), and `Stated.basis` says why. Bars are Float32: they carry two or three digits, and
 half the bytes of Float64 on a sweep of millions of rows.
 """
 
@@ -71,30 +75,31 @@ def dtypes(model: Model) -> dict[str, pl.DataType]:
 class Stated:
     """How far the model states its answers under a profile can be off, and on what that rests."""
 
-    q: dict[str, float]  # priced metric -> its held-out residual (2.)
-    n: dict[str, int]  # priced metric -> how many held-out figures (or ratios) its residual is the largest of
+    q: dict[str, float]  # priced metric -> its largest held-out |residual| (2., 3.)
+    n: dict[str, int]  # priced metric -> how many held-out figures (or ratios) its residuals are of
     error: float | None  # the largest residual: the model's stated error; None: no statement
     basis: str  # "the largest leave-one-out error of its 8 fit figures", or why there is none
     refits: tuple[Profile, ...]  # the profile with each refit's costs of this model's figures (1.)
     spans: tuple[tuple[str, Profile], ...]  # (the assumed cost, the profile at one end of its range) (4.)
+    # priced metric -> (low, high): the factors the answer is multiplied by at the bar's two ends (2.)
+    sides: dict[str, tuple[float, float]] = dataclasses.field(default_factory=dict)
 
     @property
     def alternatives(self) -> tuple[Profile, ...]:
         return self.refits + tuple(p for _, p in self.spans)
 
-    # each refit's own residual, per metric: the leave-one-out error of the figure it left out where that
-    # figure is of the metric's kind, else the kind's largest (q)
-    paired: tuple[dict[str, float], ...] = ()
-
-    def residuals(self) -> tuple[dict[str, float], ...]:
-        """Per alternative (refits, then spans), the residual each metric's answer under it is widened by: a
-        refit's own (jackknife+), the kind's for an assumed range's end."""
-        return self.paired + tuple(dict(self.q) for _ in self.spans)
-
     def rate(self, metric: str) -> float | None:
-        """The share of figures the fit did not see that a bar of `metric` claims to hold: n / (n + 1)."""
+        """The share of figures the fit did not see that a bar of `metric` claims to hold: (n - 1) / (n + 1),
+        a new residual neither below the least nor above the largest of n (2.)."""
         n = self.n.get(metric)
-        return n / (n + 1) if n else None
+        return (n - 1) / (n + 1) if n else None
+
+
+def sides(errors: list[float]) -> tuple[float, float]:
+    """The factors that move an answer to where a figure would lie if the answer erred as the most
+    over-predicting and the most under-predicting of `errors` (model over published, signed), never past the
+    answer itself: (1 / (1 + largest over-prediction), 1 / (1 + largest under-prediction))."""
+    return 1.0 / (1.0 + max(0.0, *errors)), 1.0 / (1.0 + min(0.0, *errors))
 
 
 _STATED: dict[tuple, Stated] = {}
@@ -115,23 +120,26 @@ def _stated(model: Model, profile: Profile) -> Stated:
     spans = _spans(model, profile)
     loo = {f.id: profile.leave_one_out[f.id] for f in figures if f.id in profile.leave_one_out}
     if refits and loo:
-        pools: dict[str, list[float]] = defaultdict(list)
+        pools: dict[str, list[float]] = defaultdict(list)  # kind -> signed held-out errors
+        counts: dict[str, int] = defaultdict(int)  # kind -> figures held out
         for f in figures:
             if f.id in loo and f.bound == "=":  # a bound that holds says nothing of how far off an answer is
-                pools[f.metric].append(max(abs(e) for e in loo[f.id]))
-        ratios = [abs(r) for r in ratio_residuals(model, profile)]
+                pools[f.metric] += sorted(set(loo[f.id]))
+                counts[f.metric] += 1
+        ratios = ratio_residuals(model, profile)
         every = [e for v in pools.values() for e in v]
 
-        def pool(m: str) -> list[float]:
-            return pools[m] if m in pools else ratios if ratios and unit_of(m) in RATIOS else every
+        def pool(m: str) -> tuple[list[float], int]:
+            if m in pools:
+                return pools[m], counts[m]
+            if ratios and unit_of(m) in RATIOS:
+                return ratios, len(ratios)
+            return every, sum(counts.values())
         still = _unmoved(model, profile, refits)
-        q = {m: 0.0 if m in still else max(pool(m)) for m in model.priced}
-        own = [f for f in figures for _ in profile.refits.get(f.id, ())]  # the figure each refit left out
-        paired = tuple({m: max(abs(e) for e in loo[f.id]) if f.metric == m and f.bound == "=" and f.id in loo
-                        else q[m] for m in model.priced} for f in own)
-        return Stated(q=q, n={m: 0 if m in still else len(pool(m)) for m in model.priced}, error=max(every),
-                      refits=refits,
-                      spans=spans, paired=paired,
+        q = {m: 0.0 if m in still else max(map(abs, pool(m)[0])) for m in model.priced}
+        return Stated(q=q, n={m: 0 if m in still else pool(m)[1] for m in model.priced},
+                      error=max(map(abs, every)), refits=refits, spans=spans,
+                      sides={m: (1.0, 1.0) if m in still else sides(pool(m)[0]) for m in model.priced},
                       basis=f"the largest leave-one-out error of its {len(loo)} fit figures, by kind")
     checks = validation_figures(model, profile)
     if checks:
@@ -141,6 +149,7 @@ def _stated(model: Model, profile: Profile) -> Stated:
         if errors:
             e = max(errors)
             return Stated(q={m: e for m in model.priced}, n={}, error=e, refits=(), spans=spans,
+                          sides={m: (1.0 - e, 1.0 + e) for m in model.priced},
                           basis=f"the largest error of its {len(errors)} validation figures (no refits recorded)")
     return Stated(q={}, n={}, error=None, refits=(), spans=(),
                   basis=f"profile {profile.name} records no refits of {model.name} and no validation figure of it: "
@@ -247,8 +256,7 @@ def bars(model: Model, profile: Profile, rows: pl.DataFrame, evidence: pl.Series
     if not names or state.error is None:
         return pl.DataFrame({c: pl.Series(c, [None] * rows.height, dtype=DTYPE) for c in dtypes(model)})
     ok = (rows["status"] == STATUS_OK).to_numpy()
-    own = {m: 0.0 for m in names} if state.refits else dict(state.q)  # no refits: the answer +- the stated error
-    lo, hi = spread(model, rows, ok, [(None, own), *zip(state.alternatives, state.residuals())])
+    lo, hi = spread(model, rows, ok, [(None, state.sides), *((alt, None) for alt in state.alternatives)])
     far = evidence.is_in(FAR).fill_null(False).to_numpy() if state.refits else np.zeros(rows.height, dtype=bool)
     itself = _baseline(model, rows)  # a ratio of the baseline's answer to itself has no doubt: 1, or 0 saved
     out = {}
@@ -274,14 +282,14 @@ def _baseline(model: Model, rows: pl.DataFrame) -> np.ndarray:
 
 
 def spread(model: Model, rows: pl.DataFrame, ok: np.ndarray, alternatives, answers=None) -> tuple[dict, dict]:
-    """Per priced metric, the least answer x (1 - its residual) and the largest x (1 + its residual) over
-    `alternatives`, (profile, residual per metric) pairs: None is the rows' own answers. NaN where a row is
-    not ok. `answers(profile)`: the ok rows' metrics under an alternative, where the caller has them (default:
-    the model evaluated at those rows' points)."""
+    """Per priced metric, the least and the largest answer over `alternatives`, (profile, sides) pairs: None
+    is the rows' own answers; sides, per metric the two factors an answer is moved by (Stated.sides), or None
+    for the answer alone. NaN where a row is not ok. `answers(profile)`: the ok rows' metrics under an
+    alternative, where the caller has them (default: the model evaluated at those rows' points)."""
     lo = {m: np.full(rows.height, np.nan) for m in model.priced}
     hi = {m: np.full(rows.height, np.nan) for m in model.priced}
     points = rows.filter(pl.Series(ok)).select([a.column for a in model.axes]) if ok.any() else None
-    for alt, r in alternatives:
+    for alt, by in alternatives:
         if alt is not None and points is None:
             continue
         again = rows if alt is None else answers(alt) if answers is not None else frame(model, points, alt)
@@ -291,8 +299,9 @@ def spread(model: Model, rows: pl.DataFrame, ok: np.ndarray, alternatives, answe
                 v = rows[m].cast(pl.Float64).fill_null(np.nan).to_numpy()
             else:
                 v[ok] = again[m].cast(pl.Float64).fill_null(np.nan).to_numpy()
-            lo[m] = np.fmin(lo[m], v - np.abs(v) * r[m])
-            hi[m] = np.fmax(hi[m], v + np.abs(v) * r[m])
+            down, up = by[m] if by is not None else (1.0, 1.0)
+            lo[m] = np.fmin(lo[m], np.fmin(v * down, v * up))
+            hi[m] = np.fmax(hi[m], np.fmax(v * down, v * up))
     return lo, hi
 
 
@@ -301,7 +310,7 @@ class Held:
     """One published figure against a bar: the bar's ends and whether the figure lies inside."""
 
     figure: str
-    use: str  # "fit" (against the bar built without its own refit and residual) or "validation"
+    use: str  # "fit" (against the bar built without its own refit and residual), "validation" or "stored"
     published: float
     bound: str
     low: float
@@ -318,9 +327,9 @@ class Held:
 
 def coverage(model: Model, profile: Profile) -> list[Held]:
     """Each figure of the model against a bar (module doc, 2.): a fit figure against the bar its point would
-    have had if the figure had never been seen (every refit but its own, each with its residual, the kind's
-    largest residual but its own elsewhere), a validation figure against the bar its point carries (bars() at
-    a checked point)."""
+    have had if the figure had never been seen (the answer of the refit that left it out, moved by the other
+    figures' residuals, and every other refit's answer), a validation figure against the bar its point carries
+    (bars() at a checked point)."""
     state = stated(model, profile)
     if state.error is None:
         return []
@@ -335,7 +344,7 @@ def coverage(model: Model, profile: Profile) -> list[Held]:
                           else profile)
         i = figures.index(f)  # every figure under each alternative at once: n evaluations, not n^2
         lo, hi = spread(model, rows, np.ones(1, dtype=bool),
-                        [(None, left.q), *zip(left.alternatives, left.residuals())],
+                        [(None, left.sides), *((alt, None) for alt in left.alternatives)],
                         answers=lambda alt, i=i: at_figures(model, figures, alt).slice(i, 1))
         out.append(_held(f, "fit", lo[f.metric][0], hi[f.metric][0]))
     checks = validation_figures(model, profile)
@@ -347,6 +356,18 @@ def coverage(model: Model, profile: Profile) -> list[Held]:
             if lo_col in stored.columns:
                 out.append(_held(f, "validation", stored[lo_col][i], stored[hi_col][i]))
     return out
+
+
+def stored(model: Model, profile: Profile) -> list[Held]:
+    """Each fit figure against the bar stored at its own point (bars() there, the fit having seen it): the
+    acceptance's "inside their own point's bar", beside coverage()'s left-out check of the claim."""
+    if stated(model, profile).error is None:
+        return []
+    figures = model.calibration.figures
+    rows = evaluate(model, figure_frame(model, figures), profile)
+    bar = bars(model, profile, rows, pl.Series(["fit"] * len(figures)))
+    return [_held(f, "stored", bar[columns(f.metric)[0]][i], bar[columns(f.metric)[1]][i])
+            for i, f in enumerate(figures) if columns(f.metric)[0] in bar.columns]
 
 
 def _held(f: Figure, use: str, low, high) -> Held:

@@ -337,19 +337,22 @@ def published(sweep: Sweep) -> Finding | None:
         data.update(fit=fit.height, fit_median=float(fit["error"].abs().median()))
     held = _coverage(sweep, df["model"].unique().sort().to_list())
     if held:
-        inside = sum(h.inside for h in held)
-        kinds = [(what, [h for h in held if h.use == use]) for use, what in
-                 (("fit", "each fit figure left out of its own bar"), ("validation", "validation figures"))]
-        parts.append(f"its error bars hold {inside} of {len(held)} published figures at their own point ("
-                     + ", ".join(f"{what}: {sum(h.inside for h in hs)} of {len(hs)}" for what, hs in kinds if hs) + ")")
-        data.update(covered=inside, covered_of=len(held))
+        kinds = {use: [h for h in held if h.use == use] for use in ("stored", "fit", "validation")}
+        own = kinds["stored"] + kinds["validation"]  # each figure against the bar its point's row carries
+        inside = sum(h.inside for h in own)
+        parts.append(f"its error bars hold {inside} of {len(own)} published figures at their own point ("
+                     + ", ".join(f"{what}: {sum(h.inside for h in kinds[use])} of {len(kinds[use])}"
+                                 for use, what in (("stored", "fit figures"), ("validation", "validation figures"),
+                                                   ("fit", "each fit figure left out of its own bar"))
+                                 if kinds[use]) + ")")
+        data.update(covered=inside, covered_of=len(own))
     text = "; ".join(parts)
     return Finding(text=text[0].upper() + text[1:] + ".", figure="parity", data=data, id="published")
 
 
 def _coverage(sweep: Sweep, models: list[str]) -> list:
-    """The published figures of `models` against the error bar at their own point (workers.interval.coverage()),
-    under the sweep's profile."""
+    """The published figures of `models` against the error bar at their own point (workers.interval.stored()),
+    and the fit figures each left out of it (coverage()), under the sweep's profile."""
     from workers import interval
 
     profile = sweep.profile_object()
@@ -357,7 +360,7 @@ def _coverage(sweep: Sweep, models: list[str]) -> list:
     for name in models:
         model = sweep.model_object(name)
         if model is not None and profile is not None:
-            out += interval.coverage(model, profile)
+            out += interval.stored(model, profile) + interval.coverage(model, profile)
     return out
 
 

@@ -90,8 +90,8 @@ def test_seed_sweep_gives_both_rfc_tables(seed_sweep):
             m = re.match(rf"\S+\s+([\d.]+) {unit} {bar} F\s+([\d.]+) {unit} {bar} F\s+([\d.]+)%$", b)
             assert m, b
             pte, pmd, imp = float(m[1]), float(m[3]), float(m[5])
-            for side in (m[2], m[4]):  # jackknife+ of leave-one-out errors within 4%: at most about 3 x 4%
-                assert all(0 <= float(p.lstrip("<")) < 13 for p in re.findall(r"[\d.<]+", side)), side
+            for side in (m[2], m[4]):  # signed leave-one-out errors within 4%, and the refits: at most 2.5 x 4%
+                assert all(0 <= float(p.lstrip("<")) < 10 for p in re.findall(r"[\d.<]+", side)), side
             assert pmd < pte and imp == pytest.approx(100 * (pte - pmd) / pte, rel=0.01)
 
 

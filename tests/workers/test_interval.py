@@ -1,6 +1,6 @@
-"""Error bars (workers/interval.py): the refits' answers widened by the held-out residual of each answer's
-kind (jackknife+), by half of it again where no figure checked the point, and spanning every assumed range;
-how many published figures they hold."""
+"""Error bars (workers/interval.py): the answer moved by the least and the largest signed held-out residual of
+its kind, the refits' answers, half the largest residual more where no figure checked the point, and every
+assumed range spanned; how many published figures they hold."""
 
 from __future__ import annotations
 
@@ -52,10 +52,10 @@ def test_each_recorded_refit_predicts_its_held_out_figure_at_the_recorded_leave_
 def test_the_residual_of_a_kind_is_its_figures_largest_leave_one_out_error():
     """memmap's times: its 8 figures' largest (fsdax template, 14.6%); pfnmap's loads and copies apart (4.0% and
     0.5%); young's scan times without the two ratio figures and the bound; a speedup the ratios of the
-    figures' pairs held out, and each kind claims n / (n + 1)."""
+    figures' pairs held out, and each kind claims (n - 1) / (n + 1)."""
     memmap, pfnmap, young = (interval.stated(m, SEED) for m in MODELS)
     assert memmap.q["metric_init_ms"] == pytest.approx(loo("memmap/fsdax/template")) and memmap.n["metric_init_ms"] == 8
-    assert memmap.rate("metric_init_ms") == pytest.approx(8 / 9)
+    assert memmap.rate("metric_init_ms") == pytest.approx(7 / 9)
     assert pfnmap.q["metric_ns_per_load"] == pytest.approx(loo("pfnmap/lat_mem_rd/pte/64MiB"))
     assert pfnmap.q["metric_copy_ms"] == pytest.approx(max(loo(f.id) for f in PFNMAP.calibration.figures
                                                          if f.metric == "metric_copy_ms"))
@@ -65,11 +65,25 @@ def test_the_residual_of_a_kind_is_its_figures_largest_leave_one_out_error():
     assert len(ratios) == 12 and memmap.q["metric_speedup_vs_slow"] == pytest.approx(max(map(abs, ratios)))
 
 
+def test_the_bar_s_sides_are_the_kind_s_most_over_and_most_under_predicted_figure():
+    """memmap over-predicts its fsdax times (worst fsdax template, +14.6% left out) and under-predicts its devdax
+    ones (worst devdax slow, -12.4%): an answer's bar reaches down to answer / 1.146 and up to answer / 0.876,
+    each side from its own figures, not the larger one mirrored. pfnmap's loads err mostly low (worst PTE 64 MiB,
+    -4.0%; the most over-predicted, PMD 64 MiB, +2.4%): a lopsided bar."""
+    memmap, pfnmap = interval.stated(MEMMAP, SEED), interval.stated(PFNMAP, SEED)
+    assert memmap.sides["metric_init_ms"] == pytest.approx(
+        (1 / (1 + SEED.leave_one_out["memmap/fsdax/template"][1]), 1 / (1 + SEED.leave_one_out["memmap/devdax/slow"][0])))
+    low, high = pfnmap.sides["metric_ns_per_load"]
+    assert low == pytest.approx(1 / (1 + SEED.leave_one_out["pfnmap/lat_mem_rd/pmd/64MiB"][1]))
+    assert high == pytest.approx(1 / (1 + SEED.leave_one_out["pfnmap/lat_mem_rd/pte/64MiB"][0]))
+    assert high - 1 > 1.5 * (1 - low)
+    assert interval.sides([0.02, 0.05]) == pytest.approx((1 / 1.05, 1.0))  # all over: nothing above the answer
+
+
 def test_a_fit_point_s_bar_holds_its_figure_and_is_no_narrower_than_its_leave_one_out_error():
     """At each figure's own point the stored bar holds the published figure and is at least as wide as that
-    figure's leave-one-out error. A jackknife+ bar is at most about 3 times its model's largest (its own refit
-    off by that much, and that much again each side): pfnmap's 64 MiB PTE row 2.9 times; young's, whose
-    assumed range moves its answers too, up to 3.5 times."""
+    figure's leave-one-out error, and no wider than 2.5 times its model's largest (the two worst misses, one
+    each side, plus what the refits' answers and an assumed range add)."""
     for model in MODELS:
         state = interval.stated(model, SEED)
         figures = model.calibration.figures
@@ -78,21 +92,19 @@ def test_a_fit_point_s_bar_holds_its_figure_and_is_no_narrower_than_its_leave_on
             v, lo, hi = (rows[c][i] for c in (f.metric, *interval.columns(f.metric)))
             assert lo <= v <= hi and (lo <= f.published <= hi or f.bound == ">=" and hi >= f.published), f.id
             assert (hi - lo) / v >= loo(f.id), f.id
-            assert (hi - lo) / v <= (3.5 if model is YOUNG else 3.0) * state.error, f.id
+            assert (hi - lo) / v <= 2.5 * state.error, f.id
 
 
 def test_an_extrapolated_answer_is_widened_by_half_its_residual_more():
-    """4 TiB at 1 GiB align is extrapolated: its bar reaches past each refit's answer by that refit's own
-    residual (jackknife+), and by half the kind's residual again on each side."""
+    """4 TiB at 1 GiB align is extrapolated: its bar takes in the answer moved by the kind's two sides and each
+    refit's and assumed range end's answer, and reaches half the kind's largest residual past them."""
     state = interval.stated(MEMMAP, SEED)
-    q = state.q["metric_init_ms"]
+    q, (down, up) = state.q["metric_init_ms"], state.sides["metric_init_ms"]
     row = bars(MEMMAP, [BIG]).row(0, named=True)
-    answers = [(evaluate(MEMMAP, points_frame(MEMMAP, [BIG]), p)["metric_init_ms"][0], r["metric_init_ms"])
-               for p, r in zip(state.alternatives, state.residuals())]
-    assert row["lo_init_ms"] == pytest.approx(min(a * (1 - r) for a, r in answers)
-                                              * (1 - q * interval.FAR_WIDENING), rel=1e-5)
-    assert row["hi_init_ms"] == pytest.approx(max(a * (1 + r) for a, r in answers)
-                                              * (1 + q * interval.FAR_WIDENING), rel=1e-5)
+    v = row["metric_init_ms"]
+    answers = [evaluate(MEMMAP, points_frame(MEMMAP, [BIG]), p)["metric_init_ms"][0] for p in state.alternatives]
+    assert row["lo_init_ms"] == pytest.approx(min(v * down, *answers) * (1 - q * interval.FAR_WIDENING), rel=1e-5)
+    assert row["hi_init_ms"] == pytest.approx(max(v * up, *answers) * (1 + q * interval.FAR_WIDENING), rel=1e-5)
 
 
 def test_an_assumed_range_is_spanned_with_the_other_costs_refit_at_its_ends():
@@ -107,14 +119,24 @@ def test_an_assumed_range_is_spanned_with_the_other_costs_refit_at_its_ends():
     assert row["lo_unmap_ms"] <= ends[0] and row["hi_unmap_ms"] >= ends[1]
 
 
-def test_coverage_holds_nine_in_ten_of_the_published_figures_and_every_fit_figure_left_out():
-    """interval.coverage(): of the 41 published figures at least 90% inside their bars; every fit figure inside
-    the bar built without its own refit and residual; young's validation bound inside."""
-    held = [h for m in MODELS for h in interval.coverage(m, SEED)]
-    assert len(held) == 8 + 5 + 20 + 7 + 1
-    assert sum(h.inside for h in held) >= 0.9 * len(held)
-    assert all(h.inside for h in held if h.use == "fit")
-    assert all(h.inside for h in held if h.figure.startswith("young/validation/"))
+def test_coverage_holds_nine_in_ten_of_the_published_figures_and_misses_only_a_kind_s_extremes():
+    """interval.coverage() and stored(): of the 41 published figures at least 90% inside the bar at their own
+    point (every fit figure inside its stored bar); a fit figure falls outside the bar built without it only
+    where its own residual lies beyond all of its kind's others (what the (n - 1) / (n + 1) claim allows);
+    young's validation bound inside."""
+    left = [h for m in MODELS for h in interval.coverage(m, SEED)]
+    fit = [h for m in MODELS for h in interval.stored(m, SEED)]
+    assert len(left) == 8 + 5 + 20 + 7 + 1 and len(fit) == 8 + 20 + 7
+    assert all(h.inside for h in fit)
+    own = fit + [h for h in left if h.use == "validation"]
+    assert sum(h.inside for h in own) >= 0.9 * len(own)
+    figures = {f.id: f for m in MODELS for f in m.calibration.figures}
+    for h in (h for h in left if h.use == "fit" and not h.inside):
+        kind = [g for g in figures.values() if g.metric == figures[h.figure].metric and g.bound == "="
+                and g.id.split("/")[0] == h.figure.split("/")[0]]
+        errors = sorted(SEED.leave_one_out[g.id][0] for g in kind)
+        assert SEED.leave_one_out[h.figure][0] in (errors[0], errors[-1]), h.figure
+    assert all(h.inside for h in left if h.figure.startswith("young/validation/"))
 
 
 def test_answers_at_the_figures_are_remembered_by_the_profile_s_values_not_its_refits():
@@ -180,13 +202,14 @@ def test_only_modeled_rows_carry_bars_and_rows_not_ok_have_none():
 
 def test_the_baselines_ratio_to_itself_has_no_bar_and_another_s_has_the_ratios_residual():
     """slow's speedup over itself is 1 with no doubt, even at 4 TiB (extrapolated); template's speedup there
-    is its refits' spread widened by the held-out error of the figures' ratios."""
+    reaches at least as far as the figures' ratios erred held out, on each side."""
     rows = bars(MEMMAP, [dict(BIG, strategy="slow"), dict(BIG, strategy="template")])
     slow, template = rows.row(0, named=True), rows.row(1, named=True)
     assert slow["metric_speedup_vs_slow"] == slow["lo_speedup_vs_slow"] == slow["hi_speedup_vs_slow"] == 1.0
-    q = interval.stated(MEMMAP, SEED).q["metric_speedup_vs_slow"]
-    assert template["lo_speedup_vs_slow"] <= template["metric_speedup_vs_slow"] * (1 - q)
-    assert template["hi_speedup_vs_slow"] >= template["metric_speedup_vs_slow"] * (1 + q)
+    down, up = interval.stated(MEMMAP, SEED).sides["metric_speedup_vs_slow"]
+    assert down < 1 < up
+    assert template["lo_speedup_vs_slow"] <= template["metric_speedup_vs_slow"] * down
+    assert template["hi_speedup_vs_slow"] >= template["metric_speedup_vs_slow"] * up
 
 
 def test_a_model_that_fails_under_a_refit_gives_error_rows_of_the_full_schema(monkeypatch):
@@ -215,7 +238,8 @@ def test_an_x86_time_spans_the_assumed_factor_on_the_arm64_servers_costs_and_its
                  arch="x86_64", first_pte_cont=False, batching="batched", lru="mglru", unmap="batched")
     rows = evaluate(YOUNG, points_frame(YOUNG, [point]), SEED)
     row = bars(YOUNG, [point]).row(0, named=True)
-    assert row["lo_scan_ms"] <= 0.5 * row["metric_scan_ms"] and row["hi_scan_ms"] >= 2.0 * row["metric_scan_ms"]
+    v = row["metric_scan_ms"]  # the bar is Float32: its ends to 1e-6
+    assert row["lo_scan_ms"] <= 0.5 * v * (1 + 1e-6) and row["hi_scan_ms"] >= 2.0 * v * (1 - 1e-6)
     assert row["hi_speedup_vs_per_pte"] < 1.5 * row["metric_speedup_vs_per_pte"]
     assumed = evidence.label(YOUNG, SEED, rows)["evidence_assumptions"][0].to_list()
     assert "x86 costs (young.x86_scale)" in assumed and "unmap step (young.unmap_step_ns)" in assumed

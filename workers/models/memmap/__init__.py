@@ -493,7 +493,8 @@ class MemmapModel(Model):
     name = "memmap"
     # 7: compute from the kernel's cycles per operation at the core's clock; 6: pmem by mechanism, axis pmem_dimms;
     # 5: memmap_pages as nr_memmap_pages counts them; 4: metric_init_instructions; 3: metric_memmap_pages
-    version = "7"
+    # 8: error bars from the signed leave-one-out residuals (workers.interval)
+    version = "8"
     _points = LastPoints()  # a fit's figures: inputs, layout, walk and reasons derived once
     description = ("memmap_init_zone_device(): struct pages written, memmap placement and init time of the "
                    "slow / template / template_nt / template_nt_inline strategies")

@@ -232,8 +232,9 @@ class YoungModel(Model):
     # 6: the calls that found young and the PTEs they name (what a kernel's probe counts)
     # 5: x86 times scale by x86_scale, the '50%+' figure a bound; 4: the unmap's per-step work and an unfold's
     # synchronous TLBI + DSB priced apart
-    # 8: instructions per reclaimed folio (kernel rows; null in the model's)
-    version = "8"
+    # 8: instructions per reclaimed folio (kernel rows; null in the model's); 9: error bars from the signed
+    # leave-one-out residuals (workers.interval)
+    version = "9"
     description = ("arm64 contpte young-bit batching (test_and_clear_young_ptes(), clear_flush_young_ptes()) and "
                    "batched unmap of file large folios, priced as the sys time of reclaiming them under MGLRU "
                    "or the classic LRU")
