@@ -79,9 +79,11 @@ class Arm64Kernel:
 class ReclaimRun:
     """What one reclaim in the guest did. `young`: calls of the young-bit function by its result (1: the
     range had a young PTE); `pages`: calls by the pages they cover (the batched function only; one page a
-    call before it); `visits`: folio_referenced_one() calls; scanned and reclaimed file pages; the
-    instructions of the reclaim (its memory.reclaim write, guest ns under the instruction counter); `folios`:
-    the mapped folios by order before the reclaim (31: a run of pages no power of two long)."""
+    call before it); `visits`: folio_referenced_one() calls; scanned and reclaimed file pages; `instructions`:
+    those of the reclaim (its memory.reclaim write, guest ns under the instruction counter) done again with
+    no probe, after the counted one, on the same layout (checked: the same folios, pages scanned and
+    reclaimed); `probed_instructions`: the counted write's, the probes' own work included; `folios`: the
+    mapped folios by order before the reclaim (31: a run of pages no power of two long)."""
 
     release: str
     function: str
@@ -95,6 +97,7 @@ class ReclaimRun:
     scanned: int = 0
     reclaimed: int = 0
     instructions: int = 0
+    probed_instructions: int = 0
     folios: dict[int, int] = field(default_factory=dict)
     console: str = ""
 
@@ -366,11 +369,15 @@ def parse(console: str, *, lru: str, readahead_kb: int, reclaim_bytes: int) -> R
     pages: dict[int, int] = {}
     folios: dict[int, int] = {}
     visits = 0
+    clean: dict[int, int] = {}  # the unprobed pass's folios by order
     for kind, rest in LINE.findall(console):
         if kind == "error":
             raise GuestSetupError(f"the arm64 reclaim probe failed: {rest}\n" + _tail(console))
         key, _, value = rest.partition(" ")
-        if key in ("calls", "pages", "visits", "folio"):
+        if key == "clean_folio":
+            k, n = (int(x) for x in value.split())
+            clean[k] = clean.get(k, 0) + n
+        elif key in ("calls", "pages", "visits", "folio"):
             k, n = (int(x) for x in value.split())
             if key == "calls":
                 young[k] = young.get(k, 0) + n
@@ -387,11 +394,21 @@ def parse(console: str, *, lru: str, readahead_kb: int, reclaim_bytes: int) -> R
     dropped = [k for k in values if k.startswith("dropped_") and values[k] != "0"]
     if dropped:
         raise GuestSetupError(f"the arm64 reclaim probe's hist triggers dropped events ({dropped})")
-    return ReclaimRun(release=values["release"], function=values["function"], lru=lru, readahead_kb=readahead_kb,
-                      mapped_bytes=int(values["mapped"]), reclaim_bytes=reclaim_bytes, young=young, pages=pages,
-                      visits=visits, scanned=int(values["after_pgscan_file"]) - int(values["before_pgscan_file"]),
-                      reclaimed=int(values["after_pgsteal_file"]) - int(values["before_pgsteal_file"]),
-                      instructions=int(values["instructions"]), folios=folios, console=console)
+    def delta(prefix: str, name: str) -> int:
+        return int(values[f"{prefix}after_{name}"]) - int(values[f"{prefix}before_{name}"])
+
+    run = ReclaimRun(release=values["release"], function=values["function"], lru=lru, readahead_kb=readahead_kb,
+                     mapped_bytes=int(values["mapped"]), reclaim_bytes=reclaim_bytes, young=young, pages=pages,
+                     visits=visits, scanned=delta("", "pgscan_file"), reclaimed=delta("", "pgsteal_file"),
+                     probed_instructions=int(values["instructions"]),
+                     instructions=int(values["clean_instructions"]), folios=folios, console=console)
+    # the unprobed pass stands for the probed one's work only where it laid out and reclaimed the same
+    again = (clean, delta("clean_", "pgscan_file"), delta("clean_", "pgsteal_file"))
+    if again != (folios, run.scanned, run.reclaimed):
+        raise GuestSetupError(f"the reclaim without probes differed from the probed one: folios {clean}, scanned "
+                              f"{again[1]:,}, reclaimed {again[2]:,} against {folios}, {run.scanned:,}, "
+                              f"{run.reclaimed:,}")
+    return run
 
 
 def _tail(console: str, lines: int = 20) -> str:
@@ -420,4 +437,5 @@ def text(run: ReclaimRun) -> str:
         f"{run.function}: {run.calls:,} calls, {run.young.get(1, 0):,} found an accessed PTE; calls by pages: "
         f"{pages}",
         f"folio_referenced_one: {run.visits:,} calls",
-        f"the reclaim: {run.instructions:,} instructions (guest ns under QEMU's instruction counter)"])
+        f"the reclaim: {run.instructions:,} instructions (guest ns under QEMU's instruction counter) without "
+        f"probes, {run.probed_instructions:,} with them"])

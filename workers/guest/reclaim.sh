@@ -3,7 +3,8 @@
 # YOUNG_BYTES RECLAIM" from /probe.conf (reclaim.c says what each does), mounts the XFS disk, counts the
 # young-bit calls of the reclaim scan with kprobe events and hist triggers (Documentation/trace/histogram.rst;
 # created paused, /reclaim lets them count during its memory.reclaim write only), runs /reclaim in a memory
-# cgroup, prints every result as a "memsweep-reclaim KEY VALUE" line on the console and powers off. Before
+# cgroup, then once more with no probe for the reclaim's own instructions, prints every result as a
+# "memsweep-reclaim KEY VALUE" line on the console and powers off. Before
 # the seed series (6.12) arm64 clears one PTE's young bit per call, contpte_ptep_test_and_clear_young() for a
 # PTE of a contpte block; with it (7.3.4) folio_referenced_one() asks for a folio's PTEs at once,
 # contpte_test_and_clear_young_ptes(..., nr).
@@ -61,5 +62,19 @@ for e in calls pages visits; do
 		while read key value _ count; do say "$e" "$value" "$count"; done
 	grep -o 'Dropped: *[0-9]*' $T/events/kprobes/$e/hist | sed "s/Dropped: */memsweep-reclaim dropped_$e /"
 done
+# The same reclaim again with no probe: each kprobe hit above (a BRK trap, the handler, the hist trigger; a
+# kretprobe's return trampoline too) runs thousands of instructions inside the write, more than the young
+# function itself, so the instructions of the write above are mostly the probes'. Remove the triggers and the
+# events (kernel/trace/trace_kprobe.c: an event with a trigger stays registered), drop the file's page cache
+# (the mapping went with /reclaim) and lay it out and reclaim it again; its lines read clean_<key>.
+while read file spec; do echo "!$spec" > "$file" || fail "remove a hist trigger"; done < /triggers
+echo > $T/kprobe_events || fail "remove the kprobe events"
+echo 3 > /proc/sys/vm/drop_caches || fail "drop_caches"
+: > /none
+grep -E "^($VMSTAT) " /proc/vmstat | sed 's/^/memsweep-reclaim clean_before_/'
+/reclaim /mnt/data "$HEAD" "$MAPPED" "$ALIGN" "$YOUNG_BYTES" /sys/fs/cgroup/probe/memory.reclaim "$RECLAIM" /none \
+	> /clean || { cat /clean; fail "reclaim without probes"; }
+grep -E "^($VMSTAT) " /proc/vmstat | sed 's/^/memsweep-reclaim clean_after_/'
+sed 's/^memsweep-reclaim /memsweep-reclaim clean_/' /clean
 say done
 poweroff -f

@@ -286,9 +286,9 @@ class YoungModel(Model):
         Metric(column="metric_time_reduction_vs_per_pte_unmap", dtype=FLOAT, better="higher",
                doc="1 - this scan time / the one with unmap = per_pte"),
         Metric(column=INSTRUCTIONS, dtype=FLOAT, better="lower",
-               doc="instructions of the reclaim (its memory.reclaim write) per folio reclaimed: kernel rows only (an "
-                   "arm64 guest under QEMU's instruction counter); the model prices the reclaim's time, not a "
-                   "build's instructions, and leaves it null"),
+               doc="instructions of the reclaim (its memory.reclaim write, done again without the probes that "
+                   "count its calls) per folio reclaimed: kernel rows only (an arm64 guest under QEMU's instruction "
+                   "counter); the model prices the reclaim's time, not a build's instructions, and leaves it null"),
     )
     headline = "metric_scan_ms"
     points_per_second = 2e6
