@@ -45,9 +45,9 @@ MARKERS = ("o", "s", "^", "D", "v", "P", "X")
 DASHES = ("", (4, 1.5), (1, 1.2), (3, 1, 1, 1), (6, 2), (2, 2))
 LOG_FACTOR = 30.0  # "auto" y scales go log when the values span more than this
 BAND_ALPHA = 0.15  # a series' error band: light enough that lines and other bands show through
-BANDS = (" Bands: each modeled answer's error bar: the answers of the fits that left one published figure "
-         "out, each widened by its held-out error, with the ends of assumed ranges, and wider where no figure "
-         "checked the point (workers/interval.py).")
+BANDS = (" Bands: each modeled answer's error bar: the answer moved by the most over- and the most "
+         "under-predicted figure its fit held out, the answers of the fits that left one figure out and of "
+         "assumed ranges' ends, and wider where no figure checked the point (workers/interval.py).")
 
 
 def declared(sweep: Sweep) -> list[tuple[str, Lines | Hook]]:
