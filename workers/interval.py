@@ -33,8 +33,8 @@ Every metric a model prices with the profile's costs (Model.priced) gets `lo_<na
    entries; a cost the figures do not see is moved alone): the bar takes in those answers too.
 
 A model with no refits but validation figures states their largest |error| as q either side of its answer;
-one with neither has no bar (null), and `Stated.basis` says why. Bars are Float32: they carry two or three digits, and
-half the bytes of Float64 on a sweep of millions of rows.
+one with neither has no bar (null), and `Stated.basis` says why. Bars are Float32: they carry two or three
+digits, and half the bytes of Float64 on a sweep of millions of rows.
 """
 
 from __future__ import annotations
@@ -99,7 +99,7 @@ def sides(errors: list[float]) -> tuple[float, float]:
     """The factors that move an answer to where a figure would lie if the answer erred as the most
     over-predicting and the most under-predicting of `errors` (model over published, signed), never past the
     answer itself: (1 / (1 + largest over-prediction), 1 / (1 + largest under-prediction))."""
-    return 1.0 / (1.0 + max(0.0, *errors)), 1.0 / (1.0 + min(0.0, *errors))
+    return 1.0 / (1.0 + max([0.0, *errors])), 1.0 / (1.0 + min([0.0, *errors]))
 
 
 _STATED: dict[tuple, Stated] = {}
@@ -359,8 +359,8 @@ def coverage(model: Model, profile: Profile) -> list[Held]:
 
 
 def stored(model: Model, profile: Profile) -> list[Held]:
-    """Each fit figure against the bar stored at its own point (bars() there, the fit having seen it): the
-    acceptance's "inside their own point's bar", beside coverage()'s left-out check of the claim."""
+    """Each fit figure against the bar its own point's row carries (bars() there, the fit having seen it),
+    beside coverage()'s left-out check of the claim."""
     if stated(model, profile).error is None:
         return []
     figures = model.calibration.figures

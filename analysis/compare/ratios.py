@@ -7,9 +7,9 @@ worse only when each side has at least MIN_SAMPLES samples, their ranges [min, m
 B/A is more than MIN_CHANGE from 1 (LKP's threshold for the performance metrics it knows; 5% for
 others); such a point is a significant change. A modeled row with an error bar (workers.interval: the
 answer moved by the most over- and under-predicted held-out figure, the answers of the fits that left a
-figure out, and wider where no figure checked the point) rests on its bar the same way (BAR_RULE): a point is better or worse only when
-the two sides' intervals are apart (a sample range, or a bar), and B/A is more than MIN_CHANGE from 1; a
-change inside them is `~`. Two modeled values are two computations, not samples: a point whose bars are
+figure out, and wider where no figure checked the point) rests on its bar the same way (BAR_RULE): a point
+is better or worse only when the two sides' intervals are apart (a sample range, or a bar), and B/A is more
+than MIN_CHANGE from 1; a change inside them is `~`. Two modeled values are two computations, not samples: a point whose bars are
 apart is "outside both error bars", never a significant change in the sampled rule's sense (mail.py
 marks it `apart`, not `**`). Rows with neither (a count, a schema-6 sweep's answers) differ or not:
 every difference between them is the computation's, and is a change but not a sampled one. Up to
