@@ -252,7 +252,9 @@ class KernelCheck:
     `differs`: the same kind of reference as `bound`, true where the recorded kernel results counted that
     metric otherwise than the model (an exact metric's evidence says so there); None: nowhere. `prepare`: () ->
     None, run by `memsweep run` before it writes anything, that readies this node for a guest of the model's
-    own (builds or fetches its kernels, progress on stderr; GuestSetupError when it cannot); None: nothing."""
+    own (builds or fetches its kernels, progress on stderr; GuestSetupError when it cannot); None: nothing.
+    `guest`: a guest of the model's own in words, for `plan` (what it boots, how often, how long a boot takes
+    on 2 cores); "": the kernel source's shared guest binds its points."""
 
     planner: str | Callable[..., list]
     reader: str | Callable[..., dict]
@@ -267,6 +269,7 @@ class KernelCheck:
     inputs: str | Callable[[], dict] | None = None
     prepare: str | Callable[[], None] | None = None
     differs: str | Callable[[str], pl.Expr] | None = None
+    guest: str = ""
 
     def plan(self, points: pl.DataFrame, settings) -> list:
         """The planner's configurations (or reasons) for `points`, one per row."""

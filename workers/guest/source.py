@@ -43,13 +43,20 @@ def _plan(settings: KernelSettings, chunks: int) -> dict:
 
 
 def _plan_text(k: dict, secs) -> str:
-    return (f"{k['points']:,} points in {k['chunks']:,} chunks, not booted here: each chunk boots "
-            f"{k['image']} once in a guest (accel {k['accel']}; 6-18 s under TCG on 2 cores), then binds its "
-            "points one by one, about a second per 2 GiB of namespace under TCG; the points the kernel "
-            "under test cannot hold are infeasible rows at once. A model with a guest of its own boots that "
-            "instead, whatever the image: the arm64 reclaim probe (workers/guest/arm64.py) Debian's arm64 "
-            "kernels, one boot a point, 10-12 s under TCG; the x86 /dev/mem probe (workers/guest/devmem.py) "
-            "its own build, one boot a chunk for each of [kernel] boots, 7-11 s.")
+    """What the kernel rows of a plan will boot: the shared guest for the models without one of their own
+    (KernelCheck.guest), each own guest in the model's words."""
+    from workers import get_model
+
+    own = {m: get_model(m).kernel.guest for m in k.get("per_model", {}) if get_model(m).kernel.guest}
+    shared = [m for m in k.get("per_model", {}) if m not in own]
+    parts = [f"{k['points']:,} points in {k['chunks']:,} chunks, not booted here"]
+    if shared or not own:
+        parts.append(f"{', '.join(shared) + ': ' if own else ''}each chunk boots {k['image']} once in a guest "
+                     f"(accel {k['accel']}; 6-18 s under TCG on 2 cores), then binds its points one by one, about "
+                     "a second per 2 GiB of namespace under TCG; the points the kernel under test cannot hold are "
+                     "infeasible rows at once")
+    parts += [f"{m}: {text}" for m, text in own.items()]
+    return "; ".join(parts) + "."
 
 
 def _model_inputs(model: Model) -> dict:

@@ -199,3 +199,25 @@ def test_cluster_notes_name_idle_nodes_or_cpus_and_work_shorter_than_ray_start()
     assert cluster_notes(chunks=5, seconds=None, nodes=4, cpus=8) == ["5 chunks for 8 CPUs: 3 CPUs would sit idle"]
     assert cluster_notes(chunks=5, seconds=None, nodes=4, cpus=None) == []
     assert cluster_notes(chunks=8, seconds=10 * RAY_START_SECONDS, nodes=4, cpus=8) == []
+
+
+@pytest.mark.parametrize("models, shared, own", [
+    (["memmap"], True, []),
+    (["young"], False, ["young"]),
+    (["memmap", "young", "pfnmap"], True, ["young", "pfnmap"]),
+])
+def test_the_kernel_paragraph_names_what_each_model_s_rows_boot(models, shared, own):
+    """A kernel plan describes the shared guest only where a model without a guest of its own has points, and
+    each model's own guest in its KernelCheck's words (young's arm64 probe, pfnmap's /dev/mem probe)."""
+    from sweeps.run.dryrun import format_text
+    from workers import get_model
+
+    axes = {"memmap": '[axes.memmap]\nnamespace_size = ["1GiB"]\nmode = ["fsdax"]\nstrategy = ["slow"]\n',
+            "young": '[axes.young]\nnamespace_size = ["48MiB"]\nmapped_size = ["64MiB"]\ncompound_order = [5]\n',
+            "pfnmap": '[axes.pfnmap]\nnamespace_size = ["2MiB"]\ncompound_order = [9]\n'}
+    spec = parse_spec(f'name = "k"\nmodels = {json.dumps(models)}\nsource = "kernel"\n'
+                      + "".join(axes[m] for m in models))
+    text = next(line for line in format_text(dry_run(spec, progress=False)).splitlines() if line.startswith("kernel: "))
+    assert ("each chunk boots debian:6.12 once in a guest" in text) == shared
+    for m in ("young", "pfnmap"):
+        assert (f"{m}: {get_model(m).kernel.guest}" in text) == (m in own), text

@@ -306,7 +306,9 @@ class PfnmapModel(Model):
                          work=(INSTRUCTIONS,), inputs="workers.models.pfnmap.kernel:inputs",
                          prepare="workers.models.pfnmap.kernel:prepare",
                          bound="workers.models.pfnmap.kernel:bound", fitted="workers.models.pfnmap.kernel:fitted",
-                         differs="workers.models.pfnmap.kernel:differs")
+                         differs="workers.models.pfnmap.kernel:differs",
+                         guest="the x86 /dev/mem probe (workers/guest/devmem.py) boots its own huge-pfnmap build, one "
+                               "boot a chunk for each of [kernel] boots, 7-11 s under TCG, whatever the image")
 
     def evaluate(self, points: pl.DataFrame, profile: Profile) -> pl.DataFrame:
         """Geometry, setup and access cost for every point (see the module doc)."""
