@@ -171,6 +171,19 @@ def _points(**axes) -> pl.DataFrame:
     return points_frame(get_model("young"), [{**base, **axes}])
 
 
+def test_the_recorded_instructions_are_the_unprobed_pass_s_and_the_probes_cost_more_than_the_young_calls():
+    """kernel_results.csv keeps both passes' instructions: the row's (no probe) below the counted one's at every
+    point, by what the probes' hits cost: the difference over the hits (kretprobes on the young-bit function
+    and folio_referenced_one(), a kprobe on the batched one's nr) is 1,600-1,818 instructions a hit at all 16
+    points (a BRK trap, the handler, the hist trigger), whatever the kernel, LRU or order."""
+    recorded = yk.results()
+    assert recorded.height == 16 and (recorded["instructions"] < recorded["probed_instructions"]).all()
+    batched = recorded["batching"] == "batched"
+    hits = recorded["kernel_calls"] * pl.when(batched).then(2).otherwise(1) + recorded["kernel_walks"]
+    per_hit = (recorded["probed_instructions"] - recorded["instructions"]) / recorded.select(hits).to_series()
+    assert ((1_500 < per_hit) & (per_hit < 2_000)).all(), per_hit.to_list()
+
+
 @pytest.mark.parametrize("axes, reason", [
     ({"arch": "x86_64"}, "the guest is arm64"),
     ({"batching": "batched"}, "no kernel of the two has one batching without the other"),
