@@ -27,7 +27,7 @@ metric_folios (the file pages reclaimed, /proc/vmstat pgsteal_file, and those in
 model's closed form must give the same numbers, and `bound` says where the recorded runs found it does.
 Beside them metric_instructions_per_folio, the instructions of the memory.reclaim write (guest ns under the
 instruction counter) per folio reclaimed, from the probe's second, unprobed reclaim of the same layout (the
-counted write's own include thousands of instructions per kprobe hit, half or more of it): the kernel's alone
+counted write's own include about 1,700 instructions per kprobe hit, half or more of it): the kernel's alone
 (the model prices time), the sample compare reads when it sets 6.12 against 7.3
 (`--pair batching=per_pte:batched --pair unmap=per_pte:batched`). A
 run whose mapped folios are not all of the point's order (the probe counts them before the reclaim) is
