@@ -448,7 +448,7 @@ def format_coverage(cal: Calibration) -> str:
                       f" ({n} held out, {_sides(state.sides[f'metric_{m}'])})" for m, (rate, n) in kinds.items())
     lines = [f"  error bars claim that a figure no fit saw falls inside at (n - 1) / (n + 1) of the held-out figures "
              f"of its kind or more (between the least and the largest of n signed residuals, workers/interval.py): "
-             f"{claim}; any other answer as its model's; checked:"] if kinds else \
+             f"{claim}; any other answer by all of its model's figures; checked:"] if kinds else \
         ["  error bars (the validation figures' largest error; no refits recorded): checked:"]
     held += stored(MODELS[cal.model], profile)
     for use, what in (("fit", "fit figures, each left out of its own bar"),
