@@ -364,7 +364,7 @@ def stored(model: Model, profile: Profile) -> list[Held]:
     if stated(model, profile).error is None:
         return []
     figures = model.calibration.figures
-    rows = evaluate(model, figure_frame(model, figures), profile)
+    rows = at_figures(model, figures, profile)  # coverage() has evaluated them under the profile already
     bar = bars(model, profile, rows, pl.Series(["fit"] * len(figures)))
     return [_held(f, "stored", bar[columns(f.metric)[0]][i], bar[columns(f.metric)[1]][i])
             for i, f in enumerate(figures) if columns(f.metric)[0] in bar.columns]

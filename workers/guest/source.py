@@ -47,8 +47,9 @@ def _plan_text(k: dict, secs) -> str:
     (KernelCheck.guest), each own guest in the model's words."""
     from workers import get_model
 
-    own = {m: get_model(m).kernel.guest for m in k.get("per_model", {}) if get_model(m).kernel.guest}
-    shared = [m for m in k.get("per_model", {}) if m not in own]
+    guests = {m: get_model(m).kernel.guest for m in k.get("per_model", {})}
+    own = {m: text for m, text in guests.items() if text}
+    shared = [m for m, text in guests.items() if not text]
     parts = [f"{k['points']:,} points in {k['chunks']:,} chunks, not booted here"]
     if shared or not own:
         parts.append(f"{', '.join(shared) + ': ' if own else ''}each chunk boots {k['image']} once in a guest "
