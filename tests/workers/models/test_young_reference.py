@@ -316,3 +316,52 @@ def test_batched_unmap_splits_at_a_pmd_boundary():
     t = ref.build_table(namespace_size=2 << 20, align=1 << 20, order=9, first_pte_cont=False)
     u = ref.unmap_folio(t, 0, unmap="batched")
     assert (u.steps, u.tlb_flushes, u.unfolds) == (2, 2, 0)
+
+
+@pytest.mark.parametrize("order, walks, calls", [(5, 625, 20_783), (6, 321, 21_327)])
+def test_look_around_counts_what_a_6_12_guest_counted(order, walks, calls):
+    """v6.12's MGLRU eviction, 48 of 64 MiB reclaimed, every folio young (benchmarks/RESULTS.md, kernel-young):
+    the calls, visits and young results Debian's arm64 6.12 counted, and the split its extra probes counted
+    once: 241 look-arounds found their own PTE young, their windows cleared 275 blocks, the aging the other 508.
+    Order 5: batches of two folios; a page table's first folio's window (its first 64 PTEs) takes its batch
+    partner, kept unwalked; the aging runs once 258 folios (8,256 of 16,384 pages) are in the youngest
+    generation."""
+    t = ref.build_table(namespace_size=48 << 20, mapped_size=64 << 20, align=2 << 20, order=order,
+                        young_fraction=1.0)
+    run = ref.reclaim_look_around(t, unmap="per_pte", record=True)
+    ev = run.look_around
+    assert (run.walks, run.helpers.calls, run.helpers.young_calls, len(run.freed)) == (walks, calls, 1024,
+                                                                                     (48 << 20) >> (order + 12))
+    own, windows = int(ev.own.sum()), len(ev.hits)
+    assert (own, windows, run.helpers.young_calls - own - windows) == (241, 275, 508)
+    assert run.helpers.calls == (walks << order) + windows + 508  # each visited PTE's own call, then the others'
+    again = ref.build_table(namespace_size=48 << 20, mapped_size=64 << 20, align=2 << 20, order=order,
+                            young_fraction=1.0)
+    assert ref.reclaim(again, lru="mglru", batching="per_pte", unmap="per_pte").helpers == run.helpers
+    if order == 5:
+        walked = set(np.flatnonzero(ev.walked).tolist())
+        assert walked == set(range(257)) - set(range(1, 257, 16))
+
+
+def test_look_around_promotes_a_neighbour_still_on_the_list_and_keeps_an_isolated_one_unwalked():
+    """Order 4 (16 PTEs, batches of four): the first folio's window (64 PTEs) clears its three batch partners,
+    which shrink_folio_list() keeps unwalked; a later folio's window reaches the next batch's first folio,
+    promoted (sorted past, never isolated)."""
+    t = ref.build_table(namespace_size=64 << 16, mapped_size=64 << 16, align=2 << 20, order=4, young_fraction=1.0)
+    ev = ref.LookAround(t, record=True)
+    first = ev.isolate()
+    ev.shrink(first, [], t.folios)
+    assert first == [0, 1, 2, 3] and ev.walked[:4].tolist() == [True, False, False, False]
+    assert [ev.place[f] for f in first] == [ref.KEPT] * 4
+    second = ev.isolate()
+    ev.shrink(second, [], t.folios)
+    assert second == [4, 5, 6, 7] and ev.walked[4:8].tolist() == [True, False, True, False]
+
+
+def test_look_around_window_stays_in_its_page_table_and_vma():
+    """lru_gen_look_around(): 64 PTEs, placed around the PTE, pushed inside the page table and the VMA."""
+    assert ref.look_around_window(0, 0, 4096) == range(0, 64)
+    assert ref.look_around_window(100, 0, 4096) == range(68, 132)
+    assert ref.look_around_window(500, 0, 4096) == range(448, 512)
+    assert ref.look_around_window(520, 16, 530) == range(512, 530)
+    assert ref.look_around_window(7, 7, 8) == range(7, 7)

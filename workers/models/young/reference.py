@@ -348,6 +348,7 @@ class Reclaim:
     helpers: Counts
     unmap: Unmap
     freed: tuple[int, ...]  # the folios freed, in order
+    look_around: LookAround | None = None  # v6.12 MGLRU's eviction, where it ran (reclaim_look_around())
 
 
 KEEP, ACTIVATE, RECLAIM, RECLAIM_CLEAN = "keep", "activate", "reclaim", "reclaim_clean"
@@ -368,9 +369,12 @@ def reclaim(table: Table, *, lru: str, batching: str, unmap: str, arch: str = "a
 
     check_references() with PG_referenced clear at the start, under either LRU (MGLRU's lru_gen_set_refs()
     keeps a folio found young for the first time as the classic LRU does); a kept folio goes to the back of
-    the list, an activated one leaves it. Mutates the table.
+    the list, an activated one leaves it. Mutates the table. MGLRU with the per-PTE helper is v6.12's
+    eviction instead, look-around and aging included (reclaim_look_around()).
     """
     check_table(table.young, table.cont, arch)
+    if lru == "mglru" and batching == "per_pte":
+        return reclaim_look_around(table, unmap=unmap, arch=arch)
     inactive, pg_referenced = deque(range(table.folios)), [False] * table.folios
     walks = kept = activated = young_folios = 0
     helpers, gone, freed = Counts(), Unmap(), []
@@ -390,3 +394,196 @@ def reclaim(table: Table, *, lru: str, batching: str, unmap: str, arch: str = "a
         freed.append(f)
     return Reclaim(walks=walks, kept=kept, activated=activated, young_folios=young_folios, helpers=helpers,
                    unmap=gone, freed=tuple(freed))
+
+
+# v6.12's MGLRU eviction (mm/vmscan.c), as Debian's arm64 6.12 runs it under memory.reclaim (a proactive cgroup
+# reclaim of file folios with no swap: one type, one tier). Read: evict_folios(), scan_folios(), sort_folio(),
+# isolate_folio(), shrink_folio_list(), lru_gen_look_around(), folio_update_gen(), should_run_aging(),
+# try_to_inc_max_seq() -> walk_pte_range(); mm/rmap.c folio_referenced_one(); include/linux/mmzone.h.
+MIN_LRU_BATCH = 64  # BITS_PER_LONG: scan_folios() isolates until this many pages; the look-around's window
+LRU, BATCH, REFERENCED, KEPT, PROMOTED, AGED, GONE = range(7)  # a folio's place, see LookAround
+
+
+def look_around_window(p: int, vm_start: int, vm_end: int) -> range:
+    """lru_gen_look_around()'s PTEs around PTE p: its page table's part of the VMA, cut to MIN_LRU_BATCH PTEs
+    placed around p (at the table's or VMA's start or end when p is within half a batch of it)."""
+    pmd = p - p % PTRS_PER_PTE
+    start, end = max(pmd, vm_start), min(pmd + PTRS_PER_PTE, vm_end)
+    if end - start == 1:
+        return range(p, p)
+    if end - start > MIN_LRU_BATCH:
+        half = MIN_LRU_BATCH // 2
+        if p - start < half:
+            end = start + MIN_LRU_BATCH
+        elif end - p < half:
+            start = end - MIN_LRU_BATCH
+        else:
+            start, end = p - half, p + half
+    return range(start, end)
+
+
+class LookAround:
+    """The eviction of v6.12's MGLRU over a table whose folios all sit, in mapping order, in the oldest
+    generation (readahead put them there), with the per-PTE young helper.
+
+    - scan_folios() takes folios from the list's tail (mapping order): one whose generation the look-around
+      moved (PROMOTED) is sorted into it, unwalked; the others are isolated until the batch holds
+      MIN_LRU_BATCH pages.
+    - shrink_folio_list() then meets the batch in order. A folio the look-around found young while it sat
+      isolated (folio_update_gen() set PG_referenced: REFERENCED) is kept unwalked ("folio_update_gen() tried
+      to promote this page?"). Any other is walked: folio_referenced_one() calls lru_gen_look_around() for
+      each PTE, whose ptep_clear_young_notify() on that PTE is the young helper's call; when it finds young,
+      the look-around calls the helper on each young PTE of its window (a cont block once: ptep_get() ORs
+      the block's access flags) and moves those PTEs' folios to the youngest generation. A walk that found
+      young keeps its folio (KEPT; the youngest generation), an old one reclaims it.
+    - Before each batch (should_run_aging(), three generations) the aging runs when the youngest generation
+      holds more than half the pages or the oldest less than a quarter: try_to_inc_max_seq() walks the
+      mm's page tables and clears every young PTE left (walk_pte_range(): one helper call per young PTE, a
+      cont block once), after which every walk finds old. It also runs when the oldest generation is empty.
+    Assumed: the aging is not held back at DEF_PRIORITY (get_nr_to_scan() ages only below it; a guest's
+    reclaim met it at priority 2), the reclaim stops at exactly table.reclaim folios, and after the aging
+    folios are freed the old ones first, then the rest in mapping order.
+    `record` keeps what counts.py reads: per folio its walk, its own calls' young results and the calls of
+    look-arounds on it; per batch the folios scanned and how many had found their generation.
+    """
+
+    def __init__(self, table: Table, arch: str = "arm64", record: bool = False):
+        self.t, self.arch, self.n = table, arch, 1 << table.order
+        self.vm = (table.offset, table.offset + table.folios * self.n)
+        self.place = [LRU] * table.folios
+        self.scan = 0  # the next folio scan_folios() takes
+        self.decided = 0  # folios in the youngest generation (their pages: should_run_aging()'s `young`)
+        self.helpers = Counts()
+        self.young_walks = 0
+        self.record = record
+        self.walked = np.zeros(table.folios, dtype=bool)
+        self.own = np.zeros((table.folios, 2), dtype=np.int64)  # young own calls, [non-cont, cont]
+        self.hits = []  # (walker, target, cont) of each look-around call that cleared young
+        self.batches = []  # (last folio scanned, folios decided, highest folio touched)
+        self.filled = np.zeros(table.folios, dtype=np.int64)  # pages its batch had isolated once it was scanned
+        self.touched = -1
+
+    def folio(self, q: int) -> int:
+        return (q - self.t.offset) // self.n
+
+    def is_young(self, q: int) -> bool:
+        """pte_young(ptep_get()): a cont PTE reads its block's access flags ORed (contpte_ptep_get())."""
+        if self.t.cont[q]:
+            b = _block(q)
+            return bool(self.t.young[b.start:b.stop].any())
+        return bool(self.t.young[q])
+
+    def _decide(self, f: int, place: int) -> None:
+        self.place[f] = place
+        self.decided += 1
+
+    def isolate(self) -> list[int]:
+        """scan_folios(): the next batch, sorting the promoted folios it meets."""
+        batch, pages = [], 0
+        while self.scan < len(self.place) and pages < MIN_LRU_BATCH:
+            f = self.scan
+            self.scan += 1
+            if self.place[f] == LRU:
+                self.place[f] = BATCH
+                batch.append(f)
+                pages += self.n
+            self.filled[f] = pages
+        return batch
+
+    def walk(self, f: int) -> bool:
+        """folio_referenced_one() under MGLRU: lru_gen_look_around() at every PTE of folio f."""
+        self.walked[f] = True
+        referenced = False
+        start = self.t.offset + f * self.n
+        for p in range(start, start + self.n):
+            cont = bool(self.t.cont[p])
+            young, c = ptep_test_and_clear_young(self.t.young, self.t.cont, p, self.arch)
+            self.helpers += c
+            if not young:
+                continue
+            referenced = True
+            self.own[f, int(cont)] += 1
+            for q in look_around_window(p, *self.vm):
+                if not self.is_young(q):
+                    continue
+                _, c = ptep_test_and_clear_young(self.t.young, self.t.cont, q, self.arch)
+                self.helpers += c
+                g = self.folio(q)
+                self.touched = max(self.touched, g)
+                if self.record:
+                    self.hits.append((f, g, bool(self.t.cont[q])))
+                if self.place[g] == LRU:  # folio_update_gen() on a folio still on the list
+                    self._decide(g, PROMOTED)
+                elif self.place[g] == BATCH and g != f:  # ... on one isolated: PG_referenced
+                    self.place[g] = REFERENCED
+        return referenced
+
+    def shrink(self, batch: list[int], freed: list[int], want: int) -> None:
+        """shrink_folio_list() over one batch: keep, keep unwalked, or reclaim (until `want` are freed)."""
+        for f in batch:
+            if len(freed) == want:
+                self.place[f] = LRU  # not reached: the reclaim had what it asked for
+                continue
+            if self.place[f] == REFERENCED:
+                self._decide(f, KEPT)
+                continue
+            if self.walk(f):
+                self.young_walks += 1
+                self._decide(f, KEPT)
+            else:
+                self.place[f] = GONE
+                freed.append(f)
+        self.touched = max(self.touched, batch[-1] if batch else -1)
+        if self.record:
+            self.batches.append((self.scan - 1, self.decided, self.touched))
+
+    def wants_aging(self, freed: int) -> bool:
+        """should_run_aging() with three generations: the youngest over half the pages, the oldest under a
+        quarter (pages of one order: counted in folios)."""
+        total = len(self.place) - freed
+        oldest = sum(1 for x in self.place[self.scan:] if x == LRU)
+        return 2 * self.decided > total or 4 * oldest < total
+
+    def age(self) -> None:
+        """try_to_inc_max_seq(): walk_pte_range() clears every young PTE of the mapping, one call a young PTE
+        (a cont block once), and moves the folios it finds to the new youngest generation."""
+        for q in range(*self.vm):
+            if self.is_young(q):
+                _, c = ptep_test_and_clear_young(self.t.young, self.t.cont, q, self.arch)
+                self.helpers += c
+                g = self.folio(q)
+                if self.place[g] == LRU:
+                    self.place[g] = AGED
+
+
+def reclaim_look_around(table: Table, *, unmap: str, arch: str = "arm64", record: bool = False) -> Reclaim:
+    """v6.12's MGLRU reclaim of table.reclaim folios with the per-PTE helper (see LookAround, kept in the
+    result with its record when `record`). Mutates the table."""
+    ev = LookAround(table, arch, record=record)
+    freed: list[int] = []
+    aged = False
+    while len(freed) < table.reclaim and not aged:
+        if ev.wants_aging(len(freed)):
+            break
+        batch = ev.isolate()
+        if not batch:
+            break
+        ev.shrink(batch, freed, table.reclaim)
+    if len(freed) < table.reclaim:
+        ev.age()
+        # the rest are old: the oldest generation's (never scanned, found old by the aging), then the others
+        # in mapping order
+        oldest = [f for f in range(ev.scan, table.folios) if ev.place[f] == LRU]
+        first = set(oldest)
+        left = oldest + [f for f in range(table.folios) if ev.place[f] != GONE and f not in first]
+        for f in left[:table.reclaim - len(freed)]:
+            referenced, c = walk_folio(table, f, batching="per_pte", arch=arch)
+            assert not referenced
+            ev.helpers += c
+            freed.append(f)
+    gone = Unmap()
+    for f in freed:
+        gone += unmap_folio(table, f, unmap=unmap, arch=arch)
+    walks = ev.young_walks + len(freed)
+    return Reclaim(walks=walks, kept=ev.young_walks, activated=0, young_folios=ev.young_walks,
+                   helpers=ev.helpers, unmap=gone, freed=tuple(freed), look_around=ev)
