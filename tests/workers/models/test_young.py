@@ -329,3 +329,58 @@ def test_large_frame_is_vectorized():
     out = evaluate(MODEL, points, PROFILE)
     assert out.height == n and not (out["status"] == "error").any()
     assert out.filter(pl.col("status") == "infeasible")["reason"].null_count() == 0
+
+
+LAYOUTS = [  # (order, align, arch, first_pte_cont): the kernel's, cont at other offsets, none, split, x86
+    (5, 2 << 20, "arm64", True), (6, 64 << 10, "arm64", True), (4, 64 << 10, "arm64", True),
+    (9, 64 << 10, "arm64", False), (6, 4 << 10, "arm64", True), (2, 8 << 10, "arm64", True),
+    (7, 1 << 20, "arm64", False), (5, 2 << 20, "x86_64", False), (0, 2 << 20, "arm64", True),
+]
+
+
+@pytest.mark.parametrize("order, align, arch, first_cont", LAYOUTS)
+def test_look_around_closed_form_is_the_reference_beyond_its_own_runs(order, align, arch, first_cont):
+    """Past lookaround.DIRECT_PAGES the counts come from the layout's repeating pattern: equal to the
+    reference's whole eviction for every young share around the aging's threshold (half the mapping) and
+    every amount reclaimed."""
+    from workers.models.young import lookaround as la
+
+    n = 1 << order
+    m = max(2, la.DIRECT_PAGES // n + 1)
+    if order:
+        m += 3 * max(1, 512 // n) + 1  # past a few page tables too
+    young = sorted({m, m // 2 + 1, m // 2, m // 2 - 1, m // 3, 0})
+    reclaim = sorted({1, m // 2, m - m // 3, m})
+    cont_ok = arch == "arm64" and order >= 4 and (align % (2 << 20)) // 4096 % 16 == 0
+    cpf = (n // 16 if cont_ok else 0) - (cont_ok and not first_cont)
+    pattern = la.pattern(order, align, arch, first_cont)
+    for y in young:
+        for r in reclaim:
+            got = la._closed(pattern, *(np.array([v]) for v in (m, y, r, cpf)), arch == "arm64")
+            assert tuple(int(got[k][0]) for k in la.KEYS) == la._direct(order, align, arch, first_cont, m, y, r), \
+                (m, y, r)
+
+
+def test_look_around_counts_are_the_pattern_s_past_direct_pages_and_the_reference_s_below():
+    """counts() switches from the reference's run to the pattern at DIRECT_PAGES, and both agree there."""
+    from workers.models.young import lookaround as la
+
+    m = np.array([la.DIRECT_PAGES >> 5, (la.DIRECT_PAGES >> 5) + 1])
+    out = la.counts(np.full(2, 5), np.full(2, 2 << 20), np.ones(2, bool), np.ones(2, bool), m, m, m // 2,
+                    np.full(2, 2))
+    small = la._direct(5, 2 << 20, "arm64", True, int(m[0]), int(m[0]), int(m[0] // 2))
+    big = la._direct(5, 2 << 20, "arm64", True, int(m[1]), int(m[1]), int(m[1] // 2))
+    assert tuple(int(out[k][0]) for k in la.KEYS) == small and tuple(int(out[k][1]) for k in la.KEYS) == big
+
+
+def test_the_model_counts_what_the_guests_counted_at_every_recorded_point():
+    """workers/models/young/kernel_results.csv (benchmarks/young_kernel.py): at each of kernel-young's 16
+    points the model's counts today are the recorded model columns, and those are the kernel's."""
+    from workers.models.young import kernel as yk
+
+    recorded = yk.results()
+    rows = [{k: r[k] for k in yk.KEY} | {"arch": "arm64", "first_pte_cont": True} for r in recorded.to_dicts()]
+    out = run(*rows)
+    assert recorded.height == 16 and (out["status"] == "ok").all()
+    for m in ("calls", "young_calls", "ptes_asked", "walks", "ptes", "folios"):
+        assert out[f"metric_{m}"].to_list() == recorded[f"model_{m}"].to_list() == recorded[f"kernel_{m}"].to_list(), m

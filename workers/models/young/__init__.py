@@ -35,10 +35,13 @@ pte_read_ns (the access/dirty gather, contpte_ptep_get(), page_vma_mapped_walk()
 flushing) + unmap steps x (call_ns + unmap_step_ns: the rmap, statistics and counter work of a
 try_to_unmap_one() step) + unmap atomics x pte_atomic_ns (PTE get-and-clears, the page and folio
 mapcounts, the refcount) + deferred unmap TLB flushes x tlb_flush_ns + unfolds x tlb_sync_ns
-(contpte_convert()'s TLBI + DSB, which waits) + plain PTE writes of unfolds x pte_read_ns. Not modeled:
-the per-PTE look-around MGLRU does around a young PTE before the series (6.12's lru_gen_look_around():
-its neighbours' young bits cleared and their folios promoted; a guest counts it, benchmarks/RESULTS.md),
-and a kept folio's isolation and putback (only its walk is priced).
+(contpte_convert()'s TLBI + DSB, which waits) + plain PTE writes of unfolds x pte_read_ns. MGLRU with the
+per-PTE helper is v6.12's eviction (lookaround.py): each walked PTE's look-around, which clears a young PTE's
+neighbours within 64 PTEs and moves their folios to the youngest generation unwalked, and the aging, which
+clears the young PTEs left once that generation holds half the pages; its calls and walks are what a guest's
+6.12 counted (benchmarks/RESULTS.md, kernel-young). Not modeled: a kept folio's isolation and putback (only
+its walk is priced), the look-around's window scan over old PTEs (no helper call) and the aging's page-table
+walk beyond its calls.
 """
 
 from __future__ import annotations
@@ -71,9 +74,10 @@ BATCHING = choice("batching", ("per_pte", "batched"), "batched",
                   "test_and_clear_young_ptes() under MGLRU)")
 ARCH = choice("arch", ("arm64", "x86_64"), "arm64", "arm64 has 16-PTE contpte blocks; x86_64 has no cont bit")
 LRU = choice("lru", ("mglru", "classic"), "mglru",
-             "mglru: lru_gen_look_around() -> test_and_clear_young_ptes_notify(), no TLB flush; classic: "
-             "clear_flush_young_ptes_notify(), arm64 flushes the TLB when young; under both "
-             "folio_check_references() keeps a young folio for a second trip (walked twice before it is freed)")
+             "mglru: lru_gen_look_around() -> test_and_clear_young_ptes_notify(), no TLB flush (with per_pte "
+             "v6.12's: it also clears a young PTE's neighbours and promotes their folios unwalked, and the aging "
+             "clears what is left); classic: clear_flush_young_ptes_notify(), arm64 flushes the TLB when young; "
+             "folio_check_references() keeps a folio a walk finds young for a second trip")
 UNMAP = choice("unmap", ("per_pte", "batched"), "batched",
                "per_pte: try_to_unmap_one() clears a file folio one PTE per step, and on arm64 unfolds each "
                "contpte block first (kernels before v7.0); batched: folio_unmap_pte_batch() clears a folio run "
@@ -233,8 +237,9 @@ class YoungModel(Model):
     # 5: x86 times scale by x86_scale, the '50%+' figure a bound; 4: the unmap's per-step work and an unfold's
     # synchronous TLBI + DSB priced apart
     # 8: instructions per reclaimed folio (kernel rows; null in the model's); 9: error bars from the signed
-    # leave-one-out residuals (workers.interval)
-    version = "9"
+    # leave-one-out residuals (workers.interval); 10: MGLRU with the per-PTE helper is v6.12's eviction, its
+    # look-around and aging (lookaround.py; a guest's 6.12 counted the same)
+    version = "10"
     description = ("arm64 contpte young-bit batching (test_and_clear_young_ptes(), clear_flush_young_ptes()) and "
                    "batched unmap of file large folios, priced as the sys time of reclaiming them under MGLRU "
                    "or the classic LRU")
@@ -327,7 +332,8 @@ class YoungModel(Model):
         total_pp = rest_ns + young["pp"] + unmap_ns
         total_pp_unmap = rest_ns + young_ns + gone["pp"]
         pick = {k: np.where(b, c[f"{k}_b"], c[f"{k}_pp"])
-                for k in ("calls", "visits", "blocks", "atomics", "flushes", "found", "asked")}
+                for k in ("calls", "visits", "blocks", "atomics", "flushes", "found", "asked", "walks", "kept",
+                          "young_folios")}
         unmapped = {k: np.where(bu, c[f"unmap_{k}_b"], c[f"unmap_{k}_pp"])
                     for k in ("steps", "unfolds", "flushes", "atomics")}
         with np.errstate(divide="ignore", invalid="ignore"):  # infeasible rows (nulled below) may be 0/0
@@ -336,10 +342,10 @@ class YoungModel(Model):
             reduction_unmap = 1.0 - total / total_pp_unmap
         return {
             "metric_folios": c["folios"], "metric_mapped_folios": c["mapped_folios"], "metric_ptes": c["pages"],
-            "metric_cont_blocks": c["cont_blocks"], "metric_walks": c["walks"], "metric_kept_folios": c["kept"],
+            "metric_cont_blocks": c["cont_blocks"], "metric_walks": pick["walks"], "metric_kept_folios": pick["kept"],
             "metric_calls": pick["calls"], "metric_ptes_visited": pick["visits"],
             "metric_blocks_touched": pick["blocks"], "metric_tlb_flushes": pick["flushes"],
-            "metric_pte_atomics": pick["atomics"], "metric_young_folios": c["young_folios"],
+            "metric_pte_atomics": pick["atomics"], "metric_young_folios": pick["young_folios"],
             "metric_young_calls": pick["found"], "metric_ptes_asked": pick["asked"],
             "metric_unmap_steps": unmapped["steps"], "metric_unfolds": unmapped["unfolds"],
             "metric_unmap_tlb_flushes": unmapped["flushes"], "metric_unmap_atomics": unmapped["atomics"],

@@ -16,8 +16,9 @@ FOLIOREF_RECLAIM_CLEAN when PG_referenced was set by its first trip). The first
 floor(young_fraction * M) folios are young, so all Y of them are walked once before any is reclaimed,
 then R old walks reclaim the R folios that follow: the old ones first, then the young ones on their
 second trip. Walks: Y + R, under either LRU. Debian's arm64 7.3 walks exactly so under both LRUs
-(benchmarks/RESULTS.md, kernel-young); 6.12's MGLRU does not: its per-PTE lru_gen_look_around() clears
-the young neighbours of a young PTE and promotes their folios, which the model does not follow.
+(benchmarks/RESULTS.md, kernel-young). 6.12's MGLRU does not: its per-PTE lru_gen_look_around() clears
+the young neighbours of a young PTE and promotes their folios, and its aging clears the rest; with the
+per-PTE helper under MGLRU the walks and helper counts (keys ending in _pp) are lookaround.py's.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ from __future__ import annotations
 import numpy as np
 
 from workers.units import MiB
+
+from . import lookaround
 
 CONT_PTES = 16  # arch/arm64/include/asm/pgtable-hwdef.h: 1 << (CONT_PTE_SHIFT - PAGE_SHIFT), 4 KiB granule
 PTRS_PER_PTE = 512  # PTEs per page table; pmd_addr_end() bounds a folio_pte_batch() run
@@ -114,7 +117,8 @@ def counts(size: np.ndarray, mapped: np.ndarray, align: np.ndarray, order: np.nd
            first_cont: np.ndarray, young_fraction: np.ndarray, classic: np.ndarray) -> dict[str, np.ndarray]:
     """Every count of one reclaim of `size` bytes out of `mapped` bytes of folios, per point (int64 arrays).
 
-    Keys: folios (reclaimed), mapped_folios, pages, cont_blocks, walks, kept, young_folios; the helper
+    Keys: folios (reclaimed), mapped_folios, pages, cont_blocks; walks, kept, young_folios (each _pp and _b:
+    MGLRU's per-PTE look-around walks fewer folios); the helper
     counts over all walks (calls, visits, blocks, atomics, flushes, each _pp and _b); the unmap counts
     of the reclaimed folios (steps, unfolds, flushes, atomics, writes, each prefixed unmap_, _pp and _b).
     Inputs must already be feasible-looking (no negative sizes, order 0..18, mapped >= size).
@@ -144,9 +148,19 @@ def counts(size: np.ndarray, mapped: np.ndarray, align: np.ndarray, order: np.nd
     c1_f, c1_s = args(young, young + r1)
     c2_f, c2_s = args(zero, r2)
     gone = unmap(c1_f + c2_f, c1_s + c2_s, n, cont_per_folio, arm64)
+    trips = {f"{k}_{p}": v for k, v in (("walks", young + reclaimed), ("kept", young), ("young_folios", young))
+             for p in ("pp", "b")}
+    # MGLRU with the per-PTE helper is v6.12's eviction: its look-around and aging (lookaround.py)
+    mglru = np.flatnonzero(~classic)
+    if mglru.size:
+        la = lookaround.counts(order[mglru], align[mglru], arm64[mglru], first_cont[mglru], folios[mglru],
+                               young[mglru], reclaimed[mglru], cont_per_folio[mglru])
+        for k, v in la.items():
+            target = trips if f"{k}_pp" in trips else helpers
+            target[f"{k}_pp"] = target[f"{k}_pp"].copy()
+            target[f"{k}_pp"][mglru] = v
     return {
         "folios": reclaimed, "mapped_folios": folios, "pages": reclaimed * n,
-        "cont_blocks": reclaimed * cont_per_folio,
-        "walks": young + reclaimed, "kept": young, "young_folios": young,
+        "cont_blocks": reclaimed * cont_per_folio, **trips,
         **helpers, **{f"unmap_{k}": v for k, v in gone.items()},
     }
