@@ -221,15 +221,23 @@ def test_a_point_becomes_its_kernels_reclaim_and_its_counts_are_read_back():
                                      "not 512 of order 5")
 
 
-def test_a_count_is_kernel_checked_where_a_recorded_run_equals_it_and_says_where_one_differs():
+def test_a_count_is_kernel_checked_where_a_recorded_run_equals_it_and_says_where_one_differs(monkeypatch):
     """The evidence of an exact count at the recorded points: `kernel-checked` where the guest's count equals the
-    model's (6.12, classic LRU, every folio young), a note saying the guest counted otherwise where it does not
-    (6.12's MGLRU), and no guest at all at a point none ran (order 6)."""
+    model's (6.12 with every folio young, under either LRU since model version 10), no guest at all at a point
+    none ran (order 6, half young), and a note saying the guest counted otherwise where a record differs (as
+    6.12's MGLRU did before version 10: its record then, read through the same KernelCheck)."""
     model = get_model("young")
     rows = pl.concat([_points(young_fraction=1.0), _points(young_fraction=1.0, lru="mglru"),
                       _points(compound_order=6)])
     got = evidence.label(model, load_profile("seed"), rows, "metric_calls")
-    assert got["evidence"].to_list() == ["kernel-checked", "extrapolated", "extrapolated"]
+    assert got["evidence"].to_list() == ["kernel-checked", "kernel-checked", "extrapolated"]
     notes = got["evidence_note"].to_list()
-    assert "equal to a guest's" in notes[0] and "a guest counted otherwise" in notes[1]
+    assert "equal to a guest's" in notes[0] and "equal to a guest's" in notes[1]
     assert "no guest bound this point" in notes[2]
+    before = yk.results().with_columns(  # version 9's model: every young folio walked, one call per PTE
+        pl.when((pl.col("lru") == "mglru") & (pl.col("young_fraction") == 1.0) & (pl.col("batching") == "per_pte"))
+        .then(28_672).otherwise(pl.col("model_calls")).alias("model_calls"))
+    monkeypatch.setattr(yk, "results", lambda: before)
+    got = evidence.label(model, load_profile("seed"), rows, "metric_calls")
+    assert got["evidence"].to_list() == ["kernel-checked", "extrapolated", "extrapolated"]
+    assert "a guest counted otherwise" in got["evidence_note"][1]
