@@ -10,8 +10,8 @@ and young results (benchmarks/RESULTS.md, kernel-young).
 Here the same eviction is the reference's own run where the mapping is small (up to DIRECT_PAGES). Beyond,
 a layout (order, where the mapping starts in its page table, which blocks are cont) gives a pattern: the
 reference's eviction over a few page tables, all folios young, which repeats page table after page table
-(`pattern()` finds where it starts repeating and its period, and refuses a layout that does not). Per point, with Y young folios of
-M mapped and R to free:
+(`pattern()` finds where it starts repeating and its period, and refuses a layout that does not). Per
+point, with Y young folios of M mapped and R to free:
 - Until the young ones run out, the eviction meets folios in mapping order: walked (found young, kept),
   kept unwalked (their batch neighbour's look-around found them young) or sorted past (promoted before their
   batch). Before each batch the aging runs if more than half the folios found the youngest generation.

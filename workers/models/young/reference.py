@@ -441,8 +441,9 @@ class LookAround:
       mm's page tables and clears every young PTE left (walk_pte_range(): one helper call per young PTE, a
       cont block once), after which every walk finds old. It also runs when the oldest generation is empty.
     Assumed: the aging is not held back at DEF_PRIORITY (get_nr_to_scan() ages only below it; a guest's
-    reclaim met it at priority 2), the reclaim stops at exactly table.reclaim folios, and after the aging
-    folios are freed the old ones first, then the rest in mapping order.
+    reclaim met it at priority 2 by its count of batches), it walks every page table (a memcg's first aging has no
+    Bloom filter to skip one by; walk_pmd_range()), the reclaim stops at exactly table.reclaim folios, and
+    after the aging folios are freed the old ones first, then the rest in mapping order.
     `record` keeps what counts.py reads: per folio its walk, its own calls' young results and the calls of
     look-arounds on it; per batch the folios scanned and how many had found their generation.
     """
