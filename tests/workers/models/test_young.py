@@ -384,3 +384,20 @@ def test_the_model_counts_what_the_guests_counted_at_every_recorded_point():
     assert recorded.height == 16 and (out["status"] == "ok").all()
     for m in ("calls", "young_calls", "ptes_asked", "walks", "ptes", "folios"):
         assert out[f"metric_{m}"].to_list() == recorded[f"model_{m}"].to_list() == recorded[f"kernel_{m}"].to_list(), m
+
+
+def test_every_layout_the_model_can_be_has_a_repeating_look_around():
+    """Orders 0 to 9 at every power-of-two alignment up to 2 MiB, arm64 (head cont or not) and x86: each has a
+    pattern (a layout without one would fail its rows), and one that takes longer to repeat than allowed is
+    refused with its name."""
+    from workers.models.young import lookaround as la
+
+    for order in range(la.MAX_PAGECACHE_ORDER + 1):
+        for shift in range(12, 22):
+            for arch, first_cont in (("arm64", True), ("arm64", False), ("x86_64", False)):
+                p = la.pattern(order, 1 << shift, arch, first_cont)
+                assert p.top >= 2 * p.period and p.walks[-1] > 0
+    with pytest.MonkeyPatch.context() as mp:  # order 4 at 64 KiB starts repeating in its second page table
+        mp.setattr(la, "PREFIX", 1)
+        with pytest.raises(ValueError, match="order 4 at align 65536 .* does not repeat"):
+            la.pattern.__wrapped__(4, 64 << 10, "arm64", True)
