@@ -85,8 +85,8 @@ UNMAP = choice("unmap", ("per_pte", "batched"), "batched",
 MAPPED_SIZE = Axis(
     name="mapped_size", kind="extent", unit="bytes", default="all",
     doc="bytes of clean file folios mapped and on the LRU when reclaim starts, namespace_size of them "
-        "freed; every young one is walked before any second trip; 'all' (null): "
-        "namespace_size",
+        "freed; every young one is met before any second trip (walked, or under MGLRU with per_pte cleared "
+        "by a neighbour's look-around or the aging); 'all' (null): namespace_size",
     rule="a multiple of 4KiB", check=lambda v: v % PAGE == 0,
 )
 YOUNG_FRACTION = Axis(
@@ -254,7 +254,8 @@ class YoungModel(Model):
         Metric(column="metric_walks", dtype=INT,
                doc="folio_referenced() walks: one per trip of a folio through shrink_folio_list()"),
         Metric(column="metric_kept_folios", dtype=INT,
-               doc="folios found young and kept for a second trip (the inactive list; MGLRU: its generations)"),
+               doc="folios a walk found young and kept for a second trip (the inactive list; MGLRU: its "
+                   "generations; not those v6.12's look-around kept unwalked)"),
         Metric(column="metric_calls", dtype=INT, doc="young-helper calls (per PTE, or one per folio run when batched)"),
         Metric(column="metric_ptes_visited", dtype=INT,
                doc="PTEs read by the helpers (a per-PTE call on a cont PTE walks its 16)"),
