@@ -362,15 +362,19 @@ def test_look_around_closed_form_is_the_reference_beyond_its_own_runs(order, ali
 
 
 def test_look_around_counts_are_the_pattern_s_past_direct_pages_and_the_reference_s_below():
-    """counts() switches from the reference's run to the pattern at DIRECT_PAGES, and both agree there."""
+    """counts() runs the reference up to DIRECT_PAGES (no pattern made) and the pattern beyond it, and the two
+    agree either side of the switch."""
     from workers.models.young import lookaround as la
 
     m = np.array([la.DIRECT_PAGES >> 5, (la.DIRECT_PAGES >> 5) + 1])
-    out = la.counts(np.full(2, 5), np.full(2, 2 << 20), np.ones(2, bool), np.ones(2, bool), m, m, m // 2,
-                    np.full(2, 2))
-    small = la._direct(5, 2 << 20, "arm64", True, int(m[0]), int(m[0]), int(m[0] // 2))
-    big = la._direct(5, 2 << 20, "arm64", True, int(m[1]), int(m[1]), int(m[1] // 2))
-    assert tuple(int(out[k][0]) for k in la.KEYS) == small and tuple(int(out[k][1]) for k in la.KEYS) == big
+    args = (np.full(1, 5), np.full(1, 2 << 20), np.ones(1, bool), np.ones(1, bool))
+    la.pattern.cache_clear()
+    small = la.counts(*args, m[:1], m[:1], m[:1] // 2, np.full(1, 2))
+    assert la.pattern.cache_info().currsize == 0
+    big = la.counts(*args, m[1:], m[1:], m[1:] // 2, np.full(1, 2))
+    assert la.pattern.cache_info().currsize == 1
+    for out, mm in ((small, int(m[0])), (big, int(m[1]))):
+        assert tuple(int(out[k][0]) for k in la.KEYS) == la._direct(5, 2 << 20, "arm64", True, mm, mm, mm // 2)
 
 
 def test_the_model_counts_what_the_guests_counted_at_every_recorded_point():
@@ -392,7 +396,7 @@ def test_every_layout_the_model_can_be_has_a_repeating_look_around():
     refused with its name."""
     from workers.models.young import lookaround as la
 
-    for order in range(la.MAX_PAGECACHE_ORDER + 1):
+    for order in range(ref.MAX_PAGECACHE_ORDER + 1):
         for shift in range(12, 22):
             for arch, first_cont in (("arm64", True), ("arm64", False), ("x86_64", False)):
                 p = la.pattern(order, 1 << shift, arch, first_cont)

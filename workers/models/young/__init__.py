@@ -57,13 +57,13 @@ from workers.plots import Cond, Either, Lines, Panels, Series, X, Y
 from workers.profiles import Profile
 
 from .counts import CONT_PTES, PAGE, PMD_SIZE, counts
+from .reference import MAX_PAGECACHE_ORDER
 
 AUTO_ORDER = 4  # 64 KiB folio = one contpte block
 # What a reclaim in an arm64 guest counts (workers/models/young/kernel.py), each equal to the model's where it agrees
 INSTRUCTIONS = "metric_instructions_per_folio"  # a kernel row's, sampled: compare's 6.12 against 7.3
 KERNEL_METRICS = ("metric_calls", "metric_young_calls", "metric_ptes_asked", "metric_walks", "metric_ptes",
                   "metric_folios")
-MAX_PAGECACHE_ORDER = 9  # include/linux/pagemap.h: min(MAX_XAS_ORDER, HPAGE_PMD_ORDER) with THP, 4 KiB pages
 HPAGE_PMD_ORDER = 9
 SOURCE = "linux-mm, Baolin Wang, [PATCH v3 6/6] arm64: mm: implement the architecture-specific " \
          "test_and_clear_young_ptes(), March 2026 (seeds/arm64-test-and-clear-young-ptes.review.txt)"

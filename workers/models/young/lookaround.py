@@ -37,7 +37,6 @@ PAGE_SHIFT = 12
 DIRECT_PAGES = 8 * ref.PTRS_PER_PTE  # mappings up to eight page tables: the reference's own run
 PERIODS = (1, 2, 4, 8)  # page tables a layout's pattern may take to repeat
 PREFIX = 3  # ... and to start repeating
-MAX_PAGECACHE_ORDER = 9  # include/linux/pagemap.h: larger folios are no point of the model's
 KEYS = ("walks", "kept", "young_folios", "calls", "visits", "blocks", "atomics", "flushes", "found", "asked")
 
 
@@ -153,7 +152,7 @@ def counts(order: np.ndarray, align: np.ndarray, arm64: np.ndarray, first_cont: 
     model says why those points are infeasible)."""
     out = {k: np.zeros(order.shape, dtype=np.int64) for k in KEYS}
     can = np.flatnonzero((folios > 0) & (reclaim > 0) & (reclaim <= folios) & (young <= folios)
-                         & (order <= MAX_PAGECACHE_ORDER))
+                         & (order <= ref.MAX_PAGECACHE_ORDER))
     layout = np.stack([order[can], align[can] % (2 << 20), arm64[can], first_cont[can]]).T
     keys, group = np.unique(layout, axis=0, return_inverse=True)
     for g, (o, al, a64, fc) in enumerate(keys):

@@ -63,6 +63,7 @@ import numpy as np
 
 CONT_PTES = 16  # arch/arm64/include/asm/pgtable-hwdef.h, 4 KiB granule
 PTRS_PER_PTE = 512  # PTEs per page table: a batch never crosses pmd_addr_end()
+MAX_PAGECACHE_ORDER = 9  # include/linux/pagemap.h: min(MAX_XAS_ORDER, HPAGE_PMD_ORDER) with THP, 4 KiB pages
 ARCHES = ("arm64", "x86_64")
 STEP_ATOMICS = 3  # try_to_unmap_one() per iteration: large mapcount, _nr_pages_mapped, refcount
 PTE_ATOMICS = 2  # ... and per PTE: the get-and-clear and the page's _mapcount
@@ -444,7 +445,7 @@ class LookAround:
     reclaim met it at priority 2 by its count of batches), it walks every page table (a memcg's first aging has no
     Bloom filter to skip one by; walk_pmd_range()), the reclaim stops at exactly table.reclaim folios, and
     after the aging folios are freed the old ones first, then the rest in mapping order.
-    `record` keeps what counts.py reads: per folio its walk, its own calls' young results and the calls of
+    `record` keeps what lookaround.py reads: per folio its walk, its own calls' young results and the calls of
     look-arounds on it; per batch the folios scanned and how many had found their generation.
     """
 
@@ -562,8 +563,7 @@ def reclaim_look_around(table: Table, *, unmap: str, arch: str = "arm64", record
     result with its record when `record`). Mutates the table."""
     ev = LookAround(table, arch, record=record)
     freed: list[int] = []
-    aged = False
-    while len(freed) < table.reclaim and not aged:
+    while len(freed) < table.reclaim:
         if ev.wants_aging(len(freed)):
             break
         batch = ev.isolate()
