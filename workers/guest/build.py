@@ -5,7 +5,7 @@ the guest needs built in, and Debian's toolchain. Beside it, its base: the same 
 compiler without the patches (BASE), so that what the patches change and what the config changes are two
 numbers: the series' build against its base is the patches, the base against Debian's own 6.12 kernel
 the config. A third build carries the huge-pfnmap RFC instead (HUGEPFN: workers/guest/hugepfn/, written
-from the RFC's cover letter, with a switch that turns it off), and what the /dev/mem probe needs
+from the RFC v2's code paths, with a switch that turns it off), and what the /dev/mem probe needs
 (workers/guest/devmem.py): the memmap series' rows never boot it.
 
 One build per node: the result is cached under <cache>/builds/<name>-<digest>/, where the digest covers the

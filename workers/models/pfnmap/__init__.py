@@ -234,9 +234,9 @@ class PfnmapModel(Model):
     name = "pfnmap"
     _points = LastPoints()  # a fit's figures: status and inputs derived once (a third of an evaluation)
     _counted: dict[tuple, LastPoints] = {}  # Machine.structure, contpte_special -> the last points' geometry
-    version = "5"  # 2: no PUD leaves on arm64; 3: the L3 in two parts, datasheet cache sizes, five new costs;
+    version = "6"  # 2: no PUD leaves on arm64; 3: the L3 in two parts, datasheet cache sizes, five new costs;
     # 4: setup instructions, priced from the huge-pfnmap build's kernel rows; 5: error bars from the signed
-    # leave-one-out residuals (workers.interval)
+    # leave-one-out residuals (workers.interval); 6: setup priced from the build on the RFC v2's code paths
     description = ("remap_pfn_range() with PMD (RFC) or PUD (what-if) leaves: leaves, page tables, setup, "
                    "TLB misses, page walks, ns per random load and ms per streaming copy")
     axes = (NAMESPACE_SIZE, ALIGN, COMPOUND_ORDER, PA_OFFSET, VA_OFFSET, ARCH, ACCESS, WORKING_SET)

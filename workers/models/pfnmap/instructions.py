@@ -5,7 +5,7 @@ of each mapping's mmap() in the huge-pfnmap build, beside its leaves and page-ta
 (workers/models/pfnmap/kernel_results.csv, benchmarks/pfnmap_kernel.py --write). An mmap() is a call
 (mmap_region(), track_pfn_remap()'s memtype reservation, the descent to the PMD level) plus, in
 remap_pfn_range(), each PTE set (remap_pte_range(): pte_mkspecial(pfn_pte()), set_pte_at()), each PMD
-leaf set (remap_try_pmd() in workers/guest/hugepfn/0002) and each page-table page allocated
+leaf set (remap_try_huge_pmd() in workers/guest/hugepfn/0002) and each page-table page allocated
 (pte_alloc_one() and its clearing; the RFC's deposits among them). `fit` finds those four counts' per-call
 instructions by non-negative least squares (no operation takes fewer than none) on the points whose
 physical start is 2 MiB aligned, and the model predicts the others with them.

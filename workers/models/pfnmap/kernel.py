@@ -2,7 +2,7 @@
 row source, workers.guest; the x86 /dev/mem guest, workers/guest/devmem.py).
 
 A point becomes one mapping of /dev/mem in the huge-pfnmap build (Debian's 6.12 source with the RFC as
-workers/guest/hugepfn/ writes it from its cover letter: remap_pfn_range() makes a special PMD leaf for each
+workers/guest/hugepfn/ follows the v2 mails' code paths: remap_pfn_range() makes a special PMD leaf for each
 whole 2 MiB block whose virtual and physical starts are 2 MiB aligned, a PTE table deposited with it), all
 points of a chunk in one boot: `compound_order` 0 the build's switch off (mainline's PTEs), 9 or "auto" on;
 `namespace_size` the mapping's length; the physical start modulo 1 GiB the model's (pa_offset, else
