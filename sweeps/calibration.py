@@ -33,6 +33,7 @@ from workers.dataset.parts import checked_parts
 from workers.exceptions import SweepFolderError
 from workers.fitcheck import cost_orders, impossible
 from workers.guest.settings import manifest_build
+from workers.hooks import resolve
 from workers.dataset import unit_of
 from workers.interval import RATIOS, coverage, stated, stored
 from workers.profiles import RANGE, Profile, dump_profile, load_profile
@@ -154,6 +155,9 @@ def _print(results: list[Calibration], predictions: list[FigureResult], as_json:
         work = format_work(cal)
         if work:
             print(work)
+        check = MODELS[cal.model].calibration.crosscheck
+        if check:
+            print("\n".join(f"  {line}" for line in resolve(check)(cal.profile)))
     if predictions:
         print(format_holdout(predictions))
 

@@ -379,7 +379,9 @@ class Calibration:
     not saved. `assumptions`: what its answers may rest on unchecked, and where (workers.evidence).
     `work`: a point where compute binds and the metrics of the kernel's own work there (WorkCheck):
     calibrate prints each variant of the report's comparison against its baseline there, the modeled time
-    beside the kernel's work (memmap: 1 GiB fsdax map=mem against the series build's instructions)."""
+    beside the kernel's work (memmap: 1 GiB fsdax map=mem against the series build's instructions).
+    `crosscheck`: "package.module:function", (fitted profile) -> lines calibrate prints after the fit: what
+    other evidence says of a cost no figure pins (young: unmap_step_ns against a guest's instructions)."""
 
     figures: tuple[Figure, ...] = ()
     free_params: tuple[FreeParam, ...] = ()
@@ -387,6 +389,7 @@ class Calibration:
     cost_orders: tuple[CostOrder, ...] = ()
     assumptions: tuple[Assumption, ...] = ()
     work: WorkCheck | None = None
+    crosscheck: str = ""
 
     @property
     def free_for_measured(self) -> tuple[FreeParam, ...]:

@@ -73,6 +73,15 @@ def test_cli_json_has_the_documented_keys(young):
     assert all({"figure", "published", "model", "error", "loo_error", "use"} <= set(r) for r in rows)
 
 
+def test_cli_prints_the_models_crosscheck_after_its_fit(young):
+    """young names a cross-check (Calibration.crosscheck): its lines follow the fit's, indented, and --json
+    (a list of figure rows) carries none of them."""
+    text = young["text"]
+    assert "  young.unmap_step_ns against the arm64 guest's instructions" in text
+    assert text.index("against the arm64 guest's instructions") > text.index("validation figures")
+    assert "guest's instructions" not in young["json"]
+
+
 def test_cli_counts_the_costs_that_move_the_figures(young):
     """The text says how many costs move the figures (fitted and hand-set) against the independent numbers
     the figures carry; --json gives every figure row of the model the same count."""

@@ -306,7 +306,7 @@ class YoungModel(Model):
         FreeParam(section="young", key="folio_ns", lower=50.0, upper=50_000.0),
         FreeParam(section="young", key="pte_atomic_ns", lower=0.2, upper=200.0),
         FreeParam(section="young", key="tlb_sync_ns", lower=100.0, upper=20_000.0),
-    ), assumptions=ASSUMPTIONS)
+    ), assumptions=ASSUMPTIONS, crosscheck="workers.models.young.instructions:lines")
     measurement = Measurement(
         reason="young has no user-space analog: test_and_clear_young_ptes() clears access bits in the kernel's "
                "arm64 page tables during reclaim, which no user process can run")
