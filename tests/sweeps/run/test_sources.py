@@ -202,12 +202,13 @@ PINNED = BOTH.replace('"both"\nmodels', '"pinned"\nmodels').replace("to = 19", "
 
 def test_model_and_measured_chunk_ids_and_digests_are_the_ones_folders_already_hold():
     """Ids and digests as the row sources wrote them before each became one registry entry: a folder of either
-    keeps resuming (kernel ones hash the Debian image's bytes, which move with its point releases)."""
+    keeps resuming (kernel ones hash the Debian image's bytes, which move with its point releases). Each also
+    hashes the seed profile: a change to it (a note too) is a new computation, and these pins move with it."""
     from sweeps.run.computation import digest, identity
 
     spec = parse_spec(PINNED)
-    assert [(c.source, c.chunk_id) for c in plan(spec)][:2] == [("model", "54739c57f6daf5e9"),
-                                                               ("measured", "a692c0e96a62876b")]
-    assert digest(identity(spec)) == "9faa8c2e8635afd60def01f96c19786e"
+    assert [(c.source, c.chunk_id) for c in plan(spec)][:2] == [("model", "1c5653569949e685"),
+                                                               ("measured", "1140e89cef8ad66b")]
+    assert digest(identity(spec)) == "6b9ea7d5ac4f9c677254d670341484ec"
     assert digest(identity(parse_spec(PINNED.replace('source = "both"', 'source = "model"')))) == \
-        "adb06cdde33c8e1f1a89b1602057691f"
+        "88aa30358762ce31792ddb16d9697276"
