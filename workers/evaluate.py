@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import traceback
 
+import numpy as np
 import polars as pl
 
 from .exceptions import ModelError
@@ -52,6 +53,22 @@ def frame(model: Model, points: pl.DataFrame, profile: Profile) -> pl.DataFrame:
         status = last.get(points, lambda p: p.with_columns(_reasons(model).alias("reason"))  # a literal, broadcast
                           .select(*status_columns(pl.col("reason"))))
     return pl.concat([status, metrics], how="horizontal")
+
+
+def priced(model: Model, points: pl.DataFrame, profile: Profile) -> dict[str, np.ndarray]:
+    """The model's priced metrics (Model.priced) at `points` under `profile`, float64 arrays with NaN where a
+    value is missing: what an error bar's refit needs of an evaluation. No row frame (`frame`: status from
+    the infeasible rules, every metric in its dtype): the rows' own evaluation built and checked that, and
+    the points given here are ones it found ok."""
+    got = model.evaluate(points, profile)
+    out = {}
+    for m in model.priced:  # Float64 metrics (Model.priced)
+        v = got[m]
+        a = v if isinstance(v, np.ndarray) and v.dtype.kind in "fiu" else pl.Series(m, v, dtype=pl.Float64).to_numpy()
+        if len(a) != points.height:
+            raise ModelError(f"model {model.name!r} returned {len(a)} rows of {m} for {points.height} points")
+        out[m] = a.astype(np.float64, copy=False)
+    return out
 
 
 _STATUS: dict[Model, LastPoints] = {}

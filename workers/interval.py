@@ -47,7 +47,7 @@ import numpy as np
 import polars as pl
 
 from .dataset import unit_of
-from .evaluate import evaluate, frame
+from .evaluate import evaluate, priced
 from .model import STATUS_OK, Figure, Model, figure_frame, validation_figures
 from .profiles import RANGE, Profile, Quantity
 
@@ -288,17 +288,17 @@ def spread(model: Model, rows: pl.DataFrame, ok: np.ndarray, alternatives, answe
     alternative, where the caller has them (default: the model evaluated at those rows' points)."""
     lo = {m: np.full(rows.height, np.nan) for m in model.priced}
     hi = {m: np.full(rows.height, np.nan) for m in model.priced}
-    points = rows.filter(pl.Series(ok)).select([a.column for a in model.axes]) if ok.any() else None
+    points = rows.select([a.column for a in model.axes]).filter(pl.Series(ok)) if ok.any() else None
     for alt, by in alternatives:
         if alt is not None and points is None:
             continue
-        again = rows if alt is None else answers(alt) if answers is not None else frame(model, points, alt)
+        again = None if alt is None else answers(alt) if answers is not None else priced(model, points, alt)
         for m in model.priced:
             v = np.full(rows.height, np.nan)
             if alt is None:
-                v = rows[m].cast(pl.Float64).fill_null(np.nan).to_numpy()
+                v = rows[m].cast(pl.Float64).to_numpy()  # a null is NaN
             else:
-                v[ok] = again[m].cast(pl.Float64).fill_null(np.nan).to_numpy()
+                v[ok] = again[m] if isinstance(again, dict) else again[m].cast(pl.Float64).to_numpy()
             down, up = by[m] if by is not None else (1.0, 1.0)
             lo[m] = np.fmin(lo[m], np.fmin(v * down, v * up))
             hi[m] = np.fmax(hi[m], np.fmax(v * down, v * up))

@@ -62,3 +62,39 @@ def test_metrics_of_rows_that_are_not_ok_are_nulled():
                                                "param_explode": [False, False]}), PROFILE)
     assert out["status"].to_list() == ["infeasible", "ok"]
     assert out["metric_half_i"].to_list() == [None, 2.0]
+
+
+@pytest.mark.parametrize("name", ["memmap", "copy", "pfnmap", "young"])
+def test_a_refits_priced_answers_are_the_row_frames_priced_metrics(name):
+    """priced() (an error bar's refit: the priced metrics alone, no row frame) gives each shipped model's priced
+    metrics exactly as evaluate() gives them at the same ok points, NaN where evaluate gives null."""
+    from sweeps.spec.grid import decode, grid_for
+    from sweeps.spec.load import load_spec
+    from workers import get_model
+    from workers.evaluate import priced
+
+    model, grid = get_model(name), grid_for(load_spec("default"), name)
+    every = decode(grid, 0, grid.size).gather_every(max(1, grid.size // 3000)).drop("point_id")
+    rows = evaluate(model, every, PROFILE).filter(pl.col("status") == "ok")
+    assert rows.height > 100
+    at = rows.select([a.column for a in model.axes])
+    got = priced(model, at, PROFILE)
+    assert list(got) == list(model.priced)
+    for m in model.priced:
+        assert got[m].dtype == "float64"
+        assert got[m].tolist() == pytest.approx(rows[m].cast(pl.Float64).to_numpy().tolist(), nan_ok=True, rel=0)
+
+
+def test_a_refit_that_returns_the_wrong_number_of_values_is_refused():
+    """A model whose refit answers fewer values than points is a ModelError naming the metric."""
+    from workers.evaluate import priced
+    from workers.exceptions import ModelError
+
+    class ShortPriced(ProbeModel):
+        priced = ("metric_half_i",)
+
+        def evaluate(self, points, profile):
+            return {"metric_i_squared": [0], "metric_half_i": [0.0]}
+
+    with pytest.raises(ModelError, match="returned 1 rows of metric_half_i for 3 points"):
+        priced(ShortPriced(), points(), PROFILE)

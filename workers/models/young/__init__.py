@@ -320,7 +320,7 @@ class YoungModel(Model):
 
     def evaluate(self, points: pl.DataFrame, profile: Profile) -> dict:
         """Counts and modeled times for every point (see the module doc for the cost formula)."""
-        a, c = self._points.get(points, self._counts)  # what depends on the points alone
+        a, c, (pick, unmapped) = self._points.get(points, self._counts)  # what depends on the points alone
         cost = {k: float(profile.value("young", k))
                 for k in COSTS}
         scale = np.where(a["arm64"], 1.0, float(profile.value("young", "x86_scale")))
@@ -332,11 +332,6 @@ class YoungModel(Model):
         total = rest_ns + young_ns + unmap_ns
         total_pp = rest_ns + young["pp"] + unmap_ns
         total_pp_unmap = rest_ns + young_ns + gone["pp"]
-        pick = {k: np.where(b, c[f"{k}_b"], c[f"{k}_pp"])
-                for k in ("calls", "visits", "blocks", "atomics", "flushes", "found", "asked", "walks", "kept",
-                          "young_folios")}
-        unmapped = {k: np.where(bu, c[f"unmap_{k}_b"], c[f"unmap_{k}_pp"])
-                    for k in ("steps", "unfolds", "flushes", "atomics")}
         with np.errstate(divide="ignore", invalid="ignore"):  # infeasible rows (nulled below) may be 0/0
             speedup = total_pp / total
             reduction = 1.0 - total / total_pp
@@ -354,12 +349,13 @@ class YoungModel(Model):
             "metric_reclaim_rest_ms": rest_ns / 1e6, "metric_scan_ms": total / 1e6,
             "metric_speedup_vs_per_pte": speedup, "metric_time_reduction_vs_per_pte": reduction,
             "metric_time_reduction_vs_per_pte_unmap": reduction_unmap,
-            INSTRUCTIONS: [None] * points.height,
+            INSTRUCTIONS: pl.repeat(None, points.height, dtype=FLOAT, eager=True),  # the guest's alone
         }  # the host builds the frame: status from `infeasible`, metrics nulled where not ok
 
     @staticmethod
-    def _counts(points: pl.DataFrame) -> tuple[dict, dict]:
-        """The points' inputs as numpy arrays, and their counts (young.counts): no cost in either."""
+    def _counts(points: pl.DataFrame) -> tuple[dict, dict, tuple[dict, dict]]:
+        """The points' inputs as numpy arrays, their counts (young.counts), and the counts of each point's own
+        batching and unmap (the helper's, the unmap's): no cost in any."""
         arr = points.select(
             pl.col("param_namespace_size").clip(0, None).alias("size"),
             pl.max_horizontal(mapped_expr(), pl.col("param_namespace_size")).clip(0, None).alias("mapped"),
@@ -373,8 +369,14 @@ class YoungModel(Model):
             pl.col("param_young_fraction").fill_nan(0.0).fill_null(0.0).clip(0.0, 1.0).alias("yf"),
         )
         a = {c: arr[c].to_numpy() for c in arr.columns}
-        return a, counts(a["size"], a["mapped"], a["align"], a["order"], a["arm64"], a["first_cont"], a["yf"],
-                         a["classic"])
+        c = counts(a["size"], a["mapped"], a["align"], a["order"], a["arm64"], a["first_cont"], a["yf"], a["classic"])
+        b, bu = a["batched"], a["batched_unmap"]
+        pick = {k: np.where(b, c[f"{k}_b"], c[f"{k}_pp"])
+                for k in ("calls", "visits", "blocks", "atomics", "flushes", "found", "asked", "walks", "kept",
+                          "young_folios")}
+        unmapped = {k: np.where(bu, c[f"unmap_{k}_b"], c[f"unmap_{k}_pp"])
+                    for k in ("steps", "unfolds", "flushes", "atomics")}
+        return a, c, (pick, unmapped)
 
     @staticmethod
     def _young_ns(c: dict, path: str, arm64: np.ndarray, cost: dict) -> np.ndarray:

@@ -62,7 +62,7 @@ def implied_step(profile: Profile, results: pl.DataFrame) -> tuple[dict[str, flo
     point = pl.DataFrame({**{f"param_{k}": [v] for k, v in POINT.items()}, "param_arch": ["arm64"],
                           "param_batching": ["per_pte"], "param_unmap": ["per_pte"], "param_lru": ["classic"],
                           "param_first_pte_cont": [True]})
-    a, c = MODEL._counts(point)
+    a, c, _ = MODEL._counts(point)
     one = {k: float(v[0]) for k, v in c.items()}
     calls_ns = float(MODEL._young_ns(c, "pp", a["arm64"], cost)[0])
     rest_ns = one["folios"] * cost["folio_ns"]
