@@ -281,6 +281,9 @@ def _baseline(model: Model, rows: pl.DataFrame) -> np.ndarray:
     return (rows[cmp.column] == cmp.baseline).fill_null(False).to_numpy()
 
 
+WHOLE_FRAME = 0.9  # spread(): the share of ok rows from which refits price every row
+
+
 def spread(model: Model, rows: pl.DataFrame, ok: np.ndarray, alternatives, answers=None) -> tuple[dict, dict]:
     """Per priced metric, the least and the largest answer over `alternatives`, (profile, sides) pairs: None
     is the rows' own answers; sides, per metric the two factors an answer is moved by (Stated.sides), or None
@@ -288,7 +291,12 @@ def spread(model: Model, rows: pl.DataFrame, ok: np.ndarray, alternatives, answe
     alternative, where the caller has them (default: the model evaluated at those rows' points)."""
     lo = {m: np.full(rows.height, np.nan) for m in model.priced}
     hi = {m: np.full(rows.height, np.nan) for m in model.priced}
-    points = rows.select([a.column for a in model.axes]).filter(pl.Series(ok)) if ok.any() else None
+    # Where nearly every row is ok, the refits take every row's point: the frame the rows were evaluated on,
+    # whose counts the model has cached (LastPoints), so that no refit derives them again; elsewhere pricing
+    # the rows that are not ok would cost more than that derivation (memmap's large grid: 44% ok).
+    whole = ok.mean() >= WHOLE_FRAME if ok.size else False
+    take = np.ones_like(ok) if whole else ok
+    points = rows.select([a.column for a in model.axes]).filter(pl.Series(take)) if ok.any() else None
     for alt, by in alternatives:
         if alt is not None and points is None:
             continue
@@ -298,7 +306,8 @@ def spread(model: Model, rows: pl.DataFrame, ok: np.ndarray, alternatives, answe
             if alt is None:
                 v = rows[m].cast(pl.Float64).to_numpy()  # a null is NaN
             else:
-                v[ok] = again[m] if isinstance(again, dict) else again[m].cast(pl.Float64).to_numpy()
+                v[ok] = (again[m][ok] if whole else again[m]) if isinstance(again, dict) \
+                    else again[m].cast(pl.Float64).to_numpy()
             down, up = by[m] if by is not None else (1.0, 1.0)
             lo[m] = np.fmin(lo[m], np.fmin(v * down, v * up))
             hi[m] = np.fmax(hi[m], np.fmax(v * down, v * up))

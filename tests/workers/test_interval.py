@@ -259,3 +259,23 @@ def test_a_pmem_time_spans_the_xpline_amplification_and_a_dram_one_does_not_move
                                       k: dataclasses.replace(e, range=None) if k == "pmem_writeback_amplification"
                                       else e for k, e in SEED.sections["memmap"].items()}})
     assert bars(MEMMAP, [dram], without)["lo_init_ms"][0] == pytest.approx(rows["lo_init_ms"][1], rel=1e-6)
+
+
+@pytest.mark.parametrize("model", MODELS, ids=lambda m: m.name)
+def test_refits_on_every_row_or_on_the_ok_rows_alone_give_the_same_bars(model, monkeypatch):
+    """spread() prices a refit on every row's point where nearly all are ok (the model's cached counts) and on
+    the ok rows alone elsewhere: the bars are the same either way, ok and not-ok rows mixed."""
+    from sweeps.spec.grid import decode, grid_for
+    from sweeps.spec.load import load_spec
+
+    grid = grid_for(load_spec("default"), model.name)
+    points = decode(grid, 0, grid.size).gather_every(max(1, grid.size // 4000)).drop("point_id")
+    rows = evaluate(model, points, SEED)
+    assert 0 < (rows["status"] == "ok").sum() < rows.height
+    labels = evidence.label(model, SEED, rows)["evidence"]
+    got = {}
+    for share in (0.0, 1.01):  # every row's point always; the ok rows' always
+        monkeypatch.setattr(interval, "WHOLE_FRAME", share)
+        got[share] = interval.bars(model, SEED, rows, labels)
+    assert got[0.0].equals(got[1.01])
+    assert got[0.0].null_count().sum_horizontal().item() < got[0.0].width * got[0.0].height
