@@ -90,7 +90,8 @@ def lines(profile: Profile) -> list[str]:
                else "every reading below it: the x86 bound and the instructions meet only at its low end"
                if below == n else "every reading above it: they meet only at its high end" if above == n
                else f"{n - below - above} of {n} readings inside it, {below} below, {above} above")
+    solved = ", ".join(f"{name} {v:,.0f}" for name, v in per.items())
     return [f"young.unmap_step_ns against the arm64 guest's instructions (Debian {RELEASE}, classic LRU, per "
-            "operation, solved exactly from 4 rows: " + ", ".join(f"{n} {v:,.0f}" for n, v in per.items()) + "):",
+            f"operation, solved exactly from {len(OPERATIONS)} rows: {solved}):",
             f"  the {per['page reclaimed']:,.0f}-instruction unmap step's own work is, {at}",
             f"  assumed within [{low:g}, {high:g}] (the x86 '50%+' bound): {verdict}"]
