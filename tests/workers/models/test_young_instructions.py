@@ -51,12 +51,13 @@ def test_the_implied_step_is_the_steps_instructions_at_each_rate_less_what_the_m
 
 def test_calibrate_prints_the_check_against_the_assumed_range():
     """The young model names this check (Calibration.crosscheck) and its lines say where the readings fall
-    against the profile's range: below it with the seed's [53.65, 101], inside one wide enough."""
+    against the profile's range: below it with the seed's [53.65, 101], inside one wide enough; a profile that
+    holds the cost at one value without a range gets the readings against that value."""
     profile = load_profile("seed")
     check = resolve(MODELS["young"].calibration.crosscheck)
     assert check is lines
     text = "\n".join(lines(profile))
-    assert "page reclaimed 676" in text and "assumed within [53.65, 101]" in text
+    assert "page reclaimed 676" in text and "assumed within [53.65, 101] ns" in text
     assert "every reading below it" in text
     entry = profile.sections["young"]["unmap_step_ns"]
     wide = dataclasses.replace(profile, sections={**profile.sections, "young": {
@@ -67,3 +68,6 @@ def test_calibrate_prints_the_check_against_the_assumed_range():
     split = dataclasses.replace(profile, sections={**profile.sections, "young": {
         **profile.sections["young"], "unmap_step_ns": dataclasses.replace(entry, range=(middle, 101.0))}})
     assert "1 of 2 readings inside it, 1 below, 0 above" in "\n".join(lines(split))
+    held = dataclasses.replace(profile, sections={**profile.sections, "young": {
+        **profile.sections["young"], "unmap_step_ns": dataclasses.replace(entry, value=60.0, range=None)}})
+    assert "held at 60 ns, no range: 2 of 2 readings below it, 0 above" in "\n".join(lines(held))
