@@ -294,9 +294,9 @@ def spread(model: Model, rows: pl.DataFrame, ok: np.ndarray, alternatives, answe
     # Where nearly every row is ok, the refits take every row's point: the frame the rows were evaluated on,
     # whose counts the model has cached (LastPoints), so that no refit derives them again; elsewhere pricing
     # the rows that are not ok would cost more than that derivation (memmap's large grid: 44% ok).
-    whole = ok.mean() >= WHOLE_FRAME if ok.size else False
-    take = np.ones_like(ok) if whole else ok
-    points = rows.select([a.column for a in model.axes]).filter(pl.Series(take)) if ok.any() else None
+    whole = bool(ok.size) and ok.mean() >= WHOLE_FRAME
+    axes = rows.select([a.column for a in model.axes])
+    points = None if not ok.any() else axes if whole else axes.filter(pl.Series(ok))
     for alt, by in alternatives:
         if alt is not None and points is None:
             continue
@@ -305,9 +305,10 @@ def spread(model: Model, rows: pl.DataFrame, ok: np.ndarray, alternatives, answe
             v = np.full(rows.height, np.nan)
             if alt is None:
                 v = rows[m].cast(pl.Float64).to_numpy()  # a null is NaN
-            else:
-                v[ok] = (again[m][ok] if whole else again[m]) if isinstance(again, dict) \
-                    else again[m].cast(pl.Float64).to_numpy()
+            elif answers is not None:  # the ok rows' answers
+                v[ok] = again[m].cast(pl.Float64).to_numpy()
+            else:  # priced() at `points`
+                v[ok] = again[m][ok] if whole else again[m]
             down, up = by[m] if by is not None else (1.0, 1.0)
             lo[m] = np.fmin(lo[m], np.fmin(v * down, v * up))
             hi[m] = np.fmax(hi[m], np.fmax(v * down, v * up))

@@ -68,14 +68,12 @@ def test_metrics_of_rows_that_are_not_ok_are_nulled():
 def test_a_refits_priced_answers_are_the_row_frames_priced_metrics(name):
     """priced() (an error bar's refit: the priced metrics alone, no row frame) gives each shipped model's priced
     metrics exactly as evaluate() gives them at the same ok points, NaN where evaluate gives null."""
-    from sweeps.spec.grid import decode, grid_for
-    from sweeps.spec.load import load_spec
+    from tests.support.grids import sampled
     from workers import get_model
     from workers.evaluate import priced
 
-    model, grid = get_model(name), grid_for(load_spec("default"), name)
-    every = decode(grid, 0, grid.size).gather_every(max(1, grid.size // 3000)).drop("point_id")
-    rows = evaluate(model, every, PROFILE).filter(pl.col("status") == "ok")
+    model = get_model(name)
+    rows = evaluate(model, sampled(name, 3000), PROFILE).filter(pl.col("status") == "ok")
     assert rows.height > 100
     at = rows.select([a.column for a in model.axes])
     got = priced(model, at, PROFILE)

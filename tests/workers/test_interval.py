@@ -265,12 +265,9 @@ def test_a_pmem_time_spans_the_xpline_amplification_and_a_dram_one_does_not_move
 def test_refits_on_every_row_or_on_the_ok_rows_alone_give_the_same_bars(model, monkeypatch):
     """spread() prices a refit on every row's point where nearly all are ok (the model's cached counts) and on
     the ok rows alone elsewhere: the bars are the same either way, ok and not-ok rows mixed."""
-    from sweeps.spec.grid import decode, grid_for
-    from sweeps.spec.load import load_spec
+    from tests.support.grids import sampled
 
-    grid = grid_for(load_spec("default"), model.name)
-    points = decode(grid, 0, grid.size).gather_every(max(1, grid.size // 4000)).drop("point_id")
-    rows = evaluate(model, points, SEED)
+    rows = evaluate(model, sampled(model.name, 4000), SEED)
     assert 0 < (rows["status"] == "ok").sum() < rows.height
     labels = evidence.label(model, SEED, rows)["evidence"]
     got = {}
